@@ -1,0 +1,139 @@
+"""Cooperative games: the objects every estimator values.
+
+A *game* is any object with an integer attribute ``n_players`` and a method
+``evaluate(masks)`` mapping a boolean ``(m, n_players)`` array of coalitions
+(row ``r`` is the indicator vector of a coalition ``S_r``) to ``m`` utilities
+``U(S_r)``. Evaluating many coalitions in one call is what makes games fast:
+a model utility trains a whole batch of subsets at once.
+
+A game may also offer ``evaluate_prefixes(permutations)``: for an ``(m, n)``
+array of permutations it returns the ``(m, n)`` utilities
+``U({pi_1}), U({pi_1, pi_2}), ..., U({pi_1..pi_n})`` of every prefix of every
+permutation. Incrementally trainable models compute these in one pass per
+permutation; permutation estimators use the method when present and fall back
+to building the prefix masks otherwise.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Protocol, runtime_checkable
+
+import numpy as np
+
+from ._validation import check_int, check_masks, check_utilities
+
+__all__ = ["Game", "GameLike", "FunctionGame", "as_game", "prefix_masks"]
+
+
+@runtime_checkable
+class GameLike(Protocol):
+    """What an estimator needs from a game (structural type)."""
+
+    n_players: int
+
+    def evaluate(self, masks: np.ndarray) -> np.ndarray: ...
+
+
+class Game:
+    """Base class for games: subclasses implement ``_evaluate``.
+
+    ``evaluate`` validates the masks (shape ``(m, n_players)``, booleans) and
+    the returned utilities (``m`` finite floats) around ``_evaluate``, which
+    receives a clean boolean array.
+    """
+
+    n_players: int
+
+    def evaluate(self, masks) -> np.ndarray:
+        masks = check_masks(masks, self.n_players)
+        return check_utilities(self._evaluate(masks), masks.shape[0],
+                               source=f"{type(self).__name__}._evaluate")
+
+    def _evaluate(self, masks: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError(f"{type(self).__name__} must implement _evaluate(masks).")
+
+    def __call__(self, coalition) -> float:
+        """Utility of one coalition: a boolean mask, or an iterable of player indices."""
+        coalition = np.asarray(coalition)
+        if coalition.dtype == np.bool_:
+            mask = coalition.reshape(1, -1)
+        else:
+            mask = np.zeros((1, self.n_players), dtype=bool)
+            mask[0, coalition.astype(int).reshape(-1)] = True
+        return float(self.evaluate(mask)[0])
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(n_players={self.n_players})"
+
+
+class FunctionGame(Game):
+    """A game defined by a Python function (see :func:`as_game`)."""
+
+    def __init__(self, fn: Callable, n_players: int, vectorized: bool = False):
+        if not callable(fn):
+            raise TypeError(f"fn must be callable, got {type(fn).__name__}.")
+        self.fn = fn
+        self.n_players = check_int(n_players, "n_players", minimum=1)
+        self.vectorized = bool(vectorized)
+
+    def _evaluate(self, masks: np.ndarray) -> np.ndarray:
+        if self.vectorized:
+            return self.fn(masks)
+        return np.fromiter((self.fn(row) for row in masks), dtype=float, count=masks.shape[0])
+
+
+def as_game(fn: Callable, n_players: int, vectorized: bool = False) -> FunctionGame:
+    """Wrap a utility function as a game.
+
+    Parameters
+    ----------
+    fn : callable
+        With ``vectorized=False``, ``fn(mask) -> float`` takes one boolean
+        mask of length ``n_players``. With ``vectorized=True``,
+        ``fn(masks) -> array`` takes a boolean ``(m, n_players)`` array and
+        returns ``m`` utilities.
+    n_players : int
+        Number of players (data points), at least 1.
+    vectorized : bool, default False
+        Whether ``fn`` evaluates a whole mask matrix at once.
+
+    Returns
+    -------
+    FunctionGame
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from shapley_research import as_game, exact_shapley
+    >>> weights = np.array([1.0, 2.0, 3.0])
+    >>> game = as_game(lambda m: m @ weights, 3, vectorized=True)
+    >>> exact_shapley(game).values
+    array([1., 2., 3.])
+    """
+    return FunctionGame(fn, n_players, vectorized=vectorized)
+
+
+def prefix_masks(permutations: np.ndarray) -> np.ndarray:
+    """Masks of all prefixes of each permutation.
+
+    For ``permutations`` of shape ``(m, n)`` returns a boolean ``(m * n, n)``
+    array whose row ``t * n + k`` is the coalition ``{pi_t[0], ..., pi_t[k]}``.
+    Built with one broadcast comparison of positions: player ``j`` is in
+    prefix ``k`` of ``pi`` iff its position in ``pi`` is at most ``k``.
+    """
+    m, n = permutations.shape
+    positions = np.empty_like(permutations)
+    np.put_along_axis(positions, permutations, np.arange(n)[None, :], axis=1)
+    masks = positions[:, None, :] <= np.arange(n)[None, :, None]
+    return masks.reshape(m * n, n)
+
+
+def evaluate_prefixes(game: GameLike, permutations: np.ndarray) -> np.ndarray:
+    """Utilities of all prefixes, through the game's fast path when it has one."""
+    m, n = permutations.shape
+    fast = getattr(game, "evaluate_prefixes", None)
+    if fast is not None:
+        return check_utilities(np.asarray(fast(permutations), dtype=float).reshape(-1), m * n,
+                               source=f"{type(game).__name__}.evaluate_prefixes").reshape(m, n)
+    return check_utilities(game.evaluate(prefix_masks(permutations)), m * n,
+                           source=f"{type(game).__name__}.evaluate").reshape(m, n)
