@@ -27,3 +27,7 @@ __all__ = [
     "compressive_sample_size", "stability_bound", "uniform_division_guarantee",
     "UniformDivisionGuarantee",
 ]
+
+# --- ML utilities (issue 3): utility.py, learners.py ---
+
+# --- influence heuristics (issue 3): influence.py ---
