@@ -1,0 +1,277 @@
+"""The ``shapley-research`` command: list and run the paper's experiments.
+
+::
+
+    shapley-research list [--long]
+    shapley-research run NAME [OVERRIDE ...] [--kernel KERNEL] [--quiet]
+    shapley-research stage NAME [--results DIR] [--write]
+    shapley-research --project-dir DIR ...
+
+``run`` composes ``conf/`` with hydra (``profile=quick``, ``output_dir=PATH``,
+``seed=1``, ``experiment.KEY=VALUE``), executes ``notebooks/NAME.ipynb`` with
+papermill, and checks the ``metrics.json`` it wrote. Exit status: 0 when the
+run finished (whether or not the paper's claims held: a claim that fails is a
+result), 1 when the notebook failed or wrote no valid ``metrics.json``, 2 for
+a usage error (unknown experiment, bad override, missing file).
+
+The notebook runs in a Jupyter kernel of the Python running this command: a
+registered kernel spec whose interpreter is this one (``python3`` after
+``python -m ipykernel install --sys-prefix``), or else a private spec written
+to a temporary directory, so the environment is never modified.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from .experiments import EXPERIMENT_NAMES
+from .experiments._common import METRICS_FILE, read_metrics
+from .experiments._project import (Project, ProjectError, check_declared, check_name, dvc_stage,
+                                   notebook_parameters, write_dvc_stage)
+
+KERNEL_NAME = "shapley-research"
+KERNEL_ENV = "SHAPLEY_RESEARCH_KERNEL"
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+# --- kernel -----------------------------------------------------------------------------------------------
+
+def _runs_this_python(argv: list[str]) -> bool:
+    """Whether a kernel spec's command starts the interpreter running this process."""
+    if not argv:
+        return False
+    # jupyter_client replaces a bare 'python', 'python3' or 'python3.X' with sys.executable.
+    major, minor = sys.version_info[:2]
+    if argv[0] in ("python", f"python{major}", f"python{major}.{minor}"):
+        return True
+    try:
+        return Path(argv[0]).resolve() == Path(sys.executable).resolve()
+    except OSError:
+        return False
+
+
+def _private_kernel() -> str:
+    """Write a kernel spec for ``sys.executable`` outside the environment and put it on ``JUPYTER_PATH``."""
+    import hashlib
+    import json
+    import shutil
+
+    from ipykernel.kernelspec import write_kernel_spec
+
+    # One directory per user and interpreter, so environments never share a spec.
+    tag = hashlib.sha1(sys.executable.encode()).hexdigest()[:12]
+    data_dir = Path(tempfile.gettempdir()) / f"shapley-research-jupyter-{getattr(os, 'getuid', lambda: 0)()}-{tag}"
+    spec_dir = data_dir / "kernels" / KERNEL_NAME
+    try:
+        current = json.loads((spec_dir / "kernel.json").read_text())["argv"][0] == sys.executable
+    except (OSError, ValueError, KeyError, IndexError):
+        current = False
+    if not current:
+        shutil.rmtree(spec_dir, ignore_errors=True)
+        spec_dir.parent.mkdir(parents=True, exist_ok=True)
+        write_kernel_spec(path=str(spec_dir), overrides={"display_name": "Python (shapley-research)"})
+    # jupyter_client reads JUPYTER_PATH each time papermill creates a kernel spec manager.
+    os.environ["JUPYTER_PATH"] = os.pathsep.join(filter(None, [str(data_dir), os.environ.get("JUPYTER_PATH")]))
+    return KERNEL_NAME
+
+
+def select_kernel(requested: str | None = None) -> str:
+    """Name of the Jupyter kernel to run notebooks in.
+
+    ``requested`` (or ``$SHAPLEY_RESEARCH_KERNEL``) is used as given. Otherwise
+    the first kernel spec among ``shapley-research``, ``python3`` and the
+    others that starts this very interpreter, so the notebook imports the
+    same ``shapley_research``; failing that, a private spec (see module docs).
+
+    Raises
+    ------
+    ProjectError
+        If the requested kernel is not installed.
+    """
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    specs = KernelSpecManager().get_all_specs()
+    requested = requested or os.environ.get(KERNEL_ENV)
+    if requested:
+        if requested not in specs:
+            raise ProjectError(f"no Jupyter kernel named {requested!r}; installed: {', '.join(sorted(specs))}.")
+        return requested
+    for name in (KERNEL_NAME, "python3", *sorted(specs)):
+        spec = specs.get(name, {}).get("spec", {})
+        if spec.get("language", "python") == "python" and _runs_this_python(spec.get("argv", [])):
+            return name
+    return _private_kernel()
+
+
+# --- commands ---------------------------------------------------------------------------------------------
+
+def _project(args) -> Project:
+    return Project.locate(args.project_dir)
+
+
+def cmd_list(args) -> int:
+    """Print the experiment names, one per line (with ``--long``: status and description)."""
+    if not args.long:
+        print("\n".join(EXPERIMENT_NAMES))
+        return EXIT_OK
+    project = _project(args)
+    width = max(map(len, EXPERIMENT_NAMES))
+    for name in EXPERIMENT_NAMES:
+        missing = project.missing(name)
+        text = project.description(name) if not missing else f"(not available: missing {', '.join(missing)})"
+        print(f"{name:<{width}}  {text}".rstrip())
+    return EXIT_OK
+
+
+class _StreamedOutput(logging.StreamHandler):
+    """Print papermill's log lines; the notebook's printed lines already end in a newline."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return super().format(record).rstrip("\n")
+
+
+def _configure_logging(quiet: bool) -> None:
+    # papermill streams the notebook's output through its logger (log_output=True):
+    # show it as plain lines on stderr so long runs show their progress.
+    logger = logging.getLogger("papermill")
+    logger.setLevel(logging.WARNING if quiet else logging.INFO)
+    if not any(isinstance(h, _StreamedOutput) for h in logger.handlers):
+        handler = _StreamedOutput(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        logger.addHandler(handler)
+    logger.propagate = False
+
+
+def _format_value(value) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, list) and len(value) > 6:
+        return f"[{', '.join(map(_format_value, value[:6]))}, ... ({len(value)} values)]"
+    return str(value)
+
+
+def summarize(name: str, profile: str, run_dir: Path, metrics: dict, seconds: float) -> str:
+    """The verdict lines printed after a run."""
+    claims = metrics["claims"]
+    held = sum(c["holds"] for c in claims)
+    lines = [f"{name} (profile={profile}): {held} of {len(claims)} claims hold [{seconds:.1f} s]",
+             f"  results: {run_dir}"]
+    for c in claims:
+        stat = c["statistic"]
+        verdict = "holds" if c["holds"] else "DOES NOT HOLD"
+        lines.append(f"  [{verdict}] {c['claim']} ({stat['name']} = {_format_value(stat['value'])})")
+    return "\n".join(lines)
+
+
+def cmd_run(args) -> int:
+    """Compose the configuration, execute the notebook, check ``metrics.json``, print the verdicts."""
+    name = check_name(args.name)
+    project = _project(args)
+    config = project.compose(name, args.overrides)
+    params = notebook_parameters(config, name)
+    notebook = project.notebook(name)
+    check_declared(notebook, params)
+    kernel = select_kernel(args.kernel)
+    run_dir = Path(params["output_dir"])
+    run_dir.mkdir(parents=True, exist_ok=True)
+    # A metrics.json left by an earlier run must not pass for this run's.
+    (run_dir / METRICS_FILE).unlink(missing_ok=True)
+    executed = run_dir / f"{name}.ipynb"
+
+    print(f"Running {name} (profile={params['profile']}) -> {run_dir}", file=sys.stderr, flush=True)
+    _configure_logging(args.quiet)
+    import papermill
+    from papermill.exceptions import PapermillExecutionError
+
+    start = time.perf_counter()
+    try:
+        papermill.execute_notebook(str(notebook), str(executed), parameters=params, kernel_name=kernel,
+                                   cwd=str(project.root), progress_bar=False, log_output=not args.quiet)
+    except PapermillExecutionError as err:
+        print(f"error: {name} failed in cell {err.cell_index + 1}: {err.ename}: {err.evalue}\n"
+              f"The executed notebook with the traceback is {executed}", file=sys.stderr)
+        return EXIT_FAILED
+    except Exception as err:  # kernel start-up or I/O failures: report, don't dump a papermill traceback
+        print(f"error: could not execute {notebook} with kernel {kernel!r}: {type(err).__name__}: {err}",
+              file=sys.stderr)
+        return EXIT_FAILED
+    seconds = time.perf_counter() - start
+    try:
+        metrics = read_metrics(run_dir)
+    except (FileNotFoundError, ValueError) as err:
+        print(f"error: {name} finished but its {METRICS_FILE} is unusable: {err}", file=sys.stderr)
+        return EXIT_FAILED
+    print(summarize(name, params["profile"], run_dir, metrics, seconds))
+    return EXIT_OK
+
+
+def cmd_stage(args) -> int:
+    """Print (or write into dvc.yaml) the DVC stage for an experiment."""
+    import yaml
+
+    project = _project(args)
+    if args.write:
+        path = write_dvc_stage(project, check_name(args.name), args.results)
+        print(f"wrote stage {args.name!r} to {path}")
+    else:
+        print(yaml.safe_dump({args.name: dvc_stage(project, check_name(args.name), args.results)},
+                             sort_keys=False), end="")
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="shapley-research",
+        description="Run the experiments reproducing Jia et al. (AISTATS 2019).",
+        epilog="Experiments: " + ", ".join(EXPERIMENT_NAMES) + ". Example: shapley-research run iris_accuracy "
+               "profile=quick output_dir=/tmp/results experiment.KEY=VALUE")
+    parser.add_argument("--project-dir", metavar="DIR",
+                        help="project directory with conf/ and notebooks/ (default: searched upward from the "
+                             "working directory)")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p_list = sub.add_parser("list", help="print the experiment names, one per line")
+    p_list.add_argument("-l", "--long", action="store_true", help="add each experiment's status and description")
+    p_list.set_defaults(func=cmd_list)
+
+    p_run = sub.add_parser(
+        "run", help="run one experiment",
+        description="Compose conf/ with the hydra overrides, execute notebooks/NAME.ipynb with papermill and "
+                    "write OUTPUT_DIR/NAME/ (executed notebook, figures, CSV tables, metrics.json).",
+        epilog="Overrides: profile=quick|paper (default paper), output_dir=PATH (default results, relative to "
+               "the project), seed=INT, n_jobs=INT, experiment.KEY=VALUE.")
+    p_run.add_argument("name", metavar="NAME", help="experiment: " + ", ".join(EXPERIMENT_NAMES))
+    p_run.add_argument("overrides", nargs="*", metavar="OVERRIDE", help="hydra override KEY=VALUE")
+    p_run.add_argument("--kernel", help=f"Jupyter kernel to use (default: ${KERNEL_ENV} or one running "
+                                        "this Python)")
+    p_run.add_argument("-q", "--quiet", action="store_true", help="do not stream the notebook's output")
+    p_run.set_defaults(func=cmd_run)
+
+    p_stage = sub.add_parser("stage", help="print the dvc.yaml stage of an experiment that has been run",
+                             description="Print the dvc.yaml stage reproducing NAME, listing as outputs the "
+                                         "files a finished run left in RESULTS/NAME/.")
+    p_stage.add_argument("name", metavar="NAME", help="experiment: " + ", ".join(EXPERIMENT_NAMES))
+    p_stage.add_argument("--results", metavar="DIR", help="where the run wrote (default: PROJECT/results)")
+    p_stage.add_argument("--write", action="store_true", help="add or replace the stage in PROJECT/dvc.yaml")
+    p_stage.set_defaults(func=cmd_stage)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``shapley-research``; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except ProjectError as err:
+        print(f"shapley-research: error: {err}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,22 @@
+"""Experiments reproducing the paper's figures and claims.
+
+Each experiment NAME is ``notebooks/NAME.ipynb`` driven by ``conf/`` and run
+with ``shapley-research run NAME``; its logic lives in
+``shapley_research/experiments/NAME.py``. This package holds the helpers the
+notebooks share (:mod:`._common`), the notebook builder (:mod:`._notebook`)
+and the project layout and DVC conventions (:mod:`._project`).
+"""
+
+#: The fixed experiment vocabulary, in the order they are listed.
+EXPERIMENT_NAMES = ("iris_accuracy", "runtime_scaling", "sparsity", "ridge_stability", "privacy_noise",
+                    "adversarial")
+
+from ._common import (METRICS_FILE, Claim, claim, experiment_dir, progress, read_metrics,  # noqa: E402
+                      save_figure, set_blas_threads, setup_matplotlib, to_jsonable, validate_metrics,
+                      write_metrics, write_table)
+
+__all__ = [
+    "EXPERIMENT_NAMES", "METRICS_FILE", "Claim", "claim", "experiment_dir", "progress", "read_metrics",
+    "save_figure", "set_blas_threads", "setup_matplotlib", "to_jsonable", "validate_metrics",
+    "write_metrics", "write_table",
+]

@@ -1,0 +1,363 @@
+"""Helpers every experiment notebook calls to write its results.
+
+An experiment writes into one directory (``results/NAME/`` by default):
+figures as PNG and PDF (:func:`save_figure`), the values behind each figure as
+tidy CSV (:func:`write_table`), and ``metrics.json`` (:func:`write_metrics`)
+with the figures' key numbers and a ``claims`` list, one entry per claim of
+the paper that the experiment tests (:func:`claim`).
+
+matplotlib is imported only inside the functions that draw, so the command
+line tool can import this module without paying for it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import numbers
+import os
+import sys
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+METRICS_FILE = "metrics.json"
+CLAIM_KEYS = ("claim", "statistic", "holds")
+FIGURE_DPI = 150
+
+__all__ = [
+    "METRICS_FILE", "Claim", "claim", "to_jsonable", "validate_metrics", "write_metrics",
+    "read_metrics", "experiment_dir", "save_figure", "write_table", "setup_matplotlib",
+    "set_blas_threads", "progress",
+]
+
+
+def to_jsonable(value: Any) -> Any:
+    """Return ``value`` as plain JSON types (dict, list, str, int, float, bool, None).
+
+    numpy scalars and arrays become Python numbers and lists, tuples and sets
+    become lists, paths become strings. Non-finite floats become ``None``
+    because strict JSON has no NaN or infinity.
+
+    Raises
+    ------
+    TypeError
+        For a value with no JSON form (an arbitrary object), naming its type.
+    """
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        value = float(value)
+        return value if math.isfinite(value) else None
+    if isinstance(value, np.ndarray):
+        return [to_jsonable(v) for v in value.tolist()]
+    if isinstance(value, Mapping):
+        out = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise TypeError(f"JSON object keys must be strings, got {key!r} of type {type(key).__name__}.")
+            out[key] = to_jsonable(item)
+        return out
+    if isinstance(value, (list, tuple, set, frozenset)):
+        items = sorted(value) if isinstance(value, (set, frozenset)) else value
+        return [to_jsonable(v) for v in items]
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    raise TypeError(f"cannot write a value of type {type(value).__name__} to JSON: {value!r}")
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One claim of the paper and the verdict an experiment's run gives it.
+
+    Parameters
+    ----------
+    claim : str
+        The paper's claim in one sentence.
+    statistic : str
+        Name of the statistic computed from the run that decides the claim.
+    value : object
+        The statistic's value (a number, or a list of numbers).
+    holds : bool
+        Whether the run supports the claim.
+    """
+
+    claim: str
+    statistic: str
+    value: Any
+    holds: bool
+
+    def to_dict(self) -> dict:
+        """The entry written to ``metrics.json``: ``{claim, statistic: {name, value}, holds}``."""
+        return {"claim": self.claim, "statistic": {"name": self.statistic, "value": to_jsonable(self.value)},
+                "holds": bool(self.holds)}
+
+
+def claim(text: str, statistic_name: str, value: Any, holds: Any) -> Claim:
+    """Build a :class:`Claim`, coercing numpy types to plain Python.
+
+    ``holds`` is usually a numpy comparison (``np.bool_``); it is converted
+    with ``bool``. Arrays are refused for ``holds`` because their truth value
+    is ambiguous: reduce them with ``.all()`` or ``.any()`` first.
+
+    Raises
+    ------
+    ValueError
+        If ``text`` or ``statistic_name`` is empty.
+    TypeError
+        If ``holds`` is not a scalar truth value or ``value`` has no JSON form.
+    """
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError("claim text must be a non-empty sentence.")
+    if not isinstance(statistic_name, str) or not statistic_name.strip():
+        raise ValueError("statistic_name must be a non-empty string.")
+    if isinstance(holds, np.ndarray) and holds.ndim > 0:
+        raise TypeError("holds must be a single truth value; reduce arrays with .all() or .any().")
+    if not isinstance(holds, (bool, np.bool_, numbers.Integral)):
+        raise TypeError(f"holds must be a boolean, got {holds!r} of type {type(holds).__name__}.")
+    return Claim(text.strip(), statistic_name.strip(), to_jsonable(value), bool(holds))
+
+
+def _claim_problems(entry: Any, index: int) -> list[str]:
+    where = f"claims[{index}]"
+    if not isinstance(entry, dict):
+        return [f"{where} must be an object with keys {', '.join(CLAIM_KEYS)}, got {type(entry).__name__}."]
+    problems = [f"{where} lacks the key {key!r}." for key in CLAIM_KEYS if key not in entry]
+    if "claim" in entry and not (isinstance(entry["claim"], str) and entry["claim"].strip()):
+        problems.append(f"{where}.claim must be a non-empty string.")
+    if "holds" in entry and not isinstance(entry["holds"], bool):
+        problems.append(f"{where}.holds must be true or false, got {entry['holds']!r}.")
+    if "statistic" in entry:
+        stat = entry["statistic"]
+        if not (isinstance(stat, dict) and isinstance(stat.get("name"), str) and stat["name"].strip()
+                and "value" in stat):
+            problems.append(f"{where}.statistic must be an object {{\"name\": str, \"value\": ...}}, got {stat!r}.")
+    return problems
+
+
+def validate_metrics(metrics: Any) -> None:
+    """Check the structure of a ``metrics.json`` document.
+
+    It must be an object with a non-empty ``claims`` list whose entries are
+    ``{"claim": str, "statistic": {"name": str, "value": ...}, "holds": bool}``.
+
+    Raises
+    ------
+    ValueError
+        Listing every problem found.
+    """
+    if not isinstance(metrics, dict):
+        raise ValueError(f"metrics must be a JSON object, got {type(metrics).__name__}.")
+    claims = metrics.get("claims")
+    if not isinstance(claims, list) or not claims:
+        raise ValueError("metrics must hold a non-empty 'claims' list: every experiment tests a claim of the paper.")
+    problems = [p for i, entry in enumerate(claims) for p in _claim_problems(entry, i)]
+    if problems:
+        raise ValueError("invalid claims in metrics:\n  " + "\n  ".join(problems))
+
+
+def write_metrics(output_dir: str | os.PathLike, metrics: Mapping[str, Any],
+                  claims: Iterable[Claim | Mapping[str, Any]]) -> Path:
+    """Write ``output_dir/metrics.json``: the key numbers plus the ``claims`` list.
+
+    Parameters
+    ----------
+    output_dir : path
+        The experiment's result directory (created if missing).
+    metrics : mapping
+        Key numbers of the figures, by name; numpy values are converted.
+        Must not contain ``"claims"``.
+    claims : iterable of Claim or dict
+        The verdicts, built with :func:`claim`.
+
+    Returns
+    -------
+    pathlib.Path
+        The file written (keys sorted, indented, so diffs stay readable).
+    """
+    if not isinstance(metrics, Mapping):
+        raise TypeError(f"metrics must be a mapping, got {type(metrics).__name__}.")
+    if "claims" in metrics:
+        raise ValueError("pass the claims through the 'claims' argument, not inside metrics.")
+    document = to_jsonable(dict(metrics))
+    document["claims"] = [c.to_dict() if isinstance(c, Claim) else to_jsonable(c) for c in claims]
+    validate_metrics(document)
+    path = experiment_dir(output_dir) / METRICS_FILE
+    path.write_text(json.dumps(document, sort_keys=True, indent=2, allow_nan=False) + "\n")
+    return path
+
+
+def read_metrics(output_dir: str | os.PathLike) -> dict:
+    """Load and validate ``output_dir/metrics.json``.
+
+    Raises
+    ------
+    FileNotFoundError
+        If the file is missing.
+    ValueError
+        If it is not valid JSON or breaks the structure of :func:`validate_metrics`.
+    """
+    path = Path(output_dir) / METRICS_FILE
+    try:
+        document = json.loads(path.read_text())
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path} is not valid JSON: {err}") from None
+    validate_metrics(document)
+    return document
+
+
+def experiment_dir(output_dir: str | os.PathLike, name: str | None = None) -> Path:
+    """Return ``output_dir`` (or ``output_dir/name``), creating it if needed."""
+    path = Path(output_dir) if name is None else Path(output_dir) / name
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _check_stem(stem: str) -> str:
+    if not isinstance(stem, str) or not stem or Path(stem).name != stem or stem.startswith("."):
+        raise ValueError(f"a file stem must be a plain file name without directories, got {stem!r}.")
+    return stem
+
+
+def save_figure(fig, output_dir: str | os.PathLike, stem: str, pdf: bool = True) -> list[Path]:
+    """Save ``fig`` as ``stem.png`` (150 dpi) and, by default, ``stem.pdf``.
+
+    The figure stays open so that a notebook still displays it.
+
+    Returns
+    -------
+    list of pathlib.Path
+        The files written.
+    """
+    stem = _check_stem(stem)
+    if stem.endswith((".png", ".pdf")):
+        raise ValueError(f"give the stem without an extension, got {stem!r}.")
+    folder = experiment_dir(output_dir)
+    paths = [folder / f"{stem}.png"] + ([folder / f"{stem}.pdf"] if pdf else [])
+    for path in paths:
+        # A fixed CreationDate keeps the PDF byte-identical across identical runs.
+        metadata = {"CreationDate": None} if path.suffix == ".pdf" else None
+        fig.savefig(path, dpi=FIGURE_DPI, bbox_inches="tight", metadata=metadata)
+    return paths
+
+
+def write_table(df, output_dir: str | os.PathLike, name: str) -> Path:
+    """Write the values behind a figure as a tidy CSV ``output_dir/name.csv``.
+
+    Tidy: one row per observation, one column per variable, no index. A dict
+    of columns or a list of row dicts is accepted and turned into a DataFrame.
+
+    Raises
+    ------
+    ValueError
+        If the columns are not unique, non-empty strings (a MultiIndex is not tidy).
+    """
+    import pandas as pd
+
+    name = _check_stem(name.removesuffix(".csv") if isinstance(name, str) else name)
+    if not isinstance(df, pd.DataFrame):
+        df = pd.DataFrame(df)
+    columns = list(df.columns)
+    if isinstance(df.columns, pd.MultiIndex) or not all(isinstance(c, str) and c for c in columns):
+        raise ValueError(f"a tidy table needs non-empty string column names, got {columns!r}.")
+    if len(set(columns)) != len(columns):
+        raise ValueError(f"a tidy table needs unique column names, got {columns!r}.")
+    path = experiment_dir(output_dir) / f"{name}.csv"
+    df.to_csv(path, index=False)
+    return path
+
+
+def setup_matplotlib() -> None:
+    """Select a headless backend where needed and apply the project's figure style.
+
+    Inside a Jupyter kernel the inline backend is kept, so executed notebooks
+    show their figures; elsewhere (scripts, tests) Agg is used, which needs no
+    display.
+    """
+    import matplotlib
+
+    if "inline" not in matplotlib.get_backend():
+        matplotlib.use("Agg")
+    matplotlib.rcParams.update({
+        "figure.figsize": (6.0, 4.0),
+        "figure.dpi": 100,
+        "savefig.dpi": FIGURE_DPI,
+        "font.size": 10,
+        "axes.titlesize": 11,
+        "axes.labelsize": 10,
+        "legend.fontsize": 9,
+        "axes.grid": True,
+        "grid.alpha": 0.3,
+        "axes.spines.top": False,
+        "axes.spines.right": False,
+        # Embed TrueType fonts: Type 3 fonts are rejected by many paper venues.
+        "pdf.fonttype": 42,
+        "ps.fonttype": 42,
+        "svg.hashsalt": "shapley-research",
+    })
+
+
+def set_blas_threads(n: int = 1):
+    """Limit BLAS/OpenMP threads for the rest of the process.
+
+    On small machines, many tiny model fits run far faster on one BLAS thread
+    than on several competing ones; batched linear algebra is where threads pay.
+
+    Returns
+    -------
+    threadpoolctl.threadpool_limits
+        The limiter; call its ``restore_original_limits()`` to undo.
+    """
+    from threadpoolctl import threadpool_limits
+
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
+        raise ValueError(f"n must be a positive integer, got {n!r}.")
+    return threadpool_limits(limits=int(n))
+
+
+def progress(iterable: Iterable, desc: str = "", total: int | None = None, steps: int = 10,
+             file=None) -> Iterator:
+    """Yield from ``iterable``, printing a line at every ``1/steps`` of the way.
+
+    Plain lines (no carriage returns) read well both in a terminal and in
+    papermill's streamed log, which is how long runs show progress.
+
+    Parameters
+    ----------
+    iterable : iterable
+        The work items.
+    desc : str
+        A label for the lines.
+    total : int, optional
+        Number of items; taken from ``len(iterable)`` when possible.
+    steps : int
+        How many progress lines to print over the whole run.
+    file : file-like, optional
+        Where to print (default: standard output).
+    """
+    if total is None:
+        total = len(iterable) if hasattr(iterable, "__len__") else None
+    out = sys.stdout if file is None else file
+    label = f"{desc}: " if desc else ""
+    start = time.perf_counter()
+    next_mark = 1
+    done = 0
+    for done, item in enumerate(iterable, start=1):
+        yield item
+        elapsed = time.perf_counter() - start
+        if total:
+            if done * steps >= next_mark * total or done == total:
+                eta = elapsed / done * (total - done)
+                print(f"{label}{done}/{total} ({100 * done // total}%) {elapsed:.1f} s elapsed, ~{eta:.0f} s left",
+                      file=out, flush=True)
+                next_mark = done * steps // total + 1
+        elif done & (done - 1) == 0:  # unknown length: print at powers of two
+            print(f"{label}{done} done, {elapsed:.1f} s elapsed", file=out, flush=True)

@@ -1,0 +1,188 @@
+"""The ``shapley-research`` command, end to end on the pipeline fixture (a stand-in, not the experiment).
+
+Two notebook executions in all: one successful run in a subprocess, one failing run in-process.
+"""
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+from _pipeline_project import make_project
+
+from shapley_research.cli import KERNEL_NAME, _private_kernel, _runs_this_python, main, select_kernel
+from shapley_research.experiments import EXPERIMENT_NAMES, claim, write_metrics
+from shapley_research.experiments._project import Project, ProjectError, find_project_dir
+
+
+def cli_command() -> list[str]:
+    script = shutil.which("shapley-research")
+    return [script] if script else [sys.executable, "-m", "shapley_research.cli"]
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory) -> Path:
+    return make_project(tmp_path_factory.mktemp("project"))
+
+
+@pytest.fixture(scope="module")
+def quick_run(project, tmp_path_factory):
+    """One quick run with an override that makes the fixture's first claim fail."""
+    out = tmp_path_factory.mktemp("out")
+    proc = subprocess.run(cli_command() + ["--project-dir", str(project), "run", "iris_accuracy", "profile=quick",
+                                           f"output_dir={out}", "experiment.true_mean=5"],
+                          capture_output=True, text=True, timeout=300)
+    return proc, out / "iris_accuracy"
+
+
+def run_main(capsys, *argv):
+    code = main([str(a) for a in argv])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_run_writes_all_results(quick_run):
+    proc, run_dir = quick_run
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(p.name for p in run_dir.iterdir()) == [
+        "histogram.pdf", "histogram.png", "iris_accuracy.ipynb", "metrics.json", "samples.csv"]
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    assert metrics["profile"] == "quick" and metrics["n_samples"] == 200  # conf/experiment_profile/.../quick.yaml
+    # A claim that does not hold is a result, not an error: the exit status above is 0.
+    assert [c["holds"] for c in metrics["claims"]] == [False, True]
+    assert all(set(c) == {"claim", "statistic", "holds"} for c in metrics["claims"])
+
+
+def test_run_injects_the_composed_parameters(quick_run):
+    _, run_dir = quick_run
+    nb = nbformat.read(run_dir / "iris_accuracy.ipynb", as_version=4)
+    assert nb.metadata.papermill.parameters == {
+        "output_dir": str(run_dir), "profile": "quick", "seed": 0, "n_jobs": 1, "n_samples": 200, "true_mean": 5}
+    assert any("injected-parameters" in c.metadata.get("tags", []) for c in nb.cells)
+
+
+def test_run_prints_verdicts_and_streams_progress(quick_run):
+    proc, run_dir = quick_run
+    assert "iris_accuracy (profile=quick): 1 of 2 claims hold" in proc.stdout
+    assert "[DOES NOT HOLD] The sample mean is within three standard errors" in proc.stdout
+    assert "[holds] The sample standard deviation" in proc.stdout
+    assert "sampling: 4/4 (100%)" in proc.stderr  # the notebook's progress lines reach the terminal
+
+
+def test_failing_notebook_exits_1_and_leaves_no_metrics(project, tmp_path, capsys):
+    run_dir = tmp_path / "iris_accuracy"
+    write_metrics(run_dir, {}, [claim("Stale.", "s", 1, True)])  # must not pass for this run's
+    code, _, err = run_main(capsys, "--project-dir", project, "run", "iris_accuracy", "profile=quick",
+                            f"output_dir={tmp_path}", "experiment.n_samples=-4", "--quiet")
+    assert code == 1
+    assert "failed in cell" in err and "ValueError" in err
+    assert not (run_dir / "metrics.json").exists()
+    assert (run_dir / "iris_accuracy.ipynb").exists()  # kept, with the traceback
+
+
+def test_list_prints_the_six_names(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # needs no project
+    code, out, _ = run_main(capsys, "list")
+    assert code == 0 and out.splitlines() == list(EXPERIMENT_NAMES)
+
+
+def test_list_long_shows_descriptions_and_missing_files(project, capsys):
+    code, out, _ = run_main(capsys, "--project-dir", project, "list", "--long")
+    lines = out.splitlines()
+    assert code == 0 and [line.split()[0] for line in lines] == list(EXPERIMENT_NAMES)
+    assert "Fixture - the mean of a normal sample" in lines[0]
+    assert "not available: missing conf/experiment/sparsity.yaml" in lines[2]
+
+
+def test_help_lists_commands(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["--help"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    assert all(word in out for word in ("list", "run", "stage", "--project-dir"))
+
+
+@pytest.mark.parametrize("args, message", [
+    (["run", "nope"], "unknown experiment 'nope'; the experiments are: iris_accuracy, runtime_scaling"),
+    (["run", "sparsity"], "missing conf/experiment/sparsity.yaml, notebooks/sparsity.ipynb"),
+    (["run", "iris_accuracy", "experiment.typo=1"], "Could not override 'experiment.typo': no such key."),
+    (["run", "iris_accuracy", "typo=1"], "Valid overrides: profile=paper|quick, output_dir=..., seed=..."),
+    (["run", "iris_accuracy", "profile=huge"], "Available options in 'profile'"),
+    (["run", "iris_accuracy", "experiment.n_samples"], "Error parsing override"),
+    (["run", "iris_accuracy", "seed=abc"], "seed must be an integer"),
+    (["run", "iris_accuracy", "+experiment.extra=1"], "does not declare extra in its parameters cell"),
+    (["run", "iris_accuracy", "experiment=sparsity"], "'experiment' is chosen by the experiment name"),
+    (["stage", "iris_accuracy"], "run `shapley-research run iris_accuracy profile=quick` first"),
+])
+def test_usage_errors_exit_2_with_a_clear_message(project, capsys, args, message):
+    code, out, err = run_main(capsys, "--project-dir", project, *args)
+    assert code == 2 and out == ""
+    assert err.startswith("shapley-research: error: ") and message in err
+    assert "Traceback" not in err
+
+
+def test_missing_notebook_is_reported(project, tmp_path, capsys):
+    other = make_project(tmp_path / "p")
+    (other / "notebooks" / "iris_accuracy.ipynb").unlink()
+    code, _, err = run_main(capsys, "--project-dir", other, "run", "iris_accuracy")
+    assert code == 2 and "missing notebooks/iris_accuracy.ipynb" in err
+
+
+def test_project_dir_must_be_a_project(tmp_path, capsys):
+    code, _, err = run_main(capsys, "--project-dir", tmp_path, "run", "iris_accuracy")
+    assert code == 2 and "is not a project directory" in err
+
+
+def test_project_is_found_upward_from_the_working_directory(project, monkeypatch):
+    assert find_project_dir(project / "notebooks") == project
+    monkeypatch.chdir(project / "conf" / "profile")
+    assert Project.locate().root == project
+
+
+def test_relative_output_dir_override_is_taken_from_the_working_directory(project, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    proj = Project.locate(project)
+    assert proj.compose("iris_accuracy", ["output_dir=rel"])["output_dir"] == str(tmp_path.resolve() / "rel")
+    assert proj.compose("iris_accuracy")["output_dir"] == str(project.resolve() / "results")
+
+
+def test_kernel_choice_runs_this_interpreter(monkeypatch, tmp_path):
+    major, minor = sys.version_info[:2]
+    for argv0 in ("python", f"python{major}", f"python{major}.{minor}", sys.executable):
+        assert _runs_this_python([argv0, "-m", "ipykernel_launcher"])
+    assert not _runs_this_python([str(tmp_path / "python"), "-m", "ipykernel_launcher"])
+    assert not _runs_this_python([])
+    with pytest.raises(ProjectError, match="no Jupyter kernel named 'no-such-kernel'"):
+        select_kernel("no-such-kernel")
+
+
+def test_private_kernel_spec_points_at_this_interpreter(monkeypatch, tmp_path):
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    monkeypatch.setenv("JUPYTER_PATH", "")
+    assert _private_kernel() == KERNEL_NAME
+    spec = KernelSpecManager().get_kernel_spec(KERNEL_NAME)
+    assert spec.argv[0] == sys.executable and spec.resource_dir.startswith(str(tmp_path))
+    assert _private_kernel() == KERNEL_NAME  # reuses the spec it wrote
+
+
+def test_stage_prints_and_writes_the_dvc_stage(project, tmp_path, capsys):
+    import yaml
+
+    write_metrics(tmp_path / "iris_accuracy", {}, [claim("c", "s", 1, True)])
+    for name in ("histogram.png", "iris_accuracy.ipynb"):
+        (tmp_path / "iris_accuracy" / name).write_text("")
+    code, out, _ = run_main(capsys, "--project-dir", project, "stage", "iris_accuracy", "--results", tmp_path)
+    stage = yaml.safe_load(out)["iris_accuracy"]
+    assert code == 0 and stage["cmd"] == "shapley-research run iris_accuracy"
+    assert stage["outs"] == [{"results/iris_accuracy/iris_accuracy.ipynb": {"cache": False}},
+                             "results/iris_accuracy/histogram.png"]
+    assert stage["metrics"] == [{"results/iris_accuracy/metrics.json": {"cache": False}}]
+    code, out, _ = run_main(capsys, "--project-dir", project, "stage", "iris_accuracy", "--results", tmp_path,
+                            "--write")
+    assert code == 0 and yaml.safe_load((project / "dvc.yaml").read_text())["stages"] == {"iris_accuracy": stage}
+    (project / "dvc.yaml").unlink()

@@ -1,0 +1,199 @@
+"""Unit tests of the helpers experiment notebooks share (shapley_research.experiments)."""
+
+import json
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from shapley_research.experiments import (EXPERIMENT_NAMES, Claim, claim, experiment_dir, progress, read_metrics,
+                                          save_figure, set_blas_threads, setup_matplotlib, to_jsonable,
+                                          validate_metrics, write_metrics, write_table)
+from shapley_research.experiments._notebook import build_notebook, notebook_defaults, write_notebook
+
+
+def test_experiment_names_are_the_fixed_six():
+    assert EXPERIMENT_NAMES == ("iris_accuracy", "runtime_scaling", "sparsity", "ridge_stability",
+                                "privacy_noise", "adversarial")
+
+
+def test_to_jsonable_converts_numpy_and_containers(tmp_path):
+    value = {"a": np.float32(0.5), "b": np.int64(3), "c": np.array([[1, 2]]), "d": (np.bool_(True), None),
+             "e": {2, 1}, "f": tmp_path, "g": float("nan"), "h": -np.inf}
+    out = to_jsonable(value)
+    assert out == {"a": 0.5, "b": 3, "c": [[1, 2]], "d": [True, None], "e": [1, 2], "f": str(tmp_path),
+                   "g": None, "h": None}
+    assert type(out["a"]) is float and type(out["b"]) is int and type(out["d"][0]) is bool
+    json.dumps(out, allow_nan=False)
+
+
+@pytest.mark.parametrize("bad", [object(), {1: "non-string key"}])
+def test_to_jsonable_refuses_values_without_json_form(bad):
+    with pytest.raises(TypeError):
+        to_jsonable(bad)
+
+
+def test_claim_coerces_numpy_types():
+    c = claim("  Group testing is accurate. ", "max_error", np.float64(0.01), np.float64(0.01) < 0.05)
+    assert c == Claim("Group testing is accurate.", "max_error", 0.01, True)
+    assert type(c.holds) is bool and type(c.value) is float
+    assert c.to_dict() == {"claim": "Group testing is accurate.",
+                           "statistic": {"name": "max_error", "value": 0.01}, "holds": True}
+
+
+@pytest.mark.parametrize("args, error", [
+    (("", "s", 1, True), ValueError),
+    (("text", " ", 1, True), ValueError),
+    (("text", "s", 1, np.array([True, False])), TypeError),
+    (("text", "s", 1, "yes"), TypeError),
+    (("text", "s", object(), True), TypeError),
+])
+def test_claim_rejects_bad_arguments(args, error):
+    with pytest.raises(error):
+        claim(*args)
+
+
+def test_write_metrics_writes_sorted_plain_json(tmp_path):
+    out = tmp_path / "exp"
+    path = write_metrics(out, {"z": np.float64(1.5), "a": np.arange(3)},
+                         [claim("A claim.", "stat", np.int32(2), np.bool_(False))])
+    assert path == out / "metrics.json"
+    text = path.read_text()
+    assert text.index('"a"') < text.index('"claims"') < text.index('"z"')
+    doc = json.loads(text)
+    assert doc == {"a": [0, 1, 2], "z": 1.5,
+                   "claims": [{"claim": "A claim.", "statistic": {"name": "stat", "value": 2}, "holds": False}]}
+    assert read_metrics(out) == doc
+
+
+def test_write_metrics_accepts_claim_dicts(tmp_path):
+    entry = {"claim": "A claim.", "statistic": {"name": "s", "value": [1.0]}, "holds": True}
+    write_metrics(tmp_path, {}, [entry])
+    assert read_metrics(tmp_path)["claims"] == [entry]
+
+
+@pytest.mark.parametrize("metrics, claims, message", [
+    ({"claims": []}, [claim("c", "s", 1, True)], "claims"),
+    ({}, [], "non-empty"),
+    ({}, [{"claim": "c", "statistic": {"name": "s", "value": 1}}], "lacks the key 'holds'"),
+    ({}, [{"claim": "c", "statistic": {"name": "s", "value": 1}, "holds": 1}], "true or false"),
+    ({}, [{"claim": "c", "statistic": "s = 1", "holds": True}], "statistic"),
+    ({}, [{"claim": "", "statistic": {"name": "s", "value": 1}, "holds": True}], "non-empty string"),
+])
+def test_write_metrics_rejects_bad_structure(tmp_path, metrics, claims, message):
+    with pytest.raises(ValueError, match=message):
+        write_metrics(tmp_path, metrics, claims)
+    assert not (tmp_path / "metrics.json").exists()
+
+
+def test_validate_and_read_metrics_errors(tmp_path):
+    with pytest.raises(ValueError, match="JSON object"):
+        validate_metrics([])
+    with pytest.raises(FileNotFoundError):
+        read_metrics(tmp_path)
+    (tmp_path / "metrics.json").write_text("{not json")
+    with pytest.raises(ValueError, match="not valid JSON"):
+        read_metrics(tmp_path)
+
+
+def test_experiment_dir_creates_nested(tmp_path):
+    assert experiment_dir(tmp_path / "a", "b") == tmp_path / "a" / "b"
+    assert (tmp_path / "a" / "b").is_dir()
+    assert experiment_dir(tmp_path / "a") == tmp_path / "a"
+
+
+def test_save_figure_writes_png_and_pdf(tmp_path):
+    import matplotlib.pyplot as plt
+
+    setup_matplotlib()
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [1, 0])
+    paths = save_figure(fig, tmp_path / "exp", "curve")
+    assert [p.name for p in paths] == ["curve.png", "curve.pdf"]
+    assert paths[0].read_bytes().startswith(b"\x89PNG") and paths[1].read_bytes().startswith(b"%PDF")
+    first_pdf = paths[1].read_bytes()
+    save_figure(fig, tmp_path / "exp", "curve")
+    assert paths[1].read_bytes() == first_pdf, "PDF output should not carry a timestamp"
+    assert [p.name for p in save_figure(fig, tmp_path, "only_png", pdf=False)] == ["only_png.png"]
+    for bad in ("sub/dir", "curve.png", ""):
+        with pytest.raises(ValueError):
+            save_figure(fig, tmp_path, bad)
+    plt.close(fig)
+
+
+def test_write_table_writes_tidy_csv(tmp_path):
+    df = pd.DataFrame({"n": [10, 20], "method": ["a", "b"], "error": [0.1, 0.05]})
+    path = write_table(df, tmp_path, "errors.csv")
+    assert path == tmp_path / "errors.csv"
+    pd.testing.assert_frame_equal(pd.read_csv(path), df)
+    assert write_table([{"x": 1}, {"x": 2}], tmp_path, "rows").read_text() == "x\n1\n2\n"
+
+
+@pytest.mark.parametrize("df", [
+    pd.DataFrame([[1, 2]], columns=pd.MultiIndex.from_tuples([("a", "x"), ("a", "y")])),
+    pd.DataFrame([[1, 2]], columns=["a", "a"]),
+    pd.DataFrame([[1, 2]]),
+])
+def test_write_table_rejects_untidy_columns(tmp_path, df):
+    with pytest.raises(ValueError, match="tidy"):
+        write_table(df, tmp_path, "t")
+
+
+def test_set_blas_threads_limits_and_restores():
+    from threadpoolctl import threadpool_info
+
+    limiter = set_blas_threads(1)
+    try:
+        assert all(pool["num_threads"] == 1 for pool in threadpool_info())
+    finally:
+        limiter.restore_original_limits()
+    with pytest.raises(ValueError):
+        set_blas_threads(0)
+
+
+def test_progress_prints_coarse_lines(capsys):
+    assert list(progress(range(20), desc="work", steps=4)) == list(range(20))
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split(" (")[0] for line in lines] == ["work: 5/20", "work: 10/20", "work: 15/20", "work: 20/20"]
+    assert list(progress(iter(range(5)))) == list(range(5))
+    assert [line.split(" done")[0] for line in capsys.readouterr().out.splitlines()] == ["1", "2", "4"]
+
+
+def test_build_notebook_tags_the_parameters_cell(tmp_path):
+    nb = build_notebook("n = 3\nname: str = 'x'  # comment\n", ["print(n)", ("markdown", "# Notes")],
+                        title="# Title")
+    assert [c.cell_type for c in nb.cells] == ["markdown", "code", "code", "markdown"]
+    assert nb.cells[1].metadata["tags"] == ["parameters"]
+    path = write_notebook(nb, tmp_path / "nb" / "x.ipynb")
+    assert notebook_defaults(path) == {"n": 3, "name": "x"}
+
+
+@pytest.mark.parametrize("parameters, message", [
+    ("n = 1 +", "not valid Python"),
+    ("import os", "only 'name = literal'"),
+    ("n = len([])", "must be a literal"),
+])
+def test_build_notebook_rejects_bad_parameters(parameters, message):
+    with pytest.raises(ValueError, match=message):
+        build_notebook(parameters, [])
+
+
+def test_notebook_defaults_requires_a_first_tagged_cell(tmp_path):
+    import nbformat.v4 as nbf
+
+    untagged = nbf.new_notebook(cells=[nbf.new_code_cell("n = 1")])
+    write_notebook(untagged, tmp_path / "a.ipynb")
+    with pytest.raises(ValueError, match="tagged 'parameters'"):
+        notebook_defaults(tmp_path / "a.ipynb")
+    late = build_notebook("n = 1", [])
+    late.cells.insert(0, nbf.new_code_cell("import os"))
+    write_notebook(late, tmp_path / "b.ipynb")
+    with pytest.raises(ValueError, match="first code cell"):
+        notebook_defaults(tmp_path / "b.ipynb")
+    (tmp_path / "c.ipynb").write_text("not json")
+    with pytest.raises(ValueError, match="is not a notebook"):
+        notebook_defaults(tmp_path / "c.ipynb")

@@ -1,0 +1,162 @@
+"""The reproduction pipeline's conventions (conf/README.md, notebooks/README.md) and DVC stages.
+
+The checks of the real project cover every experiment that has any of its files; while none exists they
+check that nothing is half added. The same checks run on the pipeline fixture, and `dvc repro` runs it once.
+"""
+
+import os
+import shutil
+import subprocess
+
+import pytest
+import yaml
+from _pipeline_project import REPO, make_project
+
+from shapley_research.experiments import EXPERIMENT_NAMES, claim, write_metrics
+from shapley_research.experiments._notebook import notebook_defaults
+from shapley_research.experiments._project import (Project, library_deps, notebook_parameters, stage_cmd,
+                                                   stage_deps, write_dvc_stage)
+
+REAL = Project(REPO)
+
+
+def _path_and_options(entry):
+    """A dvc.yaml out/dep entry is 'path' or {'path': {options}}."""
+    if isinstance(entry, str):
+        return entry, {}
+    (path, options), = entry.items()
+    return path, options or {}
+
+
+def stage_problems(root, name, stage) -> list[str]:
+    """Everything in a dvc.yaml stage that breaks the convention of conf/README.md."""
+    problems = []
+    prefix = f"results/{name}/"
+    if stage.get("cmd") != stage_cmd(name):
+        problems.append(f"cmd should be {stage_cmd(name)!r}, got {stage.get('cmd')!r}")
+    deps = [_path_and_options(d)[0] for d in stage.get("deps", [])]
+    problems += [f"missing dep {d}" for d in stage_deps(root, name) if d not in deps]
+    problems += [f"dep on an executed notebook {d}" for d in deps
+                 if d.endswith(".ipynb") and d != f"notebooks/{name}.ipynb"]
+    problems += [f"dep on its own output {d}" for d in deps if d.startswith(prefix)]
+    outs = dict(_path_and_options(o) for o in stage.get("outs", []))
+    problems += [f"out outside {prefix}: {o}" for o in outs if not o.startswith(prefix)]
+    executed = f"{prefix}{name}.ipynb"
+    if outs.get(executed, {}).get("cache", True):
+        problems.append(f"{executed} must be an out with cache: false")
+    if f"{prefix}metrics.json" in outs:
+        problems.append("metrics.json must be declared under metrics, not outs")
+    metrics = [_path_and_options(m) for m in stage.get("metrics", [])]
+    if metrics != [(f"{prefix}metrics.json", {"cache": False})]:
+        problems.append(f"metrics should be [{prefix}metrics.json with cache: false], got {metrics}")
+    return problems
+
+
+def check_notebook_matches_paper_profile(project: Project, name: str) -> None:
+    """The notebook declares exactly its parameters, with the paper profile's values; quick differs."""
+    paper = notebook_parameters(project.compose(name, ["profile=paper"]), name)
+    quick = notebook_parameters(project.compose(name, ["profile=quick"]), name)
+    expected = dict(paper, output_dir=f"results/{name}")
+    assert notebook_defaults(project.notebook(name)) == expected, (
+        f"the parameters cell of notebooks/{name}.ipynb should hold the paper profile's values")
+    assert quick["profile"] == "quick"
+    changed = {k for k in paper if paper[k] != quick[k]} - {"output_dir", "profile"}
+    assert changed, f"conf/experiment_profile/{name}/quick.yaml changes no parameter: quick is not smaller"
+    assert project.description(name), f"conf/experiment/{name}.yaml needs a one-line description"
+
+
+@pytest.mark.parametrize("name", EXPERIMENT_NAMES)
+def test_experiment_files_are_complete(name):
+    missing = REAL.missing(name)
+    if len(missing) == 2 + len(REAL.profiles()):
+        pytest.skip(f"{name} is not added yet")
+    assert not missing, f"{name} is half added: missing {missing} (conf/README.md, 'Adding an experiment')"
+    check_notebook_matches_paper_profile(REAL, name)
+
+
+def test_profiles_are_quick_and_paper():
+    assert REAL.profiles() == ["paper", "quick"]
+    for profile in REAL.profiles():
+        assert yaml.safe_load((REAL.conf_dir / "profile" / f"{profile}.yaml").read_text())["name"] == profile
+    config = yaml.safe_load((REAL.conf_dir / "config.yaml").read_text())
+    assert config["defaults"][0] == {"profile": "paper"}
+    assert {k: config[k] for k in ("output_dir", "seed", "n_jobs")} == {"output_dir": "results", "seed": 0,
+                                                                         "n_jobs": 1}
+
+
+def test_dvc_yaml_has_a_conforming_stage_per_experiment():
+    available = REAL.available()
+    path = REPO / "dvc.yaml"
+    if not path.exists():
+        assert not available, f"dvc.yaml is missing; add stages with `shapley-research stage NAME --write` " \
+                              f"for {available}"
+        return
+    stages = yaml.safe_load(path.read_text()).get("stages") or {}
+    assert set(stages) <= set(EXPERIMENT_NAMES), f"stages outside the experiment vocabulary: {set(stages)}"
+    assert set(available) <= set(stages), f"experiments without a stage: {set(available) - set(stages)}"
+    problems = {name: stage_problems(REPO, name, stage) for name, stage in stages.items()}
+    assert not any(problems.values()), problems
+
+
+def test_library_deps_cover_the_package_but_not_other_experiments():
+    deps = library_deps(REPO, "sparsity")
+    assert "shapley_research/cli.py" in deps and "shapley_research/exact.py" in deps
+    assert "shapley_research/experiments/_common.py" in deps
+    assert all(not d.startswith("shapley_research/experiments/") or d.split("/")[-1].startswith(("_", "sparsity"))
+               for d in deps)
+    assert not any("__pycache__" in d for d in deps)
+
+
+def test_stage_validator_flags_violations():
+    bad = {"cmd": "shapley-research run sparsity profile=quick",
+           "deps": ["results/iris_accuracy/iris_accuracy.ipynb", "results/sparsity/x.csv"],
+           "outs": ["results/sparsity", "elsewhere/fig.png"],
+           "metrics": ["results/sparsity/metrics.json"]}
+    text = "\n".join(stage_problems(REPO, "sparsity", bad))
+    for expected in ("cmd should be", "missing dep notebooks/sparsity.ipynb", "dep on an executed notebook",
+                     "dep on its own output", "out outside results/sparsity/", "must be an out with cache: false",
+                     "metrics should be"):
+        assert expected in text
+
+
+def test_fixture_notebook_follows_the_convention(tmp_path):
+    check_notebook_matches_paper_profile(Project(make_project(tmp_path)), "iris_accuracy")
+
+
+@pytest.mark.skipif(not (shutil.which("dvc") and shutil.which("shapley-research")),
+                    reason="needs dvc and the shapley-research script on PATH")
+def test_dvc_repro_runs_the_generated_stage_once(tmp_path):
+    root = make_project(tmp_path / "project")
+    project = Project(root)
+    # The generator lists the files a finished run left; write that file set by hand to avoid a second run.
+    fake = tmp_path / "fake"
+    write_metrics(fake / "iris_accuracy", {}, [claim("c", "s", 1, True)])
+    for name in ("histogram.png", "histogram.pdf", "samples.csv", "iris_accuracy.ipynb"):
+        (fake / "iris_accuracy" / name).write_text("")
+    dvc_yaml = write_dvc_stage(project, "iris_accuracy", fake)
+    stage = yaml.safe_load(dvc_yaml.read_text())["stages"]["iris_accuracy"]
+    assert stage_problems(root, "iris_accuracy", stage) == []
+
+    env = dict(os.environ, DVC_NO_ANALYTICS="1")
+
+    def dvc(*args):
+        return subprocess.run(["dvc", *args], cwd=root, env=env, capture_output=True, text=True, timeout=300)
+
+    assert dvc("init", "--no-scm", "-q").returncode == 0
+    for option in ("core.analytics", "core.check_update"):
+        dvc("config", option, "false")
+    repro = dvc("repro")
+    assert repro.returncode == 0, repro.stdout + repro.stderr
+    assert "iris_accuracy (profile=paper): 2 of 2 claims hold" in repro.stdout
+    run_dir = root / "results" / "iris_accuracy"
+    declared = {path for path, _ in map(_path_and_options, stage["outs"] + stage["metrics"])}
+    written = {f"results/iris_accuracy/{p.name}" for p in run_dir.iterdir() if p.name != ".gitignore"}
+    assert written == declared
+    assert "up to date" in dvc("status").stdout
+    # Only the paper profile's files are dependencies of `dvc repro`.
+    with open(root / "conf" / "experiment_profile" / "iris_accuracy" / "quick.yaml", "a") as f:
+        f.write("# edited\n")
+    assert "up to date" in dvc("status").stdout
+    with open(root / "conf" / "experiment" / "iris_accuracy.yaml", "a") as f:
+        f.write("# edited\n")
+    assert "modified:           conf/experiment/iris_accuracy.yaml" in dvc("status").stdout
