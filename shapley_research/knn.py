@@ -10,7 +10,7 @@ Shapley values follow from the recursion
 
 .. math::
 
-    s_{\alpha_N} = \frac{\mathbb 1[y_{\alpha_N} = y]}{N}, \qquad
+    s_{\alpha_N} = \frac{\mathbb 1[y_{\alpha_N} = y]}{N}\,\frac{\min(K, N)}{K}, \qquad
     s_{\alpha_j} = s_{\alpha_{j+1}} + \frac{\mathbb 1[y_{\alpha_j} = y] -
     \mathbb 1[y_{\alpha_{j+1}} = y]}{K}\,\frac{\min(K, j)}{j},
 
@@ -95,7 +95,7 @@ def knn_shapley(X_train, y_train, X_test, y_test, k, *, block_size: int = 256) -
     for lo in range(0, X_test.shape[0], block_size):
         order = _neighbour_order(X_train, X_test[lo:lo + block_size])
         match = (y_train[order] == y_test[lo:lo + block_size, None]).astype(float)
-        last = match[:, -1:] / n
+        last = match[:, -1:] * (min(k, n) / (k * n))  # 1[match] / N unless K > N
         increments = (match[:, :-1] - match[:, 1:]) * step
         sorted_values = np.hstack([np.cumsum(increments[:, ::-1], axis=1)[:, ::-1] + last, last])
         totals += np.bincount(order.ravel(), weights=sorted_values.ravel(), minlength=n)

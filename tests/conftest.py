@@ -1,0 +1,61 @@
+"""Shared fixtures: games with known Shapley values.
+
+``tests/`` has no ``__init__.py``, so pytest puts this folder on ``sys.path``
+and the test modules import the game zoo as ``from games import ...``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from games import (VOTING_QUOTA, VOTING_WEIGHTS, AdditiveGame, AirportGame, GloveGame, MajorityGame,
+                   SizeAdditiveGame, TableGame, WeightedVotingGame, random_unanimity_game, sparse_game)
+
+
+@pytest.fixture(scope="session")
+def unanimity_game():
+    """12 players, 10 unanimity terms of size <= 6; player 11 is a null player."""
+    return random_unanimity_game(12, 10, 6, seed=3, null_players=[11])
+
+
+@pytest.fixture(scope="session")
+def wide_unanimity_game():
+    """30 players: enough coordinates to check standard errors player by player."""
+    return random_unanimity_game(30, 25, 8, seed=5)
+
+
+@pytest.fixture(scope="session")
+def voting_game():
+    return WeightedVotingGame(VOTING_WEIGHTS, VOTING_QUOTA)
+
+
+@pytest.fixture(scope="session")
+def sparse_values_game():
+    """40 players, values exactly 4-sparse around their mean (compressive sampling)."""
+    return sparse_game()
+
+
+def _closed_form_games():
+    rng = np.random.default_rng(20190416)
+    return {
+        "additive_offset": AdditiveGame(rng.normal(size=9), offset=1.5),
+        "size_additive": SizeAdditiveGame(rng.uniform(0, 1, 10), np.r_[0.0, np.log1p(np.arange(1, 11))]),
+        "unanimity": random_unanimity_game(11, 12, 5, seed=7),
+        "airport": AirportGame([3.0, 1.0, 4.0, 1.0, 5.0, 9.0, 2.0, 6.0, 5.0, 3.0]),
+        "glove_symmetric": GloveGame(4, 4),
+        "glove_asymmetric": GloveGame(3, 6),
+        "glove_1_2": GloveGame(1, 2),
+        "majority": MajorityGame(9, 5),
+        "unanimous_majority": MajorityGame(8, 8),
+        "weighted_voting": WeightedVotingGame(VOTING_WEIGHTS, VOTING_QUOTA),
+        "random_table": TableGame(rng.normal(size=2**7)),
+    }
+
+
+CLOSED_FORM_GAMES = _closed_form_games()
+
+
+@pytest.fixture(params=sorted(CLOSED_FORM_GAMES))
+def closed_form_game(request):
+    return CLOSED_FORM_GAMES[request.param]
