@@ -89,14 +89,16 @@ class MeanState:
 
 
 def evaluate_coalitions(game, masks: np.ndarray, empty_utility: float,
-                        full_utility: float | None = None) -> tuple[np.ndarray, int]:
+                        full_utility: float | None = None,
+                        sizes: np.ndarray | None = None) -> tuple[np.ndarray, int]:
     """Utilities of ``masks`` without re-evaluating the known anchors.
 
     Rows equal to the empty coalition get ``empty_utility`` and, when
     ``full_utility`` is given, rows equal to the grand coalition get it.
+    ``sizes`` (the row sums, when the caller knows them) saves a pass.
     Returns the utilities and the number of evaluations actually made.
     """
-    counts = masks.sum(axis=1)
+    counts = masks.sum(axis=1) if sizes is None else sizes
     known = counts == 0
     if full_utility is not None:
         known |= counts == masks.shape[1]
@@ -139,12 +141,14 @@ def evaluate_anchors(game, empty_utility: float | None) -> Anchors:
 
 
 def default_batch_size(n_players: int, evaluations_per_unit: int) -> int:
-    """Units per batch: about ``2**20`` mask cells, at most 4096 evaluations.
+    """Units per batch: about ``2**22`` mask cells, at most 4096 evaluations.
 
-    Depends only on the problem size, never on ``n_jobs``, so that results are
-    identical however batches are scheduled.
+    Large enough that per-batch costs (a seed stream, a merge) are small next
+    to the evaluations, small enough to keep memory at a few MiB. Depends only
+    on the problem size, never on ``n_jobs``, so that results are identical
+    however batches are scheduled.
     """
-    target_evaluations = int(np.clip(2**20 // max(n_players, 1), 1, 4096))
+    target_evaluations = int(np.clip(2**22 // max(n_players, 1), 1, 4096))
     return max(1, target_evaluations // max(evaluations_per_unit, 1))
 
 
@@ -175,8 +179,8 @@ def run_sampling(
     """Draw ``n_units`` samples in batches and accumulate their mean.
 
     ``sample_batch(rng, size)`` draws ``size`` samples from ``rng`` and returns
-    them as a ``(size, dim)`` array with the number of utility evaluations it
-    made. Batches are merged in order, so the result is bit-identical for any
+    them, as a ``(size, dim)`` array or already reduced to a :class:`MeanState`,
+    with the number of utility evaluations it made. Batches are merged in order, so the result is bit-identical for any
     ``n_jobs`` (joblib; use ``joblib.parallel_config`` to pick a backend such as
     Dask).
     """
@@ -203,7 +207,11 @@ def run_sampling(
         )
     with bar:
         for samples, evaluations in results:
-            state.add_batch(samples)
+            if isinstance(samples, MeanState):
+                state.merge(samples)
+                bar.update(samples.count)
+            else:
+                state.add_batch(samples)
+                bar.update(samples.shape[0])
             n_evaluations += evaluations
-            bar.update(samples.shape[0])
     return state, n_evaluations

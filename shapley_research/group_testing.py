@@ -35,14 +35,13 @@ import time
 
 import numpy as np
 
-from ._sampling import (default_batch_size, evaluate_anchors, evaluate_coalitions, run_sampling,
-                        units_from_budget)
+from ._sampling import (MeanState, default_batch_size, evaluate_anchors, evaluate_coalitions,
+                        run_sampling, units_from_budget)
 from ._validation import check_choice, check_float, check_int, check_seed
-from .permutation import random_permutations
 from .result import ValuationResult
 
 __all__ = ["group_testing_shapley", "group_testing_size_distribution", "FeasibilityError",
-           "recover_from_differences"]
+           "recover_from_differences", "random_subsets"]
 
 
 class FeasibilityError(RuntimeError):
@@ -59,6 +58,48 @@ def group_testing_size_distribution(n_drawn: int) -> tuple[np.ndarray, np.ndarra
     weights = 1.0 / k + 1.0 / (n_drawn - k)
     z = float(weights.sum())
     return k.astype(np.int64), weights / z, z
+
+
+def random_subsets(rng: np.random.Generator, k: np.ndarray, n_drawn: int) -> np.ndarray:
+    """Boolean ``(len(k), n_drawn)`` rows, row ``t`` a uniform subset of size ``k[t]``.
+
+    Draws the smaller of each subset and its complement by adding uniform
+    draws (with replacement) until the row holds that many distinct players.
+    The procedure treats all players alike and always stops at the right
+    size, so every subset of that size is equally likely; it touches about
+    ``min(k, P - k)`` cells per row instead of shuffling all ``P``.
+    """
+    flip = k > n_drawn // 2
+    small = np.where(flip, n_drawn - k, k)
+    masks = np.zeros((k.size, n_drawn), dtype=bool)
+    flat = masks.reshape(-1)
+    need, active = small.copy(), np.flatnonzero(small)
+    while active.size:
+        rows = np.repeat(active, need[active])
+        flat[rows * n_drawn + rng.integers(0, n_drawn, rows.size)] = True
+        need[active] = small[active] - np.count_nonzero(masks[active], axis=1)
+        active = active[need[active] > 0]
+    np.logical_xor(masks, flip[:, None], out=masks)
+    return masks
+
+
+def _contrast_moments(weight: np.ndarray, masks: np.ndarray, offset: np.ndarray) -> MeanState:
+    r"""Moments of the per-test vectors :math:`x_{ti} = w_t(eta_{ti} - o_t)` without forming them.
+
+    ``o_t`` is the null player's indicator (improved) or ``k_t / N`` (paper,
+    which centres the contrasts). Both sums are linear in the 0/1 masks:
+    :math:`\sum_t x_{ti} = (w^	opeta)_i - w^	op o` and, as
+    :math:`(eta - o)^2 = eta(1 - 2o) + o^2` for 0/1 ``beta``,
+    :math:`\sum_t x_{ti}^2 = (w^2(1 - 2o))^	opeta + (w^2)^	op o^2`; so one
+    ``(2, b) @ (b, N)`` product gives the batch's mean and M2.
+    """
+    size = weight.shape[0]
+    offset = offset.astype(float)
+    sums = np.stack([weight, weight**2 * (1.0 - 2.0 * offset)]) @ masks
+    mean = (sums[0] - weight @ offset) / size
+    total_sq = sums[1] + weight**2 @ offset**2
+    m2 = np.maximum(total_sq - size * mean**2, 0.0)
+    return MeanState(masks.shape[1], size, mean, m2)
 
 
 def recover_from_differences(centred: np.ndarray, total: float, *, recovery: str = "closed_form",
@@ -173,15 +214,14 @@ def group_testing_shapley(game, budget, seed=None, *, variant: str = "improved",
 
     def sample_batch(rng: np.random.Generator, size: int):
         k = rng.choice(sizes, size=size, p=probabilities)
-        beta = random_permutations(rng, size, n_drawn) < k[:, None]
-        u, evaluations = evaluate_coalitions(game, beta[:, :n], anchors.empty, anchors.full)
+        beta = random_subsets(rng, k, n_drawn)
+        masks = beta[:, :n]
+        in_game = k - beta[:, n] if variant == "improved" else k
+        u, evaluations = evaluate_coalitions(game, masks, anchors.empty, anchors.full, sizes=in_game)
         if centering == "linear":
             u = u - (anchors.empty + slope * k)
-        if variant == "improved":
-            contrast = beta[:, :n].astype(float) - beta[:, n:]
-        else:
-            contrast = beta - (k / n)[:, None]  # beta_i - mean_j beta_j
-        return (z * u)[:, None] * contrast, evaluations
+        offset = beta[:, n] if variant == "improved" else k / n
+        return _contrast_moments(z * u, masks, offset), evaluations
 
     state, n_evaluations = run_sampling(sample_batch, dim=n, n_units=n_units, batch_size=batch_size,
                                         entropy=entropy, n_jobs=n_jobs, progress=progress,
