@@ -29,5 +29,14 @@ __all__ = [
 ]
 
 # --- ML utilities (issue 3): utility.py, learners.py ---
+from .learners import LogisticRegressionUtility, RidgeUtility  # noqa: E402
+from .utility import ConstantPredictor, ModelUtility  # noqa: E402
+
+__all__ += ["ModelUtility", "ConstantPredictor", "LogisticRegressionUtility", "RidgeUtility"]
 
 # --- influence heuristics (issue 3): influence.py ---
+from .influence import (LogisticObjective, all_s_influence, largest_s_influence,  # noqa: E402
+                        largest_s_influence_general, neyman_allocation)
+
+__all__ += ["LogisticObjective", "largest_s_influence", "largest_s_influence_general",
+            "all_s_influence", "neyman_allocation"]

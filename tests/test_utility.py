@@ -1,0 +1,388 @@
+"""ModelUtility: clone-and-fit utilities, degenerate coalitions, memoisation, routing, validation.
+
+Every reference value is computed here directly with scikit-learn (clone, fit,
+score with ``sklearn.metrics``), independently of the package's scoring code.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.datasets import load_diabetes, load_iris
+from sklearn.linear_model import LogisticRegression, Ridge
+from sklearn.metrics import accuracy_score, get_scorer, log_loss, mean_absolute_error, mean_squared_error, r2_score
+from sklearn.neighbors import KNeighborsClassifier
+from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
+
+from shapley_research import LogisticRegressionUtility, ModelUtility, RidgeUtility, exact_shapley
+
+pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+
+
+@pytest.fixture(scope="module")
+def iris():
+    X, y = load_iris(return_X_y=True)
+    order = np.random.default_rng(0).permutation(len(y))
+    train, test = order[:60], order[60:120]
+    return X[train], y[train], X[test], y[test]
+
+
+@pytest.fixture(scope="module")
+def diabetes():
+    X, y = load_diabetes(return_X_y=True)
+    order = np.random.default_rng(1).permutation(len(y))
+    train, test = order[:50], order[50:150]
+    return X[train], y[train], X[test], y[test]
+
+
+def random_masks(rng, m, n, min_size=2):
+    sizes = rng.integers(min_size, n + 1, size=m)
+    masks = np.zeros((m, n), dtype=bool)
+    for row, size in zip(masks, sizes):
+        row[rng.choice(n, size, replace=False)] = True
+    return masks
+
+
+def direct_score(model, X_train, y_train, X_test, y_test, mask, metric):
+    """Independent reference: clone, fit on the rows of the mask, score with sklearn.metrics."""
+    fitted = clone(model).fit(X_train[mask], y_train[mask])
+    if metric == "accuracy":
+        return accuracy_score(y_test, fitted.predict(X_test))
+    if metric == "neg_log_loss":
+        labels = np.unique(y_train)
+        proba = np.zeros((len(X_test), len(labels)))
+        proba[:, np.searchsorted(labels, fitted.classes_)] = fitted.predict_proba(X_test)
+        return -log_loss(y_test, proba, labels=labels)
+    predictions = fitted.predict(X_test)
+    if metric == "neg_mean_squared_error":
+        return -mean_squared_error(y_test, predictions)
+    if metric == "neg_mean_absolute_error":
+        return -mean_absolute_error(y_test, predictions)
+    return r2_score(y_test, predictions)
+
+
+# ---------------------------------------------------------------------------------------------
+# Agreement with a direct scikit-learn fit
+# ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("model, metric", [
+    (LogisticRegression(solver="newton-cholesky"), "accuracy"),
+    (LogisticRegression(solver="newton-cholesky"), "neg_log_loss"),
+    (DecisionTreeClassifier(random_state=0), "accuracy"),
+])
+def test_classification_matches_direct_fit(iris, model, metric):
+    X_train, y_train, X_test, y_test = iris
+    game = ModelUtility(model, X_train, y_train, X_test, y_test, metric, fast=False)
+    masks = random_masks(np.random.default_rng(2), 8, len(y_train), min_size=8)
+    masks = masks[[len(np.unique(y_train[m])) >= 2 for m in masks]]
+    expected = [direct_score(model, X_train, y_train, X_test, y_test, m, metric) for m in masks]
+    np.testing.assert_allclose(game.evaluate(masks), expected, rtol=1e-12, atol=1e-12)
+    assert game.n_fits == len(masks)
+
+
+@pytest.mark.parametrize("metric", ["neg_mean_squared_error", "neg_mean_absolute_error", "r2"])
+def test_regression_matches_direct_fit(diabetes, metric):
+    X_train, y_train, X_test, y_test = diabetes
+    model = DecisionTreeRegressor(max_depth=3, random_state=0)
+    game = ModelUtility(model, X_train, y_train, X_test, y_test, metric)
+    assert game.learner_ is None  # no batched learner for trees
+    masks = random_masks(np.random.default_rng(3), 10, len(y_train))
+    expected = [direct_score(model, X_train, y_train, X_test, y_test, m, metric) for m in masks]
+    np.testing.assert_allclose(game.evaluate(masks), expected, rtol=1e-12)
+
+
+def test_metric_aliases_and_callable_scorer(iris, diabetes):
+    X_train, y_train, X_test, y_test = diabetes
+    a = ModelUtility(Ridge(), X_train, y_train, X_test, y_test, "neg_mse", fast=False)
+    b = ModelUtility(Ridge(), X_train, y_train, X_test, y_test, "neg_mean_squared_error", fast=False)
+    mask = np.ones(len(y_train), dtype=bool)
+    assert a(mask) == b(mask)
+
+    X_train, y_train, X_test, y_test = iris
+    scorer = get_scorer("balanced_accuracy")
+    game = ModelUtility(LogisticRegression(solver="newton-cholesky"), X_train, y_train, X_test, y_test, scorer)
+    assert game.task == "classification" and game.learner_ is None  # callables use the estimator itself
+    masks = random_masks(np.random.default_rng(4), 4, len(y_train), min_size=10)
+    expected = [scorer(clone(game.model).fit(X_train[m], y_train[m]), X_test, y_test) for m in masks]
+    np.testing.assert_allclose(game.evaluate(masks), expected)
+
+
+def test_string_labels(iris):
+    X_train, y_train, X_test, y_test = iris
+    names = np.array(["setosa", "versicolor", "virginica"])
+    model = LogisticRegression(solver="newton-cholesky")
+    game = ModelUtility(model, X_train, names[y_train], X_test, names[y_test], "neg_log_loss", fast=False)
+    numeric = ModelUtility(model, X_train, y_train, X_test, y_test, "neg_log_loss", fast=False)
+    masks = random_masks(np.random.default_rng(5), 5, len(y_train), min_size=10)
+    np.testing.assert_allclose(game.evaluate(masks), numeric.evaluate(masks))
+
+
+# ---------------------------------------------------------------------------------------------
+# Degenerate coalitions
+# ---------------------------------------------------------------------------------------------
+
+def test_degenerate_constant_convention_classification(iris):
+    X_train, y_train, X_test, y_test = iris
+    n = len(y_train)
+    for metric in ("accuracy", "neg_log_loss"):
+        game = ModelUtility(LogisticRegression(), X_train, y_train, X_test, y_test, metric, fast=False)
+        empty = np.zeros(n, dtype=bool)
+        one_point = empty.copy()
+        one_point[0] = True
+        one_class = y_train == y_train[0]
+        values = game.evaluate(np.array([empty, one_point, one_class]))
+        assert game.n_fits == 0  # nothing was fitted, nothing crashed
+        prior = np.bincount(y_train, minlength=3) / n
+        majority = np.argmax(prior)
+        if metric == "accuracy":
+            np.testing.assert_allclose(values, [np.mean(y_test == majority), np.mean(y_test == y_train[0]),
+                                                np.mean(y_test == y_train[0])])
+        else:
+            point_mass = np.eye(3)[[y_train[0]] * len(y_test)]
+            np.testing.assert_allclose(values, [-log_loss(y_test, np.tile(prior, (len(y_test), 1))),
+                                                -log_loss(y_test, point_mass, labels=[0, 1, 2]),
+                                                -log_loss(y_test, point_mass, labels=[0, 1, 2])])
+
+
+def test_degenerate_constant_convention_regression(diabetes):
+    X_train, y_train, X_test, y_test = diabetes
+    game = ModelUtility(DecisionTreeRegressor(), X_train, y_train, X_test, y_test, "neg_mse", min_samples=3)
+    masks = np.zeros((3, len(y_train)), dtype=bool)
+    masks[1, 0] = True
+    masks[2, :2] = True
+    values = game.evaluate(masks)
+    assert game.n_fits == 0
+    expected = [-np.mean(y_test**2), -np.mean((y_test - y_train[0]) ** 2),
+                -np.mean((y_test - y_train[:2].mean()) ** 2)]
+    np.testing.assert_allclose(values, expected)
+
+
+def test_degenerate_default_and_raise(iris):
+    X_train, y_train, X_test, y_test = iris
+    empty = np.zeros((1, len(y_train)), dtype=bool)
+    game = ModelUtility(LogisticRegression(), X_train, y_train, X_test, y_test, degenerate="default",
+                        default_utility=-1.5, fast=False)
+    assert game.evaluate(empty)[0] == -1.5
+    strict = ModelUtility(LogisticRegression(), X_train, y_train, X_test, y_test, degenerate="raise", fast=False)
+    with pytest.raises(ValueError, match="degenerate coalition"):
+        strict.evaluate(empty)
+
+
+def test_real_fit_errors_surface_and_min_samples_makes_them_degenerate(iris):
+    X_train, y_train, X_test, y_test = iris
+    mask = np.zeros(len(y_train), dtype=bool)
+    mask[np.flatnonzero(y_train == 0)[:2]] = True
+    mask[np.flatnonzero(y_train == 1)[:1]] = True  # 3 points, 2 classes: not degenerate by default
+    knn = KNeighborsClassifier(n_neighbors=5)
+    with pytest.raises(ValueError, match="n_neighbors"):
+        ModelUtility(knn, X_train, y_train, X_test, y_test)(mask)
+    game = ModelUtility(knn, X_train, y_train, X_test, y_test, min_samples=5)
+    assert game(mask) == np.mean(y_test == 0)  # constant model: majority label of S
+
+
+# ---------------------------------------------------------------------------------------------
+# Exact Shapley values of a small model game against brute force
+# ---------------------------------------------------------------------------------------------
+
+def brute_force_shapley(X_train, y_train, X_test, y_test, model, metric):
+    """Shapley values over all subsets, scikit-learn called directly, constant model when degenerate.
+
+    Scores are plain numpy here (sklearn.metrics' validation would dominate 1024 evaluations):
+    accuracy, and log-loss with probabilities clipped at machine epsilon as sklearn's log_loss does.
+    """
+    n = len(y_train)
+    labels = np.unique(y_train)
+    test_index = np.searchsorted(labels, y_test)
+    eps = np.finfo(float).eps
+
+    def score(proba):  # proba: (n_test, n_labels) over `labels`
+        if metric == "accuracy":
+            return np.mean(labels[np.argmax(proba, axis=1)] == y_test)
+        return np.mean(np.log(np.clip(proba[np.arange(len(y_test)), test_index], eps, 1 - eps)))
+
+    utility = {}
+    for size in range(n + 1):
+        for subset in itertools.combinations(range(n), size):
+            mask = np.zeros(n, dtype=bool)
+            mask[list(subset)] = True
+            if len(np.unique(y_train[mask])) >= 2:
+                fitted = clone(model).fit(X_train[mask], y_train[mask])
+                proba = np.zeros((len(y_test), len(labels)))
+                if metric == "accuracy":  # hard predictions, as the model makes them
+                    proba[np.arange(len(y_test)), np.searchsorted(labels, fitted.predict(X_test))] = 1.0
+                else:
+                    proba[:, np.searchsorted(labels, fitted.classes_)] = fitted.predict_proba(X_test)
+            else:  # constant model: label frequencies of S (the training prior when S is empty)
+                counted = y_train[mask] if size else y_train
+                freq = np.bincount(np.searchsorted(labels, counted), minlength=len(labels)) / len(counted)
+                proba = np.tile(freq, (len(y_test), 1))
+            utility[subset] = score(proba)
+    values = np.zeros(n)
+    for i in range(n):
+        for subset, u in utility.items():
+            if i in subset:
+                continue
+            s = len(subset)
+            weight = math.factorial(s) * math.factorial(n - s - 1) / math.factorial(n)
+            values[i] += weight * (utility[tuple(sorted(subset + (i,)))] - u)
+    return values
+
+
+def ten_point_game_data(iris):
+    X, y, X_test, y_test = iris
+    rng = np.random.default_rng(6)
+    train = np.concatenate([rng.choice(np.flatnonzero(y == c), 4 if c < 2 else 2, replace=False) for c in range(3)])
+    return X[train], y[train], X_test, y_test  # 10 points, 3 classes
+
+
+def test_exact_shapley_of_clone_and_fit_game_equals_brute_force(iris):
+    X_train, y_train, X_test, y_test = ten_point_game_data(iris)
+    model = DecisionTreeClassifier(max_depth=2, random_state=0)
+    expected = brute_force_shapley(X_train, y_train, X_test, y_test, model, "accuracy")
+    game = ModelUtility(model, X_train, y_train, X_test, y_test, "accuracy")
+    result = exact_shapley(game)
+    np.testing.assert_allclose(result.values, expected, atol=1e-12)
+    assert np.isclose(result.values.sum(), result.info["full_utility"] - result.info["empty_utility"])
+
+
+def test_exact_shapley_of_logistic_game_equals_brute_force(iris):
+    X_train, y_train, X_test, y_test = ten_point_game_data(iris)
+    model = LogisticRegression(C=0.5, solver="newton-cholesky", tol=1e-10, max_iter=1000)
+    expected = brute_force_shapley(X_train, y_train, X_test, y_test, model, "neg_log_loss")
+    game = ModelUtility(model, X_train, y_train, X_test, y_test, "neg_log_loss", fast="auto")  # batched
+    assert isinstance(game.learner_, LogisticRegressionUtility)
+    np.testing.assert_allclose(exact_shapley(game).values, expected, atol=1e-7)
+
+
+# ---------------------------------------------------------------------------------------------
+# Memoisation
+# ---------------------------------------------------------------------------------------------
+
+def test_cache_returns_identical_values_and_saves_fits(iris):
+    X_train, y_train, X_test, y_test = iris
+    masks = random_masks(np.random.default_rng(7), 6, len(y_train), min_size=10)
+    plain = ModelUtility(DecisionTreeClassifier(random_state=0), X_train, y_train, X_test, y_test)
+    cached = ModelUtility(DecisionTreeClassifier(random_state=0), X_train, y_train, X_test, y_test, cache=True)
+    batch = np.concatenate([masks, masks[:3]])  # repeats inside one call are fitted once
+    first = cached.evaluate(batch)
+    assert cached.n_fits == 6 and cached.cache_.hits == 3 and cached.cache_.misses == 6
+    again = cached.evaluate(masks[::-1])
+    assert cached.n_fits == 6 and cached.cache_.hits == 9
+    np.testing.assert_array_equal(first, plain.evaluate(batch))
+    np.testing.assert_array_equal(again, first[:6][::-1])
+
+
+def test_cache_is_bounded(iris):
+    X_train, y_train, X_test, y_test = iris
+    game = ModelUtility(DecisionTreeClassifier(random_state=0), X_train, y_train, X_test, y_test,
+                        cache=True, cache_size=3)
+    masks = random_masks(np.random.default_rng(8), 5, len(y_train), min_size=10)
+    game.evaluate(masks)
+    assert len(game.cache_) == 3
+    game.evaluate(masks[:1])  # evicted (least recently used): fitted again
+    assert game.n_fits == 6
+
+
+# ---------------------------------------------------------------------------------------------
+# Routing to the batched learners
+# ---------------------------------------------------------------------------------------------
+
+def test_fast_routing_agrees_with_clone_and_fit(iris, diabetes):
+    X_train, y_train, X_test, y_test = diabetes
+    masks = random_masks(np.random.default_rng(9), 8, len(y_train))
+    ridge = Ridge(alpha=0.1, solver="cholesky")
+    fast = ModelUtility(ridge, X_train, y_train, X_test, y_test, "r2", fast="auto")
+    slow = ModelUtility(ridge, X_train, y_train, X_test, y_test, "r2", fast=False)
+    assert isinstance(fast.learner_, RidgeUtility) and slow.learner_ is None
+    np.testing.assert_allclose(fast.evaluate(masks), slow.evaluate(masks), rtol=1e-8)
+    assert fast.n_fits == len(masks)
+    assert hasattr(fast, "evaluate_prefixes")  # exact one-pass path exposed
+
+    X_train, y_train, X_test, y_test = iris
+    model = LogisticRegression(C=2.0, solver="newton-cg", tol=1e-10, max_iter=1000)
+    fast = ModelUtility(model, X_train, y_train, X_test, y_test, "neg_log_loss", fast="auto")
+    slow = ModelUtility(model, X_train, y_train, X_test, y_test, "neg_log_loss", fast=False)
+    assert isinstance(fast.learner_, LogisticRegressionUtility)
+    assert not hasattr(fast, "evaluate_prefixes")  # the approximate online path is never implied
+    masks = random_masks(np.random.default_rng(10), 8, len(y_train), min_size=6)
+    np.testing.assert_allclose(fast.evaluate(masks), slow.evaluate(masks), rtol=1e-6)
+
+
+def test_supported_models_are_fitted_themselves_by_default(iris):
+    """The utility is exactly the given estimator's unless the batched path is asked for."""
+    X_train, y_train, X_test, y_test = iris
+    assert ModelUtility(LogisticRegression(), X_train, y_train, X_test, y_test).learner_ is None
+    assert ModelUtility(LogisticRegression(), X_train, y_train, X_test, y_test, fast="auto").learner_ is not None
+
+
+@pytest.mark.parametrize("model", [LogisticRegression(solver="liblinear"), LogisticRegression(l1_ratio=0.5),
+                                   LogisticRegression(class_weight="balanced"), DecisionTreeClassifier()])
+def test_unsupported_models_are_fitted_themselves(iris, model):
+    X_train, y_train, X_test, y_test = iris
+    assert ModelUtility(model, X_train, y_train, X_test, y_test).learner_ is None  # default: never routed
+    assert ModelUtility(model, X_train, y_train, X_test, y_test, fast="auto").learner_ is None
+    with pytest.raises(ValueError, match="fast=True"):
+        ModelUtility(model, X_train, y_train, X_test, y_test, fast=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Validation at the boundary
+# ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("change, error, match", [
+    (dict(X_train=np.empty((0, 4))), ValueError, "X_train is empty"),
+    (dict(X_test=np.full((3, 4), np.nan)), ValueError, "X_test contains NaN"),
+    (dict(X_train=np.full((60, 4), np.inf)), ValueError, "X_train contains NaN or infinite"),
+    (dict(y_train=np.zeros(59)), ValueError, "y_train has 59 targets"),
+    (dict(X_train=np.zeros(60)), ValueError, "X_train must be 2-D"),
+    (dict(X_test=np.zeros((5, 3)), y_test=np.zeros(5)), ValueError, "X_train has 4 features but X_test has 3"),
+    (dict(y_test=np.zeros((60, 2))), ValueError, "y_test must be 1-D"),
+    (dict(metric="f1"), ValueError, "metric must be one of"),
+    (dict(metric=3), TypeError, "metric must be a string or a callable"),
+    (dict(X_train=[["a"] * 4] * 60), TypeError, "X_train must be a numeric array"),
+    (dict(degenerate="ignore"), ValueError, "degenerate must be one of"),
+    (dict(degenerate="default"), ValueError, "needs a number as default_utility"),
+    (dict(default_utility=0.0), ValueError, "only used with degenerate='default'"),
+    (dict(min_samples=0), ValueError, "min_samples must be >= 1"),
+    (dict(cache_size=0, cache=True), ValueError, "cache_size must be >= 1"),
+    (dict(fast="yes"), ValueError, "fast must be"),
+    (dict(task="ranking"), ValueError, "task must be one of"),
+    (dict(task="regression"), ValueError, "is a classification metric but task='regression'"),
+])
+def test_bad_inputs_name_the_argument(iris, change, error, match):
+    X_train, y_train, X_test, y_test = iris
+    arguments = dict(model=LogisticRegression(), X_train=X_train, y_train=y_train, X_test=X_test,
+                     y_test=y_test, metric="accuracy")
+    arguments.update(change)
+    with pytest.raises(error, match=match):
+        ModelUtility(**arguments)
+
+
+def test_bad_models(iris):
+    X_train, y_train, X_test, y_test = iris
+    with pytest.raises(TypeError, match="model must be an estimator"):
+        ModelUtility(object(), X_train, y_train, X_test, y_test)
+
+    class NoProba:
+        def fit(self, X, y):
+            return self
+
+        def predict(self, X):
+            return np.zeros(len(X))
+
+    with pytest.raises(TypeError, match="needs a model with predict_proba"):
+        ModelUtility(NoProba(), X_train, y_train, X_test, y_test, "neg_log_loss")
+    # a plain fit/predict object works (deep-copied per coalition)
+    game = ModelUtility(NoProba(), X_train, y_train, X_test, y_test, "accuracy")
+    assert game(np.ones(len(y_train), dtype=bool)) == np.mean(y_test == 0)
+
+
+def test_masks_are_validated(iris):
+    X_train, y_train, X_test, y_test = iris
+    game = ModelUtility(LogisticRegression(), X_train, y_train, X_test, y_test, fast=False)
+    with pytest.raises(ValueError, match="masks must have shape"):
+        game.evaluate(np.ones((2, 5), dtype=bool))
