@@ -1,0 +1,222 @@
+"""The ridge_stability experiment: its functions on small inputs, and one quick run end to end."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.linear_model import Ridge
+
+from shapley_research import RidgeUtility, exact_shapley, stability_bound
+from shapley_research.experiments import ridge_stability as rs
+from shapley_research.games import prefix_masks
+from shapley_research.permutation import random_permutations
+
+
+@pytest.fixture(scope="module")
+def data():
+    return rs.load_standardised_diabetes(n_train=40, seed=3)
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    """Eight players: exact Shapley values take 256 coalitions."""
+    return rs.load_standardised_diabetes(n_train=8, seed=1)
+
+
+def test_standardised_split(data):
+    assert data.X_train.shape == (40, 10) and data.X_test.shape == (402, 10)
+    np.testing.assert_allclose(data.X_train.mean(axis=0), 0, atol=1e-12)
+    np.testing.assert_allclose(data.X_train.std(axis=0), 1, atol=1e-12)
+    assert abs(data.y_train.mean()) < 1e-12 and abs(data.y_train.std() - 1) < 1e-12
+    assert data.empty_test_mse == pytest.approx(np.mean(data.y_test**2))
+    again = rs.load_standardised_diabetes(n_train=40, seed=3)
+    np.testing.assert_array_equal(again.X_test, data.X_test)
+
+
+def test_lambda_grid():
+    grid = rs.lambda_grid(1e-4, 1e4, 25)
+    assert grid[0] == pytest.approx(1e-4) and grid[-1] == pytest.approx(1e4)
+    np.testing.assert_allclose(np.diff(np.log10(grid)), 1 / 3)
+    with pytest.raises(ValueError):
+        rs.lambda_grid(1.0, 0.5, 5)
+
+
+def test_alpha_from_lambda_minimises_the_papers_objective(data):
+    """Ridge(alpha = N lambda) zeroes the gradient of (1/N) sum (x^T w + b - y)^2 + lambda ||w||^2."""
+    lam = 0.37
+    model = Ridge(alpha=rs.alpha_from_lambda(lam, data.n_players)).fit(data.X_train, data.y_train)
+    residual = model.predict(data.X_train) - data.y_train
+    grad_w = 2 * data.X_train.T @ residual / data.n_players + 2 * lam * model.coef_
+    np.testing.assert_allclose(grad_w, 0, atol=1e-10)
+    assert abs(residual.mean()) < 1e-12  # unpenalised intercept
+
+
+@pytest.mark.parametrize("lam", [1e-4, 1.0, 1e3])
+def test_coalition_scaled_ridge_fits_alpha_size_times_lambda(data, lam):
+    game = rs.CoalitionScaledRidge(data.X_train, data.y_train, data.X_test, data.y_test, lam)
+    rng = np.random.default_rng(0)
+    for m in (1, 5, 23):
+        masks = np.zeros((3, data.n_players), dtype=bool)
+        for row in masks:
+            row[rng.choice(data.n_players, m, replace=False)] = True
+        reference = RidgeUtility(data.X_train, data.y_train, data.X_test, data.y_test, alpha=m * lam).evaluate(masks)
+        np.testing.assert_allclose(game.evaluate(masks), reference, rtol=1e-9, atol=1e-10)
+    mask = masks[0]
+    model = Ridge(alpha=23 * lam).fit(data.X_train[mask], data.y_train[mask])
+    assert game(mask) == pytest.approx(-np.mean((model.predict(data.X_test) - data.y_test) ** 2), rel=1e-8)
+    assert game(np.zeros(data.n_players, dtype=bool)) == pytest.approx(-data.empty_test_mse)
+    perms = random_permutations(rng, 5, data.n_players)
+    np.testing.assert_allclose(game.evaluate_prefixes(perms), game.evaluate(prefix_masks(perms)).reshape(5, -1),
+                               rtol=1e-8, atol=1e-9)
+
+
+def test_conventions_share_the_full_model_and_the_empty_set(data):
+    full = np.ones((1, data.n_players), dtype=bool)
+    empty = np.zeros((1, data.n_players), dtype=bool)
+    games = [rs.make_game(data, 0.5, c) for c in rs.CONVENTIONS]
+    utilities = [g.evaluate(full)[0] for g in games]
+    np.testing.assert_allclose(utilities, utilities[0], rtol=1e-9)
+    assert rs.full_model_summary(data, 0.5)["u_full"] == pytest.approx(utilities[0] + data.empty_test_mse)
+    for g in games:
+        assert g.evaluate(empty)[0] == pytest.approx(-data.empty_test_mse)
+    with pytest.raises(ValueError):
+        rs.make_game(data, 0.5, "nope")
+
+
+def test_full_model_summary_sigma(data):
+    summary = rs.full_model_summary(data, 2.0)
+    model = Ridge(alpha=2.0 * data.n_players).fit(data.X_train, data.y_train)
+    r = model.predict(data.X_train) - data.y_train
+    assert summary["sigma"] == pytest.approx(np.max(2 * np.abs(r) * np.linalg.norm(data.X_train, axis=1)))
+    assert summary["train_mse"] <= summary["test_mse"] * 2
+    # more regularisation: worse training fit
+    assert rs.full_model_summary(data, 100.0)["train_mse"] > summary["train_mse"] > rs.ols_train_mse(data)
+
+
+def test_stability_summary():
+    out = rs.stability_summary(sigma=3.0, lam=0.5, n_players=50, epsilon=0.1)
+    assert out["c_stab"] == pytest.approx(9.0 / (2 * 0.5))
+    assert out["beta"] == pytest.approx(out["c_stab"] / 50)
+    assert out["pair_bound"] == pytest.approx(stability_bound(out["c_stab"], 50))
+    assert out["error_bound"] == pytest.approx(math.sqrt(50) * 49 / 50 * out["pair_bound"])
+    assert out["guarantee_threshold"] == pytest.approx(0.1 / (2 * math.sqrt(50))) and not out["guarantee_holds"]
+    assert rs.stability_summary(sigma=1e-3, lam=10.0, n_players=50, epsilon=0.1)["guarantee_holds"]
+
+
+def test_variance_statistics_is_unbiased_and_efficient():
+    rng = np.random.default_rng(0)
+    s = rng.normal(size=20)
+    s -= s.mean() - 0.1  # values sum to 2.0
+    debiased, raw = [], []
+    for _ in range(300):
+        noise = rng.normal(scale=3.0, size=(50, 20))
+        noise -= noise.mean(axis=1, keepdims=True)  # every permutation is efficient
+        stats = rs.variance_statistics(s + noise, u_total=2.0)
+        debiased.append(stats["variance"])
+        raw.append(stats["variance_raw"])
+        assert stats["uniform_error"] == pytest.approx(math.sqrt(20 * stats["variance_raw"]))
+    truth = s.var()
+    assert np.mean(raw) > truth + 0.1  # Monte Carlo noise inflates the raw variance
+    assert abs(np.mean(debiased) - truth) < 4 * np.std(debiased) / math.sqrt(300)
+
+
+def test_variance_bootstrap_is_centred_on_the_estimate():
+    rng = np.random.default_rng(1)
+    phi = rng.normal(size=(200, 10)) + np.arange(10)
+    phi -= phi.mean(axis=1, keepdims=True) - 0.5
+    weights = rs.bootstrap_weights(rng, 100, 200)
+    assert weights.shape == (100, 200) and (weights.sum(axis=1) == 200).all()
+    stats = rs.variance_statistics(phi, u_total=5.0, weights=weights)
+    assert np.mean(stats["bootstrap"]) == pytest.approx(stats["variance"])
+    assert stats["variance_lo"] < stats["variance"] < stats["variance_hi"]
+    assert 0 < stats["variance_se"] < stats["variance"]
+
+
+def test_permutation_values_match_exact_shapley(tiny):
+    perms = random_permutations(np.random.default_rng(5), 3000, tiny.n_players)
+    for convention in ("fixed_alpha", "per_coalition"):
+        stats = rs.value_variance_for_lambda(tiny, 0.3, convention, perms)
+        exact = exact_shapley(rs.make_game(tiny, 0.3, convention)).values
+        assert np.sum(stats["values"]) == pytest.approx(stats["u_full"])
+        assert np.sum(exact) == pytest.approx(stats["u_full"])
+        assert np.all(np.abs(stats["values"] - exact) <= 5 * stats["stderr"] + 1e-12)
+
+
+def test_u_shape_statistics():
+    lams = np.logspace(-2, 2, 9)
+    u = 1 + (np.log10(lams) - 0.5) ** 2
+    shape = rs.u_shape_statistics(lams, u, factor=2.0)
+    assert shape["interior"] and shape["holds"] and shape["argmin"] == 5
+    assert shape["spearman_left"] == pytest.approx(-1) and shape["spearman_right"] == pytest.approx(1)
+    assert shape["left_ratio"] == pytest.approx(u[0] / u[5])
+    assert not rs.u_shape_statistics(lams, u, factor=4.0)["holds"]  # right end only 2.56x the minimum
+    monotone = rs.u_shape_statistics(lams, 1 / lams)
+    assert not monotone["interior"] and not monotone["holds"] and math.isnan(monotone["spearman_right"])
+    negative = u.copy()
+    negative[4] = -1.0
+    assert not rs.u_shape_statistics(lams, negative)["holds"]
+    replicates = np.stack([u, 1 / lams, u * 1.1])
+    assert rs.u_shape_fraction(lams, replicates) == pytest.approx(2 / 3)
+
+
+def test_fits_well_mask():
+    np.testing.assert_array_equal(rs.fits_well_mask([1.0, 1.05, 1.2], 1.0, 0.1), [True, True, False])
+
+
+def test_run_grid_tables_and_claims(tiny):
+    lams = rs.lambda_grid(1e-3, 1e3, 5)
+    rows = rs.run_grid(tiny, lams, 40, seed=2, n_bootstrap=20)
+    assert len(rows) == 5 * len(rs.CONVENTIONS)
+    again = rs.run_grid(tiny, lams, 40, seed=2, n_bootstrap=20)
+    np.testing.assert_array_equal([r["variance"] for r in rows], [r["variance"] for r in again])
+    table = rs.grid_table(rows, tiny, epsilon=0.1, fit_tolerance=0.1)
+    assert list(table["convention"].unique()) == list(rs.CONVENTIONS)
+    assert set(rs.VARIANCE_COLUMNS) <= set(table.columns) and set(rs.THEOREM5_COLUMNS) <= set(table.columns)
+    main = table[table["convention"] == "fixed_alpha"]
+    assert main["lambda"].is_monotonic_increasing and main["test_mse"].notna().all()
+    # identical full model under every convention
+    for _, group in table.groupby("lambda"):
+        assert group["u_full"].nunique() == 1 or np.ptp(group["u_full"]) < 1e-9
+    values = rs.values_table(rows)
+    assert len(values) == len(rows) * tiny.n_players
+    metrics, claims = rs.evaluate_claims(table, rows)
+    assert len(claims) == 9 and all(isinstance(c.holds, bool) for c in claims)
+    assert claims[6].holds  # the identity ||s - U(D)/N|| = sqrt(N Var) holds by efficiency
+    assert metrics["n_lambdas"] == 5 and metrics["fixed_alpha"]["argmin"] in range(5)
+
+
+def cli_command() -> list[str]:
+    script = shutil.which("shapley-research")
+    return [script] if script else [sys.executable, "-m", "shapley_research.cli"]
+
+
+def test_quick_run_end_to_end(tmp_path):
+    proc = subprocess.run(cli_command() + ["run", "ridge_stability", "profile=quick", f"output_dir={tmp_path}"],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    run_dir = tmp_path / "ridge_stability"
+    for name in ("ridge_variance", "ridge_theorem5"):
+        assert (run_dir / f"{name}.png").stat().st_size > 10_000
+        assert (run_dir / f"{name}.pdf").exists()
+        table = pd.read_csv(run_dir / f"{name}.csv")
+        assert len(table) == 9 * len(rs.CONVENTIONS)
+    assert (run_dir / "ridge_values.csv").exists() and (run_dir / "ridge_stability.ipynb").exists()
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    assert metrics["profile"] == "quick" and metrics["n_permutations"] == 300
+    claims = metrics["claims"]
+    assert len(claims) == 9
+    for entry in claims:
+        assert set(entry) == {"claim", "statistic", "holds"} and isinstance(entry["holds"], bool)
+        assert entry["claim"] and entry["statistic"]["name"]
+    assert 1e-4 <= metrics["lambda_argmin"] <= 1e4
+    assert 0 < metrics["min_variance"] < 1e-2
+    assert 0.4 < metrics["best_test_mse"] < 0.7  # standardised target: about half the variance explained
+    assert metrics["max_identity_gap"] < 1e-9
+    assert math.isfinite(metrics["max_range_over_bound"]) and metrics["max_range_over_bound"] > 0
