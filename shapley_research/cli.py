@@ -23,6 +23,7 @@ to a temporary directory, so the environment is never modified.
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import sys
@@ -32,6 +33,7 @@ from pathlib import Path
 
 from .experiments import EXPERIMENT_NAMES
 from .experiments._common import METRICS_FILE, read_metrics
+from .experiments._report import RUN_INFO_FILE, write_report
 from .experiments._project import (Project, ProjectError, check_declared, check_name, dvc_stage,
                                    notebook_parameters, write_dvc_stage)
 
@@ -189,7 +191,7 @@ def cmd_run(args) -> int:
     import papermill
     from papermill.exceptions import PapermillExecutionError
 
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), _children_cpu_seconds()
     try:
         papermill.execute_notebook(str(notebook), str(executed), parameters=params, kernel_name=kernel,
                                    cwd=str(project.root), progress_bar=False, log_output=not args.quiet)
@@ -207,7 +209,28 @@ def cmd_run(args) -> int:
     except (FileNotFoundError, ValueError) as err:
         print(f"error: {name} finished but its {METRICS_FILE} is unusable: {err}", file=sys.stderr)
         return EXIT_FAILED
+    # Timing of the run (the notebook runs in a child kernel process), for the report.
+    info = {"experiment": name, "profile": params["profile"], "wall_seconds": round(seconds, 1),
+            "cpu_seconds": round(_children_cpu_seconds() - cpu_start, 1)}
+    (run_dir / RUN_INFO_FILE).write_text(json.dumps(info, indent=2) + "\n")
     print(summarize(name, params["profile"], run_dir, metrics, seconds))
+    return EXIT_OK
+
+
+def _children_cpu_seconds() -> float:
+    """CPU seconds used by finished child processes (the notebook kernels)."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def cmd_report(args) -> int:
+    """Write results/README.md and optionally refresh the README's results section."""
+    project = _project(args)
+    descriptions = {name: project.description(name) for name in project.available()}
+    for path in write_report(project.root, args.results, args.readme, descriptions):
+        print(f"wrote {path}")
     return EXIT_OK
 
 
@@ -260,6 +283,15 @@ def build_parser() -> argparse.ArgumentParser:
     p_stage.add_argument("--results", metavar="DIR", help="where the run wrote (default: PROJECT/results)")
     p_stage.add_argument("--write", action="store_true", help="add or replace the stage in PROJECT/dvc.yaml")
     p_stage.set_defaults(func=cmd_stage)
+
+    p_report = sub.add_parser("report", help="write results/README.md: figures beside claims and verdicts",
+                              description="Collect every RESULTS/NAME/metrics.json and run_info.json into "
+                                          "RESULTS/README.md; with --readme, also refresh the marked "
+                                          "results section of that file.")
+    p_report.add_argument("--results", default="results", metavar="DIR",
+                          help="results directory, relative to the project (default: results)")
+    p_report.add_argument("--readme", metavar="PATH", help="also refresh the marked section of this README")
+    p_report.set_defaults(func=cmd_report)
     return parser
 
 

@@ -48,12 +48,15 @@ def test_run_writes_all_results(quick_run):
     proc, run_dir = quick_run
     assert proc.returncode == 0, proc.stderr
     assert sorted(p.name for p in run_dir.iterdir()) == [
-        "histogram.pdf", "histogram.png", "iris_accuracy.ipynb", "metrics.json", "samples.csv"]
+        "histogram.pdf", "histogram.png", "iris_accuracy.ipynb", "metrics.json", "run_info.json", "samples.csv"]
     metrics = json.loads((run_dir / "metrics.json").read_text())
     assert metrics["profile"] == "quick" and metrics["n_samples"] == 200  # conf/experiment_profile/.../quick.yaml
     # A claim that does not hold is a result, not an error: the exit status above is 0.
     assert [c["holds"] for c in metrics["claims"]] == [False, True]
     assert all(set(c) == {"claim", "statistic", "holds"} for c in metrics["claims"])
+    info = json.loads((run_dir / "run_info.json").read_text())
+    assert info["experiment"] == "iris_accuracy" and info["profile"] == "quick"
+    assert 0 < info["wall_seconds"] and 0 < info["cpu_seconds"]
 
 
 def test_run_injects_the_composed_parameters(quick_run):
@@ -179,8 +182,8 @@ def test_stage_prints_and_writes_the_dvc_stage(project, tmp_path, capsys):
     code, out, _ = run_main(capsys, "--project-dir", project, "stage", "iris_accuracy", "--results", tmp_path)
     stage = yaml.safe_load(out)["iris_accuracy"]
     assert code == 0 and stage["cmd"] == "shapley-research run iris_accuracy"
-    assert stage["outs"] == [{"results/iris_accuracy/iris_accuracy.ipynb": {"cache": False}},
-                             "results/iris_accuracy/histogram.png"]
+    assert stage["outs"] == [{"results/iris_accuracy/histogram.png": {"cache": False}},
+                             {"results/iris_accuracy/iris_accuracy.ipynb": {"cache": False}}]
     assert stage["metrics"] == [{"results/iris_accuracy/metrics.json": {"cache": False}}]
     code, out, _ = run_main(capsys, "--project-dir", project, "stage", "iris_accuracy", "--results", tmp_path,
                             "--write")

@@ -275,8 +275,9 @@ def dvc_stage(project: Project, name: str, results_dir: str | os.PathLike | None
     Outputs are the files a finished run left in ``RESULTS/NAME/`` (any
     profile: the file names must not depend on it). They are listed one by
     one because ``metrics.json`` sits in the same directory and DVC forbids
-    overlapping outputs. The executed notebook carries timestamps, so it is
-    not cached and nothing may depend on it.
+    overlapping outputs. None is cached by DVC (``cache: false``): the results
+    are committed to git. The executed notebook carries timestamps, so
+    nothing may depend on it.
 
     Raises
     ------
@@ -291,8 +292,9 @@ def dvc_stage(project: Project, name: str, results_dir: str | os.PathLike | None
     prefix = f"{RESULTS_DIR}/{name}"
     executed = f"{name}.ipynb"
     files = sorted(p.name for p in run_dir.iterdir() if p.is_file() and not p.name.startswith("."))
-    outs: list[Any] = [{f"{prefix}/{executed}": {"cache": False}}]
-    outs += [f"{prefix}/{f}" for f in files if f not in (executed, METRICS_FILE)]
+    # Nothing is cached by DVC: the paper profile's results are committed to git so readers
+    # of the repository see them (a cached out would be git-ignored by DVC).
+    outs: list[Any] = [{f"{prefix}/{f}": {"cache": False}} for f in files if f != METRICS_FILE]
     return {"cmd": stage_cmd(name), "deps": stage_deps(project.root, name), "outs": outs,
             "metrics": [{f"{prefix}/{METRICS_FILE}": {"cache": False}}]}
 
