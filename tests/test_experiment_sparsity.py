@@ -1,0 +1,230 @@
+"""Experiment ``sparsity``: its game, statistics and error curves, and one quick end-to-end run."""
+
+import json
+import math
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from shapley_research import compressive_shapley, exact_shapley, permutation_shapley
+from shapley_research.experiments import sparsity as sp
+from shapley_research.games import as_game, prefix_masks
+
+
+def small_problem(n_train=30, n_test=40, d=4, classes=3, seed=0):
+    """Gaussian blobs: a few classes, well separated but overlapping."""
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(0.0, 2.0, size=(classes, d))
+    y_train = np.arange(n_train) % classes
+    y_test = np.arange(n_test) % classes
+    X_train = centres[y_train] + rng.normal(size=(n_train, d))
+    X_test = centres[y_test] + rng.normal(size=(n_test, d))
+    return X_train, y_train, X_test, y_test
+
+
+# --- the game -------------------------------------------------------------------------------
+
+def test_game_matches_scikit_learn_nearest_centroid():
+    from sklearn.neighbors import NearestCentroid
+
+    from shapley_research import ModelUtility
+
+    data = small_problem()
+    game = sp.NearestCentroidUtility(*data, batch_size=7)
+    reference = ModelUtility(NearestCentroid(), *data)
+    rng = np.random.default_rng(1)
+    masks = rng.random((60, 30)) < rng.uniform(0.05, 0.9, size=(60, 1))
+    masks[0] = False
+    masks[1] = True
+    masks[2] = np.arange(30) % 3 == 0  # a single class: degenerate, predicts that class
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # sklearn's NearestCentroid on tiny coalitions
+        expected = reference.evaluate(masks)
+    np.testing.assert_array_equal(game.evaluate(masks), expected)
+
+
+def test_prefix_path_is_exact():
+    game = sp.NearestCentroidUtility(*small_problem(), batch_size=3)
+    rng = np.random.default_rng(2)
+    perms = np.array([rng.permutation(30) for _ in range(8)])
+    prefixes = game.evaluate_prefixes(perms)
+    assert prefixes.shape == (8, 30)
+    np.testing.assert_array_equal(prefixes.reshape(-1), game.evaluate(prefix_masks(perms)))
+    assert game.n_prefix_evaluations == 8 * 30
+
+
+def test_prefix_path_rejects_bad_permutations():
+    game = sp.NearestCentroidUtility(*small_problem())
+    with pytest.raises(ValueError):
+        game.evaluate_prefixes(np.zeros((2, 30), dtype=int))
+    with pytest.raises(ValueError):
+        game.evaluate_prefixes(np.arange(29)[None, :])
+
+
+def test_prefix_cache_serves_repeats_and_keeps_values():
+    game = sp.NearestCentroidUtility(*small_problem())
+    cache = sp.PrefixCache(game)
+    rng = np.random.default_rng(3)
+    perms = np.array([rng.permutation(30) for _ in range(5)])
+    cache.prefill(perms[:3])
+    out = cache.evaluate_prefixes(perms)
+    np.testing.assert_array_equal(out, game.evaluate_prefixes(perms))
+    assert (cache.misses, cache.hits) == (5, 3)
+    np.testing.assert_array_equal(cache.evaluate(np.ones((1, 30), bool)), game.evaluate(np.ones((1, 30), bool)))
+
+
+def test_replayed_permutations_are_those_compressive_shapley_draws():
+    game = sp.NearestCentroidUtility(*small_problem())
+    cache = sp.PrefixCache(game)
+    cache.prefill(sp.compressive_permutations(seed=11, n_permutations=12, n_players=30, batch_size=4))
+    computed = cache.misses
+    compressive_shapley(cache, 2 + 12 * 30, seed=11, n_measurements=10, batch_size=4)
+    assert cache.misses == computed  # every permutation came from the prefilled cache
+    assert cache.hits == 12
+
+
+# --- sparsity statistic ---------------------------------------------------------------------
+
+def test_sparsity_curve_and_k():
+    s = np.array([5.0, -1.0, 3.0, 1.0, 2.0])  # sum 10, l1 12
+    curve = sp.sparsity_curve(s)
+    np.testing.assert_allclose(curve, [1.2, 0.7, 0.4, 0.2, 0.1, 0.0])
+    assert sp.sigma_k(s, 2) == pytest.approx(4.0)
+    assert sp.smallest_sparse_k(s, 0.5) == 2
+    assert sp.smallest_sparse_k(s, 0.0) == 5
+
+
+def test_equal_values_need_half_the_entries():
+    assert sp.smallest_sparse_k(np.full(1000, 0.3), 0.5) == 500
+    spiky = np.r_[np.full(10, 1.0), np.full(990, 0.001)]
+    assert sp.smallest_sparse_k(spiky, 0.5) < 10
+
+
+def test_sparsity_curve_rejects_nonpositive_sum():
+    with pytest.raises(ValueError):
+        sp.sparsity_curve(np.array([1.0, -2.0]))
+
+
+# --- error curves and their reading ---------------------------------------------------------
+
+def test_relative_error():
+    assert sp.relative_error([1.0, 1.0], [1.0, 1.0]) == 0.0
+    assert sp.relative_error([0.0, 2.0], [0.0, 1.0]) == pytest.approx(1.0)
+
+
+def test_permutations_to_reach_interpolates_and_extrapolates_at_the_monte_carlo_rate():
+    grid = np.array([10, 100, 1000])
+    errors = 1.0 / np.sqrt(grid)
+    assert sp.permutations_to_reach(grid, errors, 1 / np.sqrt(100)) == pytest.approx(100)
+    assert sp.permutations_to_reach(grid, errors, 1 / np.sqrt(300)) == pytest.approx(300)
+    assert sp.permutations_to_reach(grid, errors, 1.0) == pytest.approx(1.0)     # above the grid
+    assert sp.permutations_to_reach(grid, errors, 0.01) == pytest.approx(10000)  # below the grid
+
+
+def test_derive_seeds_is_deterministic_and_tagged():
+    assert sp.derive_seeds(0, "a", 3) == sp.derive_seeds(0, "a", 3)
+    assert sp.derive_seeds(0, "a", 3) != sp.derive_seeds(0, "b", 3)
+    assert sp.derive_seeds(0, "a", 3) != sp.derive_seeds(1, "a", 3)
+    assert len(set(sp.derive_seeds(0, "a", 5))) == 5
+
+
+def test_reference_values_converge_to_exact_shapley():
+    weights = np.array([0.5, 0.1, 0.2, 0.05, 0.15])
+    game = as_game(lambda m: m @ weights + 0.3 * m[:, 0] * m[:, 1], 5, vectorized=True)
+    exact = exact_shapley(game).values
+    ref = sp.reference_values(game, 400, [1, 2])
+    assert ref["n_permutations"] == 400
+    assert len(ref["parts"]) == 2
+    np.testing.assert_allclose(ref["values"], exact, atol=5 * ref["stderr"].max() + 1e-12)
+    assert 0 < ref["relative_stderr"] < 0.2
+
+
+def test_error_curves_share_permutations_and_baseline_matches_permutation_sampling():
+    game = sp.NearestCentroidUtility(*small_problem())
+    reference = sp.reference_values(game, 200, [5])["values"]
+    errors = sp.error_curves(game, reference, [2, 4], [7, 8], [15, 8], solver="SCS", show_progress=False)
+    assert len(errors) == 2 * 2 * 3
+    assert set(errors["method"]) == {"baseline", "compressive"}
+    assert (errors["relative_error"] > 0).all() and np.isfinite(errors["relative_error"]).all()
+    # the baseline of T=4 with seed 7 is plain permutation sampling on the same 4 permutations (batches of 2)
+    plain = permutation_shapley(game, 1 + 4 * 30, seed=7, batch_size=2)
+    row = errors[(errors["seed"] == 7) & (errors["n_permutations"] == 4) & (errors["method"] == "baseline")]
+    assert row["relative_error"].iloc[0] == pytest.approx(sp.relative_error(plain.values, reference))
+    summary = sp.summarise_errors(errors)
+    assert set(summary["n_seeds"]) == {2}
+    ratios = sp.sample_ratios(summary, 15)
+    assert list(ratios["n_permutations"]) == [2, 4]
+    assert (ratios["sample_ratio"] > 0).all()
+
+
+def _fake_errors(base, comp, grid=(5, 50, 500), m=500):
+    rows = []
+    for seed in range(2):
+        for t, b, c in zip(grid, base, comp):
+            rows.append({"seed_index": seed, "n_permutations": t, "method": "baseline", "n_measurements": 0,
+                         "relative_error": b * (1 + 0.01 * seed)})
+            rows.append({"seed_index": seed, "n_permutations": t, "method": "compressive", "n_measurements": m,
+                         "relative_error": c * (1 + 0.01 * seed)})
+    return pd.DataFrame(rows)
+
+
+def test_claims_follow_the_numbers():
+    errors = _fake_errors(base=[2.0, 0.7, 0.2], comp=[0.7, 0.6, 0.5])
+    claims = sp.sparsity_claims(errors, sp.summarise_errors(errors), 500, k=300, n_players=1000)
+    assert [c.holds for c in claims] == [True, True, True]
+    assert claims[0].value == pytest.approx(50 / 5)  # the baseline reaches 0.7 at T = 50
+    # compressive never better, and values not sparse: claims 1 and 3 fail
+    errors = _fake_errors(base=[0.5, 0.2, 0.05], comp=[0.6, 0.3, 0.06])
+    claims = sp.sparsity_claims(errors, sp.summarise_errors(errors), 500, k=520, n_players=1000)
+    assert [c.holds for c in claims] == [False, False, False]
+
+
+def test_plots_draw(tmp_path):
+    from shapley_research.experiments import save_figure, setup_matplotlib
+
+    setup_matplotlib()
+    import matplotlib.pyplot as plt
+
+    rng = np.random.default_rng(0)
+    fig = sp.plot_value_distribution(rng.gamma(2.0, 1e-3, size=200))
+    save_figure(fig, tmp_path, "values", pdf=False)
+    errors = _fake_errors(base=[2.0, 0.7, 0.2], comp=[0.7, 0.6, 0.5])
+    summary = sp.summarise_errors(errors)
+    fig = sp.plot_error_curves(summary, {500: sp.sample_ratios(summary, 500)}, 0.75, 0.05)
+    save_figure(fig, tmp_path, "errors")
+    assert (tmp_path / "values.png").stat().st_size > 0 and (tmp_path / "errors.pdf").stat().st_size > 0
+    plt.close("all")
+
+
+# --- end to end -----------------------------------------------------------------------------
+
+def test_quick_run_end_to_end(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "shapley_research.cli", "run", "sparsity", "profile=quick",
+                           f"output_dir={tmp_path}"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    out = tmp_path / "sparsity"
+    metrics = json.loads((out / "metrics.json").read_text())
+    claims = metrics["claims"]
+    assert len(claims) == 3
+    for entry in claims:
+        assert isinstance(entry["holds"], bool) and entry["claim"] and entry["statistic"]["name"]
+    assert metrics["profile"] == "quick" and metrics["n_players"] == 200
+    assert 0 < metrics["sparsity_k"] < metrics["n_players"]
+    assert 0 < metrics["sparsity_k_fraction"] < 1
+    assert 0 < metrics["empty_utility"] < metrics["full_utility"] <= 1
+    assert metrics["sum_of_values"] == pytest.approx(metrics["full_utility"] - metrics["empty_utility"], abs=1e-9)
+    assert 0 < metrics["reference_relative_stderr"] < 0.5
+    assert metrics["n_not_optimal"] == 0
+    for value in (metrics["uniform_split_error"], metrics["baseline_error_T_min"], metrics["baseline_error_T_max"]):
+        assert math.isfinite(value) and value > 0
+    assert metrics["baseline_error_T_max"] < metrics["baseline_error_T_min"]
+    for stem in ("value_distribution", "approximation_error"):
+        assert (out / f"{stem}.png").exists() and (out / f"{stem}.pdf").exists()
+    for table in ("values", "approximation_errors", "sample_ratios"):
+        assert len(pd.read_csv(out / f"{table}.csv")) > 0
+    values = pd.read_csv(out / "values.csv")
+    assert len(values) == 200 and values["value"].sum() == pytest.approx(metrics["sum_of_values"])
