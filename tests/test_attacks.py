@@ -1,0 +1,196 @@
+"""The foolbox wrapper (clear errors instead of foolbox's bare assertions) and the adversarial-set cache."""
+
+import numpy as np
+import pytest
+
+from shapley_research.attacks import (array_digest, cache_key, check_images, check_labels, generate_adversarial,
+                                      load_or_generate, read_cache, train_torch_logistic_regression)
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("foolbox")
+
+
+@pytest.fixture(scope="module")
+def blobs():
+    """Three classes of 4x4 'images' in [0, 1]: a bright quadrant per class plus noise."""
+    rng = np.random.default_rng(0)
+    n, k = 90, 3
+    y = np.repeat(np.arange(k), n // k)
+    X = rng.uniform(0.0, 0.3, size=(n, 4, 4))
+    for c, (r, s) in enumerate([(0, 0), (0, 2), (2, 0)]):
+        X[y == c, r:r + 2, s:s + 2] += 0.6
+    return np.clip(X, 0, 1).astype(np.float32), y
+
+
+@pytest.fixture(scope="module")
+def model(blobs):
+    X, y = blobs
+    return train_torch_logistic_regression(X, y, C=1.0, seed=0)
+
+
+# --- validation -------------------------------------------------------------------------------------------
+
+def test_pixels_outside_bounds_name_both_ranges():
+    X = np.full((3, 4), 200.0)
+    with pytest.raises(ValueError, match=r"values in \[200, 200\].*bounds are \[0, 1\].*divide by 255"):
+        check_images(X, (0, 1))
+    with pytest.raises(ValueError, match=r"\[-0.5, 0\].*\[0, 1\]"):
+        check_images(np.array([[-0.5, 0.0]]), (0, 1))
+
+
+def test_non_numeric_and_malformed_images_are_refused():
+    with pytest.raises(TypeError, match="numeric"):
+        check_images(np.array([["a", "b"]]))
+    with pytest.raises(TypeError, match="numeric"):
+        check_images(np.array([[1 + 1j]]))
+    with pytest.raises(ValueError, match="at least 2-D"):
+        check_images(np.zeros(5))
+    with pytest.raises(ValueError, match="empty"):
+        check_images(np.zeros((0, 3)))
+    with pytest.raises(ValueError, match="NaN"):
+        check_images(np.array([[0.1, np.nan]]))
+
+
+def test_float64_and_integer_images_become_float32():
+    out = check_images(np.array([[0.25, 1.0]], dtype=np.float64))
+    assert out.dtype == np.float32 and out.flags.c_contiguous
+    assert check_images(np.array([[0, 255]], dtype=np.uint8), (0, 255)).dtype == np.float32
+
+
+def test_labels_must_be_integer_class_indices():
+    assert check_labels(np.array([0.0, 2.0]), 2, 3).dtype == np.int64
+    with pytest.raises(TypeError, match="integer"):
+        check_labels(np.array([0.5, 1.0]), 2)
+    with pytest.raises(TypeError, match="integer"):
+        check_labels(np.array(["a", "b"]), 2)
+    with pytest.raises(ValueError, match="label 3 but the model has 3 classes"):
+        check_labels([0, 3], 2, 3)
+    with pytest.raises(ValueError, match="negative"):
+        check_labels([-1, 0], 2)
+    with pytest.raises(ValueError, match="2 labels but there are 3 images"):
+        check_labels([0, 1], 3)
+
+
+# --- the torch model -----------------------------------------------------------------------------------------
+
+def test_torch_logistic_regression_matches_scikit_learn(blobs):
+    from sklearn.linear_model import LogisticRegression
+
+    X, y = blobs
+    model = train_torch_logistic_regression(X, y, C=0.5, seed=3)
+    assert not model.training
+    with torch.no_grad():
+        logits = model(torch.from_numpy(X)).numpy().astype(float)
+    reference = LogisticRegression(C=0.5, tol=1e-10, max_iter=10_000).fit(X.reshape(len(X), -1), y)
+    proba = np.exp(logits - logits.max(1, keepdims=True))
+    proba /= proba.sum(1, keepdims=True)
+    np.testing.assert_allclose(proba, reference.predict_proba(X.reshape(len(X), -1)), atol=2e-4)
+
+
+def test_torch_training_is_deterministic_and_projection_is_applied(blobs):
+    X, y = blobs
+    flat = X.reshape(len(X), -1)
+    components = np.linalg.svd(flat - flat.mean(0), full_matrices=False)[2][:3]
+    a = train_torch_logistic_regression(X, y, projection=(components, flat.mean(0)), seed=1)
+    b = train_torch_logistic_regression(X, y, projection=(components, flat.mean(0)), seed=1)
+    assert a.linear.weight.shape == (3, 3)
+    assert torch.equal(a.linear.weight, b.linear.weight)
+    with pytest.raises(ValueError, match="shape"):
+        train_torch_logistic_regression(X, y, projection=(components[:, :5], flat.mean(0)))
+
+
+# --- attacks ----------------------------------------------------------------------------------------------------
+
+def test_fgsm_perturbs_by_epsilon_and_reports_success_from_predictions(blobs, model):
+    X, y = blobs
+    out = generate_adversarial(model, X, y, "fgsm", epsilon=0.1)
+    assert out.images.dtype == np.float32 and out.images.shape == X.shape
+    assert out.linf.max() <= 0.1 + 1e-6 and np.median(out.linf) == pytest.approx(0.1, abs=1e-6)
+    assert out.images.min() >= 0 and out.images.max() <= 1
+    with torch.no_grad():
+        predicted = model(torch.from_numpy(out.images)).argmax(1).numpy()
+    np.testing.assert_array_equal(out.success, predicted != y)
+    again = generate_adversarial(model, X.astype(np.float64), y, "fgsm", epsilon=0.1)  # float64 is converted
+    np.testing.assert_array_equal(out.images, again.images)
+
+
+def test_larger_fgsm_epsilon_fools_the_model_more(blobs, model):
+    X, y = blobs
+    rates = [generate_adversarial(model, X, y, "fgsm", epsilon=e).success_rate for e in (0.02, 0.3)]
+    assert rates[0] < rates[1]
+
+
+def test_cw_finds_small_l2_adversarials_and_returns_originals_on_failure(blobs, model):
+    X, y = blobs
+    good = generate_adversarial(model, X[:20], y[:20], "cw", steps=50, stepsize=0.05, binary_search_steps=5)
+    assert good.success_rate >= 0.9
+    fgsm = generate_adversarial(model, X[:20], y[:20], "fgsm", epsilon=0.3)
+    both = good.success & fgsm.success
+    assert np.median(good.l2[both]) < np.median(fgsm.l2[both])  # minimal-norm attack
+    # one tiny step: foolbox finds nothing and fills zeros; the wrapper returns the original and says it failed
+    bad = generate_adversarial(model, X[:20], y[:20], "cw", steps=1, stepsize=1e-6, binary_search_steps=1)
+    assert not bad.success.any()
+    np.testing.assert_array_equal(bad.images, X[:20])
+
+
+def test_attack_errors_are_clear_before_foolbox_asserts(blobs, model):
+    X, y = blobs
+    with pytest.raises(ValueError, match=r"bounds are \[0, 1\]"):
+        generate_adversarial(model, X * 255, y)
+    with pytest.raises(ValueError, match="model has 3 classes"):
+        generate_adversarial(model, X, np.full(len(y), 7))
+    with pytest.raises(ValueError, match="attack must be one of"):
+        generate_adversarial(model, X, y, "pgd")
+    with pytest.raises(ValueError, match="cannot take inputs"):
+        generate_adversarial(model, X[:, :2], y)
+    with pytest.raises(TypeError, match="torch.nn.Module"):
+        generate_adversarial(lambda x: x, X, y)
+
+
+# --- cache ----------------------------------------------------------------------------------------------------
+
+def test_cache_generates_once_and_regenerates_when_params_or_inputs_change(tmp_path):
+    calls = []
+
+    def generate():
+        calls.append(1)
+        return {"images": np.arange(6, dtype=np.float32).reshape(2, 3), "success": np.array([True, False])}
+
+    path = tmp_path / "sub" / "fgsm.npz"
+    params, inputs = {"epsilon": 0.2, "steps": np.int64(3)}, {"X": np.ones((2, 3))}
+    first, made = load_or_generate(path, params, generate, inputs=inputs)
+    assert made and len(calls) == 1 and path.is_file()
+    second, made = load_or_generate(path, {"steps": 3, "epsilon": 0.2}, generate, inputs=inputs)  # same params
+    assert not made and len(calls) == 1
+    np.testing.assert_array_equal(second["images"], first["images"])
+    assert second["success"].dtype == np.bool_
+    _, made = load_or_generate(path, {"epsilon": 0.3, "steps": 3}, generate, inputs=inputs)
+    assert made and len(calls) == 2
+    _, made = load_or_generate(path, {"epsilon": 0.3, "steps": 3}, generate, inputs={"X": np.zeros((2, 3))})
+    assert made and len(calls) == 3
+    arrays, meta = read_cache(path)
+    assert meta["params"] == {"epsilon": 0.3, "steps": 3}
+    assert meta["inputs_sha256"] == array_digest({"X": np.zeros((2, 3))})
+    assert meta["key"] == cache_key({"epsilon": 0.3, "steps": 3}, meta["inputs_sha256"])
+    assert not list(path.parent.glob(".*"))  # no temporary file left behind
+
+
+def test_cache_recovers_from_a_corrupt_file_and_none_disables_it(tmp_path):
+    path = tmp_path / "cw.npz"
+    path.write_bytes(b"not a zip file")
+    with pytest.warns(RuntimeWarning, match="regenerating"):
+        arrays, made = load_or_generate(path, {"a": 1}, lambda: {"x": np.zeros(2)})
+    assert made and read_cache(path)[1]["params"] == {"a": 1}
+    calls = []
+    for _ in range(2):
+        load_or_generate(None, {"a": 1}, lambda: calls.append(1) or {"x": np.zeros(2)})
+    assert len(calls) == 2
+
+
+def test_cache_refuses_reserved_names_and_non_json_params(tmp_path):
+    with pytest.raises(ValueError, match="must not start with '__'"):
+        load_or_generate(tmp_path / "a.npz", {}, lambda: {"__key__": np.zeros(1)})
+    with pytest.raises(TypeError, match="JSON"):
+        cache_key({"model": object()})
+    assert array_digest({"a": np.zeros(2), "b": np.ones(2)}) == array_digest({"b": np.ones(2), "a": np.zeros(2)})
+    assert array_digest({"a": np.zeros(2)}) != array_digest({"a": np.zeros(2, dtype=np.float32)})

@@ -1,0 +1,225 @@
+"""Experiment `adversarial` (paper Section 5, Figure adv a, b): unit tests of its functions and one quick run."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from shapley_research import LogisticRegressionUtility
+from shapley_research.experiments import adversarial as adv
+
+
+# --- data split and test sets ----------------------------------------------------------------------------------
+
+def test_split_is_disjoint_balanced_and_position_matched():
+    y = np.repeat(np.arange(10), 50)
+    split = adv.split_indices(y, n_model_train=103, n_per_class=4, n_test=57, seed=3)
+    sizes = {k: v.size for k, v in split.items()}
+    assert sizes == {"model": 103, "benign": 40, "adversarial_source": 40, "test": 57}
+    everything = np.concatenate(list(split.values()))
+    assert np.unique(everything).size == everything.size
+    np.testing.assert_array_equal(y[split["benign"]], y[split["adversarial_source"]])
+    assert np.ptp(np.bincount(y[split["model"]], minlength=10)) <= 1
+    assert np.ptp(np.bincount(y[split["test"]], minlength=10)) <= 1
+    again = adv.split_indices(y, n_model_train=103, n_per_class=4, n_test=57, seed=3)
+    assert all(np.array_equal(split[k], again[k]) for k in split)
+    with pytest.raises(ValueError, match="class 0 has 50 images"):
+        adv.split_indices(y, n_model_train=400, n_per_class=5, n_test=100)
+
+
+def test_mixture_test_sets_are_nested_weighted_means():
+    weights, sets = adv.mixture_test_sets(20, [0.0, 0.25, 0.5, 1.0], seed=1)
+    assert weights.shape == (60, 8)
+    np.testing.assert_allclose(weights.sum(axis=0), 1.0)
+    assert [s["n_adversarial"] for s in sets] == [0, 5, 10, 20] * 2
+    assert [s["test_attack"] for s in sets] == ["fgsm"] * 4 + ["cw"] * 4
+    np.testing.assert_array_equal(weights[:, 0], weights[:, 4])  # ratio 0: the same benign set for both attacks
+    fgsm_blocks = weights[20:40, :4] > 0
+    cw_blocks = weights[40:, 4:] > 0
+    np.testing.assert_array_equal(fgsm_blocks, cw_blocks)  # the same images are replaced for both attacks
+    assert np.all(fgsm_blocks[:, 1:] >= fgsm_blocks[:, :-1])  # nested as the ratio grows
+    # every image is in each set exactly once, benign or adversarial
+    np.testing.assert_array_equal((weights[:20] > 0) + (weights[20:40] > 0) + (weights[40:] > 0), 1)
+
+
+def test_swap_pairs_exchange_same_label_points_of_the_two_groups():
+    groups = np.array([0, 0, 0, 1, 1, 1])
+    labels = np.array([2, 5, 2, 5, 2, 2])
+    sigma = adv.swap_pairs(groups, labels)
+    np.testing.assert_array_equal(sigma[sigma], np.arange(6))
+    np.testing.assert_array_equal(labels[sigma], labels)
+    np.testing.assert_array_equal(groups[sigma], 1 - groups)
+    with pytest.raises(ValueError, match="equal counts"):
+        adv.swap_pairs(np.array([0, 0, 1]), np.array([1, 1, 1]))
+    perms = adv.swap_paired_permutations(np.random.default_rng(0), 300, sigma)
+    assert perms.shape == (600, 6)
+    assert all(sorted(p) == list(range(6)) for p in perms)
+    np.testing.assert_array_equal(perms[1::2], sigma[perms[0::2]])
+    # both halves are uniform: every player is first equally often (chi-square-sized tolerance)
+    for half in (perms[0::2], perms[1::2]):
+        counts = np.bincount(half[:, 0], minlength=6)
+        assert np.all(np.abs(counts - 50) < 25)
+
+
+# --- the valuation engine ----------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def small_game():
+    rng = np.random.default_rng(0)
+    n_per, k = 2, 3
+    y_train = np.tile(np.repeat(np.arange(k), n_per), 2)
+    groups = np.repeat([0, 1], n_per * k)
+    centers = rng.normal(size=(k, 2)) * 2
+    X_train = centers[y_train] + rng.normal(size=(len(y_train), 2))
+    X_train[groups == 1] += 0.8  # the "adversarial" points are shifted
+    y_test = np.repeat(np.arange(k), 5)
+    X_benign = centers[y_test] + rng.normal(size=(len(y_test), 2))
+    X_eval = np.vstack([X_benign, X_benign + 0.8, X_benign - 0.8])
+    y_eval = np.tile(y_test, 3)
+    learner = LogisticRegressionUtility(X_train, y_train, X_benign, y_test, "neg_log_loss", C=1.0)
+    return learner, X_eval, y_eval, groups, y_train
+
+
+def test_test_set_utilities_equal_the_learner_on_the_literal_mixture(small_game):
+    learner, X_eval, y_eval, _, y_train = small_game
+    weights, sets = adv.mixture_test_sets(15, [0.0, 0.4, 1.0], seed=2)
+    rng = np.random.default_rng(1)
+    masks = rng.random((12, learner.n_players)) < 0.6
+    masks[0] = False  # empty set: the prior
+    masks[1] = y_train == 0  # one class: degenerate
+    masks[2] = True
+    ours = adv.prefix_test_log_probabilities(learner, masks, X_eval, y_eval) @ weights
+    for s in range(len(sets)):
+        rows = weights[:, s] > 0
+        literal = LogisticRegressionUtility(learner.X_train, learner.y_train, X_eval[rows], y_eval[rows],
+                                            "neg_log_loss", C=1.0)
+        np.testing.assert_allclose(ours[:, s], literal.evaluate(masks), rtol=1e-7, atol=1e-9)
+
+
+def test_contributions_are_efficient_and_do_not_depend_on_chunks(small_game):
+    learner, X_eval, y_eval, groups, y_train = small_game
+    weights, _ = adv.mixture_test_sets(15, [0.0, 1.0], seed=0)
+    perms = adv.swap_paired_permutations(np.random.default_rng(4), 3, adv.swap_pairs(groups, y_train))
+    phi = adv.permutation_contributions(learner, X_eval, y_eval, weights, perms, chunk_size=4)
+    assert phi.shape == (6, learner.n_players, 4)
+    full = adv.prefix_test_log_probabilities(learner, np.ones((1, learner.n_players), bool), X_eval, y_eval) @ weights
+    empty = adv.prefix_test_log_probabilities(learner, np.zeros((1, learner.n_players), bool), X_eval, y_eval) @ weights
+    np.testing.assert_allclose(phi.sum(axis=1), np.broadcast_to(full - empty, (6, 4)), atol=1e-9)
+    np.testing.assert_array_equal(phi, adv.permutation_contributions(learner, X_eval, y_eval, weights, perms,
+                                                                     chunk_size=1))
+    pairs = adv.pair_average(phi)
+    np.testing.assert_allclose(pairs[1], 0.5 * (phi[2] + phi[3]))
+    gm = adv.group_means(pairs, groups)
+    np.testing.assert_allclose(gm[:, 1], pairs[:, groups == 1].mean(axis=1))
+
+
+def test_permutation_values_converge_to_exact_shapley_values(small_game):
+    from shapley_research import exact_shapley
+
+    learner, X_eval, y_eval, groups, y_train = small_game
+    weights, _ = adv.mixture_test_sets(15, [0.5], attacks=("fgsm",), seed=0)
+    weights = np.vstack([weights, np.zeros((15, 1))])  # the unused third block
+    rows = weights[:, 0] > 0
+    game = LogisticRegressionUtility(learner.X_train, learner.y_train, X_eval[rows], y_eval[rows], "neg_log_loss")
+    exact = exact_shapley(game).values
+    perms = adv.swap_paired_permutations(np.random.default_rng(5), 150, adv.swap_pairs(groups, y_train))
+    samples = adv.pair_average(adv.permutation_contributions(learner, X_eval, y_eval, weights, perms, chunk_size=60))
+    estimate, se = samples.mean(0)[:, 0], samples.std(0, ddof=1)[:, 0] / np.sqrt(len(samples))
+    assert np.all(np.abs(estimate - exact) < 4 * se + 1e-9)
+
+
+# --- statistics and claims ----------------------------------------------------------------------------------------
+
+def _synthetic_samples(adv_slope, benign_slope, match_bonus, n_pairs=40, seed=0):
+    """group samples (pairs, 2 groups, sets) with linear trends in the ratio and noise."""
+    ratios = [0.0, 0.5, 1.0]
+    _, sets = adv.mixture_test_sets(4, ratios)
+    rng = np.random.default_rng(seed)
+    samples = np.zeros((n_pairs, 2, len(sets)))
+    for s, spec in enumerate(sets):
+        samples[:, 0, s] = 1.0 + benign_slope * spec["ratio"]
+        samples[:, 1, s] = 0.5 + adv_slope * spec["ratio"] + (match_bonus * spec["ratio"]
+                                                               if spec["test_attack"] == "fgsm" else 0.0)
+    common = rng.normal(size=(n_pairs, 2, 1))  # shared across test sets, as the paired design makes it
+    return samples + common + 0.01 * rng.normal(size=samples.shape), sets
+
+
+def test_trend_match_and_gap_statistics_recover_known_effects():
+    samples, sets = _synthetic_samples(adv_slope=0.2, benign_slope=-0.3, match_bonus=0.1)
+    up = adv.ratio_trend(samples, sets, "adversarial", "cw")
+    assert up["change"] == pytest.approx(0.2, abs=0.02) and up["z"] > 20 and up["spearman"] == 1.0
+    down = adv.ratio_trend(samples, sets, "benign", "fgsm")
+    assert down["change"] == pytest.approx(-0.3, abs=0.02) and down["spearman"] == -1.0
+    match = adv.attack_match(samples, sets, "fgsm")
+    assert match["difference"] == pytest.approx(0.1, abs=0.02) and match["z"] > 10
+    assert adv.attack_match(samples, sets, "cw")["difference"] == pytest.approx(-0.1, abs=0.02)
+    assert adv.gap_trend(samples, sets, "cw")["change"] == pytest.approx(0.5, abs=0.03)
+    table = adv.mean_value_table(samples, sets, "fgsm")
+    assert len(table) == 2 * len(sets) and set(table["group"]) == set(adv.GROUPS)
+    assert np.all(table["stderr"] > 0.1)  # levels carry the common noise, differences do not
+
+
+def test_claims_follow_the_statistics():
+    samples, sets = _synthetic_samples(adv_slope=0.2, benign_slope=-0.3, match_bonus=0.1)
+    trends = {(tr, te, g): adv.ratio_trend(samples, sets, g, te)
+              for tr in adv.ATTACKS for te in adv.ATTACKS for g in adv.GROUPS}
+    matches = {"fgsm": adv.attack_match(samples, sets, "fgsm"),
+               "cw": dict(adv.attack_match(samples, sets, "fgsm"))}  # pretend both panels match
+    claims = adv.build_claims(trends, matches)
+    assert [c.holds for c in claims] == [True, True, True]
+    flat, _ = _synthetic_samples(adv_slope=-0.05, benign_slope=-0.3, match_bonus=0.0)
+    trends[("cw", "cw", "adversarial")] = adv.ratio_trend(flat, sets, "adversarial", "cw")
+    matches["cw"] = adv.attack_match(flat, sets, "cw")
+    claims = adv.build_claims(trends, matches)
+    assert [c.holds for c in claims] == [False, True, False]
+    assert all(c.to_dict()["statistic"]["name"] for c in claims)
+
+
+def test_plot_has_two_panels_with_four_lines(tmp_path):
+    from shapley_research.experiments import setup_matplotlib
+
+    setup_matplotlib()
+    samples, sets = _synthetic_samples(0.2, -0.3, 0.1)
+    import pandas as pd
+
+    table = pd.concat([adv.mean_value_table(samples, sets, a) for a in adv.ATTACKS])
+    fig = adv.plot_mean_values(table)
+    axes = fig.get_axes()
+    assert len(axes) == 2 and all(len(ax.get_lines()) == 5 for ax in axes)  # 4 curves + the zero line
+    assert "FGSM" in axes[0].get_title() and "CW" in axes[1].get_title()
+    assert len(fig.legends) == 1 and len(fig.legends[0].get_texts()) == 4 and axes[0].get_xlabel()
+
+
+def test_generate_command_reports_bad_overrides(capsys):
+    assert adv.main(["generate", "experiment.no_such_key=1"]) == 2
+    assert "no_such_key" in capsys.readouterr().err
+
+
+# --- end to end -------------------------------------------------------------------------------------------------
+
+def test_quick_profile_end_to_end(tmp_path):
+    cmd = [sys.executable, "-m", "shapley_research.cli", "run", "adversarial", "profile=quick",
+           f"output_dir={tmp_path}", "--quiet"]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    out = tmp_path / "adversarial"
+    metrics = json.loads((out / "metrics.json").read_text())
+    claims = metrics["claims"]
+    assert len(claims) == 3
+    assert all(isinstance(c["holds"], bool) and c["claim"] and c["statistic"]["name"] for c in claims)
+    assert metrics["n_players"] == 60 and metrics["n_permutations"] == 10 and metrics["profile"] == "quick"
+    for attack in ("fgsm", "cw"):
+        assert 0.8 <= metrics["attacks"][attack]["success_rate_test"] <= 1.0
+        for pool in ("benign", "fgsm", "cw"):
+            assert 0.0 < metrics["full_model"][attack][pool]["accuracy"] <= 1.0
+    for trend in metrics["trends"].values():
+        assert np.isfinite([trend["change"], trend["stderr"], trend["z"]]).all() and trend["stderr"] > 0
+    for name in ("adversarial_values.png", "adversarial_values.pdf", "adversarial_values.csv",
+                 "adversarial_point_values.csv", "adversarial.ipynb", "cache/fgsm.npz", "cache/cw.npz"):
+        assert (out / name).is_file(), name
+    import pandas as pd
+
+    table = pd.read_csv(out / "adversarial_values.csv")
+    assert len(table) == 2 * 2 * 11 * 2 and np.isfinite(table["mean_value"]).all()
