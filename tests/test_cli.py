@@ -183,9 +183,14 @@ def test_stage_prints_and_writes_the_dvc_stage(project, tmp_path, capsys):
     stage = yaml.safe_load(out)["iris_accuracy"]
     assert code == 0 and stage["cmd"] == "shapley-research run iris_accuracy"
     assert stage["outs"] == [{"results/iris_accuracy/histogram.png": {"cache": False}},
-                             {"results/iris_accuracy/iris_accuracy.ipynb": {"cache": False}}]
+                             {"results/iris_accuracy/iris_accuracy.ipynb": {"cache": False}},
+                             {"results/iris_accuracy/run_info.json": {"cache": False}}]  # written by every run
     assert stage["metrics"] == [{"results/iris_accuracy/metrics.json": {"cache": False}}]
     code, out, _ = run_main(capsys, "--project-dir", project, "stage", "iris_accuracy", "--results", tmp_path,
                             "--write")
-    assert code == 0 and yaml.safe_load((project / "dvc.yaml").read_text())["stages"] == {"iris_accuracy": stage}
+    report = {"cmd": "shapley-research report",  # the fixture has no README with report markers
+              "deps": ["results/iris_accuracy/metrics.json", "results/iris_accuracy/run_info.json"],
+              "outs": [{"results/README.md": {"cache": False}}]}
+    assert code == 0 and yaml.safe_load((project / "dvc.yaml").read_text())["stages"] == {
+        "iris_accuracy": stage, "report": report}
     (project / "dvc.yaml").unlink()
