@@ -383,7 +383,7 @@ def report(n, overhead, scale, repeats, markdown=False) -> str:
                      f"{r['peak_traced'] / n_:,.0f}", rss, f"{n_ * n_ * 8 / MIB:,.0f}",
                      f"{t_ * n_ / MIB:,.0f}", f"{r['rel_rmse']:.3f}"])
     out.append(_table(headers, rows, markdown))
-    out.append("   The traced peak is set by the per-batch buffers: default_batch_size draws about 2**20 mask")
+    out.append("   The traced peak is set by the per-batch buffers: default_batch_size draws about 2**22 mask")
     out.append("   cells per batch whatever N, so the peak is flat in N and in T; what grows with N is the")
     out.append("   running (mean, M2) state, 16 bytes per player.")
     out.append("   (rel. RMSE = RMSE against the closed-form values / RMS of the values: a sanity check that")
