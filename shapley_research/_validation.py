@@ -100,3 +100,22 @@ def check_utilities(values, n_rows: int, source: str = "game.evaluate") -> np.nd
             f"{n_rows} coalitions (first at row {bad[0]}). Utilities must be finite."
         )
     return values
+
+
+def check_features(X, name: str) -> np.ndarray:
+    """Return ``X`` as a finite, dense, 2-D float array with samples and features, or raise."""
+    if hasattr(X, "toarray") and not isinstance(X, np.ndarray):
+        raise TypeError(f"{name} must be a dense array; sparse matrices are not supported (call .toarray()).")
+    try:
+        X = np.asarray(X, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be a numeric array, got {type(X).__name__}.") from exc
+    if X.ndim != 2:
+        raise ValueError(f"{name} must be 2-D (n_samples, n_features), got shape {X.shape}.")
+    if X.shape[0] == 0:
+        raise ValueError(f"{name} is empty: it must contain at least one sample.")
+    if X.shape[1] == 0:
+        raise ValueError(f"{name} has no features (shape {X.shape}).")
+    if not np.isfinite(X).all():
+        raise ValueError(f"{name} contains NaN or infinite values.")
+    return X

@@ -122,7 +122,7 @@ import numpy as np
 from scipy import linalg
 
 from ._sampling import batch_rng
-from ._validation import check_choice, check_float, check_int, check_seed
+from ._validation import check_choice, check_features, check_float, check_int, check_seed
 from .result import ValuationResult
 
 __all__ = [
@@ -138,20 +138,6 @@ _BIG = 2**50  # stand-in for subset counts too large to matter (sums stay within
 
 
 # --------------------------------------------------------------------------- validation
-
-def _check_features(X, name: str) -> np.ndarray:
-    try:
-        X = np.asarray(X, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"{name} must be a numeric array.") from exc
-    if X.ndim != 2:
-        raise ValueError(f"{name} must be 2-D (n_samples, n_features), got shape {X.shape}.")
-    if X.shape[0] == 0:
-        raise ValueError(f"{name} must contain at least one sample.")
-    if not np.isfinite(X).all():
-        raise ValueError(f"{name} contains NaN or infinite values.")
-    return X
-
 
 def _check_labels(y, n: int, name: str, x_name: str) -> np.ndarray:
     y = np.asarray(y)
@@ -213,8 +199,8 @@ class LogisticObjective:
 
     def __init__(self, X_train, y_train, X_test, y_test, *, C=1.0, fit_intercept=True,
                  utility="neg_log_loss"):
-        X_train = _check_features(X_train, "X_train")
-        X_test = _check_features(X_test, "X_test")
+        X_train = check_features(X_train, "X_train")
+        X_test = check_features(X_test, "X_test")
         if X_train.shape[1] != X_test.shape[1]:
             raise ValueError(f"X_train has {X_train.shape[1]} features but X_test has {X_test.shape[1]}.")
         y_train = _check_labels(y_train, X_train.shape[0], "y_train", "X_train")

@@ -26,7 +26,7 @@ import time
 
 import numpy as np
 
-from ._validation import check_int
+from ._validation import check_features, check_int
 from .games import Game
 from .result import ValuationResult
 
@@ -34,20 +34,7 @@ __all__ = ["knn_shapley", "KNNUtility"]
 
 
 def _check_xy(X_train, y_train, X_test, y_test):
-    arrays = []
-    for name, X in (("X_train", X_train), ("X_test", X_test)):
-        try:
-            X = np.asarray(X, dtype=float)
-        except (TypeError, ValueError) as exc:
-            raise TypeError(f"{name} must be a numeric array.") from exc
-        if X.ndim != 2:
-            raise ValueError(f"{name} must be 2-D (n_samples, n_features), got shape {X.shape}.")
-        if X.shape[0] == 0:
-            raise ValueError(f"{name} must contain at least one sample.")
-        if not np.isfinite(X).all():
-            raise ValueError(f"{name} contains NaN or infinite values.")
-        arrays.append(X)
-    X_train, X_test = arrays
+    X_train, X_test = check_features(X_train, "X_train"), check_features(X_test, "X_test")
     if X_train.shape[1] != X_test.shape[1]:
         raise ValueError(f"X_train has {X_train.shape[1]} features but X_test has {X_test.shape[1]}.")
     y_train, y_test = np.asarray(y_train).reshape(-1), np.asarray(y_test).reshape(-1)

@@ -102,7 +102,7 @@ import warnings
 
 import numpy as np
 
-from ._validation import check_choice, check_float, check_int
+from ._validation import check_choice, check_features, check_float, check_int
 from .games import Game
 from .utility import (CLASSIFICATION_METRICS, REGRESSION_METRICS, TargetInfo, check_dataset,
                       check_degenerate_options, clipped_mean_log_probability, degenerate_rows,
@@ -200,9 +200,8 @@ class _Design:
 
 
 def _check_features_like(X, design: _Design, name: str = "X") -> np.ndarray:
-    from .utility import _check_features
 
-    X = _check_features(X, name)
+    X = check_features(X, name)
     if X.shape[1] != design.n_features:
         raise ValueError(f"{name} has {X.shape[1]} features; the game was built with {design.n_features}.")
     return design.transform(X)

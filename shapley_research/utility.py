@@ -62,7 +62,7 @@ from typing import Callable
 
 import numpy as np
 
-from ._validation import check_choice, check_float, check_int
+from ._validation import check_choice, check_features, check_float, check_int
 from .games import Game
 
 __all__ = ["ModelUtility", "ConstantPredictor", "CLASSIFICATION_METRICS", "REGRESSION_METRICS"]
@@ -78,24 +78,6 @@ LOG_ONE_MINUS_EPS = float(np.log1p(-np.finfo(float).eps))
 # --------------------------------------------------------------------------------------------
 # Validation of the data set, the metric and the degenerate-coalition options
 # --------------------------------------------------------------------------------------------
-
-def _check_features(X, name: str) -> np.ndarray:
-    if hasattr(X, "toarray") and not isinstance(X, np.ndarray):
-        raise TypeError(f"{name} must be a dense array; sparse matrices are not supported (call .toarray()).")
-    try:
-        X = np.asarray(X, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"{name} must be a numeric array, got {type(X).__name__}.") from exc
-    if X.ndim != 2:
-        raise ValueError(f"{name} must be 2-D (n_samples, n_features), got shape {X.shape}.")
-    if X.shape[0] == 0:
-        raise ValueError(f"{name} is empty: it must contain at least one sample.")
-    if X.shape[1] == 0:
-        raise ValueError(f"{name} has no features (shape {X.shape}).")
-    if not np.isfinite(X).all():
-        raise ValueError(f"{name} contains NaN or infinite values.")
-    return X
-
 
 def _check_targets(y, name: str, n_samples: int, X_name: str, task: str) -> np.ndarray:
     y = np.asarray(y)
@@ -125,8 +107,8 @@ def _check_targets(y, name: str, n_samples: int, X_name: str, task: str) -> np.n
 
 def check_dataset(X_train, y_train, X_test, y_test, task: str):
     """Validate a train/test split; return float features and 1-D targets."""
-    X_train = _check_features(X_train, "X_train")
-    X_test = _check_features(X_test, "X_test")
+    X_train = check_features(X_train, "X_train")
+    X_test = check_features(X_test, "X_test")
     if X_train.shape[1] != X_test.shape[1]:
         raise ValueError(f"X_train has {X_train.shape[1]} features but X_test has {X_test.shape[1]}.")
     y_train = _check_targets(y_train, "y_train", X_train.shape[0], "X_train", task)
