@@ -14,13 +14,14 @@ from .games import FunctionGame, Game, GameLike, as_game
 from .group_testing import FeasibilityError, group_testing_shapley
 from .knn import KNNUtility, knn_shapley
 from .permutation import permutation_shapley
-from .result import ValuationResult
+from ._checkpoint import CheckpointError
+from .result import ValuationResult, merge_results
 from .uniform import uniform_shapley
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Game", "GameLike", "FunctionGame", "as_game", "ValuationResult",
+    "Game", "GameLike", "FunctionGame", "as_game", "ValuationResult", "merge_results", "CheckpointError",
     "exact_shapley", "permutation_shapley", "group_testing_shapley", "compressive_shapley",
     "uniform_shapley", "knn_shapley", "KNNUtility", "FeasibilityError",
     "permutation_sample_size", "group_testing_sample_size", "group_testing_q_tot",

@@ -15,12 +15,14 @@ Bernoulli projections (compressive sampling). So one loop serves them all:
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
 
-from ._validation import check_int, check_utilities
+from ._checkpoint import Checkpoint
+from ._validation import check_float, check_int, check_seed, check_utilities
 
 BATCH_STREAM = 0  # spawn_key prefix of the per-batch sample streams
 AUX_STREAM = 1  # spawn_key prefix of auxiliary streams (e.g. a measurement matrix)
@@ -120,24 +122,30 @@ class Anchors:
     n_evaluations: int
 
 
-def evaluate_anchors(game, empty_utility: float | None) -> Anchors:
-    """Evaluate ``U(D)`` and, unless ``empty_utility`` fixes it, ``U(empty)``.
+def evaluate_anchors(game, empty_utility: float | None, *, full: bool = True,
+                     checkpoint: Checkpoint | None = None) -> Anchors:
+    """Evaluate ``U(D)`` (unless ``full=False``) and, unless ``empty_utility`` fixes it, ``U(empty)``.
 
     ``U(empty)`` is evaluated rather than assumed zero (the paper's convention
     ``U(empty) = 0`` is what most utilities satisfy, but e.g. accuracy of a
     default prediction does not); passing ``empty_utility`` overrides it.
+    A run resumed from a ``checkpoint`` takes the anchors stored there, so it
+    neither re-evaluates them nor depends on a noisy game giving them again.
     """
-    n = game.n_players
-    if empty_utility is None:
-        masks = np.zeros((2, n), dtype=bool)
-        masks[1] = True
-        u = check_utilities(game.evaluate(masks), 2)
-        return Anchors(float(u[0]), float(u[1]), 2)
-    from ._validation import check_float
-
-    empty_utility = check_float(empty_utility, "empty_utility")
-    full = check_utilities(game.evaluate(np.ones((1, n), dtype=bool)), 1)
-    return Anchors(empty_utility, float(full[0]), 1)
+    if checkpoint is not None and "anchors" in checkpoint.context:
+        return Anchors(**checkpoint.context["anchors"])
+    if empty_utility is not None:
+        empty_utility = check_float(empty_utility, "empty_utility")
+    masks = np.zeros((int(empty_utility is None) + int(full), game.n_players), dtype=bool)
+    if full:
+        masks[-1] = True
+    u = check_utilities(game.evaluate(masks), masks.shape[0]) if masks.shape[0] else np.empty(0)
+    empty = float(u[0]) if empty_utility is None else empty_utility
+    anchors = Anchors(empty, float(u[-1]) if full else float("nan"), masks.shape[0])
+    if checkpoint is not None:
+        checkpoint.context["anchors"] = {"empty": anchors.empty, "full": anchors.full,
+                                         "n_evaluations": anchors.n_evaluations}
+    return anchors
 
 
 def default_batch_size(n_players: int, evaluations_per_unit: int) -> int:
@@ -152,8 +160,18 @@ def default_batch_size(n_players: int, evaluations_per_unit: int) -> int:
     return max(1, target_evaluations // max(evaluations_per_unit, 1))
 
 
-def units_from_budget(budget, fixed: int, per_unit: int, what: str) -> int:
-    """Whole sampling units affordable with ``budget`` evaluations, or raise."""
+def units_from_budget(budget, fixed: int, per_unit: int, what: str, *,
+                      target_stderr: float | None = None) -> int | None:
+    """Whole sampling units affordable with ``budget`` evaluations, or raise.
+
+    With a ``target_stderr`` the budget is a cap and may be ``None`` (no cap):
+    the result is then ``None``.
+    """
+    if budget is None and target_stderr is not None:
+        return None
+    if budget is None:
+        raise TypeError("budget must be an integer number of utility evaluations, got None "
+                        "(None is allowed only together with target_stderr).")
     budget = check_int(budget, "budget", minimum=0)
     n_units = (budget - fixed) // per_unit if budget >= fixed else 0
     if n_units < 1:
@@ -164,54 +182,160 @@ def units_from_budget(budget, fixed: int, per_unit: int, what: str) -> int:
     return n_units
 
 
+def open_checkpoint(checkpoint, seed, *, fingerprint: dict, dim: int,
+                    interval) -> tuple[int, Checkpoint | None]:
+    """Resolve the seed and open the run's checkpoint (``None`` without one).
+
+    Without a seed, a run resumed from a file adopts the file's seed; a new
+    run draws one (stored in the file, so the same call continues it).
+    """
+    if checkpoint is None:
+        return check_seed(seed), None
+    interval = check_float(interval, "checkpoint_interval", minimum=0.0)
+    ckpt = Checkpoint(checkpoint, {**fingerprint, "seed": None if seed is None else check_seed(seed)},
+                      dim, interval)
+    if ckpt.fingerprint["seed"] is None:
+        ckpt.fingerprint["seed"] = check_seed(None)
+    return ckpt.fingerprint["seed"], ckpt
+
+
+MIN_SAMPLES_FOR_PRECISION = 30  # a standard error from fewer samples is too noisy to stop on
+
+
+@dataclass
+class SamplingOutcome:
+    """What :func:`run_sampling` returns."""
+
+    state: MeanState
+    n_evaluations: int
+    stopped_by: str  # "budget" or "target_stderr"
+    resumed_samples: int = 0  # samples taken over from a checkpoint
+
+    def summary(self) -> dict:
+        """Entries for ``ValuationResult.info``."""
+        return {"stopped_by": self.stopped_by, "resumed_samples": self.resumed_samples}
+
+
+def _batch_sizes(n_units: int | None, batch_size: int):
+    """Sizes of batches 0, 1, ...: full batches, then the remainder (endless without ``n_units``)."""
+    done = 0
+    while n_units is None or done < n_units:
+        size = batch_size if n_units is None else min(batch_size, n_units - done)
+        yield size
+        done += size
+
+
 def run_sampling(
     sample_batch: Callable[[np.random.Generator, int], tuple[np.ndarray, int]],
     *,
     dim: int,
-    n_units: int,
+    n_units: int | None,
     batch_size: int,
     entropy: int,
     n_jobs: int | None = None,
     progress: bool | None = None,
     desc: str = "sampling",
     unit: str = "sample",
-) -> tuple[MeanState, int]:
-    """Draw ``n_units`` samples in batches and accumulate their mean.
+    checkpoint: Checkpoint | None = None,
+    target_stderr: float | None = None,
+    watch: slice = slice(None),
+) -> SamplingOutcome:
+    """Draw samples in batches and accumulate their mean.
 
     ``sample_batch(rng, size)`` draws ``size`` samples from ``rng`` and returns
     them, as a ``(size, dim)`` array or already reduced to a :class:`MeanState`,
-    with the number of utility evaluations it made. Batches are merged in order, so the result is bit-identical for any
-    ``n_jobs`` (joblib; use ``joblib.parallel_config`` to pick a backend such as
-    Dask).
+    with the number of utility evaluations it made. Batches are merged in
+    order, so the result is bit-identical for any ``n_jobs`` (joblib; use
+    ``joblib.parallel_config`` to pick a backend such as Dask).
+
+    Stops after ``n_units`` samples, or, with ``target_stderr``, as soon as
+    (after a whole batch, and from :data:`MIN_SAMPLES_FOR_PRECISION` samples
+    on) the largest standard error of the coordinates ``watch`` is at most
+    ``target_stderr``; ``n_units`` is then a cap (``None``: none). The
+    decision is taken in batch order, so it is the same for any ``n_jobs``
+    (parallel workers may compute a few batches past it, which are discarded).
+    The progress bar then estimates the samples needed from
+    ``stderr ~ 1/sqrt(count)``.
+
+    With a ``checkpoint``, batches already in the file are skipped and the
+    state is written there every ``checkpoint.interval`` seconds, at the end,
+    and when the run is interrupted (e.g. ``KeyboardInterrupt``).
     """
     from tqdm.auto import tqdm
 
-    sizes = [batch_size] * (n_units // batch_size)
-    if n_units % batch_size:
-        sizes.append(n_units % batch_size)
-    state = MeanState(dim)
-    n_evaluations = 0
-    bar = tqdm(total=n_units, desc=desc, unit=unit, disable=None if progress is None else not progress,
-               leave=False)
+    state, n_evaluations, first = MeanState(dim), 0, 0
+    if checkpoint is not None and checkpoint.loaded:
+        first, n_evaluations = checkpoint.batches, checkpoint.n_evaluations
+        planned = sum(size for _, size in zip(range(first), _batch_sizes(n_units, batch_size)))
+        if planned != checkpoint.count:
+            raise checkpoint._refuse(
+                f"holds {checkpoint.count} samples in {first} batches, but this call's budget plans "
+                f"{planned} samples in its first {first} batches (a smaller budget, or a run that ended "
+                "on a partial batch)")
+        state = MeanState(dim, checkpoint.count, checkpoint.mean, checkpoint.m2)
+    resumed = state.count
 
-    def run_one(b: int, size: int):
-        return sample_batch(batch_rng(entropy, b), size)
+    def precision() -> float:
+        return float(np.nanmax(state.stderr[watch])) if state.count >= 2 else np.inf
 
-    if n_jobs in (None, 1):
-        results = (run_one(b, size) for b, size in enumerate(sizes))
-    else:
+    def reached() -> str | None:
+        if n_units is not None and state.count >= n_units:
+            return "budget"
+        if (target_stderr is not None and state.count >= MIN_SAMPLES_FOR_PRECISION
+                and precision() <= target_stderr):
+            return "target_stderr"
+        return None
+
+    def expected_total() -> int | None:
+        if target_stderr is None or state.count < 2:
+            return n_units
+        needed = int(np.ceil(state.count * max(precision() / max(target_stderr, 1e-300), 1.0) ** 2))
+        needed = max(needed, MIN_SAMPLES_FOR_PRECISION, state.count)
+        return needed if n_units is None else min(needed, n_units)
+
+    bar = tqdm(total=expected_total(), initial=state.count, desc=desc, unit=unit, leave=False,
+               disable=None if progress is None else not progress)
+    snapshot = (state.mean.copy(), state.m2.copy(), state.count, n_evaluations, first)
+    stopped_by = reached()
+    jobs = ((b, size) for b, size in enumerate(_batch_sizes(n_units, batch_size)) if b >= first)
+    if stopped_by is None and n_jobs in (None, 1):
+        results = (sample_batch(batch_rng(entropy, b), size) for b, size in jobs)
+    elif stopped_by is None:
         from joblib import Parallel, delayed
 
-        results = Parallel(n_jobs=n_jobs, return_as="generator")(
-            delayed(sample_batch)(batch_rng(entropy, b), size) for b, size in enumerate(sizes)
-        )
-    with bar:
-        for samples, evaluations in results:
-            if isinstance(samples, MeanState):
-                state.merge(samples)
-                bar.update(samples.count)
-            else:
-                state.add_batch(samples)
-                bar.update(samples.shape[0])
-            n_evaluations += evaluations
-    return state, n_evaluations
+        # one batch per task (batches are large already) and a short queue: little work is
+        # wasted past a precision stop
+        results = Parallel(n_jobs=n_jobs, return_as="generator", batch_size=1, pre_dispatch="2*n_jobs")(
+            delayed(sample_batch)(batch_rng(entropy, b), size) for b, size in jobs)
+    else:
+        results = iter(())
+    try:
+        with bar:
+            for batch, (samples, evaluations) in enumerate(results, start=first):
+                if isinstance(samples, MeanState):
+                    state.merge(samples)
+                else:
+                    state.add_batch(samples)
+                n_evaluations += evaluations
+                snapshot = (state.mean.copy(), state.m2.copy(), state.count, n_evaluations, batch + 1)
+                if checkpoint is not None:
+                    checkpoint.save(*snapshot)
+                bar.total = expected_total()
+                bar.update(state.count - bar.n)
+                if target_stderr is not None:
+                    bar.set_postfix(stderr=f"{precision():.3g}", target=f"{target_stderr:.3g}", refresh=False)
+                stopped_by = reached()
+                if stopped_by is not None:
+                    break
+    except BaseException:
+        if checkpoint is not None:  # keep every batch merged before the interruption
+            checkpoint.save(*snapshot, force=True)
+        raise
+    finally:
+        if hasattr(results, "close"):
+            with warnings.catch_warnings():  # joblib warns about the batches discarded past a stop
+                warnings.simplefilter("ignore", UserWarning)
+                results.close()  # stops joblib from dispatching batches past the stopping point
+    if checkpoint is not None:
+        checkpoint.save(*snapshot, force=True)
+    return SamplingOutcome(state, n_evaluations, stopped_by or "budget", resumed)

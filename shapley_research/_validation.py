@@ -119,3 +119,17 @@ def check_features(X, name: str) -> np.ndarray:
     if not np.isfinite(X).all():
         raise ValueError(f"{name} contains NaN or infinite values.")
     return X
+
+
+def check_bool(value, name: str) -> bool:
+    """Return ``value`` as a bool, or raise (``0``/``1`` and strings are refused)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {value!r} of type {type(value).__name__}.")
+    return bool(value)
+
+
+def check_target(target_stderr) -> float | None:
+    """``None`` or a positive finite standard error to stop at."""
+    if target_stderr is None:
+        return None
+    return check_float(target_stderr, "target_stderr", minimum=0.0, strict=True)

@@ -6,9 +6,10 @@ import time
 
 import numpy as np
 
-from ._sampling import aux_rng, default_batch_size, evaluate_anchors, run_sampling, units_from_budget
-from ._validation import check_float, check_int, check_seed
-from .permutation import marginal_contributions, random_permutations
+from ._sampling import (aux_rng, default_batch_size, evaluate_anchors, open_checkpoint, run_sampling,
+                        units_from_budget)
+from ._validation import check_float, check_int, check_target
+from .permutation import SAMPLING_PARAMETERS, marginal_contributions, random_permutations
 from .result import ValuationResult
 
 __all__ = ["compressive_shapley", "bernoulli_matrix", "l1_recovery"]
@@ -44,8 +45,9 @@ def l1_recovery(matrix: np.ndarray, measurements: np.ndarray, centre: np.ndarray
 def compressive_shapley(game, budget, seed=None, n_measurements: int | None = None, *,
                         epsilon: float | None = None, solver: str = "CLARABEL",
                         batch_size: int | None = None, n_jobs: int | None = None,
-                        progress: bool | None = None,
-                        empty_utility: float | None = None) -> ValuationResult:
+                        progress: bool | None = None, empty_utility: float | None = None,
+                        target_stderr: float | None = None, checkpoint=None,
+                        checkpoint_interval: float = 60.0) -> ValuationResult:
     r"""Shapley values by compressive permutation sampling (paper Algorithm 2).
 
     Draws a Bernoulli matrix :math:`A \in \{\pm 1/\sqrt M\}^{M \times N}` and
@@ -87,6 +89,9 @@ def compressive_shapley(game, budget, seed=None, n_measurements: int | None = No
         cvxpy solver of the second-order cone program.
     batch_size, n_jobs, progress, empty_utility
         As in :func:`permutation_shapley`.
+{sampling}
+        ``target_stderr`` applies to the permutation-sampling estimate of the
+        values (``info["permutation_values"]``).
 
     Returns
     -------
@@ -96,17 +101,19 @@ def compressive_shapley(game, budget, seed=None, n_measurements: int | None = No
     """
     start = time.perf_counter()
     n = check_int(getattr(game, "n_players", None), "game.n_players", minimum=1)
-    entropy = check_seed(seed)
+    target_stderr = check_target(target_stderr)
     m = (int(np.ceil(n / 2)) if n_measurements is None
          else check_int(n_measurements, "n_measurements", minimum=1))
     if epsilon is not None:
         epsilon = check_float(epsilon, "epsilon", minimum=0.0)
     fixed = 1 if empty_utility is not None else 2
-    n_units = units_from_budget(budget, fixed, n, "permutation")
+    n_units = units_from_budget(budget, fixed, n, "permutation", target_stderr=target_stderr)
     batch_size = (default_batch_size(n, n) if batch_size is None
                   else check_int(batch_size, "batch_size", minimum=1))
-
-    anchors = evaluate_anchors(game, empty_utility)
+    entropy, ckpt = open_checkpoint(checkpoint, seed, dim=n + m, interval=checkpoint_interval, fingerprint={
+        "method": "compressive", "n_players": n, "batch_size": batch_size, "empty_utility": empty_utility,
+        "n_measurements": m})
+    anchors = evaluate_anchors(game, empty_utility, checkpoint=ckpt)
     matrix = bernoulli_matrix(aux_rng(entropy), m, n)
 
     def sample_batch(rng: np.random.Generator, size: int):
@@ -114,18 +121,23 @@ def compressive_shapley(game, budget, seed=None, n_measurements: int | None = No
         phi = marginal_contributions(game, perms, anchors.empty)
         return np.hstack([phi, phi @ matrix.T]), perms.size
 
-    state, n_evaluations = run_sampling(sample_batch, dim=n + m, n_units=n_units, batch_size=batch_size,
-                                        entropy=entropy, n_jobs=n_jobs, progress=progress,
-                                        desc="compressive sampling", unit="perm")
+    outcome = run_sampling(sample_batch, dim=n + m, n_units=n_units, batch_size=batch_size, entropy=entropy,
+                           n_jobs=n_jobs, progress=progress, desc="compressive sampling", unit="perm",
+                           checkpoint=ckpt, target_stderr=target_stderr, watch=slice(0, n))
+    state = outcome.state
     phi_bar, y_bar = state.mean[:n], state.mean[n:]
     if epsilon is None:
         epsilon = float(np.sqrt(np.sum(state.variance[n:]) / state.count)) if state.count > 1 else 0.0
     centre = np.full(n, (anchors.full - anchors.empty) / n)
     values, status = l1_recovery(matrix, y_bar, centre, epsilon, solver=solver)
     return ValuationResult(
-        values=values, n_evaluations=n_evaluations + anchors.n_evaluations, method="compressive",
+        values=values, n_evaluations=outcome.n_evaluations + anchors.n_evaluations, method="compressive",
         seed=entropy, wall_time=time.perf_counter() - start, n_samples=state.count,
         info={"n_measurements": m, "epsilon": epsilon, "status": status,
-              "permutation_values": phi_bar, "empty_utility": anchors.empty,
-              "full_utility": anchors.full, "batch_size": batch_size},
+              "permutation_values": phi_bar, "permutation_stderr": state.stderr[:n],
+              "empty_utility": anchors.empty, "full_utility": anchors.full, "batch_size": batch_size,
+              **outcome.summary()},
     )
+
+
+compressive_shapley.__doc__ = compressive_shapley.__doc__.replace("{sampling}", SAMPLING_PARAMETERS)

@@ -36,9 +36,10 @@ import time
 import numpy as np
 
 from ._sampling import (MeanState, default_batch_size, evaluate_anchors, evaluate_coalitions,
-                        run_sampling, units_from_budget)
-from ._validation import check_choice, check_float, check_int, check_seed
-from .result import ValuationResult
+                        open_checkpoint, run_sampling, units_from_budget)
+from ._validation import check_choice, check_float, check_int, check_target
+from .permutation import SAMPLING_PARAMETERS
+from .result import ValuationResult, register_finalizer
 
 __all__ = ["group_testing_shapley", "group_testing_size_distribution", "FeasibilityError",
            "recover_from_differences", "random_subsets"]
@@ -154,8 +155,9 @@ def group_testing_shapley(game, budget, seed=None, *, variant: str = "improved",
                           centering: str | None = None, recovery: str = "closed_form",
                           epsilon: float | None = None, solver: str = "CLARABEL",
                           batch_size: int | None = None, n_jobs: int | None = None,
-                          progress: bool | None = None,
-                          empty_utility: float | None = None) -> ValuationResult:
+                          progress: bool | None = None, empty_utility: float | None = None,
+                          target_stderr: float | None = None, checkpoint=None,
+                          checkpoint_interval: float = 60.0) -> ValuationResult:
     r"""Shapley values by group testing.
 
     Parameters
@@ -186,12 +188,13 @@ def group_testing_shapley(game, budget, seed=None, *, variant: str = "improved",
         cvxpy solver of the feasibility problem.
     batch_size, n_jobs, progress, empty_utility
         As in :func:`permutation_shapley`.
-
+{sampling}
     Returns
     -------
     ValuationResult
         ``stderr`` is the standard error of each value (for ``"paper"``, of
-        the closed-form recovery).
+        the closed-form recovery); runs with different seeds combine with
+        :func:`~shapley_research.merge_results`.
     """
     start = time.perf_counter()
     variant = check_choice(variant, "variant", {"improved", "paper"})
@@ -199,15 +202,18 @@ def group_testing_shapley(game, budget, seed=None, *, variant: str = "improved",
                              else centering or "none", "centering", {"none", "linear"})
     recovery = check_choice(recovery, "recovery", {"closed_form", "cvxpy", "cvxpy_pairwise"})
     n = check_int(getattr(game, "n_players", None), "game.n_players", minimum=2)
-    entropy = check_seed(seed)
+    target_stderr = check_target(target_stderr)
     fixed = 1 if empty_utility is not None else 2
-    n_units = units_from_budget(budget, fixed, 1, "test")
+    n_units = units_from_budget(budget, fixed, 1, "test", target_stderr=target_stderr)
     batch_size = (default_batch_size(n, 1) if batch_size is None
                   else check_int(batch_size, "batch_size", minimum=1))
     if epsilon is not None:
         epsilon = check_float(epsilon, "epsilon", minimum=0.0)
-
-    anchors = evaluate_anchors(game, empty_utility)
+    options = {"variant": variant, "centering": centering}
+    entropy, ckpt = open_checkpoint(checkpoint, seed, dim=n, interval=checkpoint_interval, fingerprint={
+        "method": f"group_testing[{variant}]", "n_players": n, "batch_size": batch_size,
+        "empty_utility": empty_utility, **options})
+    anchors = evaluate_anchors(game, empty_utility, checkpoint=ckpt)
     n_drawn = n + 1 if variant == "improved" else n
     sizes, probabilities, z = group_testing_size_distribution(n_drawn)
     slope = (anchors.full - anchors.empty) / n_drawn
@@ -223,22 +229,33 @@ def group_testing_shapley(game, budget, seed=None, *, variant: str = "improved",
         offset = beta[:, n] if variant == "improved" else k / n
         return _contrast_moments(z * u, masks, offset), evaluations
 
-    state, n_evaluations = run_sampling(sample_batch, dim=n, n_units=n_units, batch_size=batch_size,
-                                        entropy=entropy, n_jobs=n_jobs, progress=progress,
-                                        desc=f"group testing ({variant})", unit="test")
-    info = {"variant": variant, "centering": centering, "Z": z, "empty_utility": anchors.empty,
-            "full_utility": anchors.full, "batch_size": batch_size}
-    stderr = state.stderr
-    if variant == "improved":
-        values = state.mean
-    else:
-        total = anchors.full - anchors.empty
-        tau = (epsilon / (2 * np.sqrt(n)) if epsilon is not None
-               else float(np.nanmax(stderr)) if np.isfinite(stderr).any() else 0.0)
-        values, details = recover_from_differences(state.mean, total, recovery=recovery,
-                                                   tolerance=tau, solver=solver)
-        info.update(details, tolerance=tau)
-    return ValuationResult(values=values, n_evaluations=n_evaluations + anchors.n_evaluations,
+    outcome = run_sampling(sample_batch, dim=n, n_units=n_units, batch_size=batch_size, entropy=entropy,
+                           n_jobs=n_jobs, progress=progress, desc=f"group testing ({variant})", unit="test",
+                           checkpoint=ckpt, target_stderr=target_stderr)
+    info = {"options": options, **options, "Z": z, "empty_utility": anchors.empty,
+            "full_utility": anchors.full, "batch_size": batch_size, "recovery": recovery,
+            "epsilon": epsilon, "solver": solver, **outcome.summary()}
+    values, stderr, updates = _finalize(outcome.state, info)
+    return ValuationResult(values=values, n_evaluations=outcome.n_evaluations + anchors.n_evaluations,
                            method=f"group_testing[{variant}]", seed=entropy,
                            wall_time=time.perf_counter() - start, stderr=stderr,
-                           n_samples=state.count, info=info)
+                           n_samples=outcome.state.count, info={**info, **updates}, state=outcome.state)
+
+
+group_testing_shapley.__doc__ = group_testing_shapley.__doc__.replace("{sampling}", SAMPLING_PARAMETERS)
+
+
+@register_finalizer("group_testing[improved]", "group_testing[paper]")
+def _finalize(state: MeanState, info: dict):
+    """Values from the accumulated contrasts: directly (improved) or by recovery (paper)."""
+    stderr = state.stderr
+    if info["variant"] == "improved":
+        return state.mean.copy(), stderr, {}
+    n = state.dim
+    epsilon = info["epsilon"]
+    tau = (epsilon / (2 * np.sqrt(n)) if epsilon is not None
+           else float(np.nanmax(stderr)) if np.isfinite(stderr).any() else 0.0)
+    values, details = recover_from_differences(state.mean, info["full_utility"] - info["empty_utility"],
+                                               recovery=info["recovery"], tolerance=tau,
+                                               solver=info["solver"])
+    return values, stderr, {**details, "tolerance": tau}

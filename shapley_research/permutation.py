@@ -6,10 +6,11 @@ import time
 
 import numpy as np
 
-from ._sampling import default_batch_size, run_sampling, units_from_budget
-from ._validation import check_float, check_int, check_seed, check_utilities
+from ._sampling import (default_batch_size, evaluate_anchors, open_checkpoint, run_sampling,
+                        units_from_budget)
+from ._validation import check_bool, check_int, check_target
 from .games import evaluate_prefixes
-from .result import ValuationResult
+from .result import ValuationResult, register_finalizer
 
 __all__ = ["permutation_shapley", "random_permutations", "marginal_contributions"]
 
@@ -33,10 +34,30 @@ def marginal_contributions(game, permutations: np.ndarray, empty_utility: float)
     return phi
 
 
+SAMPLING_PARAMETERS = """\
+    target_stderr : float, optional
+        Stop as soon as the largest standard error of the values is at most
+        this (checked after each batch, from 30 samples on); ``budget`` is
+        then a cap and may be ``None`` (no cap). The progress bar estimates
+        the samples still needed.
+    checkpoint : str or os.PathLike, optional
+        File holding the run's state. It is written atomically every
+        ``checkpoint_interval`` seconds, at the end and when the run is
+        interrupted; if it exists, the run continues from it (with its seed
+        when ``seed`` is None), giving exactly the values of an uninterrupted
+        run. A file from another call or a corrupted one raises
+        :class:`~shapley_research.CheckpointError` and is never overwritten.
+        A finished run's file can be continued with a larger budget.
+    checkpoint_interval : float, default 60
+        Minimum seconds between two writes of the checkpoint.
+"""
+
+
 def permutation_shapley(game, budget, seed=None, *, antithetic: bool = False,
                         batch_size: int | None = None, n_jobs: int | None = None,
-                        progress: bool | None = None,
-                        empty_utility: float | None = None) -> ValuationResult:
+                        progress: bool | None = None, empty_utility: float | None = None,
+                        target_stderr: float | None = None, checkpoint=None,
+                        checkpoint_interval: float = 60.0) -> ValuationResult:
     r"""Shapley values by permutation sampling (Maleki et al.; paper Algorithm 3).
 
     For uniform random permutations :math:`\pi_t`, the marginal contributions
@@ -52,7 +73,7 @@ def permutation_shapley(game, budget, seed=None, *, antithetic: bool = False,
     game : game
         Object with ``n_players`` and ``evaluate(masks)`` (and optionally
         ``evaluate_prefixes(permutations)``).
-    budget : int
+    budget : int or None
         Utility evaluations allowed: ``T = (budget - 1) // N`` permutations are
         drawn (``// (2N)`` pairs with ``antithetic``). Must afford at least one.
     seed : int, optional
@@ -62,51 +83,66 @@ def permutation_shapley(game, budget, seed=None, *, antithetic: bool = False,
         control variate that cuts the variance on most games. The standard
         error is then computed over pairs.
     batch_size : int, optional
-        Permutations (pairs) per batch; by default about ``2**20`` mask cells.
+        Permutations (pairs) per batch; by default about ``2**22`` mask cells.
         Results depend on it (it fixes the seed streams), never on ``n_jobs``.
     n_jobs : int, optional
-        Parallel batches through joblib (``None`` or 1: sequential).
+        Parallel batches through joblib (``None`` or 1: sequential; -1: all
+        cores). ``joblib.parallel_config(backend="dask")`` runs them on a Dask
+        cluster.
     progress : bool, optional
         Show a progress bar (default: only on an interactive terminal).
     empty_utility : float, optional
         Use this value as ``U(empty)`` instead of evaluating it.
-
+{sampling}
     Returns
     -------
     ValuationResult
-        With the running standard error of each value in ``stderr``.
+        With the running standard error of each value in ``stderr``; runs with
+        different seeds combine with :func:`~shapley_research.merge_results`.
     """
     start = time.perf_counter()
     n = check_int(getattr(game, "n_players", None), "game.n_players", minimum=1)
-    entropy = check_seed(seed)
+    antithetic = check_bool(antithetic, "antithetic")
+    target_stderr = check_target(target_stderr)
     per_unit = 2 * n if antithetic else n
     fixed = 0 if empty_utility is not None else 1
     what = "antithetic pair of permutations" if antithetic else "permutation"
-    n_units = units_from_budget(budget, fixed, per_unit, what)
+    n_units = units_from_budget(budget, fixed, per_unit, what, target_stderr=target_stderr)
     batch_size = (default_batch_size(n, per_unit) if batch_size is None
                   else check_int(batch_size, "batch_size", minimum=1))
-
-    if empty_utility is None:
-        u_empty = float(check_utilities(game.evaluate(np.zeros((1, n), dtype=bool)), 1)[0])
-    else:
-        u_empty = check_float(empty_utility, "empty_utility")
+    options = {"antithetic": antithetic}
+    entropy, ckpt = open_checkpoint(checkpoint, seed, dim=n, interval=checkpoint_interval, fingerprint={
+        "method": "permutation", "n_players": n, "batch_size": batch_size, "empty_utility": empty_utility,
+        **options})
+    anchors = evaluate_anchors(game, empty_utility, full=False, checkpoint=ckpt)
 
     def sample_batch(rng: np.random.Generator, size: int):
         perms = random_permutations(rng, size, n)
         if antithetic:
             perms = np.concatenate([perms, perms[:, ::-1]])
-        phi = marginal_contributions(game, perms, u_empty)
+        phi = marginal_contributions(game, perms, anchors.empty)
         if antithetic:
             phi = 0.5 * (phi[:size] + phi[size:])
         return phi, perms.size
 
-    state, n_evaluations = run_sampling(sample_batch, dim=n, n_units=n_units, batch_size=batch_size,
-                                        entropy=entropy, n_jobs=n_jobs, progress=progress,
-                                        desc="permutation sampling", unit="pair" if antithetic else "perm")
-    n_permutations = state.count * (2 if antithetic else 1)
+    outcome = run_sampling(sample_batch, dim=n, n_units=n_units, batch_size=batch_size, entropy=entropy,
+                           n_jobs=n_jobs, progress=progress, desc="permutation sampling",
+                           unit="pair" if antithetic else "perm", checkpoint=ckpt, target_stderr=target_stderr)
+    info = {"options": options, **options, "batch_size": batch_size, "empty_utility": anchors.empty,
+            **outcome.summary()}
+    values, stderr, updates = _finalize(outcome.state, info)
     return ValuationResult(
-        values=state.mean, n_evaluations=n_evaluations + fixed, method="permutation",
-        seed=entropy, wall_time=time.perf_counter() - start, stderr=state.stderr,
-        n_samples=n_permutations,
-        info={"antithetic": antithetic, "batch_size": batch_size, "empty_utility": u_empty},
+        values=values, n_evaluations=outcome.n_evaluations + anchors.n_evaluations, method="permutation",
+        seed=entropy, wall_time=time.perf_counter() - start, stderr=stderr,
+        n_samples=outcome.state.count * (2 if antithetic else 1), info={**info, **updates},
+        state=outcome.state,
     )
+
+
+permutation_shapley.__doc__ = permutation_shapley.__doc__.replace("{sampling}", SAMPLING_PARAMETERS)
+
+
+@register_finalizer("permutation")
+def _finalize(state, info):
+    """The values are the mean marginal contributions."""
+    return state.mean.copy(), state.stderr, {}

@@ -3,10 +3,23 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 
-__all__ = ["ValuationResult"]
+__all__ = ["ValuationResult", "merge_results"]
+
+# method name -> function(state, info) -> (values, stderr, info updates), registered by the
+# sampling estimators: the one code path that turns sample statistics into values.
+_FINALIZERS: dict[str, Callable] = {}
+
+
+def register_finalizer(*methods: str):
+    def register(function):
+        for method in methods:
+            _FINALIZERS[method] = function
+        return function
+    return register
 
 
 @dataclass
@@ -33,6 +46,10 @@ class ValuationResult:
         Monte Carlo samples drawn (permutations or tests); 0 for exact methods.
     info : dict
         Method-specific details (recovery status, epsilon used, ...).
+    state : MeanState or None
+        For sampling estimators, the running statistics of the samples
+        (count, mean, sum of squared deviations) the values were computed
+        from; :func:`merge_results` combines them.
     """
 
     values: np.ndarray
@@ -43,6 +60,7 @@ class ValuationResult:
     stderr: np.ndarray | None = None
     n_samples: int = 0
     info: dict = field(default_factory=dict)
+    state: object = field(default=None, repr=False, compare=False)
 
     def __post_init__(self):
         self.values = np.asarray(self.values, dtype=float)
@@ -73,9 +91,79 @@ class ValuationResult:
         frame["method"] = self.method
         return frame
 
+    def merge(self, *others: "ValuationResult") -> "ValuationResult":
+        """This run merged with ``others``: see :func:`merge_results`."""
+        return merge_results(self, *others)
+
     def __repr__(self) -> str:
         head = np.array2string(self.values[:5], precision=4, separator=", ")
         more = ", ..." if self.n_players > 5 else ""
         return (f"ValuationResult(method={self.method!r}, n_players={self.n_players}, "
                 f"n_evaluations={self.n_evaluations}, values={head[:-1]}{more}], "
                 f"wall_time={self.wall_time:.3g}s)")
+
+
+def merge_results(*results: ValuationResult) -> ValuationResult:
+    r"""Combine independent runs of one sampling estimator into one estimate.
+
+    The runs' sample statistics are merged exactly (Chan et al.'s update of
+    count, mean and sum of squared deviations), so the merged values and
+    standard errors are those of a single run over the union of their samples:
+    more samples, smaller error. The values are then computed from the merged
+    statistics by the estimator's own final step (e.g. the feasibility
+    recovery of ``group_testing[paper]``).
+
+    Parameters
+    ----------
+    *results : ValuationResult
+        At least one result of the same sampling estimator (same method and
+        options, same game, different seeds). Runs with the same seed hold the
+        same samples and are refused, as are runs without sample statistics
+        (exact methods) and compressive runs (each seed draws its own
+        measurement matrix; continue one run with a larger budget and its
+        ``checkpoint`` instead).
+
+    Returns
+    -------
+    ValuationResult
+        ``n_evaluations``, ``n_samples`` and ``wall_time`` are the sums,
+        ``seed`` is ``None`` and ``info["seeds"]`` lists the runs' seeds.
+    """
+    if not results:
+        raise ValueError("merge_results needs at least one result.")
+    for i, result in enumerate(results):
+        if not isinstance(result, ValuationResult):
+            raise TypeError(f"results[{i}] must be a ValuationResult, got {type(result).__name__}.")
+    first = results[0]
+    finalize = _FINALIZERS.get(first.method)
+    if finalize is None or any(r.state is None for r in results):
+        mergeable = ", ".join(sorted(_FINALIZERS))
+        raise ValueError(f"results of method {first.method!r} cannot be merged: only sampling runs that carry "
+                         f"their sample statistics can ({mergeable}).")
+    for i, result in enumerate(results[1:], start=1):
+        if result.method != first.method:
+            raise ValueError(f"results[{i}] is a {result.method!r} run, results[0] a {first.method!r} run.")
+        if result.n_players != first.n_players:
+            raise ValueError(f"results[{i}] has {result.n_players} players, results[0] {first.n_players}.")
+        if result.info.get("options") != first.info.get("options"):
+            raise ValueError(f"results[{i}] was run with options {result.info.get('options')}, "
+                             f"results[0] with {first.info.get('options')}.")
+        for anchor in ("empty_utility", "full_utility"):
+            a, b = first.info.get(anchor), result.info.get(anchor)
+            if a is not None and b is not None and not np.isclose(a, b, rtol=1e-9, atol=1e-12, equal_nan=True):
+                raise ValueError(f"results[{i}] has {anchor}={b!r}, results[0] {a!r}: runs of different games "
+                                 "cannot be merged.")
+    seeds = [seed for r in results for seed in (r.info.get("seeds") or [r.seed])]
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"results share a seed ({seeds}): runs with one seed draw the same samples, so "
+                         "merging them would count those samples twice.")
+    state = type(first.state)(first.state.dim)
+    for result in results:
+        state.merge(result.state)
+    per_run = ("stopped_by", "resumed_samples", "batch_size")
+    info = {**{k: v for k, v in first.info.items() if k not in per_run}, "seeds": seeds}
+    values, stderr, updates = finalize(state, info)
+    info.update(updates)
+    return ValuationResult(values=values, n_evaluations=sum(r.n_evaluations for r in results),
+                           method=first.method, seed=None, wall_time=sum(r.wall_time for r in results),
+                           stderr=stderr, n_samples=sum(r.n_samples for r in results), info=info, state=state)

@@ -94,8 +94,8 @@ def _uniform_batch(rng, size):
 
 
 def test_run_sampling_is_the_mean_of_the_batch_streams():
-    state, evaluations = run_sampling(_uniform_batch, dim=3, n_units=10, batch_size=4, entropy=7,
-                                      progress=False)
+    outcome = run_sampling(_uniform_batch, dim=3, n_units=10, batch_size=4, entropy=7, progress=False)
+    state, evaluations = outcome.state, outcome.n_evaluations
     manual = np.concatenate([batch_rng(7, b).random((size, 3)) for b, size in enumerate([4, 4, 2])])
     assert state.count == 10 and evaluations == 20
     np.testing.assert_allclose(state.mean, manual.mean(axis=0), rtol=1e-14)
@@ -108,9 +108,9 @@ def test_run_sampling_independent_of_n_jobs():
     from joblib import parallel_config
 
     kwargs = dict(dim=3, n_units=50, batch_size=6, entropy=11, progress=False)
-    one, _ = run_sampling(_uniform_batch, n_jobs=1, **kwargs)
+    one = run_sampling(_uniform_batch, n_jobs=1, **kwargs).state
     with parallel_config(backend="threading"):
-        two, _ = run_sampling(_uniform_batch, n_jobs=2, **kwargs)
+        two = run_sampling(_uniform_batch, n_jobs=2, **kwargs).state
     np.testing.assert_array_equal(one.mean, two.mean)
     np.testing.assert_array_equal(one.m2, two.m2)
 

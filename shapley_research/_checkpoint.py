@@ -1,0 +1,137 @@
+"""Checkpoint files of the sampling loop: resume a stopped run, lose nothing.
+
+A checkpoint holds what the loop of :mod:`shapley_research._sampling` needs
+to continue: the merged :class:`MeanState` of the batches done, how many
+batches and evaluations that took, and the run's *context* (utilities of the
+anchors, evaluated once). Batch ``b`` always draws from the stream
+``(seed, b)``, so continuing at batch ``batches`` reproduces the uninterrupted
+run bit for bit.
+
+A file is checked before anything is evaluated and never overwritten when it
+does not belong to the call:
+
+* it must be an ``.npz`` archive that numpy reads without pickle, of this
+  format version, with a SHA-256 of its contents that matches (a truncated or
+  edited file is rejected, not half-read);
+* its *fingerprint* (estimator, options, players, batch size, seed) must equal
+  the call's, since otherwise its samples would not be the call's samples.
+
+Writes are atomic (a temporary file in the same folder, flushed and
+``os.replace``-d over the old one), so a run killed while saving leaves the
+previous good state in place.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+FORMAT = 1
+
+
+class CheckpointError(ValueError):
+    """A checkpoint file that is unreadable, corrupted, or from another run."""
+
+
+def _digest(meta: dict, mean: np.ndarray, m2: np.ndarray) -> str:
+    blob = json.dumps(meta, sort_keys=True).encode() + mean.tobytes() + m2.tobytes()
+    return hashlib.sha256(blob).hexdigest()
+
+
+class Checkpoint:
+    """The running state of one sampling run, kept in a file.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file. If it exists it is read and validated at once.
+    fingerprint : dict
+        JSON-serialisable description of the call; a file written by a call
+        with another fingerprint is refused. Its ``"seed"`` entry may be
+        ``None`` (the caller passed no seed): the file's seed is then adopted.
+    dim : int
+        Dimension of the sample vectors.
+    interval : float
+        Minimum seconds between two writes during the run (the final state is
+        always written).
+    """
+
+    def __init__(self, path, fingerprint: dict, dim: int, interval: float):
+        if not isinstance(path, (str, os.PathLike)):
+            raise TypeError(f"checkpoint must be a file path (str or os.PathLike), got {type(path).__name__}.")
+        self.path = Path(path)
+        if self.path.is_dir():
+            raise ValueError(f"checkpoint={str(self.path)!r} is a directory; pass a file path.")
+        self.fingerprint = dict(fingerprint)
+        self.dim = dim
+        self.interval = interval
+        self.context: dict = {}
+        self.mean = self.m2 = None
+        self.count = self.n_evaluations = self.batches = 0
+        self.loaded = self.path.exists()
+        self._last_save = time.monotonic()
+        if self.loaded:
+            self._load()
+
+    @property
+    def seed(self):
+        return self.fingerprint.get("seed")
+
+    def _refuse(self, why: str) -> CheckpointError:
+        return CheckpointError(
+            f"checkpoint={str(self.path)!r} {why}. The file was left untouched; delete it or "
+            "pass another checkpoint path to start a new run."
+        )
+
+    def _load(self) -> None:
+        try:
+            with np.load(self.path, allow_pickle=False) as archive:
+                meta = json.loads(str(archive["meta"][()]))
+                mean, m2 = np.array(archive["mean"], dtype=float), np.array(archive["m2"], dtype=float)
+        except Exception as exc:  # any unreadable file is refused the same way
+            raise self._refuse(f"is not a readable checkpoint ({type(exc).__name__}: {exc})") from exc
+        if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+            raise self._refuse(f"has an unknown format (expected format {FORMAT})")
+        digest = meta.pop("sha256", None)
+        if digest != _digest(meta, mean, m2):
+            raise self._refuse("is corrupted (its checksum does not match its contents)")
+        theirs = dict(meta["fingerprint"])
+        if self.fingerprint.get("seed") is None:
+            self.fingerprint["seed"] = theirs.get("seed")
+        if theirs != self.fingerprint:
+            keys = sorted(k for k in set(theirs) | set(self.fingerprint) if theirs.get(k) != self.fingerprint.get(k))
+            detail = ", ".join(f"{k}: file {theirs.get(k)!r} vs call {self.fingerprint.get(k)!r}" for k in keys)
+            raise self._refuse(f"was written by a different run ({detail})")
+        if mean.shape != (self.dim,) or m2.shape != (self.dim,):
+            raise self._refuse(f"holds statistics of dimension {mean.shape}, expected ({self.dim},)")
+        self.count, self.n_evaluations, self.batches = meta["count"], meta["n_evaluations"], meta["batches"]
+        self.context = meta["context"]
+        self.mean, self.m2 = mean, m2
+
+    def save(self, mean: np.ndarray, m2: np.ndarray, count: int, n_evaluations: int, batches: int,
+             force: bool = False) -> bool:
+        """Write the state atomically (unless the interval has not passed); return whether it wrote."""
+        if not force and time.monotonic() - self._last_save < self.interval:
+            return False
+        meta = {"format": FORMAT, "fingerprint": self.fingerprint, "context": self.context,
+                "count": int(count), "n_evaluations": int(n_evaluations), "batches": int(batches)}
+        mean, m2 = np.ascontiguousarray(mean, dtype=float), np.ascontiguousarray(m2, dtype=float)
+        meta_text = json.dumps({**meta, "sha256": _digest(meta, mean, m2)}, sort_keys=True)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        try:
+            with open(tmp, "wb") as handle:
+                np.savez(handle, meta=np.array(meta_text), mean=mean, m2=m2)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, self.path)
+        finally:
+            if tmp.exists():
+                tmp.unlink()
+        self._last_save = time.monotonic()
+        return True

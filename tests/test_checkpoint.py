@@ -1,0 +1,231 @@
+"""Checkpoint and resume: a stopped run loses nothing and continues to the very same numbers."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import shapley_research as sr
+from games import CountingGame, MajorityGame, WeightedVotingGame
+
+GAME = WeightedVotingGame([4, 3, 3, 2, 2, 1, 1, 1], quota=9)
+N = GAME.n_players
+
+# estimator name -> call(game, budget, **kwargs); budgets of about 40 batches
+RUNS = {
+    "permutation": lambda g, **kw: sr.permutation_shapley(g, kw.pop("budget", 1 + 8 * 40), batch_size=1, **kw),
+    "antithetic": lambda g, **kw: sr.permutation_shapley(g, kw.pop("budget", 1 + 16 * 40), batch_size=1,
+                                                         antithetic=True, **kw),
+    "group_testing": lambda g, **kw: sr.group_testing_shapley(g, kw.pop("budget", 2 + 25 * 40), batch_size=25,
+                                                              **kw),
+    "group_testing_paper": lambda g, **kw: sr.group_testing_shapley(g, kw.pop("budget", 2 + 25 * 40),
+                                                                    batch_size=25, variant="paper", **kw),
+    "compressive": lambda g, **kw: sr.compressive_shapley(g, kw.pop("budget", 2 + 8 * 40), batch_size=1, **kw),
+}
+
+
+class Interrupted(KeyboardInterrupt):
+    pass
+
+
+class InterruptingGame(CountingGame):
+    """Raises KeyboardInterrupt on the ``after``-th call of ``evaluate``, as Ctrl-C would."""
+
+    def __init__(self, game, after: int):
+        super().__init__(game)
+        self.after = after
+
+    def _evaluate(self, masks):
+        if self.calls + 1 == self.after:
+            raise Interrupted
+        return super()._evaluate(masks)
+
+
+def assert_same_run(a: sr.ValuationResult, b: sr.ValuationResult) -> None:
+    np.testing.assert_array_equal(a.values, b.values)
+    if a.stderr is not None:
+        np.testing.assert_array_equal(a.stderr, b.stderr)
+    assert (a.n_evaluations, a.n_samples, a.seed) == (b.n_evaluations, b.n_samples, b.seed)
+
+
+@pytest.mark.parametrize("name", sorted(RUNS))
+def test_interrupted_then_resumed_equals_uninterrupted(name, tmp_path):
+    path = tmp_path / "run.ckpt"
+    full = RUNS[name](GAME, seed=5)
+    with pytest.raises(Interrupted):
+        RUNS[name](InterruptingGame(GAME, after=15), seed=5, checkpoint=path, checkpoint_interval=3600)
+    assert path.exists(), "the state merged before the interruption must be saved"
+    counting = CountingGame(GAME)
+    resumed = RUNS[name](counting, seed=5, checkpoint=path)
+    assert resumed.info["resumed_samples"] > 0
+    assert_same_run(resumed, full)
+    # the resumed process evaluated only what was missing: no anchors, no batch twice
+    assert 0 < counting.rows < full.n_evaluations - 2
+
+
+def test_killed_process_resumes_to_the_same_values(tmp_path):
+    """SIGKILL (no chance to clean up) mid-run; the last periodic checkpoint is intact."""
+    path = tmp_path / "killed.ckpt"
+    script = textwrap.dedent(f"""
+        import sys, time
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        import shapley_research as sr
+        from games import WeightedVotingGame
+
+        class Slow(WeightedVotingGame):
+            def _evaluate(self, masks):
+                time.sleep(0.02)
+                return super()._evaluate(masks)
+
+        sr.permutation_shapley(Slow([4, 3, 3, 2, 2, 1, 1, 1], quota=9), 1 + 8 * 400, seed=9, batch_size=1,
+                               checkpoint={str(path)!r}, checkpoint_interval=0)
+    """)
+    child = subprocess.Popen([sys.executable, "-c", script])
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and child.poll() is None:
+            if path.exists():
+                time.sleep(0.3)  # let a few more batches land
+                break
+            time.sleep(0.05)
+        assert child.poll() is None, "the run finished before it could be killed"
+        child.send_signal(signal.SIGKILL)
+    finally:
+        child.wait(timeout=60)
+    assert child.returncode == -signal.SIGKILL
+    counting = CountingGame(GAME)
+    resumed = sr.permutation_shapley(counting, 1 + 8 * 400, seed=9, batch_size=1, checkpoint=path)
+    assert 0 < resumed.info["resumed_samples"] < 400
+    assert_same_run(resumed, sr.permutation_shapley(GAME, 1 + 8 * 400, seed=9, batch_size=1))
+
+
+def test_finished_run_is_returned_from_its_checkpoint_without_evaluations(tmp_path):
+    path = tmp_path / "done.ckpt"
+    first = RUNS["group_testing"](GAME, seed=2, checkpoint=path)
+    counting = CountingGame(GAME)
+    again = RUNS["group_testing"](counting, seed=2, checkpoint=path)
+    assert counting.rows == 0
+    assert_same_run(again, first)
+
+
+def test_seed_none_adopts_the_checkpoint_seed(tmp_path):
+    path = tmp_path / "seedless.ckpt"
+    with pytest.raises(Interrupted):
+        RUNS["permutation"](InterruptingGame(GAME, after=10), checkpoint=path)
+    resumed = RUNS["permutation"](GAME, checkpoint=path)
+    assert_same_run(resumed, RUNS["permutation"](GAME, seed=resumed.seed))
+
+
+def test_a_finished_run_continues_with_a_larger_budget(tmp_path):
+    path = tmp_path / "grow.ckpt"
+    RUNS["group_testing"](GAME, seed=4, checkpoint=path, budget=2 + 25 * 20)
+    grown = RUNS["group_testing"](GAME, seed=4, checkpoint=path, budget=2 + 25 * 40)
+    assert grown.info["resumed_samples"] == 25 * 20
+    assert_same_run(grown, RUNS["group_testing"](GAME, seed=4, budget=2 + 25 * 40))
+
+
+def test_checkpoint_with_parallel_batches_equals_sequential(tmp_path):
+    from joblib import parallel_config
+
+    path = tmp_path / "parallel.ckpt"
+    with parallel_config(backend="threading"):
+        parallel = RUNS["permutation"](GAME, seed=8, n_jobs=2, checkpoint=path, checkpoint_interval=0)
+    assert_same_run(parallel, RUNS["permutation"](GAME, seed=8))
+    assert [p.name for p in tmp_path.iterdir()] == ["parallel.ckpt"], "temporary files left behind"
+
+
+def _bytes(path: Path) -> bytes:
+    return path.read_bytes()
+
+
+def _good_checkpoint(tmp_path) -> Path:
+    path = tmp_path / "good.ckpt"
+    with pytest.raises(Interrupted):
+        RUNS["permutation"](InterruptingGame(GAME, after=10), seed=1, checkpoint=path)
+    return path
+
+
+CORRUPTIONS = {
+    "random_bytes": lambda data: os.urandom(len(data)),
+    "truncated": lambda data: data[: len(data) // 2],
+    "empty": lambda data: b"",
+    "one_byte_flipped": lambda data: data[:len(data) // 2] + bytes([data[len(data) // 2] ^ 0xFF])
+    + data[len(data) // 2 + 1:],
+    "text": lambda data: b"not a checkpoint\n",
+}
+
+
+@pytest.mark.parametrize("corruption", sorted(CORRUPTIONS))
+def test_corrupted_checkpoint_is_refused_and_never_overwritten(corruption, tmp_path):
+    path = _good_checkpoint(tmp_path)
+    damaged = CORRUPTIONS[corruption](_bytes(path))
+    path.write_bytes(damaged)
+    counting = CountingGame(GAME)
+    with pytest.raises(sr.CheckpointError, match="checkpoint=.*(not a readable|corrupted|unknown format)"):
+        RUNS["permutation"](counting, seed=1, checkpoint=path)
+    assert counting.rows == 0, "nothing may be evaluated before the checkpoint is validated"
+    assert _bytes(path) == damaged
+
+
+def test_corruption_inside_valid_archive_is_caught_by_the_checksum(tmp_path):
+    path = _good_checkpoint(tmp_path)
+    with np.load(path) as archive:
+        contents = {key: archive[key] for key in archive.files}
+    contents["mean"] = contents["mean"] + 1e-9  # a plausible, silently wrong state
+    with open(path, "wb") as handle:
+        np.savez(handle, **contents)
+    damaged = _bytes(path)
+    with pytest.raises(sr.CheckpointError, match="corrupted"):
+        RUNS["permutation"](GAME, seed=1, checkpoint=path)
+    assert _bytes(path) == damaged
+
+
+@pytest.mark.parametrize("change", [
+    dict(seed=2),
+    dict(antithetic=True),
+    dict(batch_size=2),
+])
+def test_checkpoint_of_another_run_is_refused(change, tmp_path):
+    path = _good_checkpoint(tmp_path)
+    before = _bytes(path)
+    kwargs = {"seed": 1, "batch_size": 1, **change}
+    with pytest.raises(sr.CheckpointError, match="different run"):
+        sr.permutation_shapley(GAME, 1 + 16 * 40, checkpoint=path, **kwargs)
+    with pytest.raises(sr.CheckpointError, match="different run"):
+        sr.group_testing_shapley(GAME, 1000, seed=1, checkpoint=path)
+    assert _bytes(path) == before
+
+
+def test_checkpoint_holding_more_than_the_budget_is_refused(tmp_path):
+    path = tmp_path / "big.ckpt"
+    RUNS["permutation"](GAME, seed=3, checkpoint=path, budget=1 + 8 * 40)
+    before = _bytes(path)
+    with pytest.raises(sr.CheckpointError, match="budget plans"):
+        RUNS["permutation"](GAME, seed=3, checkpoint=path, budget=1 + 8 * 20)
+    assert _bytes(path) == before
+
+
+def test_checkpoint_argument_is_validated(tmp_path):
+    with pytest.raises(TypeError, match="checkpoint must be a file path"):
+        RUNS["permutation"](GAME, seed=1, checkpoint=3)
+    with pytest.raises(ValueError, match="is a directory"):
+        RUNS["permutation"](GAME, seed=1, checkpoint=tmp_path)
+    with pytest.raises(ValueError, match="checkpoint_interval must be >= 0"):
+        RUNS["permutation"](GAME, seed=1, checkpoint=tmp_path / "x", checkpoint_interval=-1)
+
+
+def test_majority_game_runs_without_checkpoint_unchanged():
+    """No checkpoint: no file is written anywhere and the run equals itself."""
+    game = MajorityGame(6, 3)
+    a = sr.permutation_shapley(game, 601, seed=0)
+    b = sr.permutation_shapley(game, 601, seed=0)
+    assert_same_run(a, b)
+    assert a.info["stopped_by"] == "budget" and a.info["resumed_samples"] == 0

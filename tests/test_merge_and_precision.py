@@ -1,0 +1,134 @@
+"""Merging runs (more samples, smaller error) and stopping at a target standard error."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import shapley_research as sr
+from games import CountingGame, WeightedVotingGame, relative_l2
+
+GAME = WeightedVotingGame([4, 3, 3, 2, 2, 1, 1, 1], quota=9)
+N = GAME.n_players
+EXACT = sr.exact_shapley(GAME).values
+
+
+# --- merging ---
+
+ONE_SAMPLE = {  # budgets that buy exactly one sample, so each run's values are that sample
+    "permutation": lambda seed: sr.permutation_shapley(GAME, 1 + N, seed=seed),
+    "group_testing[improved]": lambda seed: sr.group_testing_shapley(GAME, 3, seed=seed),
+}
+
+
+@pytest.mark.parametrize("method", sorted(ONE_SAMPLE))
+def test_merged_statistics_are_the_pooled_statistics_of_all_samples(method):
+    runs = [ONE_SAMPLE[method](seed) for seed in range(40)]
+    samples = np.array([run.values for run in runs])
+    merged = sr.merge_results(*runs)
+    np.testing.assert_allclose(merged.values, samples.mean(axis=0), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(merged.stderr, samples.std(axis=0, ddof=1) / np.sqrt(40), rtol=1e-10, atol=1e-15)
+    assert merged.n_samples == 40 and merged.n_evaluations == sum(r.n_evaluations for r in runs)
+    assert merged.method == method and merged.seed is None and merged.info["seeds"] == list(range(40))
+    # merging is associative: two halves merged, then merged, give the same
+    halves = sr.merge_results(sr.merge_results(*runs[:20]), sr.merge_results(*runs[20:]))
+    np.testing.assert_allclose(halves.values, merged.values, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(halves.stderr, merged.stderr, rtol=1e-10, atol=1e-15)
+
+
+@pytest.mark.parametrize("variant", ["improved", "paper"])
+def test_two_half_budget_runs_merge_into_a_full_run(variant):
+    """Same statistics as one run over both halves' samples: count, budget, and error of a full run."""
+    half = [sr.group_testing_shapley(GAME, 2 + 20_000, seed=s, variant=variant) for s in (1, 2)]
+    merged = half[0].merge(half[1])
+    state = type(half[0].state)(N)
+    for run in half:
+        state.merge(run.state)
+    np.testing.assert_array_equal(merged.state.mean, state.mean)
+    assert merged.n_samples == 40_000 and merged.n_evaluations == half[0].n_evaluations + half[1].n_evaluations
+    np.testing.assert_allclose(merged.stderr, half[0].stderr / np.sqrt(2), rtol=0.1)
+    full = sr.group_testing_shapley(GAME, 2 + 40_000, seed=3, variant=variant)
+    errors = [relative_l2(r.values, EXACT) for r in (merged, full)]
+    assert errors[0] < 2.5 * errors[1] + 0.02 and errors[0] < relative_l2(half[0].values, EXACT) * 2
+    if variant == "paper":  # recovered from the merged contrasts: efficiency holds
+        assert merged.values.sum() == pytest.approx(GAME.evaluate(np.ones((1, N), bool))[0], abs=1e-9)
+
+
+def test_merge_refuses_what_would_be_wrong():
+    a = sr.permutation_shapley(GAME, 1 + 10 * N, seed=1)
+    with pytest.raises(ValueError, match="share a seed"):
+        sr.merge_results(a, sr.permutation_shapley(GAME, 1 + 10 * N, seed=1))
+    with pytest.raises(ValueError, match="options"):
+        sr.merge_results(a, sr.permutation_shapley(GAME, 1 + 20 * N, seed=2, antithetic=True))
+    with pytest.raises(ValueError, match="is a 'group_testing"):
+        sr.merge_results(a, sr.group_testing_shapley(GAME, 100, seed=2))
+    with pytest.raises(ValueError, match="different games"):
+        sr.merge_results(a, sr.permutation_shapley(GAME, 1 + 10 * N, seed=2, empty_utility=1.0))
+    with pytest.raises(ValueError, match="cannot be merged"):
+        sr.merge_results(sr.exact_shapley(GAME), sr.exact_shapley(GAME))
+    with pytest.raises(ValueError, match="cannot be merged"):
+        sr.merge_results(sr.compressive_shapley(GAME, 2 + 10 * N, seed=1),
+                         sr.compressive_shapley(GAME, 2 + 10 * N, seed=2))
+    with pytest.raises(TypeError, match=r"results\[1\] must be a ValuationResult"):
+        sr.merge_results(a, a.values)
+    with pytest.raises(ValueError, match="at least one"):
+        sr.merge_results()
+
+
+# --- stopping at a target standard error ---
+
+
+@pytest.mark.parametrize("run, fixed, per_sample", [
+    (lambda **kw: sr.permutation_shapley(GAME, batch_size=4, **kw), 1, N),
+    (lambda **kw: sr.group_testing_shapley(GAME, batch_size=200, **kw), 2, 1),
+    (lambda **kw: sr.compressive_shapley(GAME, batch_size=4, **kw), 2, N),
+], ids=["permutation", "group_testing", "compressive"])
+def test_stops_as_soon_as_the_target_standard_error_is_reached(run, fixed, per_sample):
+    loose, tight = (run(budget=None, seed=0, target_stderr=t) for t in (0.02, 0.01))
+    for result, target in ((loose, 0.02), (tight, 0.01)):
+        assert result.info["stopped_by"] == "target_stderr"
+        stderr = result.stderr if result.stderr is not None else result.info["permutation_stderr"]
+        assert stderr.max() <= target
+    assert loose.n_evaluations < tight.n_evaluations  # roughly four times fewer
+    # the stop is at the first batch that reaches the target: one batch less would not
+    batch = loose.info["batch_size"]
+    fewer = run(budget=fixed + per_sample * (loose.n_samples - batch), seed=0, target_stderr=0.02)
+    assert fewer.info["stopped_by"] == "budget"
+    estimate = tight.info.get("permutation_values", tight.values)  # compressive: the sampled estimate
+    assert np.abs(estimate - EXACT).max() < 5 * 0.01
+
+
+def test_budget_caps_a_precision_run_and_results_do_not_depend_on_n_jobs():
+    from joblib import parallel_config
+
+    capped = sr.permutation_shapley(GAME, 1 + 50 * N, seed=1, target_stderr=1e-6, batch_size=5)
+    assert capped.info["stopped_by"] == "budget" and capped.n_samples == 50
+    sequential = sr.permutation_shapley(GAME, None, seed=1, target_stderr=0.02, batch_size=5)
+    with parallel_config(backend="threading"):
+        parallel = sr.permutation_shapley(GAME, None, seed=1, target_stderr=0.02, batch_size=5, n_jobs=2)
+    np.testing.assert_array_equal(parallel.values, sequential.values)
+    assert parallel.n_evaluations == sequential.n_evaluations
+
+
+def test_precision_needs_enough_samples_before_stopping():
+    """A constant game has zero variance at once; the run still takes 30 samples, not 2."""
+    zero = sr.as_game(lambda masks: np.zeros(masks.shape[0]), 5, vectorized=True)
+    counting = CountingGame(zero)
+    result = sr.permutation_shapley(counting, None, seed=0, target_stderr=0.1, batch_size=1)
+    assert result.n_samples == 30 and result.info["stopped_by"] == "target_stderr"
+
+
+@pytest.mark.parametrize("bad, error, match", [
+    (0.0, ValueError, "target_stderr must be > 0"),
+    (-1.0, ValueError, "target_stderr must be > 0"),
+    (float("nan"), ValueError, "target_stderr must be finite"),
+    ("0.1", TypeError, "target_stderr must be a real number"),
+])
+def test_bad_target_stderr(bad, error, match):
+    with pytest.raises(error, match=match):
+        sr.permutation_shapley(GAME, 1000, seed=0, target_stderr=bad)
+
+
+def test_budget_none_needs_a_target():
+    with pytest.raises(TypeError, match="budget must be an integer.*only together with target_stderr"):
+        sr.group_testing_shapley(GAME, None, seed=0)
