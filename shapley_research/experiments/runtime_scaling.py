@@ -818,6 +818,87 @@ def summarise_time_to_target(runs, target: float):
 
 
 # --------------------------------------------------------------------------------------------
+# Claims
+# --------------------------------------------------------------------------------------------
+
+def scaling_claims(theory, measured, models: dict, *, epsilon: float, delta: float, utility_range: float,
+                   target: float, measured_ns) -> tuple[list, dict]:
+    """The paper's claims on runtime, judged on both panels, and the statistics behind them.
+
+    ``theory`` is :func:`theoretical_runtimes`' table with a ``learner`` column
+    (``"sgd"``, the paper's learner, and optionally ``"lbfgs"``), ``measured``
+    :func:`summarise_time_to_target`'s table, ``models`` :func:`cost_models`.
+    Returns the claims and a dict of the statistics for ``metrics.json``.
+    """
+    from . import claim
+
+    paper_view = theory[theory["learner"] == "sgd"]
+    n_max = int(paper_view["n"].max())
+    speedup = runtime_ratio(paper_view, "permutation", "group_testing_paper")
+    all_s_gain = runtime_ratio(paper_view, "group_testing_paper", "all_s_influence")
+    largest_s_gain = min(runtime_ratio(paper_view, m, "largest_s_influence") for m in METHODS[:-1])
+    n_user = max(measured_ns)
+    user_ratio, gt_faster = empirical_time_ratio(measured, n_user, "group_testing_paper", "permutation")
+    user_ratio_improved, _ = empirical_time_ratio(measured, n_user, "group_testing_improved", "permutation")
+    all_s_ratio, all_s_faster = empirical_time_ratio(measured, n_user, "all_s_influence", "group_testing_paper")
+    at_user = measured[(measured["n"] == n_user) & (measured["method"] == "all_s_influence")]
+    all_s_error = float(at_user["rel_error"].iloc[0])
+    theory_small = theoretical_runtimes(measured_ns, epsilon, delta, utility_range, models["fit:sgd"],
+                                        models["influence:largest_s_influence"],
+                                        models["influence:all_s_influence_per_fit"])
+    claims = [
+        claim("Group testing outperforms the permutation sampling baseline by several orders of magnitude (here: "
+              f"at least 100x) for a large number of data points (required time at N = {n_max:,}: theorem sample "
+              "counts x measured cost of one evaluation).",
+              "time_ratio_permutation_over_group_testing_theorem3_at_n_max", speedup, speedup >= 100),
+        claim("Influence functions with the stratified sampling trick (all-S influence) reduce the cost further, "
+              f"below group testing (required time at N = {n_max:,}; all-S count assumed equal to the baseline's "
+              "Hoeffding count per player).",
+              "time_ratio_group_testing_theorem3_over_all_s_at_n_max", all_s_gain, all_s_gain > 1),
+        claim("Largest-S influence is much more efficient (here: at least 10x) than permutation sampling, group "
+              f"testing and all-S influence (required time at N = {n_max:,}).",
+              "min_time_ratio_others_over_largest_s_at_n_max", largest_s_gain, largest_s_gain >= 10),
+        claim(f"Measured, what a user sees: group testing (Algorithm 1) reaches relative l2 error {target:g} in less "
+              f"CPU time than permutation sampling at the largest N run here (N = {n_user}).",
+              f"measured_time_ratio_group_testing_paper_over_permutation_at_n{n_user}", user_ratio, gt_faster),
+        claim(f"Measured, what a user sees: all-S influence (influence functions + stratified sampling) reaches "
+              f"relative l2 error {target:g} in less CPU time than group testing at the largest N run here "
+              f"(N = {n_user}); statistic: its relative error at its largest budget.",
+              f"measured_all_s_rel_error_at_largest_budget_n{n_user}", all_s_error, all_s_faster),
+    ]
+    at_max = paper_view[paper_view["n"] == n_max].set_index("method")
+    statistics = {
+        "n_max": n_max,
+        "time_ratio_permutation_over_group_testing_theorem3_at_n_max": speedup,
+        "time_ratio_permutation_over_group_testing_improved_at_n_max":
+            runtime_ratio(paper_view, "permutation", "group_testing_improved"),
+        "time_ratio_group_testing_theorem3_over_all_s_at_n_max": all_s_gain,
+        "min_time_ratio_others_over_largest_s_at_n_max": largest_s_gain,
+        "required_seconds_at_n_max": at_max["seconds"].to_dict(),
+        "required_evaluations_at_n_max": at_max["evaluations"].to_dict(),
+        "theory_crossover_n_group_testing_theorem3": crossover_n(paper_view, "group_testing_paper", "permutation"),
+        "theory_crossover_n_group_testing_improved": crossover_n(paper_view, "group_testing_improved",
+                                                                 "permutation"),
+        "theory_time_ratio_group_testing_theorem3_over_permutation_at_measured_n": {
+            str(n): runtime_ratio(theory_small, "group_testing_paper", "permutation", n) for n in measured_ns},
+        "measured_target_rel_error": target,
+        "measured_n_max": n_user,
+        "measured_time_ratio_group_testing_paper_over_permutation_at_n_max": user_ratio,
+        "measured_time_ratio_group_testing_improved_over_permutation_at_n_max": user_ratio_improved,
+        "measured_empirical_crossover_observed": any(
+            empirical_time_ratio(measured, n, "group_testing_paper", "permutation")[1] for n in measured_ns),
+        "measured_time_ratio_all_s_over_group_testing_paper_at_n_max": all_s_ratio,
+        "measured_seconds_to_target": {f"{r.method}@{r.n}": (r.cpu_seconds if r.reached else None)
+                                       for r in measured.itertuples()},
+        "measured_final_rel_error": {f"{r.method}@{r.n}": r.rel_error for r in measured.itertuples()},
+    }
+    if "lbfgs" in set(theory["learner"]):
+        statistics["time_ratio_permutation_over_group_testing_theorem3_at_n_max_lbfgs_costs"] = runtime_ratio(
+            theory[theory["learner"] == "lbfgs"], "permutation", "group_testing_paper")
+    return claims, statistics
+
+
+# --------------------------------------------------------------------------------------------
 # Figure
 # --------------------------------------------------------------------------------------------
 
