@@ -45,9 +45,56 @@ def check_float(value, name: str, *, minimum: float | None = None, strict: bool 
 
 
 def check_choice(value, name: str, choices) -> str:
-    if value not in choices:
+    """Return ``value`` if it is one of ``choices``, or raise naming ``name``."""
+    try:
+        known = bool(value in choices)
+    except (TypeError, ValueError):  # unhashable (a list) against a set; an array's ambiguous truth value
+        known = False
+    if not known:
         raise ValueError(f"{name} must be one of {sorted(choices)}, got {value!r}.")
     return value
+
+
+def check_n_jobs(n_jobs) -> int | None:
+    """Return ``n_jobs`` as joblib understands it: ``None`` or a non-zero integer (``-1``: all cores)."""
+    if n_jobs is None:
+        return None
+    n_jobs = check_int(n_jobs, "n_jobs")
+    if n_jobs == 0:
+        raise ValueError("n_jobs must be None, a positive integer or a negative one (-1: all cores), got 0.")
+    return n_jobs
+
+
+def check_solver(solver) -> str:
+    """Return the name of an installed cvxpy solver, or raise naming ``solver``."""
+    if not isinstance(solver, str):
+        raise TypeError(f"solver must be the name of a cvxpy solver, got {solver!r} of type {type(solver).__name__}.")
+    import cvxpy as cp
+
+    installed = cp.installed_solvers()
+    if solver.upper() not in installed:
+        raise ValueError(f"solver must be one of the installed cvxpy solvers {sorted(installed)}, got {solver!r}.")
+    return solver
+
+
+def check_game(game, *, minimum: int = 1) -> int:
+    """Return ``game.n_players`` after checking that ``game`` is a game, or raise naming it.
+
+    A game has an integer ``n_players`` (at least ``minimum``) and a method
+    ``evaluate(masks)``; a plain utility function is not one (wrap it with
+    :func:`shapley_research.as_game`).
+    """
+    evaluate = getattr(game, "evaluate", None)
+    if not hasattr(game, "n_players") and evaluate is None:
+        hint = "; wrap a utility function with as_game(fn, n_players)" if callable(game) else ""
+        raise TypeError(f"game must be an object with n_players and evaluate(masks), "
+                        f"got {type(game).__name__}{hint}.")
+    n = check_int(getattr(game, "n_players", None), "game.n_players", minimum=minimum)
+    if not callable(evaluate):
+        raise TypeError(f"game.evaluate must be a method evaluate(masks) returning one utility per "
+                        f"coalition; {type(game).__name__} has "
+                        f"{'none' if evaluate is None else type(evaluate).__name__}.")
+    return n
 
 
 def check_seed(seed) -> int:
@@ -84,9 +131,15 @@ def check_masks(masks, n_players: int) -> np.ndarray:
 def check_utilities(values, n_rows: int, source: str = "game.evaluate") -> np.ndarray:
     """Return utilities as a finite float array of length ``n_rows``, or raise."""
     try:
-        values = np.asarray(values, dtype=float)
+        array = np.asarray(values)
+        if array.dtype.kind in "cUS":  # complex would lose its imaginary part; strings are no utilities
+            raise TypeError
+        values = np.asarray(array, dtype=float)
     except (TypeError, ValueError) as exc:
-        raise TypeError(f"{source} must return real numbers; got {type(values).__name__}.") from exc
+        got = type(values).__name__
+        if isinstance(values, np.ndarray):
+            got += f" of dtype {values.dtype}"
+        raise TypeError(f"{source} must return real numbers; got {got}.") from exc
     values = values.reshape(-1) if values.ndim == 2 and 1 in values.shape else values
     if values.shape != (n_rows,):
         raise ValueError(
@@ -102,14 +155,60 @@ def check_utilities(values, n_rows: int, source: str = "game.evaluate") -> np.nd
     return values
 
 
+def check_real_scalar(value, what: str, hint: str = "") -> float:
+    """Return ``value`` as a float when it is one real number, or a TypeError saying ``what`` must return one.
+
+    Python and NumPy numbers and one-element real arrays are accepted; strings
+    (which ``float`` would parse), complex numbers, ``None`` and longer arrays
+    are not. ``what`` names the callable that produced ``value``.
+    """
+    if isinstance(value, numbers.Real):  # float, int, bool and their NumPy scalars
+        return float(value)
+    array = None
+    if not isinstance(value, (str, bytes)):
+        try:
+            array = np.asarray(value)
+        except (TypeError, ValueError):  # ragged sequences
+            array = None
+    if array is not None and array.size == 1 and array.dtype.kind in "biuf":
+        return float(array.reshape(()))
+    shape = f" of shape {array.shape}" if array is not None and array.ndim else ""
+    raise TypeError(f"{what} must return one real number, got {type(value).__name__}{shape}{hint}.")
+
+
+def check_real_array(values, name: str) -> np.ndarray:
+    """Return ``values`` as a float array of any shape, or a TypeError naming ``name``.
+
+    Strings (which NumPy would parse) and complex numbers (whose imaginary part
+    the cast would drop) are refused; shape and finiteness are the caller's.
+    """
+    try:
+        array = np.asarray(values)
+        if array.dtype.kind in "cUS":
+            raise TypeError
+        return np.asarray(array, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be an array of real numbers, got {type(values).__name__}.") from exc
+
+
 def check_features(X, name: str) -> np.ndarray:
     """Return ``X`` as a finite, dense, 2-D float array with samples and features, or raise."""
     if hasattr(X, "toarray") and not isinstance(X, np.ndarray):
         raise TypeError(f"{name} must be a dense array; sparse matrices are not supported (call .toarray()).")
+    original = type(X).__name__
+    try:
+        X = np.asarray(X)
+    except (TypeError, ValueError) as exc:  # ragged nested sequences
+        raise TypeError(f"{name} must be a numeric array, got {original}.") from exc
+    if X.dtype.kind in "US":  # numpy would parse numeric strings silently; scikit-learn refuses them too
+        raise TypeError(f"{name} must be a numeric array, got strings (dtype {X.dtype}); "
+                        "convert them to numbers explicitly.")
+    if X.dtype.kind == "c":  # the cast to float would drop the imaginary part with only a warning
+        raise TypeError(f"{name} must be a real numeric array, got complex values (dtype {X.dtype}).")
     try:
         X = np.asarray(X, dtype=float)
     except (TypeError, ValueError) as exc:
-        raise TypeError(f"{name} must be a numeric array, got {type(X).__name__}.") from exc
+        raise TypeError(f"{name} must be a numeric array, got {original} of dtype {X.dtype}.") from exc
     if X.ndim != 2:
         raise ValueError(f"{name} must be 2-D (n_samples, n_features), got shape {X.shape}.")
     if X.shape[0] == 0:
@@ -133,3 +232,50 @@ def check_target(target_stderr) -> float | None:
     if target_stderr is None:
         return None
     return check_float(target_stderr, "target_stderr", minimum=0.0, strict=True)
+
+
+def check_target_vector(y, name: str, n_samples: int, x_name: str, noun: str = "labels") -> np.ndarray:
+    """Return ``y`` as a 1-D array with one entry per sample of ``x_name``, or raise naming ``name``.
+
+    A column ``(n, 1)`` or row ``(1, n)`` vector is flattened; anything else
+    that is not 1-D is refused (never silently reshaped).
+    """
+    y = np.asarray(y)
+    if y.ndim == 2 and 1 in y.shape:
+        y = y.reshape(-1)
+    if y.ndim != 1:
+        raise ValueError(f"{name} must be 1-D (one {noun[:-1]} per sample), got shape {y.shape}.")
+    if y.shape[0] != n_samples:
+        raise ValueError(f"{name} has {y.shape[0]} {noun} but {x_name} has {n_samples} samples.")
+    return y
+
+
+def check_class_labels(y, name: str, *, sortable: bool = True) -> np.ndarray:
+    """Check a 1-D array of class labels: no NaN/inf, no complex, and (``sortable``) comparable."""
+    kind = y.dtype.kind
+    if kind == "f" and not np.isfinite(y).all():
+        raise ValueError(f"{name} contains NaN or infinite labels.")
+    if kind not in "biufUSO":
+        raise TypeError(f"{name} must hold class labels (integers or strings), got dtype {y.dtype}.")
+    if kind == "O":
+        if any(isinstance(v, float) and not np.isfinite(v) for v in y.tolist()):
+            raise ValueError(f"{name} contains NaN or infinite labels.")
+        if sortable:
+            try:
+                np.unique(y)
+            except TypeError as exc:
+                raise TypeError(f"{name} labels must be mutually comparable (for sorting); "
+                                "got a mix such as numbers and strings or None.") from exc
+    return y
+
+
+def check_label_kinds(y_train: np.ndarray, y_test: np.ndarray) -> None:
+    """Refuse test labels that can never equal a training label (strings against numbers)."""
+    kinds = {y_train.dtype.kind, y_test.dtype.kind}
+    if kinds & set("US") and kinds & set("biuf"):
+        raise TypeError(f"y_test holds {_label_kind(y_test)} but y_train holds {_label_kind(y_train)}: "
+                        "no test label can match a training label.")
+
+
+def _label_kind(y: np.ndarray) -> str:
+    return f"strings (dtype {y.dtype})" if y.dtype.kind in "US" else f"numbers (dtype {y.dtype})"

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._validation import check_float, check_int
+from ._validation import check_choice, check_float, check_int
 
 __all__ = [
     "permutation_sample_size", "group_testing_sample_size", "group_testing_q_tot",
@@ -29,7 +29,31 @@ def _check_common(epsilon, delta, n_players, utility_range, min_players=1):
             check_float(utility_range, "utility_range", minimum=0.0, strict=True))
 
 
+def _sample_count(compute, epsilon: float, utility_range: float) -> int:
+    """``ceil(compute())``, or a ValueError when the count overflows floating point.
+
+    Happens only for absurdly small ``epsilon / utility_range`` (about 1e-150
+    and below), where ``epsilon**2`` or ``h(u)`` underflows to 0.
+    """
+    try:
+        value = compute()
+    except (ZeroDivisionError, OverflowError):
+        value = math.inf
+    if not math.isfinite(value):
+        raise ValueError(f"epsilon={epsilon:g} is too small for utility_range={utility_range:g}: the required "
+                         "sample size overflows floating point; use a larger epsilon.")
+    return math.ceil(value)
+
+
 def _bennett_h(u: float) -> float:
+    r""":math:`h(u) = (1+u)\log(1+u) - u`.
+
+    For small ``u`` the two terms cancel (relative error about ``1e-16 / u**2``,
+    2% at ``u = 1e-14``), so there the Taylor series
+    :math:`u^2/2 - u^3/6 + u^4/12 - u^5/20` is used, exact to rounding below ``1e-4``.
+    """
+    if u < 1e-4:
+        return u * u * (0.5 - u * (1.0 / 6.0 - u * (1.0 / 12.0 - u / 20.0)))
     return (1.0 + u) * math.log1p(u) - u
 
 
@@ -40,7 +64,7 @@ def permutation_sample_size(epsilon, delta, n_players, utility_range=1.0) -> int
     of utility evaluations is ``N * T``.
     """
     epsilon, delta, n, r = _check_common(epsilon, delta, n_players, utility_range)
-    return math.ceil(2 * r**2 * n / epsilon**2 * math.log(2 * n / delta))
+    return _sample_count(lambda: 2 * r**2 * n / epsilon**2 * math.log(2 * n / delta), epsilon, r)
 
 
 def group_testing_q_tot(n_players) -> float:
@@ -75,17 +99,16 @@ def group_testing_sample_size(epsilon, delta, n_players, utility_range=1.0, vari
         h\Bigl(\frac{\epsilon}{2 Z r \sqrt N (1 - q_{tot})}\Bigr)\Bigr).
     """
     epsilon, delta, n, r = _check_common(epsilon, delta, n_players, utility_range, min_players=2)
-    if variant not in ("paper", "improved"):
-        raise ValueError(f"variant must be 'paper' or 'improved', got {variant!r}.")
+    check_choice(variant, "variant", ("paper", "improved"))
     z = 2.0 * float(np.sum(1.0 / np.arange(1, n)))
     q_tot = group_testing_q_tot(n)
     if variant == "paper":
         spread = 1.0 - q_tot**2
-        return math.ceil(8 * math.log(n * (n - 1) / (2 * delta))
-                         / (spread * _bennett_h(epsilon / (z * r * math.sqrt(n) * spread))))
+        return _sample_count(lambda: 8 * math.log(n * (n - 1) / (2 * delta))
+                             / (spread * _bennett_h(epsilon / (z * r * math.sqrt(n) * spread))), epsilon, r)
     spread = 1.0 - q_tot
-    return math.ceil(math.log(n * (n - 1) / delta)
-                     / (spread * _bennett_h(epsilon / (2 * z * r * math.sqrt(n) * spread))))
+    return _sample_count(lambda: math.log(n * (n - 1) / delta)
+                         / (spread * _bennett_h(epsilon / (2 * z * r * math.sqrt(n) * spread))), epsilon, r)
 
 
 def compressive_sample_size(epsilon, delta, n_players, sparsity, utility_range=1.0,
@@ -99,9 +122,12 @@ def compressive_sample_size(epsilon, delta, n_players, sparsity, utility_range=1
     """
     epsilon, delta, n, r = _check_common(epsilon, delta, n_players, utility_range)
     k = check_int(sparsity, "sparsity", minimum=1)
+    if k > n:
+        raise ValueError(f"sparsity must be <= n_players: the values cannot have {k} non-zero entries "
+                         f"among {n} players.")
     constant = check_float(constant, "constant", minimum=0.0, strict=True)
     m = max(1, math.ceil(constant * (k * math.log(max(n / (2 * k), 1.0)) + math.log(2 / delta))))
-    t = math.ceil(2 * r**2 / epsilon**2 * math.log(4 * m / delta))
+    t = _sample_count(lambda: 2 * r**2 / epsilon**2 * math.log(4 * m / delta), epsilon, r)
     return t, m
 
 

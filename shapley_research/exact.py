@@ -8,7 +8,7 @@ import numpy as np
 from scipy.special import comb
 
 from ._sampling import evaluate_coalitions
-from ._validation import check_float, check_int, check_utilities
+from ._validation import check_float, check_game, check_int, check_utilities
 from .result import ValuationResult
 
 __all__ = ["exact_shapley"]
@@ -52,7 +52,7 @@ def exact_shapley(game, *, max_players: int = 20, chunk_size: int = 2**16,
         ``n_evaluations`` is ``2^N`` (``2^N - 1`` if ``empty_utility`` is given).
     """
     start = time.perf_counter()
-    n = check_int(getattr(game, "n_players", None), "game.n_players", minimum=1)
+    n = check_game(game)
     max_players = check_int(max_players, "max_players", minimum=1)
     chunk_size = check_int(chunk_size, "chunk_size", minimum=1)
     if n > max_players:

@@ -20,7 +20,7 @@ from typing import Callable, Protocol, runtime_checkable
 
 import numpy as np
 
-from ._validation import check_int, check_masks, check_utilities
+from ._validation import check_bool, check_int, check_masks, check_real_scalar, check_utilities
 
 __all__ = ["Game", "GameLike", "FunctionGame", "as_game", "prefix_masks"]
 
@@ -53,13 +53,17 @@ class Game:
         raise NotImplementedError(f"{type(self).__name__} must implement _evaluate(masks).")
 
     def __call__(self, coalition) -> float:
-        """Utility of one coalition: a boolean mask, or an iterable of player indices."""
+        """Utility of one coalition: a boolean mask, or an iterable of player indices.
+
+        Indices must be integers (or integral floats) in ``range(n_players)``;
+        negative indices are refused rather than counted from the end.
+        """
         coalition = np.asarray(coalition)
         if coalition.dtype == np.bool_:
             mask = coalition.reshape(1, -1)
         else:
             mask = np.zeros((1, self.n_players), dtype=bool)
-            mask[0, coalition.astype(int).reshape(-1)] = True
+            mask[0, _check_indices(coalition, self.n_players)] = True
         return float(self.evaluate(mask)[0])
 
     def __repr__(self) -> str:
@@ -74,12 +78,31 @@ class FunctionGame(Game):
             raise TypeError(f"fn must be callable, got {type(fn).__name__}.")
         self.fn = fn
         self.n_players = check_int(n_players, "n_players", minimum=1)
-        self.vectorized = bool(vectorized)
+        self.vectorized = check_bool(vectorized, "vectorized")
 
     def _evaluate(self, masks: np.ndarray) -> np.ndarray:
         if self.vectorized:
             return self.fn(masks)
-        return np.fromiter((self.fn(row) for row in masks), dtype=float, count=masks.shape[0])
+        return np.fromiter((check_real_scalar(self.fn(row), "fn(mask)", _SCALAR_HINT) for row in masks),
+                           dtype=float, count=masks.shape[0])
+
+
+_SCALAR_HINT = " (as_game with vectorized=False); pass vectorized=True for a function of a mask matrix"
+
+
+def _check_indices(coalition: np.ndarray, n_players: int) -> np.ndarray:
+    """Player indices of a coalition given as integers in ``range(n_players)``, or raise."""
+    indices = coalition.reshape(-1)
+    if indices.size == 0:
+        return indices.astype(np.intp)
+    if indices.dtype.kind not in "iu":
+        if indices.dtype.kind != "f" or not np.all(np.isfinite(indices) & (indices == np.round(indices))):
+            raise TypeError(f"coalition must be a boolean mask or integer player indices, got dtype "
+                            f"{indices.dtype} ({indices[:5].tolist()}).")
+    if (indices < 0).any() or (indices >= n_players).any():
+        raise ValueError(f"coalition holds player indices outside range({n_players}): "
+                         f"{indices[(indices < 0) | (indices >= n_players)][:5].tolist()}.")
+    return indices.astype(np.intp)
 
 
 def as_game(fn: Callable, n_players: int, vectorized: bool = False) -> FunctionGame:
@@ -89,13 +112,16 @@ def as_game(fn: Callable, n_players: int, vectorized: bool = False) -> FunctionG
     ----------
     fn : callable
         With ``vectorized=False``, ``fn(mask) -> float`` takes one boolean
-        mask of length ``n_players``. With ``vectorized=True``,
+        mask of length ``n_players`` and returns one real number (a NumPy
+        scalar or one-element array is fine; a string, ``None`` or a longer
+        array raises ``TypeError``). With ``vectorized=True``,
         ``fn(masks) -> array`` takes a boolean ``(m, n_players)`` array and
-        returns ``m`` utilities.
+        returns ``m`` utilities. Non-finite utilities raise ``ValueError``.
     n_players : int
         Number of players (data points), at least 1.
     vectorized : bool, default False
-        Whether ``fn`` evaluates a whole mask matrix at once.
+        Whether ``fn`` evaluates a whole mask matrix at once (``True`` or
+        ``False`` only).
 
     Returns
     -------
@@ -135,7 +161,13 @@ def evaluate_prefixes(game: GameLike, permutations: np.ndarray) -> np.ndarray:
     m, n = permutations.shape
     fast = getattr(game, "evaluate_prefixes", None)
     if fast is not None:
-        return check_utilities(np.asarray(fast(permutations), dtype=float).reshape(-1), m * n,
-                               source=f"{type(game).__name__}.evaluate_prefixes").reshape(m, n)
+        values = fast(permutations)
+        try:
+            array = np.asarray(values)
+        except ValueError:  # ragged: check_utilities reports it
+            array = None
+        if array is not None and array.size == m * n:
+            values = array.reshape(-1)  # (m, n) as documented, or already flat
+        return check_utilities(values, m * n, source=f"{type(game).__name__}.evaluate_prefixes").reshape(m, n)
     return check_utilities(game.evaluate(prefix_masks(permutations)), m * n,
                            source=f"{type(game).__name__}.evaluate").reshape(m, n)

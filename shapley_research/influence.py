@@ -122,7 +122,8 @@ import numpy as np
 from scipy import linalg
 
 from ._sampling import batch_rng
-from ._validation import check_choice, check_features, check_float, check_int, check_seed
+from ._validation import (check_bool, check_choice, check_class_labels, check_features, check_float, check_int,
+                          check_label_kinds, check_real_array, check_seed, check_target_vector)
 from .result import ValuationResult
 
 __all__ = [
@@ -140,24 +141,22 @@ _BIG = 2**50  # stand-in for subset counts too large to matter (sums stay within
 # --------------------------------------------------------------------------- validation
 
 def _check_labels(y, n: int, name: str, x_name: str) -> np.ndarray:
-    y = np.asarray(y)
-    if y.ndim == 2 and 1 in y.shape:
-        y = y.reshape(-1)
-    if y.ndim != 1:
-        raise ValueError(f"{name} must be 1-D, got shape {y.shape}.")
-    if y.shape[0] != n:
-        raise ValueError(f"{name} has {y.shape[0]} labels for {n} samples in {x_name}.")
-    if y.dtype.kind == "f" and not np.isfinite(y).all():
-        raise ValueError(f"{name} contains NaN or infinite labels.")
-    if y.dtype.kind not in "biufUSO":
-        raise TypeError(f"{name} must hold class labels (integers or strings), got dtype {y.dtype}.")
-    return y
+    return check_class_labels(check_target_vector(y, name, n, x_name), name)
 
 
-def _check_bool(value, name: str) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be a boolean, got {value!r}.")
-    return bool(value)
+def _real_vector(values, name: str) -> np.ndarray:
+    """``values`` as a flat float array, or a TypeError naming ``name``."""
+    return check_real_array(values, name).reshape(-1)
+
+
+def _integer_vector(values, name: str) -> np.ndarray:
+    """``values`` as a flat int64 array of whole numbers (never truncated), or raise naming ``name``."""
+    if np.asarray(values).dtype.kind in "biu":
+        return np.asarray(values, dtype=np.int64).reshape(-1)
+    array = _real_vector(values, name)
+    if not (np.isfinite(array) & (array == np.round(array))).all():
+        raise ValueError(f"{name} must hold whole numbers, got {array[:5].tolist()}.")
+    return array.astype(np.int64)
 
 
 # --------------------------------------------------------------------------- the model
@@ -205,8 +204,9 @@ class LogisticObjective:
             raise ValueError(f"X_train has {X_train.shape[1]} features but X_test has {X_test.shape[1]}.")
         y_train = _check_labels(y_train, X_train.shape[0], "y_train", "X_train")
         y_test = _check_labels(y_test, X_test.shape[0], "y_test", "X_test")
+        check_label_kinds(y_train, y_test)
         self.C = check_float(C, "C", minimum=0.0, strict=True)
-        self.fit_intercept = _check_bool(fit_intercept, "fit_intercept")
+        self.fit_intercept = check_bool(fit_intercept, "fit_intercept")
         self.utility_name = check_choice(utility, "utility", UTILITIES)
 
         self.classes_ = np.unique(y_train)
@@ -563,25 +563,25 @@ def largest_s_influence_general(per_sample_gradients, hessian, test_utility_grad
         ``info["normalization_constant"]`` :math:`C_U` (NaN if not normalised).
     """
     start = time.perf_counter()
-    G = np.asarray(per_sample_gradients, dtype=float)
+    G = check_real_array(per_sample_gradients, "per_sample_gradients")
     if G.ndim != 2 or G.shape[0] == 0:
         raise ValueError(f"per_sample_gradients must have shape (N, p) with N >= 1, got {G.shape}.")
     if not np.isfinite(G).all():
         raise ValueError("per_sample_gradients contains NaN or infinite values.")
     p = G.shape[1]
-    grad_u = np.asarray(test_utility_gradient, dtype=float).reshape(-1)
+    grad_u = check_real_array(test_utility_gradient, "test_utility_gradient").reshape(-1)
     if grad_u.shape != (p,):
         raise ValueError(f"test_utility_gradient must have shape ({p},), got {grad_u.shape}.")
     if not np.isfinite(grad_u).all():
         raise ValueError("test_utility_gradient contains NaN or infinite values.")
-    normalize = _check_bool(normalize, "normalize")
+    normalize = check_bool(normalize, "normalize")
     solver = "callable"
     if callable(hessian):
-        s_test = np.asarray(hessian(grad_u), dtype=float).reshape(-1)
+        s_test = check_real_array(hessian(grad_u), "hessian(b)").reshape(-1)
         if s_test.shape != (p,) or not np.isfinite(s_test).all():
             raise ValueError(f"hessian(b) must return a finite vector of shape ({p},).")
     else:
-        H = np.asarray(hessian, dtype=float)
+        H = check_real_array(hessian, "hessian")
         if H.shape != (p, p):
             raise ValueError(f"hessian must have shape ({p}, {p}) or be callable, got {H.shape}.")
         if not np.isfinite(H).all():
@@ -676,7 +676,7 @@ def largest_s_influence(X_train, y_train, X_test, y_test, *, C=1.0, fit_intercep
                             utility=utility)
     check_choice(approximation, "approximation", APPROXIMATIONS)
     check_choice(utility_change, "utility_change", UTILITY_CHANGES)
-    normalize = _check_bool(normalize, "normalize")
+    normalize = check_bool(normalize, "normalize")
     u_empty = obj.degenerate_utility if empty_utility is None else check_float(empty_utility, "empty_utility")
 
     everyone = np.arange(obj.n_train)
@@ -773,17 +773,16 @@ def neyman_allocation(std, budget, *, coverage=None, lower=None, upper=None) -> 
     -------
     ndarray of int, shape (K,)
     """
-    std = np.asarray(std, dtype=float).reshape(-1)
+    std = _real_vector(std, "std")
     K = std.size
     if K == 0 or not np.isfinite(std).all() or (std < 0).any():
         raise ValueError("std must be a non-empty array of finite, non-negative numbers.")
     budget = check_int(budget, "budget", minimum=0)
-    coverage = np.ones(K) if coverage is None else np.asarray(coverage, dtype=float).reshape(-1)
-    if coverage.shape != (K,) or not (coverage > 0).all():
-        raise ValueError(f"coverage must hold {K} positive numbers.")
-    lower = np.zeros(K, dtype=np.int64) if lower is None else np.asarray(lower, dtype=np.int64).reshape(-1)
-    upper = (np.full(K, _BIG) if upper is None
-             else np.asarray(upper, dtype=np.int64).reshape(-1))
+    coverage = np.ones(K) if coverage is None else _real_vector(coverage, "coverage")
+    if coverage.shape != (K,) or not (np.isfinite(coverage) & (coverage > 0)).all():
+        raise ValueError(f"coverage must hold {K} finite, positive numbers.")
+    lower = np.zeros(K, dtype=np.int64) if lower is None else _integer_vector(lower, "lower")
+    upper = np.full(K, _BIG) if upper is None else _integer_vector(upper, "upper")
     if lower.shape != (K,) or upper.shape != (K,) or (lower < 0).any() or (upper < lower).any():
         raise ValueError("lower and upper must be K integers with 0 <= lower <= upper.")
     if lower.sum() > budget:

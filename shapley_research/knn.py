@@ -26,7 +26,7 @@ import time
 
 import numpy as np
 
-from ._validation import check_features, check_int
+from ._validation import check_class_labels, check_features, check_int, check_label_kinds, check_target_vector
 from .games import Game
 from .result import ValuationResult
 
@@ -37,10 +37,12 @@ def _check_xy(X_train, y_train, X_test, y_test):
     X_train, X_test = check_features(X_train, "X_train"), check_features(X_test, "X_test")
     if X_train.shape[1] != X_test.shape[1]:
         raise ValueError(f"X_train has {X_train.shape[1]} features but X_test has {X_test.shape[1]}.")
-    y_train, y_test = np.asarray(y_train).reshape(-1), np.asarray(y_test).reshape(-1)
-    for name, y, X in (("y_train", y_train, X_train), ("y_test", y_test, X_test)):
-        if y.shape[0] != X.shape[0]:
-            raise ValueError(f"{name} has {y.shape[0]} labels for {X.shape[0]} samples.")
+    # labels are only compared for equality here, so they need not be sortable
+    y_train = check_class_labels(check_target_vector(y_train, "y_train", X_train.shape[0], "X_train"), "y_train",
+                                 sortable=False)
+    y_test = check_class_labels(check_target_vector(y_test, "y_test", X_test.shape[0], "X_test"), "y_test",
+                                sortable=False)
+    check_label_kinds(y_train, y_test)
     return X_train, y_train, X_test, y_test
 
 

@@ -102,7 +102,7 @@ import warnings
 
 import numpy as np
 
-from ._validation import check_choice, check_features, check_float, check_int
+from ._validation import check_bool, check_choice, check_features, check_float, check_int
 from .games import Game
 from .utility import (CLASSIFICATION_METRICS, REGRESSION_METRICS, TargetInfo, check_dataset,
                       check_degenerate_options, clipped_mean_log_probability, degenerate_rows,
@@ -238,8 +238,7 @@ class _BatchedLearner(Game):
             raise ValueError(f"{type(self).__name__} needs a {task} metric, got {metric!r}.")
         self.task = task
         self.X_train, self.y_train, self.X_test, self.y_test = check_dataset(X_train, y_train, X_test, y_test, task)
-        if not isinstance(fit_intercept, (bool, np.bool_)):
-            raise TypeError(f"fit_intercept must be True or False, got {fit_intercept!r}.")
+        check_bool(fit_intercept, "fit_intercept")
         self.degenerate, self.default_utility, self.min_samples = check_degenerate_options(
             degenerate, default_utility, min_samples)
         self.batch_size = None if batch_size is None else check_int(batch_size, "batch_size", minimum=1)
@@ -909,7 +908,7 @@ class LogisticRegressionUtility(_BatchedLearner):
         self.prefix_refit_ratio = prefix_refit_ratio
         self.prefix_steps = check_int(prefix_steps, "prefix_steps", minimum=1)
         self.prefix_tol = 100 * self.tol
-        self.warm_start = bool(warm_start)
+        self.warm_start = check_bool(warm_start, "warm_start")
         self.classes_ = self.targets.classes
         self.last_fit_info_: dict = {}
 

@@ -8,7 +8,7 @@ import numpy as np
 
 from ._sampling import (default_batch_size, evaluate_anchors, open_checkpoint, run_sampling,
                         units_from_budget)
-from ._validation import check_bool, check_int, check_target
+from ._validation import check_bool, check_game, check_int, check_n_jobs, check_target
 from .games import evaluate_prefixes
 from .result import ValuationResult, register_finalizer
 
@@ -101,7 +101,8 @@ def permutation_shapley(game, budget, seed=None, *, antithetic: bool = False,
         different seeds combine with :func:`~shapley_research.merge_results`.
     """
     start = time.perf_counter()
-    n = check_int(getattr(game, "n_players", None), "game.n_players", minimum=1)
+    n = check_game(game)
+    n_jobs = check_n_jobs(n_jobs)
     antithetic = check_bool(antithetic, "antithetic")
     target_stderr = check_target(target_stderr)
     per_unit = 2 * n if antithetic else n

@@ -7,7 +7,7 @@ import time
 import numpy as np
 
 from ._sampling import evaluate_anchors
-from ._validation import check_int
+from ._validation import check_game
 from .result import ValuationResult
 
 __all__ = ["uniform_shapley"]
@@ -29,7 +29,7 @@ def uniform_shapley(game, *, empty_utility: float | None = None) -> ValuationRes
         Two utility evaluations (one with ``empty_utility``).
     """
     start = time.perf_counter()
-    n = check_int(getattr(game, "n_players", None), "game.n_players", minimum=1)
+    n = check_game(game)
     anchors = evaluate_anchors(game, empty_utility)
     values = np.full(n, (anchors.full - anchors.empty) / n)
     return ValuationResult(values=values, n_evaluations=anchors.n_evaluations, method="uniform",

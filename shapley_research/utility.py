@@ -56,13 +56,13 @@ models that need more points (e.g. ``KNeighborsClassifier(n_neighbors=5)``).
 from __future__ import annotations
 
 import copy
-import numbers
 from collections import OrderedDict
 from typing import Callable
 
 import numpy as np
 
-from ._validation import check_choice, check_features, check_float, check_int
+from ._validation import (check_bool, check_choice, check_class_labels, check_features, check_float, check_int,
+                          check_label_kinds, check_real_scalar, check_target_vector)
 from .games import Game
 
 __all__ = ["ModelUtility", "ConstantPredictor", "CLASSIFICATION_METRICS", "REGRESSION_METRICS"]
@@ -80,29 +80,18 @@ LOG_ONE_MINUS_EPS = float(np.log1p(-np.finfo(float).eps))
 # --------------------------------------------------------------------------------------------
 
 def _check_targets(y, name: str, n_samples: int, X_name: str, task: str) -> np.ndarray:
-    y = np.asarray(y)
-    if y.ndim == 2 and y.shape[1] == 1:
-        y = y[:, 0]
-    if y.ndim != 1:
-        raise ValueError(f"{name} must be 1-D (one target per sample), got shape {y.shape}.")
-    if y.shape[0] != n_samples:
-        raise ValueError(f"{name} has {y.shape[0]} targets but {X_name} has {n_samples} samples.")
+    y = check_target_vector(y, name, n_samples, X_name, noun="targets")
     if task == "regression":
+        if y.dtype.kind in "cUS":
+            raise TypeError(f"{name} must be real numbers for a regression metric, got dtype {y.dtype}.")
         try:
             y = y.astype(float)
         except (TypeError, ValueError) as exc:
             raise TypeError(f"{name} must be numeric for a regression metric.") from exc
         if not np.isfinite(y).all():
             raise ValueError(f"{name} contains NaN or infinite values.")
-    else:
-        if y.dtype.kind == "f" and not np.isfinite(y).all():
-            raise ValueError(f"{name} contains NaN or infinite labels.")
-        if y.dtype.kind == "O":
-            try:
-                np.unique(y)
-            except TypeError as exc:
-                raise TypeError(f"{name} labels must be mutually comparable (for sorting).") from exc
-    return y
+        return y
+    return check_class_labels(y, name)
 
 
 def check_dataset(X_train, y_train, X_test, y_test, task: str):
@@ -113,6 +102,8 @@ def check_dataset(X_train, y_train, X_test, y_test, task: str):
         raise ValueError(f"X_train has {X_train.shape[1]} features but X_test has {X_test.shape[1]}.")
     y_train = _check_targets(y_train, "y_train", X_train.shape[0], "X_train", task)
     y_test = _check_targets(y_test, "y_test", X_test.shape[0], "X_test", task)
+    if task == "classification":
+        check_label_kinds(y_train, y_test)
     return X_train, y_train, X_test, y_test
 
 
@@ -472,6 +463,9 @@ class ModelUtility(Game):
                  task: str = "auto", degenerate: str = "constant", default_utility: float | None = None,
                  min_samples: int = 1, cache: bool = False, cache_size: int = 65536, fast=False,
                  blas_threads: int | None = 1):
+        if isinstance(model, type):
+            raise TypeError(f"model must be an estimator instance, got the class {model.__name__}; "
+                            f"pass {model.__name__}() instead.")
         if not (hasattr(model, "fit") and hasattr(model, "predict")):
             raise TypeError(f"model must be an estimator with fit and predict methods, got {type(model).__name__}.")
         self.model = model
@@ -491,8 +485,7 @@ class ModelUtility(Game):
             degenerate, default_utility, min_samples)
         self.n_players = self.X_train.shape[0]
         self.targets = TargetInfo(self.y_train, self.y_test, task)
-        if not isinstance(cache, (bool, np.bool_)):
-            raise TypeError(f"cache must be True or False, got {cache!r}.")
+        cache = check_bool(cache, "cache")
         self.cache_ = CoalitionCache(check_int(cache_size, "cache_size", minimum=1)) if cache else None
         if blas_threads is not None:
             blas_threads = check_int(blas_threads, "blas_threads", minimum=1)
@@ -565,10 +558,7 @@ class ModelUtility(Game):
     def score(self, model) -> float:
         """The metric of a fitted ``model`` on the test set."""
         if callable(self.metric):
-            value = self.metric(model, self.X_test, self.y_test)
-            if not isinstance(value, numbers.Real):
-                value = np.asarray(value, dtype=float).item()
-            return float(value)
+            return check_real_scalar(self.metric(model, self.X_test, self.y_test), "metric: the scorer")
         if self.task == "regression":
             predictions = np.asarray(model.predict(self.X_test), dtype=float).reshape(1, -1)
             return float(regression_scores(predictions, self.y_test, self.metric, self.targets.ss_tot)[0])
