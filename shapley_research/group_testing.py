@@ -37,7 +37,8 @@ import numpy as np
 
 from ._sampling import (MeanState, default_batch_size, evaluate_anchors, evaluate_coalitions,
                         open_checkpoint, run_sampling, units_from_budget)
-from ._validation import check_choice, check_float, check_int, check_target
+from ._validation import (check_choice, check_float, check_game, check_int, check_n_jobs, check_solver,
+                          check_target)
 from .permutation import SAMPLING_PARAMETERS
 from .result import ValuationResult, register_finalizer
 
@@ -201,7 +202,10 @@ def group_testing_shapley(game, budget, seed=None, *, variant: str = "improved",
     centering = check_choice("linear" if centering is None and variant == "improved"
                              else centering or "none", "centering", {"none", "linear"})
     recovery = check_choice(recovery, "recovery", {"closed_form", "cvxpy", "cvxpy_pairwise"})
-    n = check_int(getattr(game, "n_players", None), "game.n_players", minimum=2)
+    if variant == "paper" and recovery != "closed_form":
+        solver = check_solver(solver)
+    n = check_game(game, minimum=2)
+    n_jobs = check_n_jobs(n_jobs)
     target_stderr = check_target(target_stderr)
     fixed = 1 if empty_utility is not None else 2
     n_units = units_from_budget(budget, fixed, 1, "test", target_stderr=target_stderr)
