@@ -62,7 +62,7 @@ from typing import Callable
 import numpy as np
 
 from ._validation import (check_bool, check_choice, check_class_labels, check_features, check_float, check_int,
-                          check_label_kinds, check_real_scalar, check_target_vector)
+                          check_label_kinds, check_n_jobs, check_real_scalar, check_target_vector)
 from .games import Game
 
 __all__ = ["ModelUtility", "ConstantPredictor", "CLASSIFICATION_METRICS", "REGRESSION_METRICS"]
@@ -438,6 +438,13 @@ class ModelUtility(Game):
         faster on one thread); ``None`` leaves the thread pools alone. Ignored
         by the batched learners, whose large products use the default pools.
 
+    n_jobs : int or None, default None
+        Fit the coalitions of one ``evaluate`` call in parallel through joblib
+        (``None`` or 1: in this process; -1: all cores; pick a backend, e.g.
+        Dask, with ``joblib.parallel_config``). The utilities do not depend on
+        it. For the sampling estimators, their own ``n_jobs`` (parallel
+        batches) is usually the better lever; do not use both.
+
     Attributes
     ----------
     n_players : int
@@ -462,7 +469,7 @@ class ModelUtility(Game):
     def __init__(self, model, X_train, y_train, X_test, y_test, metric="accuracy", *,
                  task: str = "auto", degenerate: str = "constant", default_utility: float | None = None,
                  min_samples: int = 1, cache: bool = False, cache_size: int = 65536, fast=False,
-                 blas_threads: int | None = 1):
+                 blas_threads: int | None = 1, n_jobs: int | None = None):
         if isinstance(model, type):
             raise TypeError(f"model must be an estimator instance, got the class {model.__name__}; "
                             f"pass {model.__name__}() instead.")
@@ -490,6 +497,7 @@ class ModelUtility(Game):
         if blas_threads is not None:
             blas_threads = check_int(blas_threads, "blas_threads", minimum=1)
         self.blas_threads = blas_threads
+        self.n_jobs = check_n_jobs(n_jobs)
         self.n_fits = 0
         self.learner_ = self._route(fast)
         if self.learner_ is not None and hasattr(self.learner_, "evaluate_prefixes") and self.learner_.exact_prefixes:
@@ -534,13 +542,26 @@ class ModelUtility(Game):
                 masks[degenerate], self.targets, self.metric, self.degenerate, self.default_utility,
                 None if counts is None else counts[degenerate], self.X_test)
         rows = np.flatnonzero(~degenerate)
-        if rows.size:
-            if self.blas_threads is None:
-                values[rows] = [self._fit_and_score(masks[r]) for r in rows]
-            else:
-                with _thread_controller().limit(limits=self.blas_threads):
-                    values[rows] = [self._fit_and_score(masks[r]) for r in rows]
+        if rows.size < 2 or self.n_jobs in (None, 1):
+            values[rows] = self._fit_rows(masks[rows])
+            return values
+        from joblib import Parallel, delayed, effective_n_jobs
+
+        # a few chunks per worker: process overhead stays small next to the fits, load stays balanced
+        chunks = np.array_split(rows, min(rows.size, 4 * effective_n_jobs(self.n_jobs)))
+        worker = copy.copy(self)
+        worker.cache_, worker.n_jobs = None, None  # no cache to ship; no parallelism inside workers
+        parts = Parallel(n_jobs=self.n_jobs)(delayed(worker._fit_rows)(masks[chunk]) for chunk in chunks)
+        values[rows] = np.concatenate(parts)
+        self.n_fits += rows.size
         return values
+
+    def _fit_rows(self, masks: np.ndarray) -> np.ndarray:
+        """Fit and score one coalition per row of ``masks`` (all non-degenerate), in this process."""
+        if self.blas_threads is None:
+            return np.array([self._fit_and_score(mask) for mask in masks], dtype=float)
+        with _thread_controller().limit(limits=self.blas_threads):
+            return np.array([self._fit_and_score(mask) for mask in masks], dtype=float)
 
     def _fit_and_score(self, mask: np.ndarray) -> float:
         model = _fresh_copy(self.model)

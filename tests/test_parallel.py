@@ -54,3 +54,30 @@ def test_identical_for_sequential_processes_and_dask(name, dask_client):
         if sequential.stderr is not None:
             np.testing.assert_array_equal(result.stderr, sequential.stderr)
     assert len(dask_client.scheduler_info()["workers"]) == 2
+
+
+def test_model_utility_fits_in_parallel_with_identical_utilities(dask_client):
+    """ModelUtility(n_jobs=...) fits the coalitions of one evaluate call on joblib workers."""
+    from sklearn.datasets import load_iris
+    from sklearn.tree import DecisionTreeClassifier
+
+    X, y = load_iris(return_X_y=True)
+    rng = np.random.default_rng(0)
+    masks = rng.random((40, 75)) < 0.5
+    masks[0] = False  # a degenerate coalition keeps its convention in the parallel path
+
+    def utility(n_jobs):
+        return sr.ModelUtility(DecisionTreeClassifier(random_state=0), X[::2], y[::2], X[1::2], y[1::2],
+                               n_jobs=n_jobs)
+
+    sequential = utility(None)
+    expected = sequential.evaluate(masks)
+    processes = utility(2)
+    np.testing.assert_array_equal(processes.evaluate(masks), expected)
+    assert processes.n_fits == sequential.n_fits == 39
+    with parallel_config(backend="dask"), distributed.get_task_stream(dask_client) as tasks:
+        on_dask = utility(2).evaluate(masks)
+    assert tasks.data, "no fit ran on the Dask cluster"
+    np.testing.assert_array_equal(on_dask, expected)
+    with pytest.raises(ValueError, match="n_jobs must be"):
+        utility(0)
