@@ -82,7 +82,7 @@ class Checkpoint:
     def seed(self):
         return self.fingerprint.get("seed")
 
-    def _refuse(self, why: str) -> CheckpointError:
+    def refuse(self, why: str) -> CheckpointError:
         return CheckpointError(
             f"checkpoint={str(self.path)!r} {why}. The file was left untouched; delete it or "
             "pass another checkpoint path to start a new run."
@@ -94,21 +94,21 @@ class Checkpoint:
                 meta = json.loads(str(archive["meta"][()]))
                 mean, m2 = np.array(archive["mean"], dtype=float), np.array(archive["m2"], dtype=float)
         except Exception as exc:  # any unreadable file is refused the same way
-            raise self._refuse(f"is not a readable checkpoint ({type(exc).__name__}: {exc})") from exc
+            raise self.refuse(f"is not a readable checkpoint ({type(exc).__name__}: {exc})") from exc
         if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-            raise self._refuse(f"has an unknown format (expected format {FORMAT})")
+            raise self.refuse(f"has an unknown format (expected format {FORMAT})")
         digest = meta.pop("sha256", None)
         if digest != _digest(meta, mean, m2):
-            raise self._refuse("is corrupted (its checksum does not match its contents)")
+            raise self.refuse("is corrupted (its checksum does not match its contents)")
         theirs = dict(meta["fingerprint"])
         if self.fingerprint.get("seed") is None:
             self.fingerprint["seed"] = theirs.get("seed")
         if theirs != self.fingerprint:
             keys = sorted(k for k in set(theirs) | set(self.fingerprint) if theirs.get(k) != self.fingerprint.get(k))
             detail = ", ".join(f"{k}: file {theirs.get(k)!r} vs call {self.fingerprint.get(k)!r}" for k in keys)
-            raise self._refuse(f"was written by a different run ({detail})")
+            raise self.refuse(f"was written by a different run ({detail})")
         if mean.shape != (self.dim,) or m2.shape != (self.dim,):
-            raise self._refuse(f"holds statistics of dimension {mean.shape}, expected ({self.dim},)")
+            raise self.refuse(f"holds statistics of dimension {mean.shape}, expected ({self.dim},)")
         self.count, self.n_evaluations, self.batches = meta["count"], meta["n_evaluations"], meta["batches"]
         self.context = meta["context"]
         self.mean, self.m2 = mean, m2

@@ -268,7 +268,7 @@ def run_sampling(
         first, n_evaluations = checkpoint.batches, checkpoint.n_evaluations
         planned = sum(size for _, size in zip(range(first), _batch_sizes(n_units, batch_size)))
         if planned != checkpoint.count:
-            raise checkpoint._refuse(
+            raise checkpoint.refuse(
                 f"holds {checkpoint.count} samples in {first} batches, but this call's budget plans "
                 f"{planned} samples in its first {first} batches (a smaller budget, or a run that ended "
                 "on a partial batch)")
