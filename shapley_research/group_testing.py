@@ -39,6 +39,7 @@ from ._sampling import (MeanState, default_batch_size, evaluate_anchors, evaluat
                         open_checkpoint, run_sampling, units_from_budget)
 from ._validation import (check_choice, check_float, check_game, check_int, check_n_jobs, check_solver,
                           check_target)
+from ._subsets import _draw_small_sides, _listed_up_to, _ones, _SmallSides, random_subsets
 from .permutation import SAMPLING_PARAMETERS
 from .result import ValuationResult, register_finalizer
 
@@ -62,46 +63,93 @@ def group_testing_size_distribution(n_drawn: int) -> tuple[np.ndarray, np.ndarra
     return k.astype(np.int64), weights / z, z
 
 
-def random_subsets(rng: np.random.Generator, k: np.ndarray, n_drawn: int) -> np.ndarray:
-    """Boolean ``(len(k), n_drawn)`` rows, row ``t`` a uniform subset of size ``k[t]``.
+def _draw_sizes(rng: np.random.Generator, size: int, probabilities: np.ndarray) -> np.ndarray:
+    """``size`` test sizes ``k ~ q(k)`` (``probabilities[j]`` is ``q(j + 1)``), in increasing order.
 
-    Draws the smaller of each subset and its complement by adding uniform
-    draws (with replacement) until the row holds that many distinct players.
-    The procedure treats all players alike and always stops at the right
-    size, so every subset of that size is equally likely; it touches about
-    ``min(k, P - k)`` cells per row instead of shuffling all ``P``.
+    Inverse CDF on sorted uniforms (sorted keys make the search several times
+    faster): as a multiset the sizes are ``size`` independent draws from ``q``,
+    and nothing downstream depends on the order of the tests in a batch.
     """
-    flip = k > n_drawn // 2
-    small = np.where(flip, n_drawn - k, k)
-    masks = np.zeros((k.size, n_drawn), dtype=bool)
-    flat = masks.reshape(-1)
-    need, active = small.copy(), np.flatnonzero(small)
-    while active.size:
-        rows = np.repeat(active, need[active])
-        flat[rows * n_drawn + rng.integers(0, n_drawn, rows.size)] = True
-        need[active] = small[active] - np.count_nonzero(masks[active], axis=1)
-        active = active[need[active] > 0]
-    np.logical_xor(masks, flip[:, None], out=masks)
-    return masks
+    cdf = np.cumsum(probabilities)
+    k = np.searchsorted(cdf, np.sort(rng.random(size)) * cdf[-1], side="right")
+    k += 1
+    np.minimum(k, probabilities.size, out=k)
+    return k
 
 
-def _contrast_moments(weight: np.ndarray, masks: np.ndarray, offset: np.ndarray) -> MeanState:
-    r"""Moments of the per-test vectors :math:`x_{ti} = w_t(eta_{ti} - o_t)` without forming them.
+def _group_rows(in_game: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Order of the tests by how their game coalitions are drawn, and the ends of the five groups.
+
+    Groups: coalitions known without sampling (empty or grand), listed rows
+    whose small side is the coalition, listed rows whose small side is its
+    complement (*flipped*), then the same two for Bernoulli rows (see
+    :func:`_draw_small_sides`).
+    """
+    flip = in_game > n // 2
+    small = np.where(flip, n - in_game, in_game)
+    group = np.where(small == 0, 0, 1 + 2 * (small > _listed_up_to(n)) + flip).astype(np.int8)
+    order = np.argsort(group, kind="stable")
+    return order, np.searchsorted(group[order], np.arange(1, 6, dtype=np.int8))
+
+
+def _game_masks(cells: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Boolean masks of the sampled rows (``ends[0]`` on, see :func:`_group_rows`) from their small sides.
+
+    Written over ``cells`` (viewed as booleans, one byte each): no new buffer.
+    """
+    masks = cells.view(bool)
+    for group in range(4):
+        lo, hi = int(ends[group]), int(ends[group + 1])
+        (np.equal if group % 2 else np.not_equal)(cells[lo:hi], 0, out=masks[lo:hi])
+    return masks[int(ends[0]):]
+
+
+def _contrast_moments(weight: np.ndarray, offset: np.ndarray, flip: np.ndarray, sides: _SmallSides,
+                      bernoulli_masks: np.ndarray) -> MeanState:
+    r"""Moments of the per-test vectors :math:`x_{ti} = w_t(\beta_{ti} - o_t)` (``i < N``), not formed.
 
     ``o_t`` is the null player's indicator (improved) or ``k_t / N`` (paper,
     which centres the contrasts). Both sums are linear in the 0/1 masks:
-    :math:`\sum_t x_{ti} = (w^	opeta)_i - w^	op o` and, as
-    :math:`(eta - o)^2 = eta(1 - 2o) + o^2` for 0/1 ``beta``,
-    :math:`\sum_t x_{ti}^2 = (w^2(1 - 2o))^	opeta + (w^2)^	op o^2`; so one
-    ``(2, b) @ (b, N)`` product gives the batch's mean and M2.
+    :math:`\sum_t x_{ti} = (w^\top\beta)_i - w^\top o` and, as
+    :math:`(\beta - o)^2 = \beta(1 - 2o) + o^2` for 0/1 :math:`\beta`,
+    :math:`\sum_t x_{ti}^2 = (y^\top\beta)_i + (w^2)^\top o^2` with
+    :math:`y = w^2(1 - 2o)`. For a listed row, :math:`\beta_t = f_t + s_t e_t`
+    with ``e_t`` its small side, ``f_t`` 1 if flipped and :math:`s_t = 1 - 2f_t`,
+    so its part of :math:`(w^\top\beta)_i` is :math:`f_t w_t` plus a sparse
+    product over the small side's entries (``O(entries)``, no dense float
+    matrix); the Bernoulli rows' part is a dense product with their game masks
+    ``bernoulli_masks`` (the last rows of the batch, in order), in blocks that
+    stay in cache.
     """
     size = weight.shape[0]
-    offset = offset.astype(float)
-    sums = np.stack([weight, weight**2 * (1.0 - 2.0 * offset)]) @ masks
-    mean = (sums[0] - weight @ offset) / size
-    total_sq = sums[1] + weight**2 @ offset**2
+    n = bernoulli_masks.shape[1]
+    p, s = sides.cells.shape[1], sides.n_listed
+    offset = np.asarray(offset, dtype=float)
+    y = np.empty((size, 2))
+    y[:, 0] = weight
+    y[:, 1] = weight**2 * (1.0 - 2.0 * offset)
+    sums = np.zeros((p + 1, 2))  # column p collects the repeated draws
+    if s:
+        import scipy.sparse
+
+        flipped = flip[:s].astype(float)
+        sums[:n] += flipped @ y[:s]
+        signed = y[:s] * (1.0 - 2.0 * flipped)[:, None]
+        listed = scipy.sparse.csr_array((_ones(sides.vals.size), sides.vals, sides.indptr), shape=(s, p + 1))
+        sums += listed.T @ signed
+        for j in range(2):
+            sums[:, j] += np.bincount(sides.extra_vals, weights=signed[sides.extra_rows, j], minlength=p + 1)
+    d = size - s
+    if d:
+        block = np.empty((min(d, max(8, 2**16 // n)), n))
+        for start in range(0, d, block.shape[0]):
+            stop = min(start + block.shape[0], d)
+            np.copyto(block[:stop - start], bernoulli_masks[start:stop])
+            sums[:n] += block[:stop - start].T @ y[s + start:s + stop]
+    mean = (sums[:n, 0] - weight @ offset) / size
+    total_sq = sums[:n, 1] + weight**2 @ offset**2
     m2 = np.maximum(total_sq - size * mean**2, 0.0)
-    return MeanState(masks.shape[1], size, mean, m2)
+    return MeanState(n, size, mean, m2)
 
 
 def recover_from_differences(centred: np.ndarray, total: float, *, recovery: str = "closed_form",
@@ -219,19 +267,33 @@ def group_testing_shapley(game, budget, seed=None, *, variant: str = "improved",
         "empty_utility": empty_utility, **options})
     anchors = evaluate_anchors(game, empty_utility, checkpoint=ckpt)
     n_drawn = n + 1 if variant == "improved" else n
-    sizes, probabilities, z = group_testing_size_distribution(n_drawn)
+    _, probabilities, z = group_testing_size_distribution(n_drawn)
     slope = (anchors.full - anchors.empty) / n_drawn
 
     def sample_batch(rng: np.random.Generator, size: int):
-        k = rng.choice(sizes, size=size, p=probabilities)
-        beta = random_subsets(rng, k, n_drawn)
-        masks = beta[:, :n]
-        in_game = k - beta[:, n] if variant == "improved" else k
-        u, evaluations = evaluate_coalitions(game, masks, anchors.empty, anchors.full, sizes=in_game)
+        k = _draw_sizes(rng, size, probabilities)
+        if variant == "improved":  # the null player is in a uniform k-subset of N + 1 w.p. k / (N + 1),
+            null = rng.integers(0, n_drawn, size) < k  # the rest is a uniform subset of the N players
+            in_game = k - null
+        else:
+            null, in_game = None, k
+        order, ends = _group_rows(in_game, n)
+        k, in_game = k[order], in_game[order]
+        flip = in_game > n // 2
+        sides = _draw_small_sides(rng, np.where(flip, n - in_game, in_game), n, int(ends[2]))
+        masks = _game_masks(sides.cells, ends)
+        known = int(ends[0])  # U(empty), U(D): not evaluated again
+        u = np.empty(size)
+        u[:known] = np.where(in_game[:known] == 0, anchors.empty, anchors.full)
+        evaluations = 0
+        if masks.shape[0]:
+            u[known:], evaluations = evaluate_coalitions(game, masks, anchors.empty, anchors.full,
+                                                         sizes=in_game[known:])
         if centering == "linear":
-            u = u - (anchors.empty + slope * k)
-        offset = beta[:, n] if variant == "improved" else k / n
-        return _contrast_moments(z * u, masks, offset), evaluations
+            u -= anchors.empty + slope * k
+        offset = null[order] if variant == "improved" else k / n
+        bernoulli = masks[int(ends[2]) - known:]
+        return _contrast_moments(z * u, offset, flip, sides, bernoulli), evaluations
 
     outcome = run_sampling(sample_batch, dim=n, n_units=n_units, batch_size=batch_size, entropy=entropy,
                            n_jobs=n_jobs, progress=progress, desc=f"group testing ({variant})", unit="test",
