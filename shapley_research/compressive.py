@@ -9,7 +9,7 @@ import numpy as np
 from ._sampling import (aux_rng, default_batch_size, evaluate_anchors, open_checkpoint, run_sampling,
                         units_from_budget)
 from ._validation import check_float, check_game, check_int, check_n_jobs, check_solver, check_target
-from .permutation import SAMPLING_PARAMETERS, marginal_contributions, random_permutations
+from .permutation import documents_sampling_options, marginal_contributions, random_permutations
 from .result import ValuationResult
 
 __all__ = ["compressive_shapley", "bernoulli_matrix", "l1_recovery"]
@@ -42,6 +42,7 @@ def l1_recovery(matrix: np.ndarray, measurements: np.ndarray, centre: np.ndarray
     return centre + np.asarray(delta.value) * scale, problem.status
 
 
+@documents_sampling_options
 def compressive_shapley(game, budget, seed=None, n_measurements: int | None = None, *,
                         epsilon: float | None = None, solver: str = "CLARABEL",
                         batch_size: int | None = None, n_jobs: int | None = None,
@@ -140,6 +141,3 @@ def compressive_shapley(game, budget, seed=None, n_measurements: int | None = No
               "empty_utility": anchors.empty, "full_utility": anchors.full, "batch_size": batch_size,
               **outcome.summary()},
     )
-
-
-compressive_shapley.__doc__ = compressive_shapley.__doc__.replace("{sampling}", SAMPLING_PARAMETERS)

@@ -40,7 +40,7 @@ from ._sampling import (MeanState, default_batch_size, evaluate_anchors, evaluat
 from ._validation import (check_choice, check_float, check_game, check_int, check_n_jobs, check_solver,
                           check_target)
 from ._subsets import _draw_small_sides, _listed_up_to, _ones, _SmallSides, random_subsets
-from .permutation import SAMPLING_PARAMETERS
+from .permutation import documents_sampling_options
 from .result import ValuationResult, register_finalizer
 
 __all__ = ["group_testing_shapley", "group_testing_size_distribution", "FeasibilityError",
@@ -200,6 +200,7 @@ def recover_from_differences(centred: np.ndarray, total: float, *, recovery: str
     return np.asarray(s.value) * scale, {"recovery": recovery, "solver": solver, "status": problem.status}
 
 
+@documents_sampling_options
 def group_testing_shapley(game, budget, seed=None, *, variant: str = "improved",
                           centering: str | None = None, recovery: str = "closed_form",
                           epsilon: float | None = None, solver: str = "CLARABEL",
@@ -306,9 +307,6 @@ def group_testing_shapley(game, budget, seed=None, *, variant: str = "improved",
                            method=f"group_testing[{variant}]", seed=entropy,
                            wall_time=time.perf_counter() - start, stderr=stderr,
                            n_samples=outcome.state.count, info={**info, **updates}, state=outcome.state)
-
-
-group_testing_shapley.__doc__ = group_testing_shapley.__doc__.replace("{sampling}", SAMPLING_PARAMETERS)
 
 
 @register_finalizer("group_testing[improved]", "group_testing[paper]")

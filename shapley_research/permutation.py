@@ -53,6 +53,14 @@ SAMPLING_PARAMETERS = """\
 """
 
 
+def documents_sampling_options(estimator):
+    """Put :data:`SAMPLING_PARAMETERS` where ``estimator``'s docstring says ``{sampling}``."""
+    if estimator.__doc__:  # None under python -OO
+        estimator.__doc__ = estimator.__doc__.replace("{sampling}", SAMPLING_PARAMETERS)
+    return estimator
+
+
+@documents_sampling_options
 def permutation_shapley(game, budget, seed=None, *, antithetic: bool = False,
                         batch_size: int | None = None, n_jobs: int | None = None,
                         progress: bool | None = None, empty_utility: float | None = None,
@@ -138,9 +146,6 @@ def permutation_shapley(game, budget, seed=None, *, antithetic: bool = False,
         n_samples=outcome.state.count * (2 if antithetic else 1), info={**info, **updates},
         state=outcome.state,
     )
-
-
-permutation_shapley.__doc__ = permutation_shapley.__doc__.replace("{sampling}", SAMPLING_PARAMETERS)
 
 
 @register_finalizer("permutation")
