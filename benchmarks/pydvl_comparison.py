@@ -86,6 +86,10 @@ import shapley_research.datasets  # noqa: F401  (loaded now: the run uses the li
 from shapley_research import (Game, LogisticRegressionUtility, compressive_shapley, group_testing_shapley,
                               knn_shapley, permutation_shapley)
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)  # also when loaded by file path (the tests)
+from core_overhead import CheapGame  # noqa: E402  (the cheap closed-form game of the overhead benchmark)
+
 THROUGHPUT_GOAL = 100.0  # x pyDVL evaluations per second
 GT_TIME_GOAL = 100.0  # x pyDVL group testing wall time
 EVALUATIONS_GOAL = 0.5  # our evaluations / pyDVL's at the same error
@@ -169,42 +173,14 @@ def snapshot_for_workers() -> None:
     package = os.path.dirname(os.path.abspath(shapley_research.__file__))
     shutil.copytree(package, os.path.join(folder, "shapley_research"),
                     ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(os.path.abspath(__file__), os.path.join(folder, "pydvl_comparison.py"))
+    for script in ("pydvl_comparison.py", "core_overhead.py"):
+        shutil.copy(os.path.join(HERE, script), os.path.join(folder, script))
     env = dict(os.environ)
     env["PYTHONPATH"] = folder + os.pathsep + env.get("PYTHONPATH", "")
     _SNAPSHOT.update(folder=folder, script=os.path.join(folder, "pydvl_comparison.py"), env=env)
 
 
 # --------------------------------------------------------------------------- games
-
-
-class CheapGame(Game):
-    r"""A cheap vectorised game with closed-form Shapley values.
-
-    :math:`U(S) = \sum_{i \in S} w_i + c\sqrt{|S|} + \sum_j a_j [T_j \subseteq S]`
-    (linear part, concave symmetric part, unanimity terms on three-player sets);
-    values :math:`w_i + c\sqrt N / N + \sum_{j: i \in T_j} a_j / 3`.
-    """
-
-    def __init__(self, n_players: int, n_unanimity: int = 10, seed: int = 0):
-        rng = np.random.default_rng(seed)
-        self.n_players = n_players
-        self.weights = rng.normal(0.0, 1.0, n_players)
-        self.concave = 5.0
-        self.sets = np.stack([rng.choice(n_players, 3, replace=False) for _ in range(n_unanimity)])
-        self.set_weights = rng.normal(0.0, 2.0, n_unanimity)
-        self._linear = np.column_stack([self.weights, np.ones(n_players)])
-
-    def _evaluate(self, masks: np.ndarray) -> np.ndarray:
-        scores = masks @ self._linear
-        unanimity = masks[:, self.sets].all(axis=2) @ self.set_weights
-        return scores[:, 0] + self.concave * np.sqrt(scores[:, 1]) + unanimity
-
-    def shapley_values(self) -> np.ndarray:
-        values = self.weights + self.concave * np.sqrt(self.n_players) / self.n_players
-        for members, weight in zip(self.sets, self.set_weights):
-            values[members] += weight / len(members)
-        return values
 
 
 class AirportGame(Game):
