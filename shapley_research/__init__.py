@@ -16,6 +16,7 @@ from .knn import KNNUtility, knn_shapley
 from .permutation import permutation_shapley
 from ._checkpoint import CheckpointError
 from .result import ValuationResult, merge_results
+from .svarm import stratified_svarm_shapley
 from .uniform import uniform_shapley
 
 __version__ = "0.1.0"
@@ -23,7 +24,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Game", "GameLike", "FunctionGame", "as_game", "ValuationResult", "merge_results", "CheckpointError",
     "exact_shapley", "permutation_shapley", "group_testing_shapley", "compressive_shapley",
-    "uniform_shapley", "knn_shapley", "KNNUtility", "FeasibilityError",
+    "stratified_svarm_shapley", "uniform_shapley", "knn_shapley", "KNNUtility", "FeasibilityError",
     "permutation_sample_size", "group_testing_sample_size", "group_testing_q_tot",
     "compressive_sample_size", "stability_bound", "uniform_division_guarantee",
     "UniformDivisionGuarantee",

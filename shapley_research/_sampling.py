@@ -239,6 +239,7 @@ def run_sampling(
     checkpoint: Checkpoint | None = None,
     target_stderr: float | None = None,
     watch: slice = slice(None),
+    stderr_of: Callable[[MeanState], np.ndarray] | None = None,
 ) -> SamplingOutcome:
     """Draw samples in batches and accumulate their mean.
 
@@ -250,8 +251,9 @@ def run_sampling(
 
     Stops after ``n_units`` samples, or, with ``target_stderr``, as soon as
     (after a whole batch, and from :data:`MIN_SAMPLES_FOR_PRECISION` samples
-    on) the largest standard error of the coordinates ``watch`` is at most
-    ``target_stderr``; ``n_units`` is then a cap (``None``: none). The
+    on) the largest standard error of the coordinates ``watch`` (of the
+    estimates ``stderr_of(state)`` when the values are not the sample mean
+    itself) is at most ``target_stderr``; ``n_units`` is then a cap (``None``: none). The
     decision is taken in batch order, so it is the same for any ``n_jobs``
     (parallel workers may compute a few batches past it, which are discarded).
     The progress bar then estimates the samples needed from
@@ -276,7 +278,10 @@ def run_sampling(
     resumed = state.count
 
     def precision() -> float:
-        return float(np.nanmax(state.stderr[watch])) if state.count >= 2 else np.inf
+        if state.count < 2:
+            return np.inf
+        stderr = state.stderr if stderr_of is None else stderr_of(state)
+        return float(np.nanmax(stderr[watch]))
 
     def reached() -> str | None:
         if n_units is not None and state.count >= n_units:

@@ -29,6 +29,8 @@ RUNS = {
     "group_testing_paper": lambda g, **kw: sr.group_testing_shapley(g, kw.pop("budget", 2 + 25 * 40),
                                                                     batch_size=25, variant="paper", **kw),
     "compressive": lambda g, **kw: sr.compressive_shapley(g, kw.pop("budget", 2 + 8 * 40), batch_size=1, **kw),
+    "svarm": lambda g, **kw: sr.stratified_svarm_shapley(g, kw.pop("budget", 2 * N + 2 + 25 * 40), batch_size=25,
+                                                         **kw),
 }
 
 

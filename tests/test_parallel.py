@@ -31,6 +31,7 @@ RUNS = {
     "group_testing_paper": lambda n_jobs: sr.group_testing_shapley(GAME, 20_002, seed=3, n_jobs=n_jobs,
                                                                    batch_size=1_000, variant="paper"),
     "compressive": lambda n_jobs: sr.compressive_shapley(GAME, 6_002, seed=3, n_jobs=n_jobs, batch_size=20),
+    "svarm": lambda n_jobs: sr.stratified_svarm_shapley(GAME, 20_062, seed=3, n_jobs=n_jobs, batch_size=1_000),
 }
 
 
