@@ -94,6 +94,13 @@ intercept absorbs :math:`\bar x^\top w`); it only improves conditioning.
     changes. Because each step uses the exact gradient, errors left by one
     step are corrected by the next; the tests and the benchmark report the
     distance to exact refits.
+
+    With ``prefix_path="exact"`` the pass is exact instead
+    (:mod:`shapley_research._warm_prefix`): every prefix is iterated to the
+    convergence test of :meth:`LogisticRegressionUtility.evaluate`, from the
+    previous prefix's solution, by L-BFGS steps over the prefix's rows whose
+    secant pairs carry over between prefixes, on top of the rescaled inverse
+    Hessian of a recent prefix.
 """
 
 from __future__ import annotations
@@ -548,7 +555,7 @@ class _SoftmaxChunk:
         return (f, g, P) if probabilities else (f, g)
 
     def hessian(self, P) -> np.ndarray:
-        """Full softmax Hessian, null directions made harmless (:meth:`_fix_null_directions`).
+        """Full softmax Hessian, null directions made harmless (:func:`_fix_null_directions`).
 
         Block ``(k, l)`` is ``sum_i w_i (p_ik [k=l] - p_ik p_il) x_i x_i^T``: one
         product of the class-pair weights with the per-point outer products,
@@ -566,26 +573,8 @@ class _SoftmaxChunk:
         H *= self.C[:, None, None]
         diagonal = np.arange(K * q)
         H[:, diagonal, diagonal] += np.tile(data.penalty, K)
-        self._fix_null_directions(H, q)
+        _fix_null_directions(H, self.present, self.data.penalty)
         return H
-
-    def _fix_null_directions(self, H, q):
-        """Make ``H`` invertible without changing Newton steps on gradients orthogonal to its null space.
-
-        Absent classes: their coordinates never move (zero gradient), so their
-        unpenalised intercept entries get a unit diagonal. Present classes: the
-        loss is invariant to adding one constant to all their intercepts, a
-        direction every gradient is orthogonal to; adding ``c v v^T`` along it
-        leaves the solution of ``H d = -g`` unchanged.
-        """
-        if self.data.penalty[-1] != 0.0:  # no intercept: the penalty makes H positive definite
-            return
-        K = self.data.K
-        intercept = np.arange(K) * q + (q - 1)
-        H[:, intercept, intercept] += ~self.present
-        v = self.present.astype(float)
-        scale = np.abs(H[:, intercept, intercept]).mean(axis=1)
-        H[:, intercept[:, None], intercept[None, :]] += (scale[:, None, None] / K) * (v[:, :, None] * v[:, None, :])
 
     def converged(self, g, tol) -> np.ndarray:
         return np.abs(g).max(axis=(1, 2)) <= tol * self.C * self.size
@@ -614,6 +603,26 @@ class _SoftmaxChunk:
         """Inverse of the (null-fixed) Hessian at ``theta``, shape (B, Kq, Kq)."""
         _, _, P = self.objective(theta, grad=True, probabilities=True)
         return np.linalg.inv(self.hessian(P))
+
+
+def _fix_null_directions(H, present, penalty) -> None:
+    """Make Hessians ``H`` (B, Kq, Kq) invertible without changing Newton steps on admissible gradients.
+
+    Absent classes (``present`` (B, K) false): their coordinates never move
+    (zero gradient), so their unpenalised intercept entries get a unit
+    diagonal. Present classes: the loss is invariant to adding one constant to
+    all their intercepts, a direction every gradient is orthogonal to; adding
+    ``c v v^T`` along it leaves the solution of ``H d = -g`` unchanged.
+    """
+    if penalty[-1] != 0.0:  # no intercept: the penalty makes H positive definite
+        return
+    q = penalty.shape[0]
+    K = present.shape[1]
+    intercept = np.arange(K) * q + (q - 1)
+    H[:, intercept, intercept] += ~present
+    v = present.astype(float)
+    scale = np.abs(H[:, intercept, intercept]).mean(axis=1)
+    H[:, intercept[:, None], intercept[None, :]] += (scale[:, None, None] / K) * (v[:, :, None] * v[:, None, :])
 
 
 def _data_hessian(X: np.ndarray, P: np.ndarray) -> np.ndarray:
@@ -879,6 +888,13 @@ class LogisticRegressionUtility(_BatchedLearner):
     warm_start : bool, default True
         Start every fit from the full-data solution (fitted once), and
         precondition L-BFGS by the full-data Hessian scaled to ``|S|/N``.
+    prefix_path : {"online", "exact"}, default "online"
+        What :meth:`evaluate_prefixes` computes. ``"online"``: one pass of
+        chord steps, an approximation of refitting (fast). ``"exact"``: every
+        prefix fitted to ``tol`` like :meth:`evaluate`, warm-started from the
+        previous prefix (:mod:`shapley_research._warm_prefix`); the learner then
+        has ``exact_prefixes = True``, so ``permutation_shapley`` values equal
+        those from refitting every prefix (to the solver tolerance).
 
     Attributes
     ----------
@@ -889,13 +905,19 @@ class LogisticRegressionUtility(_BatchedLearner):
         (non-degenerate coalitions; each prefix counts one).
     last_fit_info_ : dict
         Solver, mean and max iterations, coalitions not converged, of the last batch fitted.
+    last_prefix_info_ : dict
+        For ``prefix_path="exact"``, counts of the last :meth:`evaluate_prefixes`:
+        ``passes`` (objective passes over a prefix per permutation), ``refits``
+        (batched fits when the classes change), ``fallbacks`` (batched fits of
+        prefixes the warm steps did not converge), ``hessians`` (inverted).
     """
 
     def __init__(self, X_train, y_train, X_test, y_test, metric="accuracy", *, C: float = 1.0,
                  fit_intercept: bool = True, tol: float = 1e-6, max_iter: int = 500, solver: str = "auto",
                  newton_max_params: int = 160, degenerate: str = "constant",
                  default_utility: float | None = None, min_samples: int = 1, batch_size: int | None = None,
-                 prefix_refit_ratio: float | None = 1.5, prefix_steps: int = 3, warm_start: bool = True):
+                 prefix_refit_ratio: float | None = 1.5, prefix_steps: int = 3, warm_start: bool = True,
+                 prefix_path: str = "online"):
         self._setup(X_train, y_train, X_test, y_test, metric, fit_intercept, degenerate, default_utility,
                     min_samples, batch_size, "classification")
         self.C = check_float(C, "C", minimum=0.0, strict=True)
@@ -909,6 +931,10 @@ class LogisticRegressionUtility(_BatchedLearner):
         self.prefix_steps = check_int(prefix_steps, "prefix_steps", minimum=1)
         self.prefix_tol = 100 * self.tol
         self.warm_start = check_bool(warm_start, "warm_start")
+        self.prefix_path = check_choice(prefix_path, "prefix_path", ("online", "exact"))
+        # an exact prefix path lets ModelUtility and the estimators rely on evaluate_prefixes
+        self.exact_prefixes = self.prefix_path == "exact"
+        self.last_prefix_info_: dict = {}
         self.classes_ = self.targets.classes
         self.last_fit_info_: dict = {}
 
@@ -1090,7 +1116,14 @@ class LogisticRegressionUtility(_BatchedLearner):
 
     # -- one pass along permutations ----------------------------------------------------------
     def evaluate_prefixes(self, permutations) -> np.ndarray:
-        """Prefix utilities (m, n) in one pass per permutation: an online approximation of refitting.
+        """Prefix utilities (m, n) in one pass per permutation: exact or an online approximation.
+
+        With ``prefix_path="exact"`` every prefix is fitted to ``tol`` (the
+        convergence test of :meth:`evaluate`), warm-started from the previous
+        prefix's solution with quasi-Newton steps over the prefix's rows only
+        (:mod:`shapley_research._warm_prefix`); the values agree with
+        :meth:`evaluate` on the prefix masks to the solver tolerance. The rest
+        of this docstring is about the default ``prefix_path="online"``.
 
         What it computes (module docstring): when point ``k`` joins the prefix,
         one quasi-Newton step on the prefix objective from the previous
@@ -1113,10 +1146,21 @@ class LogisticRegressionUtility(_BatchedLearner):
         P = K * q
         values = np.empty((m, n))
         degenerate = self._prefix_degenerate(permutations)
-        inverse_size = P * P if self._use_newton() else K * q * q
-        per_perm_bytes = 8 * (2 * inverse_size + 4 * P + 8 * n * K + 4 * K * len(self.y_test))
-        for s in _chunks(m, self._chunk_size(per_perm_bytes, cap=256)):
-            values[s] = self._online_pass(permutations[s], degenerate[s])
+        if self.exact_prefixes:
+            from ._warm_prefix import exact_prefix_utilities
+
+            info = {"passes": 0, "refits": 0, "fallbacks": 0, "hessians": 0}
+            # per permutation: its reordered rows, its inverse Hessian (float32), secant pairs
+            per_perm_bytes = 8 * (n * (q + K) + P * P // 2 + 10 * P) + 8 * 4 * K * len(self.y_test)
+            for s in _chunks(m, self._chunk_size(per_perm_bytes, cap=64)):
+                values[s], counts = exact_prefix_utilities(self, permutations[s], degenerate[s])
+                info = {key: info[key] + counts[key] for key in info}
+            self.last_prefix_info_ = info
+        else:
+            inverse_size = P * P if self._use_newton() else K * q * q
+            per_perm_bytes = 8 * (2 * inverse_size + 4 * P + 8 * n * K + 4 * K * len(self.y_test))
+            for s in _chunks(m, self._chunk_size(per_perm_bytes, cap=256)):
+                values[s] = self._online_pass(permutations[s], degenerate[s])
         if degenerate.any():
             values[degenerate] = self._prefix_degenerate_utilities(permutations, degenerate)
         self.n_fits += int((~degenerate).sum())

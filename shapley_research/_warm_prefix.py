@@ -1,0 +1,271 @@
+r"""Exact prefix utilities of logistic regression along permutations, with warm starts.
+
+Used by :meth:`LogisticRegressionUtility.evaluate_prefixes` with
+``prefix_path="exact"``. Prefix :math:`S_k = \{\pi_1, \dots, \pi_k\}` is fitted
+to the learner's own convergence test
+:math:`\|\nabla f_k(\theta)\|_\infty \le \text{tol}\cdot C_k\cdot k` (the test of
+:meth:`LogisticRegressionUtility.evaluate`), so every prefix utility is that of
+an exact fit, whatever path led there.
+
+The idea: :math:`f_k = f_{k-1} + C_k\ell_{\pi_k}`, so at the previous
+solution :math:`\theta_{k-1}` the new gradient is the old one (already below
+tolerance) plus one point's gradient, :math:`O(Kq)`; the optimum moves by
+:math:`O(1/k)`. From there quasi-Newton steps
+
+.. math:: \theta \leftarrow \theta - t\,B\,\nabla f_k(\theta)
+
+reach the tolerance in a few passes, each pass one objective and gradient over
+the ``k`` rows of the prefix only (not all ``N``, as a batched fit of an
+arbitrary coalition needs). :math:`B` is the L-BFGS two-loop inverse over the
+latest :math:`(s_i, y_i)` secant pairs, *kept from one prefix to the next*
+(the curvature of :math:`f_k` changes by one point per prefix), on top of
+:math:`\frac{k_{\text{ref}}}{k}H_{\text{ref}}^{-1}`: the exact Hessian of a
+recent prefix (size :math:`k_{\text{ref}}`, at its solution), rescaled to the
+prefix size. :math:`H_{\text{ref}}` is recomputed (and the pairs dropped)
+after a prefix needs ``refresh_after`` steps: the full-data Hessian or the
+class-diagonal blocks precondition far worse (measured on MNIST, 50 PCA
+components: 7-12 passes per prefix against about 6). Steps take the largest
+:math:`t = 2^{-j}` satisfying Armijo's condition (the trial pass also gives the
+next gradient).
+
+Cost: the gradient at the previous solution is typically a few hundred times
+the tolerance (one point moves the optimum by :math:`O(1/k)`, the test allows
+:math:`10^{-6}k`), so even exact Newton needs 2-3 passes; with
+``K q = 510`` parameters the Hessian inverse (:math:`O(k K^2q^2 + K^3q^3)`)
+dominates. On MNIST this path runs about 1.5 times faster than batched
+refits, far from the online approximation.
+
+Prefixes whose set of classes changes (which also switches between the
+binary and the multinomial model, :math:`C_k \in \{C/2, C\}`) and prefixes not
+converged after ``max_steps`` steps are fitted by the learner's batched solver,
+warm-started from the current parameters; the secant pairs are dropped when
+the classes change. Degenerate prefixes (empty, one class, fewer than
+``min_samples`` points) are left to the caller's degenerate convention.
+Several permutations advance together in 3-D arrays ``(b, K, k)`` so each
+pass is a few batched matrix products.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .learners import NEG_LOGIT, _data_hessian, _fix_null_directions
+
+__all__ = ["exact_prefix_utilities"]
+
+
+class _PrefixData:
+    """The training rows in each permutation's order, so prefix ``k`` is the slice ``[:, :k]``."""
+
+    def __init__(self, learner, perms: np.ndarray):
+        self.X = np.ascontiguousarray(learner.design.train[perms])  # (b, N, q)
+        self.onehot = np.ascontiguousarray(learner.targets.train_onehot[perms].transpose(0, 2, 1))  # (b, K, N)
+        self.labels = learner.targets.y_train_index[perms]  # (b, N)
+        self.penalty = learner.design.penalty
+
+    def objective(self, rows, k: int, theta, present, C):
+        """``f`` (a,) and gradient (a, K, q) of the prefix objective of size ``k`` for permutations ``rows``."""
+        everyone = rows is None
+        X = self.X[:, :k] if everyone else self.X[rows, :k]
+        onehot = self.onehot[:, :, :k] if everyone else self.onehot[rows, :, :k]
+        labels = self.labels[:, :k] if everyone else self.labels[rows, :k]
+        Z = theta @ X.transpose(0, 2, 1)  # (a, K, k)
+        Z += np.where(present, 0.0, NEG_LOGIT)[:, :, None]
+        Z -= Z.max(axis=1, keepdims=True)
+        z_true = np.take_along_axis(Z, labels[:, None, :], axis=1)[:, 0, :]
+        E = np.exp(Z, out=Z)
+        total = E.sum(axis=1)
+        f = C * (np.log(total).sum(axis=1) - z_true.sum(axis=1))
+        f += 0.5 * np.einsum("bkq,q->b", theta * theta, self.penalty)
+        E /= total[:, None, :]
+        E -= onehot
+        g = E @ X
+        g *= C[:, None, None]
+        g += theta * self.penalty
+        return f, g
+
+    def hessian_inverse(self, rows, k: int, theta, present, C) -> np.ndarray:
+        """Inverse Hessians (a, Kq, Kq) of the prefix objectives of size ``k`` at ``theta``."""
+        a, K, q = theta.shape
+        H = np.empty((a, K * q, K * q))
+        offset = np.where(present, 0.0, NEG_LOGIT)[:, :, None]
+        for i, r in enumerate(rows):
+            X = self.X[r, :k]
+            Z = theta[i] @ X.T + offset[i]
+            P = np.exp(Z - Z.max(axis=0))
+            P /= P.sum(axis=0)
+            H[i] = C[i] * _data_hessian(X, P)
+        diagonal = np.arange(K * q)
+        H[:, diagonal, diagonal] += np.tile(self.penalty, K)
+        _fix_null_directions(H, present, self.penalty)
+        return _spd_inverse(H)
+
+
+def _point_terms(X, labels, theta, present, C):
+    """Loss and gradient of one point per permutation (rows ``X`` (a, q)), weighted by ``C``."""
+    z = np.einsum("bkq,bq->bk", theta, X) + np.where(present, 0.0, NEG_LOGIT)
+    z -= z.max(axis=1, keepdims=True)
+    p = np.exp(z)
+    total = p.sum(axis=1)
+    rows = np.arange(len(labels))
+    loss = C * (np.log(total) - z[rows, labels])
+    p /= total[:, None]
+    p[rows, labels] -= 1.0
+    return loss, C[:, None, None] * p[:, :, None] * X[:, None, :]
+
+
+def exact_prefix_utilities(learner, perms: np.ndarray, degenerate: np.ndarray, *, memory: int = 5,
+                           max_steps: int = 30, refresh_after: int = 10):
+    """Utilities (b, n) of every prefix of ``perms``, each an exact fit (module docstring).
+
+    Entries of degenerate prefixes are left at 0 for the caller. Returns the
+    utilities and counts ``{"passes", "refits", "fallbacks", "hessians"}``:
+    objective passes over prefixes, batched refits for class changes, batched
+    refits of prefixes not converged in ``max_steps`` steps, and Hessians
+    inverted (after a refit, and after a prefix needing ``refresh_after`` steps).
+    """
+    b, n = perms.shape
+    K, q = learner.targets.n_classes, learner.design.q
+    data = _PrefixData(learner, perms)
+    values = np.zeros((b, n))
+    theta = np.zeros((b, K, q))
+    f, g = np.zeros(b), np.zeros((b, K, q))
+    present = np.zeros((b, K), dtype=bool)
+    fitted = np.zeros(b, dtype=bool)
+    # inverse Hessian of a recent prefix (size ref_size); single precision: it only preconditions
+    inverse = np.zeros((b, K * q, K * q), dtype=np.float32)  # inverse Hessian of a recent prefix (size ref_size)
+    ref_size = np.ones(b)
+    S = np.zeros((b, memory, K, q))  # secant pairs, newest first
+    Y = np.zeros((b, memory, K, q))
+    rho = np.zeros((b, memory))
+    all_rows = np.arange(b)
+    stats = {"passes": 0, "refits": 0, "fallbacks": 0, "hessians": 0}
+
+    def initial_inverse(r, rows, size):
+        """The reference inverse Hessian rescaled to the prefix size (the data curvature grows with it)."""
+        flat = r.reshape(len(rows), K * q).astype(np.float32)
+        z = np.stack([inverse[row] @ flat[i] for i, row in enumerate(rows)])  # no copy of the matrices
+        return z.reshape(len(rows), K, q) * (ref_size[rows] / size)[:, None, None]
+
+    def direction(rows, size):
+        """``-B g`` by the two-loop recursion over the kept pairs (absent pairs have ``rho = 0``)."""
+        r = g[rows].copy()
+        alphas = np.empty((len(rows), memory))
+        for j in range(memory):
+            alphas[:, j] = rho[rows, j] * np.einsum("bkq,bkq->b", S[rows, j], r)
+            r -= alphas[:, j, None, None] * Y[rows, j]
+        r = initial_inverse(r, rows, size)
+        for j in reversed(range(memory)):
+            beta = rho[rows, j] * np.einsum("bkq,bkq->b", Y[rows, j], r)
+            r += (alphas[:, j] - beta)[:, None, None] * S[rows, j]
+        return -r
+
+    def refresh(rows, size):
+        C = _effective_C(learner.C, present[rows])
+        inverse[rows] = data.hessian_inverse(rows, size, theta[rows], present[rows], C)
+        ref_size[rows] = size
+        rho[rows] = 0.0
+        stats["hessians"] += rows.size
+
+    def refit(rows, size):
+        """Batched exact fits of the prefixes ``rows`` of ``size`` points, from the current parameters."""
+        masks = np.zeros((len(rows), n), dtype=bool)
+        masks[np.arange(len(rows))[:, None], perms[rows, :size]] = True
+        counts = learner.targets.class_counts(masks)
+        theta[rows] = learner._fit_thetas(masks, counts, theta0=theta[rows] * present[rows][:, :, None])
+        C = _effective_C(learner.C, present[rows])
+        f[rows], g[rows] = data.objective(rows, size, theta[rows], present[rows], C)
+        refresh(rows, size)
+
+    for k in range(n):
+        size = k + 1
+        label = data.labels[:, k]
+        new_class = ~present[all_rows, label]
+        present[all_rows, label] = True
+        live = ~degenerate[:, k]
+        restart = np.flatnonzero(live & (new_class | ~fitted))
+        rows = np.flatnonzero(live & ~(new_class | ~fitted))
+        steps = np.zeros(b, dtype=int)
+        if rows.size:  # the joining point's loss and gradient at the previous prefix's solution
+            C = _effective_C(learner.C, present[rows])
+            loss, grad = _point_terms(data.X[rows, k], label[rows], theta[rows], present[rows], C)
+            f[rows] += loss
+            g[rows] += grad
+        for _ in range(max_steps):
+            if rows.size == 0:
+                break
+            C = _effective_C(learner.C, present[rows])
+            rows, C = _unconverged(rows, g, learner.tol, C, size)
+            if rows.size == 0:
+                break
+            steps[rows] += 1
+            d = direction(rows, size)
+            slope = np.einsum("bkq,bkq->b", d, g[rows])
+            uphill = slope >= 0
+            if uphill.any():  # the kept pairs spoiled the model: drop them, use the reference Hessian
+                rho[rows[uphill]] = 0.0
+                d[uphill] = -initial_inverse(g[rows[uphill]], rows[uphill], size)
+                slope[uphill] = np.einsum("bkq,bkq->b", d[uphill], g[rows[uphill]])
+            step = np.ones(rows.size)
+            pending = np.arange(rows.size)
+            for _halving in range(30):  # Armijo backtracking, the full step first
+                trial = theta[rows[pending]] + step[pending, None, None] * d[pending]
+                f_t, g_t = data.objective(rows[pending], size, trial, present[rows[pending]], C[pending])
+                stats["passes"] += pending.size
+                ok = np.isfinite(f_t) & (f_t <= f[rows[pending]] + 1e-4 * step[pending] * slope[pending])
+                done = rows[pending[ok]]
+                if memory:
+                    s, y = trial[ok] - theta[done], g_t[ok] - g[done]
+                    sy = np.einsum("bkq,bkq->b", s, y)
+                    keep = sy > 1e-12 * np.sqrt(np.einsum("bkq,bkq->b", s, s) * np.einsum("bkq,bkq->b", y, y))
+                    S[done, 1:], Y[done, 1:], rho[done, 1:] = S[done, :-1], Y[done, :-1], rho[done, :-1]
+                    S[done, 0], Y[done, 0] = s, y
+                    rho[done, 0] = np.where(keep, 1.0 / np.where(keep, sy, 1.0), 0.0)
+                theta[done], f[done], g[done] = trial[ok], f_t[ok], g_t[ok]
+                pending = pending[~ok]
+                if pending.size == 0:
+                    break
+                step[pending] *= 0.5
+        if rows.size:
+            C = _effective_C(learner.C, present[rows])
+            rows, _ = _unconverged(rows, g, learner.tol, C, size)
+            if rows.size:  # not converged in max_steps (or no decrease): the batched solver finishes them
+                stats["fallbacks"] += rows.size
+                refit(rows, size)
+        slow = np.flatnonzero(steps >= refresh_after)
+        if slow.size:  # the reference Hessian has gone stale: take the current prefix's
+            refresh(slow, size)
+        if restart.size:  # new class (binary <-> multinomial, new coordinates): refit, new Hessian, no pairs
+            stats["refits"] += restart.size
+            refit(restart, size)
+            fitted[restart] = True
+        if live.any():
+            values[live, k] = learner._score_thetas(theta[live], present[live])
+    return values, stats
+
+
+def _effective_C(C: float, present: np.ndarray) -> np.ndarray:
+    """``C/2`` for two present classes (the binary model as a symmetric softmax), else ``C``."""
+    return np.where(present.sum(axis=1) == 2, 0.5 * C, C)
+
+
+def _unconverged(rows, g, tol, C, size):
+    """The rows (and their ``C``) whose gradient fails the learner's test ``|g|_inf <= tol C size``."""
+    keep = np.abs(g[rows]).max(axis=(1, 2)) > tol * C * size
+    return rows[keep], C[keep]
+
+
+def _spd_inverse(H: np.ndarray) -> np.ndarray:
+    """Inverses of symmetric positive definite ``H`` (a, p, p) by Cholesky (half the flops of LU)."""
+    from scipy.linalg import lapack
+
+    out = np.empty(H.shape, dtype=np.float32)
+    for i, matrix in enumerate(H):
+        factor, info = lapack.dpotrf(matrix, lower=True)
+        if info == 0:
+            inverse, info = lapack.dpotri(factor, lower=True)
+        if info != 0:  # not numerically positive definite: LU
+            out[i] = np.linalg.inv(matrix)
+            continue
+        out[i] = np.tril(inverse) + np.tril(inverse, -1).T
+    return out
