@@ -256,7 +256,7 @@ def gt_worker(config: dict) -> dict:
     kwargs = dict(seed=SEED, variant=variant, recovery=recovery, progress=False)
     with threadpool_limits(1):
         game = CheapGame(n)
-        # warm-up at a small size: lazy imports (tqdm, cvxpy and its solver) are not measured
+        # warm-up at a small size: lazy imports (tqdm, cvxpy and its solver, the numba loops) are not measured
         group_testing_shapley(CheapGame(50), 500, **kwargs)
         gc.collect()
         rss_before = _rss_bytes()
@@ -307,6 +307,45 @@ def gt_scale_cases(configs: list[dict]) -> list[dict]:
     return results
 
 
+# ------------------------------------------- one-off cost of the compiled group-testing loops
+
+
+def jit_worker() -> dict:
+    """First and second group-testing call in a fresh process: the first loads (or compiles) the numba loops."""
+    game = CheapGame(50)
+    times = []
+    for _ in range(2):
+        start = time.perf_counter()
+        group_testing_shapley(game, 502, seed=SEED, progress=False)
+        times.append(time.perf_counter() - start)
+    return {"first": times[0], "second": times[1]}
+
+
+def jit_cases() -> dict:
+    """The numba loops' one-off cost per process: compiled into an empty cache, then loaded from it.
+
+    Each case is a fresh process with ``NUMBA_CACHE_DIR`` set to one new
+    temporary folder, so the first compiles the loops and the second finds
+    them on disk (what every later process does). The overhead ratios never
+    include it: each timed estimator run follows an untimed one in the same
+    process.
+    """
+    import tempfile
+
+    out = {}
+    with tempfile.TemporaryDirectory() as cache:
+        env = {**os.environ, "NUMBA_CACHE_DIR": cache}
+        for case in ("compile", "cached"):
+            print(f"  numba loops, {case} (fresh process) ...", file=sys.stderr, flush=True)
+            run = subprocess.run([sys.executable, os.path.abspath(__file__), "--_jit-worker"], env=env,
+                                 capture_output=True, text=True, check=False)
+            if run.returncode != 0:
+                raise RuntimeError(f"jit worker failed:\n{run.stderr}")
+            r = json.loads(run.stdout.strip().splitlines()[-1])
+            out[case] = r["first"] - r["second"]
+    return out
+
+
 # --------------------------------------------------------------------------- output
 
 
@@ -325,7 +364,7 @@ def _verdict(ok: bool) -> str:
     return "OK" if ok else "MISS"
 
 
-def report(n, overhead, scale, repeats, markdown=False) -> str:
+def report(n, overhead, scale, repeats, jit, markdown=False) -> str:
     med = statistics.median
     out = []
     out.append(f"shapley_research {shapley_research.__version__} | Python {platform.python_version()} | "
@@ -364,6 +403,10 @@ def report(n, overhead, scale, repeats, markdown=False) -> str:
             goals[-1] += (f"  [the cvxpy l1 recovery takes {med(rec):.2f} s of {med(est):.2f} s, a fixed cost "
                           "of the method that does not grow with the budget]")
     out.append(_table(headers, rows, markdown))
+    out.append(f"   Group testing runs two numba loops, a one-off cost per process that no ratio includes (each "
+               f"timed run follows an untimed one): {jit['cached']:.2f} s to load them from numba's on-disk cache, "
+               f"{jit['compile']:.2f} s to compile them the first time on a machine (extra time of a first call "
+               "over a second, fresh processes).")
     out.append("")
 
     out.append("2. Group testing at scale: sampling and recovery time, peak memory (each row a fresh process).")
@@ -431,10 +474,14 @@ def main(argv=None) -> int:
     parser.add_argument("--output", metavar="PATH", help="also write the tables as markdown to PATH")
     parser.add_argument("--repeats", type=int, default=None, help="timed repeats per estimator")
     parser.add_argument("--_gt-worker", dest="gt_worker", help=argparse.SUPPRESS)
+    parser.add_argument("--_jit-worker", dest="jit_worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 
     if args.gt_worker:
         print(json.dumps(gt_worker(json.loads(args.gt_worker))))
+        return 0
+    if args.jit_worker:
+        print(json.dumps(jit_worker()))
         return 0
 
     n = 1000
@@ -455,12 +502,13 @@ def main(argv=None) -> int:
     with threadpool_limits(1):
         overhead = overhead_cases(n, budgets, repeats)
     scale = gt_scale_cases(configs)
-    text = report(n, overhead, scale, repeats)
+    jit = jit_cases()
+    text = report(n, overhead, scale, repeats, jit)
     print(text)
     print(f"\n(benchmark wall time {time.perf_counter() - start:.0f} s{', --quick' if args.quick else ''})")
     if args.output:
         with open(args.output, "w") as f:
-            f.write("# Core estimator overhead\n\n" + report(n, overhead, scale, repeats, markdown=True) + "\n")
+            f.write("# Core estimator overhead\n\n" + report(n, overhead, scale, repeats, jit, markdown=True) + "\n")
     return 0
 
 

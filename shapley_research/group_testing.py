@@ -39,7 +39,7 @@ from ._sampling import (MeanState, default_batch_size, evaluate_anchors, evaluat
                         open_checkpoint, run_sampling, units_from_budget)
 from ._validation import (check_choice, check_float, check_game, check_int, check_n_jobs, check_solver,
                           check_target)
-from ._subsets import _draw_small_sides, _listed_up_to, _ones, _SmallSides, random_subsets
+from ._subsets import SmallSides, draw_small_sides, random_subsets
 from .permutation import documents_sampling_options
 from .result import ValuationResult, register_finalizer
 
@@ -77,77 +77,37 @@ def _draw_sizes(rng: np.random.Generator, size: int, probabilities: np.ndarray) 
     return k
 
 
-def _group_rows(in_game: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Order of the tests by how their game coalitions are drawn, and the ends of the five groups.
-
-    Groups: coalitions known without sampling (empty or grand), listed rows
-    whose small side is the coalition, listed rows whose small side is its
-    complement (*flipped*), then the same two for Bernoulli rows (see
-    :func:`_draw_small_sides`).
-    """
-    flip = in_game > n // 2
-    small = np.where(flip, n - in_game, in_game)
-    group = np.where(small == 0, 0, 1 + 2 * (small > _listed_up_to(n)) + flip).astype(np.int8)
-    order = np.argsort(group, kind="stable")
-    return order, np.searchsorted(group[order], np.arange(1, 6, dtype=np.int8))
-
-
-def _game_masks(cells: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """Boolean masks of the sampled rows (``ends[0]`` on, see :func:`_group_rows`) from their small sides.
-
-    Written over ``cells`` (viewed as booleans, one byte each): no new buffer.
-    """
-    masks = cells.view(bool)
-    for group in range(4):
-        lo, hi = int(ends[group]), int(ends[group + 1])
-        (np.equal if group % 2 else np.not_equal)(cells[lo:hi], 0, out=masks[lo:hi])
-    return masks[int(ends[0]):]
-
-
-def _contrast_moments(weight: np.ndarray, offset: np.ndarray, flip: np.ndarray, sides: _SmallSides,
-                      bernoulli_masks: np.ndarray) -> MeanState:
+def _contrast_moments(weight: np.ndarray, offset: np.ndarray, full: np.ndarray, drawn: np.ndarray,
+                      sides: SmallSides) -> MeanState:
     r"""Moments of the per-test vectors :math:`x_{ti} = w_t(\beta_{ti} - o_t)` (``i < N``), not formed.
 
     ``o_t`` is the null player's indicator (improved) or ``k_t / N`` (paper,
-    which centres the contrasts). Both sums are linear in the 0/1 masks:
-    :math:`\sum_t x_{ti} = (w^\top\beta)_i - w^\top o` and, as
-    :math:`(\beta - o)^2 = \beta(1 - 2o) + o^2` for 0/1 :math:`\beta`,
-    :math:`\sum_t x_{ti}^2 = (y^\top\beta)_i + (w^2)^\top o^2` with
-    :math:`y = w^2(1 - 2o)`. For a listed row, :math:`\beta_t = f_t + s_t e_t`
-    with ``e_t`` its small side, ``f_t`` 1 if flipped and :math:`s_t = 1 - 2f_t`,
-    so its part of :math:`(w^\top\beta)_i` is :math:`f_t w_t` plus a sparse
-    product over the small side's entries (``O(entries)``, no dense float
-    matrix); the Bernoulli rows' part is a dense product with their game masks
-    ``bernoulli_masks`` (the last rows of the batch, in order), in blocks that
-    stay in cache.
+    which centres the contrasts). Tests ``drawn`` have the coalitions of
+    ``sides`` (in order); the others are empty, or grand where ``full``. Both
+    sums are linear in the 0/1 masks: :math:`\sum_t x_{ti} = (w^\top\beta)_i
+    - w^\top o` and, as :math:`(\beta - o)^2 = \beta(1 - 2o) + o^2` for 0/1
+    :math:`\beta`, :math:`\sum_t x_{ti}^2 = (y^\top\beta)_i + (w^2)^\top o^2`
+    with :math:`y = w^2(1 - 2o)`. A coalition is :math:`\beta_t = f_t + s_t e_t`
+    with ``e_t`` its small side, ``f_t`` 1 if it is the complement (or the
+    grand coalition) and :math:`s_t = 1 - 2f_t`, so a product with
+    :math:`\beta` is a sum over the ``f_t`` plus a scatter of the small sides'
+    members: ``O(min(k, N - k))`` per test, no dense pass over the masks.
     """
+    from ._gt_kernels import scatter_small_sides
+
     size = weight.shape[0]
-    n = bernoulli_masks.shape[1]
-    p, s = sides.cells.shape[1], sides.n_listed
+    n = sides.masks.shape[1]
     offset = np.asarray(offset, dtype=float)
     y = np.empty((size, 2))
     y[:, 0] = weight
     y[:, 1] = weight**2 * (1.0 - 2.0 * offset)
-    sums = np.zeros((p + 1, 2))  # column p collects the repeated draws
-    if s:
-        import scipy.sparse
-
-        flipped = flip[:s].astype(float)
-        sums[:n] += flipped @ y[:s]
-        signed = y[:s] * (1.0 - 2.0 * flipped)[:, None]
-        listed = scipy.sparse.csr_array((_ones(sides.vals.size), sides.vals, sides.indptr), shape=(s, p + 1))
-        sums += listed.T @ signed
-        for j in range(2):
-            sums[:, j] += np.bincount(sides.extra_vals, weights=signed[sides.extra_rows, j], minlength=p + 1)
-    d = size - s
-    if d:
-        block = np.empty((min(d, max(8, 2**16 // n)), n))
-        for start in range(0, d, block.shape[0]):
-            stop = min(start + block.shape[0], d)
-            np.copyto(block[:stop - start], bernoulli_masks[start:stop])
-            sums[:n] += block[:stop - start].T @ y[s + start:s + stop]
-    mean = (sums[:n, 0] - weight @ offset) / size
-    total_sq = sums[:n, 1] + weight**2 @ offset**2
+    complement = full.astype(float)
+    complement[drawn] = sides.flip
+    sums = np.zeros((n, 2))
+    scatter_small_sides(y, drawn, sides.flip, sides.indptr, sides.vals, sums)
+    sums += complement @ y
+    mean = (sums[:, 0] - weight @ offset) / size
+    total_sq = sums[:, 1] + weight**2 @ offset**2
     m2 = np.maximum(total_sq - size * mean**2, 0.0)
     return MeanState(n, size, mean, m2)
 
@@ -278,23 +238,17 @@ def group_testing_shapley(game, budget, seed=None, *, variant: str = "improved",
             in_game = k - null
         else:
             null, in_game = None, k
-        order, ends = _group_rows(in_game, n)
-        k, in_game = k[order], in_game[order]
-        flip = in_game > n // 2
-        sides = _draw_small_sides(rng, np.where(flip, n - in_game, in_game), n, int(ends[2]))
-        masks = _game_masks(sides.cells, ends)
-        known = int(ends[0])  # U(empty), U(D): not evaluated again
-        u = np.empty(size)
-        u[:known] = np.where(in_game[:known] == 0, anchors.empty, anchors.full)
+        drawn = np.flatnonzero((in_game > 0) & (in_game < n))  # U(empty), U(D): the anchors
+        sides = draw_small_sides(rng, in_game[drawn], n)
+        u = np.where(in_game == 0, anchors.empty, anchors.full)
         evaluations = 0
-        if masks.shape[0]:
-            u[known:], evaluations = evaluate_coalitions(game, masks, anchors.empty, anchors.full,
-                                                         sizes=in_game[known:])
+        if drawn.size:
+            u[drawn], evaluations = evaluate_coalitions(game, sides.masks, anchors.empty, anchors.full,
+                                                        sizes=in_game[drawn])
         if centering == "linear":
             u -= anchors.empty + slope * k
-        offset = null[order] if variant == "improved" else k / n
-        bernoulli = masks[int(ends[2]) - known:]
-        return _contrast_moments(z * u, offset, flip, sides, bernoulli), evaluations
+        offset = null if variant == "improved" else k / n
+        return _contrast_moments(z * u, offset, in_game == n, drawn, sides), evaluations
 
     outcome = run_sampling(sample_batch, dim=n, n_units=n_units, batch_size=batch_size, entropy=entropy,
                            n_jobs=n_jobs, progress=progress, desc=f"group testing ({variant})", unit="test",

@@ -1,11 +1,11 @@
 """The group-testing sampler: exact sizes, uniform subsets, sizes from q(k), exact moments.
 
 ``group_testing_shapley`` draws each test's coalition as its *small side* (the
-coalition or its complement) through ``_draw_small_sides``: listed rows player
-by player, Bernoulli rows from thresholded random bytes, both topped up until
-they have their exact size. These tests check every path of that sampler
-against the distribution it must have, and the sparse/dense moment
-computation against the dense formula.
+coalition or its complement) with ``draw_small_sides``: Floyd's algorithm in a
+compiled loop, on an SFC64 stream run inside it. These tests check the
+sampler against the distribution it must have (chi-square over all subsets,
+plain and complemented), its stream against numpy's SFC64, and the sparse
+moment computation against the dense formula.
 """
 
 from __future__ import annotations
@@ -19,10 +19,8 @@ from scipy import stats
 
 from shapley_research import group_testing_shapley
 from shapley_research._sampling import evaluate_coalitions
-from shapley_research._subsets import (_TAG_CAP, _bernoulli_cells, _draw_small_sides, _listed_up_to, _top_up,
-                                       _uniform_ints, random_subsets)
-from shapley_research.group_testing import (_contrast_moments, _draw_sizes, _game_masks, _group_rows,
-                                            group_testing_size_distribution)
+from shapley_research._subsets import _sfc64_state, draw_small_sides, random_subsets
+from shapley_research.group_testing import _contrast_moments, _draw_sizes, group_testing_size_distribution
 
 P_VALUE = 1e-4  # every chi-square test below is run once with a fixed seed
 
@@ -80,77 +78,72 @@ def test_random_subsets_same_generator_state_same_subsets():
     assert not np.array_equal(first, random_subsets(np.random.default_rng(4), k, 200))
 
 
-# --- _draw_small_sides: every path ---
+# --- draw_small_sides ---
 
 
-@pytest.mark.parametrize("n_drawn, size", [(6, 2), (8, 3), (8, 4), (10, 5)])
-def test_bernoulli_rows_are_uniform(n_drawn, size):
-    """All rows Bernoulli (``n_listed=0``): thresholds, redraws and top-up rounds, exhaustively."""
-    rng = np.random.default_rng(size * n_drawn)
+@pytest.mark.parametrize("n_drawn, size", [(6, 1), (6, 5), (10, 5), (9, 4)])
+def test_small_sides_are_uniform_in_one_mixed_call(n_drawn, size):
+    """Rows of many sizes in one call (one stream through rows of every size): the rows of one size are
+    uniform over all its subsets."""
+    rng = np.random.default_rng(n_drawn * size)
     rows = 40 * comb(n_drawn, size) + 2000
-    sides = _draw_small_sides(rng, np.full(rows, size), n_drawn, 0)
-    assert _chi_square_uniform_subsets(sides.cells != 0, size) > P_VALUE
+    k = rng.integers(0, n_drawn + 1, 2 * rows)
+    k[::2] = size
+    masks = draw_small_sides(rng, k, n_drawn).masks
+    assert _chi_square_uniform_subsets(masks[::2], size) > P_VALUE
 
 
-@pytest.mark.parametrize("n_listed", [0, 1500, 3000])
-def test_large_sides_have_uniform_marginals(n_listed):
-    """Large players counts (listed rows past the 254-draw cap, Bernoulli rows): every player is in a
-    row of size m with probability m / P, whatever its label; and the sizes are exact."""
-    rng = np.random.default_rng(n_listed)
+def test_large_sides_have_uniform_marginals():
+    """Large small sides (Floyd's select hit often): every player is in a row of size k with probability
+    k / P, whatever its label, complemented rows included; and the sizes are exact."""
+    rng = np.random.default_rng(3)
     p = 600
-    m = rng.integers(1, p // 2 + 1, 3000)
-    m[:10] = p // 2
-    sides = _draw_small_sides(rng, m, p, n_listed)
-    cells = sides.cells != 0
-    np.testing.assert_array_equal(cells.sum(axis=1), m)
-    if n_listed:
-        assert (m[:n_listed] > _TAG_CAP).any()  # listed rows that need more than one round of draws
-    counts = cells.sum(axis=0)
-    assert stats.chisquare(counts, np.full(p, m.sum() / p)).pvalue > P_VALUE
+    k = rng.integers(1, p, 3000)
+    k[:10] = p // 2
+    masks = draw_small_sides(rng, k, p).masks
+    np.testing.assert_array_equal(masks.sum(axis=1), k)
+    for rows in (k <= p // 2, k > p // 2):
+        counts = masks[rows].sum(axis=0)
+        assert stats.chisquare(counts, np.full(p, k[rows].sum() / p)).pvalue > P_VALUE
 
 
-def test_listed_members_match_cells():
-    """The listed rows' entries (round one, minus repeats, plus the top-up's) are exactly their cells."""
+def test_small_sides_list_their_members():
+    """``vals[indptr[t]:indptr[t + 1]]`` are the distinct members of row t's small side: the row itself,
+    or its complement where ``flip``; the masks are C-contiguous booleans."""
     rng = np.random.default_rng(11)
     p = 400
-    m = rng.integers(1, 300, 800)
-    sides = _draw_small_sides(rng, m, p, 500)
-    rows = np.repeat(np.arange(500), np.diff(sides.indptr))
-    kept = sides.vals < p
-    listed = np.zeros((500, p + 1), dtype=int)
-    np.add.at(listed, (rows[kept], sides.vals[kept]), 1)
-    np.add.at(listed, (sides.extra_rows, sides.extra_vals), 1)
-    np.testing.assert_array_equal(listed[:, :p], sides.cells[:500] != 0)  # each member once
-    assert listed[:, p].sum() == 0
+    k = rng.integers(0, p + 1, 800)
+    sides = draw_small_sides(rng, k, p)
+    assert sides.masks.dtype == bool and sides.masks.flags.c_contiguous and sides.masks.shape == (800, p)
+    np.testing.assert_array_equal(sides.flip, k > p // 2)
+    np.testing.assert_array_equal(np.diff(sides.indptr), np.minimum(k, p - k))
+    listed = np.zeros((800, p), dtype=int)
+    np.add.at(listed, (np.repeat(np.arange(800), np.diff(sides.indptr)), sides.vals), 1)
+    np.testing.assert_array_equal(listed, sides.masks != sides.flip[:, None])  # each member once
 
 
-def test_bernoulli_cells_never_exceed_the_size():
-    rng = np.random.default_rng(2)
-    for p in (64, 1000, 5000):
-        m = rng.integers(max(1, p // 10), p // 2 + 1, 200)
-        cells = np.zeros((200, p), dtype=np.uint8)
-        sizes = _bernoulli_cells(rng, cells, m)
-        np.testing.assert_array_equal(sizes, cells.sum(axis=1))
-        assert (sizes <= m).all() and (sizes >= 0).all()
-        assert (m - sizes).mean() < np.sqrt(m).mean()  # the two thresholds leave little to top up
+def test_stream_is_numpy_sfc64():
+    """With P = 2**16, a one-member side is the top 16 bits of a 32-bit half of an SFC64 output (no
+    rejection is possible), rows in pairs on the high and low halves of one output: the compiled
+    generator is numpy's SFC64, seeded from the caller's generator."""
+    raw = np.random.SFC64(np.random.default_rng(5).bit_generator.random_raw(4)).random_raw(500)
+    expected = np.empty(1000, dtype=np.uint64)
+    expected[0::2], expected[1::2] = raw >> np.uint64(48), (raw & np.uint64(0xFFFFFFFF)) >> np.uint64(16)
+    sides = draw_small_sides(np.random.default_rng(5), np.ones(1000, dtype=np.int64), 2**16)
+    np.testing.assert_array_equal(sides.vals, expected)
+    state = _sfc64_state(np.random.default_rng(5))
+    assert state.dtype == np.uint64 and state.shape == (4,)
 
 
-def test_top_up_completes_rows_and_reports_listed_additions():
-    rng = np.random.default_rng(5)
-    p, rows = 50, 300
-    cells = np.zeros((rows, p), dtype=np.uint8)
-    cells[:, :5] = 1  # every row starts with players 0..4
-    m = rng.integers(5, 46, rows)
-    extra_rows, extra_vals = _top_up(rng, cells.reshape(-1), p, m, m - 5, 120)
-    np.testing.assert_array_equal((cells != 0).sum(axis=1), m)
-    assert (cells[:, :5] != 0).all()
-    assert (extra_rows < 120).all()
-    added = np.zeros((rows, p), dtype=bool)
-    added[extra_rows, extra_vals] = True
-    np.testing.assert_array_equal(added[:120], (cells[:120] != 0) & (np.arange(p) >= 5))
+def test_one_member_sides_are_uniform():
+    """Lemire's multiply-shift (with its rejection) gives every player the same chance, P = 3 and 1000."""
+    for p in (3, 1000):
+        rng = np.random.default_rng(p)
+        vals = draw_small_sides(rng, np.ones(200 * p, dtype=np.int64), p).vals
+        assert stats.chisquare(np.bincount(vals, minlength=p)).pvalue > P_VALUE
 
 
-# --- sizes, grouping, masks ---
+# --- sizes ---
 
 
 @pytest.mark.parametrize("n_drawn", [2, 3, 11, 1001])
@@ -168,29 +161,6 @@ def test_draw_sizes_follows_q(n_drawn):
         assert observed.sum() == 60_000
 
 
-def test_group_rows_and_game_masks():
-    rng = np.random.default_rng(1)
-    n = 300
-    in_game = rng.integers(0, n + 1, 2000)
-    in_game[:4] = 0, n, 1, n - 1
-    order, ends = _group_rows(in_game, n)
-    g = in_game[order]
-    flip = g > n // 2
-    small = np.where(flip, n - g, g)
-    listed = _listed_up_to(n)
-    assert (small[:ends[0]] == 0).all() and (small[ends[0]:] > 0).all()
-    assert (~flip[ends[0]:ends[1]]).all() and flip[ends[1]:ends[2]].all()
-    assert (~flip[ends[2]:ends[3]]).all() and flip[ends[3]:ends[4]].all()
-    assert (small[:ends[2]] <= listed).all() and (small[ends[2]:] > listed).all()
-    assert ends[4] == in_game.size
-    sides = _draw_small_sides(rng, small, n, int(ends[2]))
-    expected = (sides.cells != 0) != flip[:, None]
-    masks = _game_masks(sides.cells, ends)
-    assert masks.dtype == bool and masks.flags.c_contiguous
-    np.testing.assert_array_equal(masks, expected[ends[0]:])
-    np.testing.assert_array_equal(masks.sum(axis=1), g[ends[0]:])
-
-
 # --- moments ---
 
 
@@ -202,40 +172,24 @@ def _dense_moments(weight, beta, offset):
 
 @pytest.mark.parametrize("variant", ["improved", "paper"])
 def test_contrast_moments_match_the_dense_formula(variant):
-    """Sparse products over the listed rows' entries (signs for complements) plus dense blocks over
-    the Bernoulli rows give the mean and M2 of x = w (beta - o) of the full dense matrix."""
+    """Scatters over the small sides' members (signs for complements) plus the complemented and grand
+    rows' common part give the mean and M2 of x = w (beta - o) of the full dense matrix."""
     rng = np.random.default_rng(9)
     n, size = 500, 3000
     in_game = rng.integers(0, n + 1, size)
     in_game[:6] = 0, 0, n, n, 1, n - 1
-    order, ends = _group_rows(in_game, n)
-    g = in_game[order]
-    flip = g > n // 2
-    sides = _draw_small_sides(rng, np.where(flip, n - g, g), n, int(ends[2]))
-    known = int(ends[0])
-    masks = _game_masks(sides.cells, ends)
+    drawn = np.flatnonzero((in_game > 0) & (in_game < n))
+    sides = draw_small_sides(rng, in_game[drawn], n)
     beta = np.empty((size, n))
-    beta[:known] = (g[:known] == n)[:, None]
-    beta[known:] = masks
+    beta[:] = (in_game == n)[:, None]
+    beta[drawn] = sides.masks
     weight = rng.normal(3.0, 2.0, size)
-    offset = (rng.random(size) < 0.4).astype(float) if variant == "improved" else g / n
-    state = _contrast_moments(weight, offset, flip, sides, masks[int(ends[2]) - known:])
+    offset = (rng.random(size) < 0.4).astype(float) if variant == "improved" else in_game / n
+    state = _contrast_moments(weight, offset, in_game == n, drawn, sides)
     mean, m2 = _dense_moments(weight, beta, offset)
     assert state.count == size and state.dim == n
     np.testing.assert_allclose(state.mean, mean, rtol=1e-11, atol=1e-12)
     np.testing.assert_allclose(state.m2, m2, rtol=1e-9)
-
-
-# --- exact uniform integers ---
-
-
-@pytest.mark.parametrize("high", [1, 2, 7, 1000, 65536, 70_000])
-def test_uniform_ints(high):
-    rng = np.random.default_rng(high)
-    values = _uniform_ints(rng, high, 200_000)
-    assert values.dtype == np.int32 and values.min() >= 0 and values.max() < high
-    if 1 < high <= 1000:
-        assert stats.chisquare(np.bincount(values, minlength=high)).pvalue > P_VALUE
 
 
 # --- the estimator ---
@@ -286,6 +240,6 @@ def test_evaluate_coalitions_is_not_given_known_rows():
     assert sizes.min() >= 1 and sizes.max() <= n - 1
     assert result.n_evaluations == sizes.size + 2 < 5002
     for masks in seen[1:]:
-        assert masks.base is not None  # a view of the batch's cell buffer
+        assert masks.dtype == bool and masks.flags.c_contiguous
     _, evaluations = evaluate_coalitions(Game(), seen[1], 0.0, 3.0)
     assert evaluations == seen[1].shape[0]
