@@ -18,7 +18,7 @@ from sklearn.metrics import accuracy_score, get_scorer, log_loss, mean_absolute_
 from sklearn.neighbors import KNeighborsClassifier
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
-from shapley_research import LogisticRegressionUtility, ModelUtility, RidgeUtility, exact_shapley
+from shapley_research import LogisticRegressionUtility, ModelUtility, RidgeUtility, exact_shapley, permutation_shapley
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 
@@ -310,6 +310,32 @@ def test_fast_routing_agrees_with_clone_and_fit(iris, diabetes):
     assert not hasattr(fast, "evaluate_prefixes")  # the approximate online path is never implied
     masks = random_masks(np.random.default_rng(10), 8, len(y_train), min_size=6)
     np.testing.assert_allclose(fast.evaluate(masks), slow.evaluate(masks), rtol=1e-6)
+
+
+def test_warm_prefixes_give_the_values_of_refitting_every_prefix(iris):
+    """The exact warm-started prefix path changes how prefixes are fitted, not the utilities (to the tolerance)."""
+    X_train, y_train, X_test, y_test = iris
+    model = LogisticRegression(C=1.0, tol=1e-8)
+    refit = ModelUtility(model, X_train, y_train, X_test, y_test, "neg_log_loss", fast="auto")
+    warm = ModelUtility(model, X_train, y_train, X_test, y_test, "neg_log_loss", fast="auto", warm_prefixes=True)
+    assert not hasattr(refit, "evaluate_prefixes") and hasattr(warm, "evaluate_prefixes")
+    budget = 4 * (len(y_train) + 1)
+    a = permutation_shapley(refit, budget, seed=3, progress=False)
+    b = permutation_shapley(warm, budget, seed=3, progress=False)
+    assert warm.learner_.last_prefix_info_["passes"] > 0  # the warm path ran
+    assert a.n_evaluations == b.n_evaluations
+    np.testing.assert_allclose(b.values, a.values, atol=1e-5)
+    assert abs(a.values).max() > 1e-2  # not trivially equal
+
+
+@pytest.mark.parametrize("model, fast", [(LogisticRegression(), False), (Ridge(), "auto"),
+                                         (LogisticRegression(class_weight="balanced"), "auto")])
+def test_warm_prefixes_need_a_routed_logistic_regression(iris, model, fast):
+    X_train, y_train, X_test, y_test = iris
+    metric = "r2" if isinstance(model, Ridge) else "accuracy"
+    with pytest.raises(ValueError, match="warm_prefixes=True needs a LogisticRegression"):
+        ModelUtility(model, X_train, y_train.astype(float) if metric == "r2" else y_train, X_test,
+                     y_test.astype(float) if metric == "r2" else y_test, metric, fast=fast, warm_prefixes=True)
 
 
 def test_supported_models_are_fitted_themselves_by_default(iris):
