@@ -10,7 +10,12 @@ Bernoulli projections (compressive sampling). So one loop serves them all:
   on the seed and the batch size, never on how batches are scheduled;
 * each batch is reduced to ``(count, mean, M2)`` and merged, in batch order,
   into a :class:`MeanState` (Chan et al.'s parallel Welford update), which is
-  O(dimension) memory whatever the number of samples.
+  O(dimension) memory whatever the number of samples;
+* a run stops at its budget or, after a whole batch, at a precision target:
+  the largest standard error (``target_stderr``) or the stability of the
+  ranking (``target_rank_correlation``, :func:`expected_rank_correlation`).
+  Both are pure functions of the merged state, so a stop happens at the same
+  batch for any ``n_jobs`` and after a checkpoint/resume.
 """
 
 from __future__ import annotations
@@ -161,17 +166,18 @@ def default_batch_size(n_players: int, evaluations_per_unit: int) -> int:
 
 
 def units_from_budget(budget, fixed: int, per_unit: int, what: str, *,
-                      target_stderr: float | None = None) -> int | None:
+                      target_stderr: float | None = None,
+                      target_rank_correlation: float | None = None) -> int | None:
     """Whole sampling units affordable with ``budget`` evaluations, or raise.
 
-    With a ``target_stderr`` the budget is a cap and may be ``None`` (no cap):
-    the result is then ``None``.
+    With a ``target_stderr`` or a ``target_rank_correlation`` the budget is a
+    cap and may be ``None`` (no cap): the result is then ``None``.
     """
-    if budget is None and target_stderr is not None:
+    if budget is None and (target_stderr is not None or target_rank_correlation is not None):
         return None
     if budget is None:
         raise TypeError("budget must be an integer number of utility evaluations, got None "
-                        "(None is allowed only together with target_stderr).")
+                        "(None is allowed only together with target_stderr or target_rank_correlation).")
     budget = check_int(budget, "budget", minimum=0)
     n_units = (budget - fixed) // per_unit if budget >= fixed else 0
     if n_units < 1:
@@ -201,6 +207,101 @@ def open_checkpoint(checkpoint, seed, *, fingerprint: dict, dim: int,
 
 MIN_SAMPLES_FOR_PRECISION = 30  # a standard error from fewer samples is too noisy to stop on
 
+RANK_DRAWS = 32  # parametric-bootstrap draws of the rank-stability criterion
+RANK_ENTROPY = 0x5A4B_2019  # fixed entropy of its draws: the criterion is a pure function of the state
+RANK_CHUNK_CELLS = 2**21  # draws are ranked in chunks of about this many cells (bounded memory)
+
+
+def rank_noise(n_draws: int, n_players: int, key: int = 0) -> np.ndarray:
+    """The ``(n_draws, n_players)`` standard normal draws ``z_r`` of :func:`expected_rank_correlation`.
+
+    They come from ``SeedSequence(RANK_ENTROPY, spawn_key=(key,))``: fixed
+    for a given ``key`` (:func:`run_sampling` passes the sample count), never
+    from the run's own streams.
+    """
+    return _rank_generator(key).standard_normal((n_draws, n_players))
+
+
+def _rank_generator(key: int) -> np.random.Generator:
+    key = check_int(key, "key", minimum=0)
+    return np.random.default_rng(np.random.SeedSequence(RANK_ENTROPY, spawn_key=(key,)))
+
+
+def expected_rank_correlation(values, stderr, n_draws: int = RANK_DRAWS, *, key: int = 0) -> float:
+    r"""Expected Spearman correlation between an estimate and a re-estimate of the same precision.
+
+    With estimates :math:`v \in \mathbb R^N` and their standard errors
+    :math:`s`, a re-estimate is modelled as :math:`v + s \odot z` with
+    :math:`z \sim \mathcal N(0, I)` (a parametric bootstrap), and
+
+    .. math::
+
+        \bar\rho = \frac1R \sum_{r=1}^{R} \rho_S\!\left(v,\; v + s \odot z_r\right),
+
+    where :math:`\rho_S` is Spearman's correlation: the Pearson correlation
+    of the (average, for ties) ranks. :math:`\bar\rho` is close to 1 when the
+    ranking of the players is settled at the current precision, whatever the
+    scale of the values: it is invariant to a common shift of ``values`` and to
+    a common positive scaling of ``values`` and ``stderr``.
+
+    The draws :math:`z_r` are :func:`rank_noise` ``(n_draws, N, key)``, from a
+    fixed generator, so the result is a deterministic function of the
+    arguments. Conventions: a player with :math:`s_i = 0` keeps its value (and
+    so its rank); with every :math:`s_i = 0`, or fewer than two players, the
+    result is 1; a draw whose ranks equal those of ``v`` (ties included)
+    counts 1, and a draw where only one side is all ties counts 0 (the
+    correlation is undefined there and no ranking is shared). Non-finite
+    ``values`` or ``stderr`` give NaN (a run never stops on it). Costs
+    :math:`O(R N \log N)`, in chunks of about :data:`RANK_CHUNK_CELLS` cells.
+
+    Parameters
+    ----------
+    values, stderr : array_like
+        Estimates and their standard errors (``stderr >= 0``), same length.
+    n_draws : int, default 32
+        ``R``, the number of bootstrap draws.
+    key : int, default 0
+        Selects the fixed draws (``>= 0``).
+
+    Returns
+    -------
+    float
+        :math:`\bar\rho \in [-1, 1]`.
+    """
+    from scipy.stats import rankdata
+
+    values = np.asarray(values, dtype=float).reshape(-1)
+    stderr = np.asarray(stderr, dtype=float).reshape(-1)
+    if values.shape != stderr.shape:
+        raise ValueError(f"values and stderr must have the same length, got {values.size} and {stderr.size}.")
+    n_draws = check_int(n_draws, "n_draws", minimum=1)
+    if not (np.isfinite(values).all() and np.isfinite(stderr).all()):
+        return float("nan")
+    if (stderr < 0).any():
+        raise ValueError("stderr must be >= 0.")
+    n = values.size
+    if n < 2 or not (stderr > 0).any():
+        return 1.0
+    base = rankdata(values)
+    centre = 0.5 * (n + 1)  # the mean of average ranks, ties or not
+    base_c = base - centre
+    base_norm = float(np.sqrt(base_c @ base_c))
+    rng = _rank_generator(key)
+    chunk = max(1, RANK_CHUNK_CELLS // n)
+    total, done = 0.0, 0
+    while done < n_draws:
+        rows = min(chunk, n_draws - done)
+        ranks = rankdata(values + stderr * rng.standard_normal((rows, n)), axis=1)
+        same = (ranks == base).all(axis=1)
+        ranks -= centre
+        norms = np.sqrt(np.einsum("ij,ij->i", ranks, ranks)) * base_norm
+        defined = norms > 0  # else one side is all ties: 0 unless the ranks are the same
+        rho = np.where(defined, (ranks @ base_c) / np.where(defined, norms, 1.0), 0.0)
+        rho = np.where(same, 1.0, np.clip(rho, -1.0, 1.0))
+        total += float(rho.sum())
+        done += rows
+    return total / n_draws
+
 
 @dataclass
 class SamplingOutcome:
@@ -208,7 +309,7 @@ class SamplingOutcome:
 
     state: MeanState
     n_evaluations: int
-    stopped_by: str  # "budget" or "target_stderr"
+    stopped_by: str  # "budget", "target_stderr" or "target_rank_correlation"
     resumed_samples: int = 0  # samples taken over from a checkpoint
 
     def summary(self) -> dict:
@@ -240,6 +341,8 @@ def run_sampling(
     target_stderr: float | None = None,
     watch: slice = slice(None),
     stderr_of: Callable[[MeanState], np.ndarray] | None = None,
+    target_rank_correlation: float | None = None,
+    values_of: Callable[[MeanState], np.ndarray] | None = None,
 ) -> SamplingOutcome:
     """Draw samples in batches and accumulate their mean.
 
@@ -259,6 +362,19 @@ def run_sampling(
     The progress bar then estimates the samples needed from
     ``stderr ~ 1/sqrt(count)``.
 
+    With ``target_rank_correlation`` it stops, under the same rules (after a
+    whole batch, in batch order, from :data:`MIN_SAMPLES_FOR_PRECISION`
+    samples on), once the ranking is stable: once
+    :func:`expected_rank_correlation` of the values ``values_of(state)[watch]``
+    (default: the sample mean) and their standard errors (those of
+    ``target_stderr``) is at least the target. Its draws are keyed by the
+    sample count, so the decision is a pure function of the merged state
+    (identical for any ``n_jobs`` and across checkpoint/resume). With both
+    targets the run stops at the first batch meeting either; ``stopped_by``
+    names the one met (``"target_stderr"`` when both are met at once). The
+    progress bar shows the current expected correlation; without
+    ``target_stderr`` its total is ``n_units`` (unknown when ``None``).
+
     With a ``checkpoint``, batches already in the file are skipped and the
     state is written there every ``checkpoint.interval`` seconds, at the end,
     and when the run is interrupted (e.g. ``KeyboardInterrupt``).
@@ -277,11 +393,33 @@ def run_sampling(
         state = MeanState(dim, checkpoint.count, checkpoint.mean, checkpoint.m2)
     resumed = state.count
 
+    cache: dict = {}
+
+    def once_per_state(name: str, compute: Callable[[], object]):
+        """``compute()``, evaluated once per merged state (the count grows with every merge)."""
+        if cache.get("count") != state.count:
+            cache.clear()
+            cache["count"] = state.count
+        if name not in cache:
+            cache[name] = compute()
+        return cache[name]
+
+    def stderr_now() -> np.ndarray:
+        return once_per_state("stderr", lambda: state.stderr if stderr_of is None else stderr_of(state))
+
     def precision() -> float:
         if state.count < 2:
             return np.inf
-        stderr = state.stderr if stderr_of is None else stderr_of(state)
-        return float(np.nanmax(stderr[watch]))
+        return once_per_state("precision", lambda: float(np.nanmax(stderr_now()[watch])))
+
+    def rank_correlation() -> float:
+        def compute() -> float:
+            values = state.mean if values_of is None else values_of(state)
+            return expected_rank_correlation(values[watch], stderr_now()[watch], key=state.count)
+
+        if state.count < 2:
+            return float("nan")
+        return once_per_state("rank_correlation", compute)
 
     def reached() -> str | None:
         if n_units is not None and state.count >= n_units:
@@ -289,6 +427,9 @@ def run_sampling(
         if (target_stderr is not None and state.count >= MIN_SAMPLES_FOR_PRECISION
                 and precision() <= target_stderr):
             return "target_stderr"
+        if (target_rank_correlation is not None and state.count >= MIN_SAMPLES_FOR_PRECISION
+                and rank_correlation() >= target_rank_correlation):
+            return "target_rank_correlation"
         return None
 
     def expected_total() -> int | None:
@@ -327,8 +468,14 @@ def run_sampling(
                     checkpoint.save(*snapshot)
                 bar.total = expected_total()
                 bar.update(state.count - bar.n)
+                postfix = {}
                 if target_stderr is not None:
-                    bar.set_postfix(stderr=f"{precision():.3g}", target=f"{target_stderr:.3g}", refresh=False)
+                    postfix.update(stderr=f"{precision():.3g}", target=f"{target_stderr:.3g}")
+                if target_rank_correlation is not None and not bar.disable:
+                    postfix.update(rank_corr=f"{rank_correlation():.4g}",
+                                   rank_target=f"{target_rank_correlation:.4g}")
+                if postfix:
+                    bar.set_postfix(postfix, refresh=False)
                 stopped_by = reached()
                 if stopped_by is not None:
                     break

@@ -234,6 +234,17 @@ def check_target(target_stderr) -> float | None:
     return check_float(target_stderr, "target_stderr", minimum=0.0, strict=True)
 
 
+def check_target_rank_correlation(target_rank_correlation) -> float | None:
+    """``None`` or an expected Spearman correlation in ``(0, 1]`` to stop at (booleans refused)."""
+    if target_rank_correlation is None:
+        return None
+    value = check_float(target_rank_correlation, "target_rank_correlation")
+    if not 0.0 < value <= 1.0:
+        raise ValueError(f"target_rank_correlation must be in (0, 1] (an expected Spearman rank "
+                         f"correlation), got {value}.")
+    return value
+
+
 def check_target_vector(y, name: str, n_samples: int, x_name: str, noun: str = "labels") -> np.ndarray:
     """Return ``y`` as a 1-D array with one entry per sample of ``x_name``, or raise naming ``name``.
 

@@ -8,7 +8,8 @@ import numpy as np
 
 from ._sampling import (aux_rng, default_batch_size, evaluate_anchors, open_checkpoint, run_sampling,
                         units_from_budget)
-from ._validation import check_float, check_game, check_int, check_n_jobs, check_solver, check_target
+from ._validation import (check_float, check_game, check_int, check_n_jobs, check_solver, check_target,
+                          check_target_rank_correlation)
 from .permutation import documents_sampling_options, marginal_contributions, random_permutations
 from .result import ValuationResult
 
@@ -47,7 +48,8 @@ def compressive_shapley(game, budget, seed=None, n_measurements: int | None = No
                         epsilon: float | None = None, solver: str = "CLARABEL",
                         batch_size: int | None = None, n_jobs: int | None = None,
                         progress: bool | None = None, empty_utility: float | None = None,
-                        target_stderr: float | None = None, checkpoint=None,
+                        target_stderr: float | None = None,
+                        target_rank_correlation: float | None = None, checkpoint=None,
                         checkpoint_interval: float = 60.0) -> ValuationResult:
     r"""Shapley values by compressive permutation sampling (paper Algorithm 2).
 
@@ -71,9 +73,10 @@ def compressive_shapley(game, budget, seed=None, n_measurements: int | None = No
     game : game
         Object with ``n_players`` and ``evaluate(masks)`` (and optionally
         ``evaluate_prefixes``).
-    budget : int
+    budget : int or None
         Utility evaluations: ``U(D)`` and ``U(empty)`` once, then ``N`` per
-        permutation.
+        permutation. ``None`` (no cap) only with a ``target_stderr`` or
+        ``target_rank_correlation``.
     seed : int, optional
         Seed of the permutations and of the matrix ``A``.
     n_measurements : int, optional
@@ -91,8 +94,10 @@ def compressive_shapley(game, budget, seed=None, n_measurements: int | None = No
     batch_size, n_jobs, progress, empty_utility
         As in :func:`permutation_shapley`.
 {sampling}
-        ``target_stderr`` applies to the permutation-sampling estimate of the
-        values (``info["permutation_values"]``).
+        Both targets apply to the permutation-sampling estimate of the values
+        (``info["permutation_values"]`` and ``info["permutation_stderr"]``),
+        which the loop accumulates anyway: the l1 recovery (a cvxpy solve)
+        runs once, at the end, never per batch.
 
     Returns
     -------
@@ -105,12 +110,14 @@ def compressive_shapley(game, budget, seed=None, n_measurements: int | None = No
     n_jobs = check_n_jobs(n_jobs)
     solver = check_solver(solver)
     target_stderr = check_target(target_stderr)
+    target_rank_correlation = check_target_rank_correlation(target_rank_correlation)
     m = (int(np.ceil(n / 2)) if n_measurements is None
          else check_int(n_measurements, "n_measurements", minimum=1))
     if epsilon is not None:
         epsilon = check_float(epsilon, "epsilon", minimum=0.0)
     fixed = 1 if empty_utility is not None else 2
-    n_units = units_from_budget(budget, fixed, n, "permutation", target_stderr=target_stderr)
+    n_units = units_from_budget(budget, fixed, n, "permutation", target_stderr=target_stderr,
+                                target_rank_correlation=target_rank_correlation)
     batch_size = (default_batch_size(n, n) if batch_size is None
                   else check_int(batch_size, "batch_size", minimum=1))
     entropy, ckpt = open_checkpoint(checkpoint, seed, dim=n + m, interval=checkpoint_interval, fingerprint={
@@ -126,7 +133,8 @@ def compressive_shapley(game, budget, seed=None, n_measurements: int | None = No
 
     outcome = run_sampling(sample_batch, dim=n + m, n_units=n_units, batch_size=batch_size, entropy=entropy,
                            n_jobs=n_jobs, progress=progress, desc="compressive sampling", unit="perm",
-                           checkpoint=ckpt, target_stderr=target_stderr, watch=slice(0, n))
+                           checkpoint=ckpt, target_stderr=target_stderr,
+                           target_rank_correlation=target_rank_correlation, watch=slice(0, n))
     state = outcome.state
     phi_bar, y_bar = state.mean[:n], state.mean[n:]
     if epsilon is None:

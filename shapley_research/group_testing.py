@@ -38,7 +38,7 @@ import numpy as np
 from ._sampling import (MeanState, default_batch_size, evaluate_anchors, evaluate_coalitions,
                         open_checkpoint, run_sampling, units_from_budget)
 from ._validation import (check_choice, check_float, check_game, check_int, check_n_jobs, check_solver,
-                          check_target)
+                          check_target, check_target_rank_correlation)
 from ._subsets import SmallSides, draw_small_sides, random_subsets
 from .permutation import documents_sampling_options
 from .result import ValuationResult, register_finalizer
@@ -166,7 +166,8 @@ def group_testing_shapley(game, budget, seed=None, *, variant: str = "improved",
                           epsilon: float | None = None, solver: str = "CLARABEL",
                           batch_size: int | None = None, n_jobs: int | None = None,
                           progress: bool | None = None, empty_utility: float | None = None,
-                          target_stderr: float | None = None, checkpoint=None,
+                          target_stderr: float | None = None,
+                          target_rank_correlation: float | None = None, checkpoint=None,
                           checkpoint_interval: float = 60.0) -> ValuationResult:
     r"""Shapley values by group testing.
 
@@ -174,9 +175,10 @@ def group_testing_shapley(game, budget, seed=None, *, variant: str = "improved",
     ----------
     game : game
         Object with ``n_players`` (at least 2) and ``evaluate(masks)``.
-    budget : int
+    budget : int or None
         Utility evaluations allowed: ``U(D)`` and ``U(empty)`` are evaluated
-        once, every remaining evaluation is one test.
+        once, every remaining evaluation is one test. ``None`` (no cap) only
+        with a ``target_stderr`` or ``target_rank_correlation``.
     seed : int, optional
         Seed of the random streams; ``None`` draws one (kept on the result).
     variant : {"improved", "paper"}, default "improved"
@@ -199,6 +201,11 @@ def group_testing_shapley(game, budget, seed=None, *, variant: str = "improved",
     batch_size, n_jobs, progress, empty_utility
         As in :func:`permutation_shapley`.
 {sampling}
+        For ``"paper"`` both targets apply to the closed-form recovery (the
+        values with ``recovery="closed_form"``, which differ from the
+        accumulated contrasts by a common shift), also when a cvxpy recovery
+        produces the final values: no solver runs per batch.
+
     Returns
     -------
     ValuationResult
@@ -216,8 +223,10 @@ def group_testing_shapley(game, budget, seed=None, *, variant: str = "improved",
     n = check_game(game, minimum=2)
     n_jobs = check_n_jobs(n_jobs)
     target_stderr = check_target(target_stderr)
+    target_rank_correlation = check_target_rank_correlation(target_rank_correlation)
     fixed = 1 if empty_utility is not None else 2
-    n_units = units_from_budget(budget, fixed, 1, "test", target_stderr=target_stderr)
+    n_units = units_from_budget(budget, fixed, 1, "test", target_stderr=target_stderr,
+                                target_rank_correlation=target_rank_correlation)
     batch_size = (default_batch_size(n, 1) if batch_size is None
                   else check_int(batch_size, "batch_size", minimum=1))
     if epsilon is not None:
@@ -250,9 +259,16 @@ def group_testing_shapley(game, budget, seed=None, *, variant: str = "improved",
         offset = null if variant == "improved" else k / n
         return _contrast_moments(z * u, offset, in_game == n, drawn, sides), evaluations
 
+    def values_of(state: MeanState) -> np.ndarray:
+        """The values the criteria judge: the contrasts (improved), their closed-form recovery (paper)."""
+        if variant == "improved":
+            return state.mean
+        return recover_from_differences(state.mean, anchors.full - anchors.empty)[0]
+
     outcome = run_sampling(sample_batch, dim=n, n_units=n_units, batch_size=batch_size, entropy=entropy,
                            n_jobs=n_jobs, progress=progress, desc=f"group testing ({variant})", unit="test",
-                           checkpoint=ckpt, target_stderr=target_stderr)
+                           checkpoint=ckpt, target_stderr=target_stderr,
+                           target_rank_correlation=target_rank_correlation, values_of=values_of)
     info = {"options": options, **options, "Z": z, "empty_utility": anchors.empty,
             "full_utility": anchors.full, "batch_size": batch_size, "recovery": recovery,
             "epsilon": epsilon, "solver": solver, **outcome.summary()}

@@ -8,7 +8,8 @@ import numpy as np
 
 from ._sampling import (default_batch_size, evaluate_anchors, open_checkpoint, run_sampling,
                         units_from_budget)
-from ._validation import check_bool, check_game, check_int, check_n_jobs, check_target
+from ._validation import (check_bool, check_game, check_int, check_n_jobs, check_target,
+                          check_target_rank_correlation)
 from .games import evaluate_prefixes
 from .result import ValuationResult, register_finalizer
 
@@ -34,12 +35,35 @@ def marginal_contributions(game, permutations: np.ndarray, empty_utility: float)
     return phi
 
 
-SAMPLING_PARAMETERS = """\
+SAMPLING_PARAMETERS = r"""
     target_stderr : float, optional
         Stop as soon as the largest standard error of the values is at most
         this (checked after each batch, from 30 samples on); ``budget`` is
         then a cap and may be ``None`` (no cap). The progress bar estimates
         the samples still needed.
+    target_rank_correlation : float, optional
+        Stop as soon as the ranking of the players is stable: after each
+        batch (from 30 samples on), with the current values :math:`v` and
+        their standard errors :math:`s` (those of ``target_stderr``), the
+        expected Spearman correlation between the estimate and a re-estimate
+        of the same precision,
+
+        .. math::
+
+            \bar\rho = \frac1R \sum_{r=1}^{R} \rho_S(v,\; v + s \odot z_r),
+            \qquad z_r \sim \mathcal N(0, I),\quad R = 32,
+
+        is at least this, a number in ``(0, 1]`` (e.g. 0.9 to 0.99).
+        :math:`\rho_S` is the Pearson correlation of the ranks; a player with
+        zero standard error keeps its rank. The :math:`z_r` come from a fixed
+        generator keyed by the sample count
+        (:func:`shapley_research._sampling.expected_rank_correlation`), so the
+        stop is a function of the samples only: the same for any ``n_jobs``
+        and after a resume. ``budget`` is then a cap and may be ``None``.
+        With ``target_stderr`` as well, the run stops when either is met.
+        ``info["stopped_by"]`` says what stopped the run: ``"budget"``,
+        ``"target_stderr"`` or ``"target_rank_correlation"``. The progress
+        bar shows the current :math:`\bar\rho`.
     checkpoint : str or os.PathLike, optional
         File holding the run's state. It is written atomically every
         ``checkpoint_interval`` seconds, at the end and when the run is
@@ -50,7 +74,7 @@ SAMPLING_PARAMETERS = """\
         A finished run's file can be continued with a larger budget.
     checkpoint_interval : float, default 60
         Minimum seconds between two writes of the checkpoint.
-"""
+""".lstrip("\n")
 
 
 def documents_sampling_options(estimator):
@@ -64,7 +88,8 @@ def documents_sampling_options(estimator):
 def permutation_shapley(game, budget, seed=None, *, antithetic: bool = False,
                         batch_size: int | None = None, n_jobs: int | None = None,
                         progress: bool | None = None, empty_utility: float | None = None,
-                        target_stderr: float | None = None, checkpoint=None,
+                        target_stderr: float | None = None,
+                        target_rank_correlation: float | None = None, checkpoint=None,
                         checkpoint_interval: float = 60.0) -> ValuationResult:
     r"""Shapley values by permutation sampling (Maleki et al.; paper Algorithm 3).
 
@@ -84,6 +109,8 @@ def permutation_shapley(game, budget, seed=None, *, antithetic: bool = False,
     budget : int or None
         Utility evaluations allowed: ``T = (budget - 1) // N`` permutations are
         drawn (``// (2N)`` pairs with ``antithetic``). Must afford at least one.
+        ``None`` (no cap) only with a ``target_stderr`` or
+        ``target_rank_correlation``.
     seed : int, optional
         Seed of the random streams; ``None`` draws one (kept on the result).
     antithetic : bool, default False
@@ -113,10 +140,12 @@ def permutation_shapley(game, budget, seed=None, *, antithetic: bool = False,
     n_jobs = check_n_jobs(n_jobs)
     antithetic = check_bool(antithetic, "antithetic")
     target_stderr = check_target(target_stderr)
+    target_rank_correlation = check_target_rank_correlation(target_rank_correlation)
     per_unit = 2 * n if antithetic else n
     fixed = 0 if empty_utility is not None else 1
     what = "antithetic pair of permutations" if antithetic else "permutation"
-    n_units = units_from_budget(budget, fixed, per_unit, what, target_stderr=target_stderr)
+    n_units = units_from_budget(budget, fixed, per_unit, what, target_stderr=target_stderr,
+                                target_rank_correlation=target_rank_correlation)
     batch_size = (default_batch_size(n, per_unit) if batch_size is None
                   else check_int(batch_size, "batch_size", minimum=1))
     options = {"antithetic": antithetic}
@@ -136,7 +165,8 @@ def permutation_shapley(game, budget, seed=None, *, antithetic: bool = False,
 
     outcome = run_sampling(sample_batch, dim=n, n_units=n_units, batch_size=batch_size, entropy=entropy,
                            n_jobs=n_jobs, progress=progress, desc="permutation sampling",
-                           unit="pair" if antithetic else "perm", checkpoint=ckpt, target_stderr=target_stderr)
+                           unit="pair" if antithetic else "perm", checkpoint=ckpt, target_stderr=target_stderr,
+                           target_rank_correlation=target_rank_correlation)
     info = {"options": options, **options, "batch_size": batch_size, "empty_utility": anchors.empty,
             **outcome.summary()}
     values, stderr, updates = _finalize(outcome.state, info)

@@ -27,7 +27,8 @@ import numpy as np
 from ._sampling import (MeanState, default_batch_size, evaluate_anchors, open_checkpoint, run_sampling,
                         units_from_budget)
 from ._subsets import random_subsets
-from ._validation import check_game, check_int, check_n_jobs, check_target, check_utilities
+from ._validation import (check_game, check_int, check_n_jobs, check_target, check_target_rank_correlation,
+                          check_utilities)
 from .permutation import documents_sampling_options
 from .result import ValuationResult, register_finalizer
 
@@ -185,7 +186,8 @@ def _strata_exact(exact: dict, n: int):
 def stratified_svarm_shapley(game, budget, seed=None, *, batch_size: int | None = None,
                              n_jobs: int | None = None, progress: bool | None = None,
                              empty_utility: float | None = None, target_stderr: float | None = None,
-                             checkpoint=None, checkpoint_interval: float = 60.0) -> ValuationResult:
+                             target_rank_correlation: float | None = None, checkpoint=None,
+                             checkpoint_interval: float = 60.0) -> ValuationResult:
     r"""Shapley values by Stratified SVARM (Kolpaczki et al., AAAI 2024).
 
     Estimates the strata :math:`\phi^{\pm}_{i,\ell}` of the module docstring:
@@ -221,7 +223,8 @@ def stratified_svarm_shapley(game, budget, seed=None, *, batch_size: int | None 
     budget : int or None
         Utility evaluations allowed: ``2N + 2`` exact ones (``2N + 1`` with
         ``empty_utility``), the rest sampled coalitions. Must afford one
-        sample when ``N >= 4``.
+        sample when ``N >= 4``. ``None`` (no cap) only with a
+        ``target_stderr`` or ``target_rank_correlation``.
     seed : int, optional
         Seed of the random streams; ``None`` draws one (kept on the result).
     batch_size : int, optional
@@ -235,6 +238,10 @@ def stratified_svarm_shapley(game, budget, seed=None, *, batch_size: int | None 
     empty_utility : float, optional
         Use this value as ``U(empty)`` instead of evaluating it.
 {sampling}
+        Both targets judge the stratified estimate itself (the values and
+        standard errors this function returns), recomputed from the strata
+        after each batch (``O(N^2)``, small next to a batch).
+
     Returns
     -------
     ValuationResult
@@ -250,15 +257,17 @@ def stratified_svarm_shapley(game, budget, seed=None, *, batch_size: int | None 
                          "Use permutation_shapley or group_testing_shapley instead.")
     n_jobs = check_n_jobs(n_jobs)
     target_stderr = check_target(target_stderr)
+    target_rank_correlation = check_target_rank_correlation(target_rank_correlation)
+    targeted = target_stderr is not None or target_rank_correlation is not None
     fixed = 2 * n + 1 + (0 if empty_utility is not None else 1)
     if n >= 4:
         n_units = units_from_budget(budget, fixed, 1, "sampled coalition (after the exact strata)",
-                                    target_stderr=target_stderr)
+                                    target_stderr=target_stderr, target_rank_correlation=target_rank_correlation)
     else:  # every stratum is exact: the budget need only cover them
         if budget is not None and check_int(budget, "budget", minimum=0) < fixed:
             raise ValueError(f"budget={budget} is smaller than one pass over the exact strata of a "
                              f"{n}-player game: it needs {fixed} utility evaluations.")
-        if budget is None and target_stderr is None:
+        if budget is None and not targeted:
             units_from_budget(budget, fixed, 1, "")  # raises the usual TypeError
         n_units = 0
     batch_size = (default_batch_size(n, 1) if batch_size is None
@@ -283,12 +292,19 @@ def stratified_svarm_shapley(game, budget, seed=None, *, batch_size: int | None 
             "full_utility": anchors.full, "reference": reference, "singletons": singles,
             "leave_one_out": leave}
 
-    def stderr_of(state):
-        return _finalize(state, info)[1]
+    last = {}  # the loop's state grows with every merge: its count identifies it, both hooks share one pass
+
+    def estimates(state):
+        key = (id(state), state.count)
+        if last.get("key") != key:
+            last.update(key=key, estimates=_finalize(state, info)[:2])
+        return last["estimates"]
 
     outcome = run_sampling(sample_batch, dim=dim, n_units=n_units, batch_size=batch_size, entropy=entropy,
                            n_jobs=n_jobs, progress=progress, desc="stratified SVARM", unit="coalition",
-                           checkpoint=ckpt, target_stderr=target_stderr, stderr_of=stderr_of)
+                           checkpoint=ckpt, target_stderr=target_stderr, stderr_of=lambda s: estimates(s)[1],
+                           target_rank_correlation=target_rank_correlation,
+                           values_of=lambda s: estimates(s)[0])
     info.update(outcome.summary())
     values, stderr, updates = _finalize(outcome.state, info)
     return ValuationResult(

@@ -298,6 +298,16 @@ COMMON_PARAMETERS = [
     ("target_stderr_nan", {"target_stderr": np.nan}, ValueError, "target_stderr must be finite"),
     ("target_stderr_string", {"target_stderr": "0.1"}, TypeError, "target_stderr must be a real number"),
     ("budget_none_without_target", {"budget": None}, TypeError, "budget must be an integer"),
+    ("target_rank_correlation_zero", {"target_rank_correlation": 0.0}, ValueError,
+     r"target_rank_correlation must be in \(0, 1\]"),
+    ("target_rank_correlation_above_one", {"target_rank_correlation": 1.5}, ValueError,
+     r"target_rank_correlation must be in \(0, 1\]"),
+    ("target_rank_correlation_nan", {"target_rank_correlation": np.nan}, ValueError,
+     "target_rank_correlation must be finite"),
+    ("target_rank_correlation_bool", {"target_rank_correlation": True}, TypeError,
+     "target_rank_correlation must be a real number"),
+    ("target_rank_correlation_string", {"target_rank_correlation": "0.9"}, TypeError,
+     "target_rank_correlation must be a real number"),
 ]
 
 SPECIFIC_PARAMETERS = {

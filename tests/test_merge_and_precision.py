@@ -130,5 +130,8 @@ def test_bad_target_stderr(bad, error, match):
 
 
 def test_budget_none_needs_a_target():
-    with pytest.raises(TypeError, match="budget must be an integer.*only together with target_stderr"):
+    with pytest.raises(TypeError, match="budget must be an integer.*only together with target_stderr "
+                                        "or target_rank_correlation"):
         sr.group_testing_shapley(GAME, None, seed=0)
+    ranked = sr.group_testing_shapley(GAME, None, seed=0, batch_size=200, target_rank_correlation=0.8)
+    assert ranked.info["stopped_by"] == "target_rank_correlation"
