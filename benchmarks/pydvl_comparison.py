@@ -606,12 +606,20 @@ def gt_part(sizes, tests, timeout, rss_limit, pydvl_traced_max_s) -> list[dict]:
 # ------------------------------------------------------- part 3: error at equal budgets
 
 
+def rotations_for(n: int, budget: int, most: int = 16) -> int:
+    """Rotations per antithetic pair: ``most``, or as many as the budget affords in one group (at least 1)."""
+    return int(np.clip((budget - 1) // (2 * n), 1, most))
+
+
 def our_estimators(with_compressive: bool) -> dict:
     common = dict(progress=False)
     estimators = {
         "permutation": lambda game, budget, seed: permutation_shapley(game, budget, seed, **common),
         "permutation (antithetic)":
             lambda game, budget, seed: permutation_shapley(game, budget, seed, antithetic=True, **common),
+        # m rotations per antithetic pair, m = min(16, pairs the budget affords): positions stratified
+        "permutation (antithetic, rotations)": lambda game, budget, seed: permutation_shapley(
+            game, budget, seed, antithetic=True, rotations=rotations_for(game.n_players, budget), **common),
         "group testing (improved)": lambda game, budget, seed: group_testing_shapley(game, budget, seed, **common),
         "stratified SVARM": lambda game, budget, seed: stratified_svarm_shapley(game, budget, seed, **common),
     }

@@ -24,6 +24,8 @@ RUNS = {
     "permutation": lambda g, **kw: sr.permutation_shapley(g, kw.pop("budget", 1 + 8 * 40), batch_size=1, **kw),
     "antithetic": lambda g, **kw: sr.permutation_shapley(g, kw.pop("budget", 1 + 16 * 40), batch_size=1,
                                                          antithetic=True, **kw),
+    "rotations": lambda g, **kw: sr.permutation_shapley(g, kw.pop("budget", 1 + 3 * 16 * 40), batch_size=1,
+                                                        antithetic=True, rotations=3, **kw),
     "group_testing": lambda g, **kw: sr.group_testing_shapley(g, kw.pop("budget", 2 + 25 * 40), batch_size=25,
                                                               **kw),
     "group_testing_paper": lambda g, **kw: sr.group_testing_shapley(g, kw.pop("budget", 2 + 25 * 40),

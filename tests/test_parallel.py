@@ -26,6 +26,8 @@ RUNS = {
     "permutation": lambda n_jobs: sr.permutation_shapley(GAME, 30_001, seed=3, n_jobs=n_jobs, batch_size=50),
     "antithetic": lambda n_jobs: sr.permutation_shapley(GAME, 30_001, seed=3, n_jobs=n_jobs, batch_size=25,
                                                         antithetic=True),
+    "rotations": lambda n_jobs: sr.permutation_shapley(GAME, 30_001, seed=3, n_jobs=n_jobs, batch_size=10,
+                                                       rotations=5),
     "group_testing": lambda n_jobs: sr.group_testing_shapley(GAME, 20_002, seed=3, n_jobs=n_jobs,
                                                              batch_size=1_000),
     "group_testing_paper": lambda n_jobs: sr.group_testing_shapley(GAME, 20_002, seed=3, n_jobs=n_jobs,
