@@ -107,17 +107,19 @@ def _strata(stats, offset: int, exact: dict, n: int):
     """Means, variances and counts of one sign's strata ``l = 0..N-1``.
 
     ``stats`` are indexed by coalition size ``k``; the sampled sizes
-    ``2..N-2`` are the strata ``l = k + offset``. The ``exact`` strata have an
-    infinite count (no sampling error).
+    ``2..N-2`` are the strata ``l = k + offset`` (``None`` when ``N < 4``: no
+    size is sampled). The ``exact`` strata have an infinite count (no
+    sampling error).
     """
-    count, total, square = (a[:, 2:n - 1] for a in stats)
-    region = slice(2 + offset, n - 1 + offset)
     means, variances, counts = np.zeros((n, n)), np.full((n, n), np.nan), np.zeros((n, n))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        means[:, region] = np.where(count > 0, total / count, 0.0)
-        spread = np.maximum(square - total**2 / np.maximum(count, 1), 0.0)  # rounding can make it negative
-        variances[:, region] = np.where(count > 1, spread / np.maximum(count - 1, 1), np.nan)
-    counts[:, region] = count
+    if stats is not None:
+        count, total, square = (a[:, 2:n - 1] for a in stats)
+        region = slice(2 + offset, n - 1 + offset)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            means[:, region] = np.where(count > 0, total / count, 0.0)
+            spread = np.maximum(square - total**2 / np.maximum(count, 1), 0.0)  # rounding can make it negative
+            variances[:, region] = np.where(count > 1, spread / np.maximum(count - 1, 1), np.nan)
+        counts[:, region] = count
     for level, values in exact.items():
         means[:, level], variances[:, level], counts[:, level] = values, 0.0, np.inf
     return means, variances, counts
@@ -151,14 +153,10 @@ def _finalize(state, info):
     others = lambda a: (a.sum() - a) / max(n - 1, 1)  # mean over the other players
     exact_plus = {n - 2: others(leave), 0: singles, n - 1: np.full(n, full)} if n >= 2 else {0: singles}
     exact_minus = {1: others(singles), 0: np.full(n, empty), n - 1: leave} if n >= 2 else {0: np.full(n, empty)}
-    if n >= 4:
-        members, outsiders = _stratum_statistics(state, n)
-        # a coalition of size k samples phi+_{i,k-1} (members) and phi-_{i,k} (the others)
-        plus = _strata(members, -1, exact_plus, n)
-        minus = _strata(outsiders, 0, exact_minus, n)
-    else:
-        plus = _strata_exact(exact_plus, n)
-        minus = _strata_exact(exact_minus, n)
+    # a coalition of size k samples phi+_{i,k-1} (members) and phi-_{i,k} (the others)
+    members, outsiders = _stratum_statistics(state, n) if n >= 4 else (None, None)
+    plus = _strata(members, -1, exact_plus, n)
+    minus = _strata(outsiders, 0, exact_minus, n)
     values = np.zeros(n)
     variance = np.zeros(n)
     empty_strata = 0
@@ -173,13 +171,6 @@ def _finalize(state, info):
         stratum_var = np.where(np.isnan(variances), pooled[None, :], variances)
         variance += np.where(sampled, stratum_var / np.maximum(counts, 1.0), 0.0).sum(axis=1)
     return values / n, np.sqrt(variance) / n, {"empty_strata": empty_strata}
-
-
-def _strata_exact(exact: dict, n: int):
-    means = np.zeros((n, n))
-    for level, values in exact.items():
-        means[:, level] = values
-    return means, np.zeros((n, n)), np.full((n, n), np.inf)
 
 
 @documents_sampling_options
@@ -227,16 +218,8 @@ def stratified_svarm_shapley(game, budget, seed=None, *, batch_size: int | None 
         ``target_stderr`` or ``target_rank_correlation``.
     seed : int, optional
         Seed of the random streams; ``None`` draws one (kept on the result).
-    batch_size : int, optional
-        Coalitions per batch; by default about ``2**22`` mask cells. Results
-        depend on it (it fixes the seed streams), never on ``n_jobs``.
-    n_jobs : int, optional
-        Parallel batches through joblib (``None`` or 1: sequential; -1: all
-        cores); ``joblib.parallel_config(backend="dask")`` runs them on Dask.
-    progress : bool, optional
-        Show a progress bar (default: only on an interactive terminal).
-    empty_utility : float, optional
-        Use this value as ``U(empty)`` instead of evaluating it.
+    batch_size, n_jobs, progress, empty_utility
+        As in :func:`permutation_shapley` (a batch holds sampled coalitions).
 {sampling}
         Both targets judge the stratified estimate itself (the values and
         standard errors this function returns), recomputed from the strata
