@@ -49,8 +49,9 @@ with BLAS/OpenMP limited to one thread (``threadpoolctl``) on both sides.
    needs to reach it come from log-log interpolation of its error curve, and
    the fewest is reported (an extrapolation by the fitted power law is used
    only when none of ours reaches the target inside its measured range, and is
-   labelled). On the KNN game every estimator runs at the smallest budget and
-   the two best of each library at the larger ones (to keep the run short).
+   labelled). On the KNN game every estimator runs up to the smallest budget
+   both libraries run, and the two best of each library there at the larger
+   ones (to keep the run short).
 
 Every number in the output comes from the run; the load average at start and
 end is printed, since timings on a shared machine are noisy. The worker
@@ -671,8 +672,9 @@ def error_game(name, game, truth, permutations, seeds, with_compressive, screen_
     Our estimators also run at half the smallest budget (pyDVL's are not run
     there: its errors are the targets), so that a curve of ours can show that
     it reaches pyDVL's smallest-budget error with half the evaluations.
-    With ``screen_top``, every estimator runs at its library's smallest budget
-    and only the ``screen_top`` best of each library (by mean error there) at
+    With ``screen_top``, every estimator runs up to the smallest budget both
+    libraries run (ours also at half of it), and only the ``screen_top`` best
+    of each library (by mean error at that common budget) at
     the others.
     """
     permutations = [permutations[0] / 2, *permutations]
@@ -702,6 +704,7 @@ def error_game(name, game, truth, permutations, seeds, with_compressive, screen_
         row["seconds"].append(seconds)
 
     first = {"shapley_research": 0, "pyDVL": 1}  # index of each library's smallest budget
+    screen_at = max(first.values())  # the smallest budget both run: a fair screen (half a budget is not)
     for i, budget in enumerate(budgets):
         active = []
         for library, start in first.items():
@@ -711,8 +714,8 @@ def error_game(name, game, truth, permutations, seeds, with_compressive, screen_
                     for key in ("errors", "evaluations", "seconds"):
                         row[key].append(None)
                 continue
-            if screen_top is not None and i > start:
-                mine = sorted(mine, key=lambda r: np.mean(r["errors"][start]))[:screen_top]
+            if screen_top is not None and i > screen_at:
+                mine = sorted(mine, key=lambda r: np.mean(r["errors"][screen_at]))[:screen_top]
             active += mine
         for row in active:
             measure(row, budget)
@@ -969,8 +972,8 @@ def report(info, load, throughput, explained, gt, gt_tests, errors, checks, wall
         out.append("   (\"evals used\": TMC checks its budget after whole truncated permutations; VRDSSampler is "
                    "finite, budget / 2N samples per index, and stops when they are spent)")
         if g["screen_top"]:
-            out.append(f"   (screening: every estimator ran at the smallest budget, the {g['screen_top']} best of each "
-                       "library by mean error there at the larger ones)")
+            out.append(f"   (screening: every estimator ran at the smallest budget both libraries run (ours also at half "
+                       f"of it), the {g['screen_top']} best of each library by mean error there at the larger ones)")
         ratios, extrapolated, parts = [], [], []  # extrapolated: the kind of each ratio
         for j in range(len(g["budgets"])):
             ran = [r for r in g["rows"] if r["library"] == "pyDVL" and len(r["errors"]) > j
