@@ -441,7 +441,7 @@ class ModelUtility(Game):
         another, each warm-started from the previous prefix's solution and
         solved to the same tolerance as a refit. The utilities agree with
         refitting every prefix to that tolerance; it pays off for larger
-        models (on 1,000 MNIST images it is about twice as fast as batched
+        models (on 1,000 MNIST images it is about 1.7x as fast as batched
         refits) and not on tiny ones (on iris batched refits are faster; see
         ``benchmarks/results/utility_throughput.txt``). Needs a
         ``LogisticRegression`` routed by ``fast``; a ``ValueError`` otherwise.
