@@ -523,7 +523,9 @@ class ModelUtility(Game):
 
     # -- routing to the batched learners ------------------------------------------------------
     def _route(self, fast):
-        if fast not in ("auto", True, False):
+        if isinstance(fast, (bool, np.bool_)):
+            fast = bool(fast)
+        elif not (isinstance(fast, str) and fast == "auto"):  # a membership test would let 1 and 0 through
             raise ValueError(f"fast must be 'auto', True or False, got {fast!r}.")
         if fast is False:
             return None

@@ -762,6 +762,8 @@ PARAMETER_ROWS = [
     utility_row("cache_int", {"cache": 1}, TypeError, "cache must be True or False"),
     utility_row("cache_size_zero", {"cache": True, "cache_size": 0}, ValueError, "cache_size must be >= 1"),
     utility_row("fast_string", {"fast": "yes"}, ValueError, "fast must be 'auto', True or False"),
+    utility_row("fast_int", {"fast": 1}, ValueError, "fast must be 'auto', True or False"),
+    utility_row("fast_none", {"fast": None}, ValueError, "fast must be 'auto', True or False"),
     utility_row("fast_true_unsupported", {"model": Ridge(positive=True), "metric": "r2", "fast": True}, ValueError,
                 "fast=True but Ridge has no batched learner"),
     utility_row("blas_threads_zero", {"blas_threads": 0}, ValueError, "blas_threads must be >= 1"),
