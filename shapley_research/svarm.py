@@ -198,9 +198,10 @@ def stratified_svarm_shapley(game, budget, seed=None, *, batch_size: int | None 
     mean is a ratio estimate (unbiased given that the stratum was sampled); an
     unsampled stratum borrows the nearest sampled size of the same player.
     It pays off on games whose marginal contributions are concentrated on
-    some coalition sizes (e.g. the airport game, KNN utilities); on nearly
-    additive games, permutation sampling, whose marginal contributions cancel
-    the additive part exactly, is better.
+    some coalition sizes (e.g. the airport game); on the KNN benchmark of
+    ``benchmarks/pydvl_comparison.py`` it is no better than permutation
+    sampling, and on nearly additive games permutation sampling, whose
+    marginal contributions cancel the additive part exactly, is better.
 
     The state is ``3 (N + 1)^2`` running sums (``O(N^2)``, the price of one
     stratum per player and size), so ``N`` is limited to
