@@ -766,6 +766,9 @@ PARAMETER_ROWS = [
     utility_row("fast_none", {"fast": None}, ValueError, "fast must be 'auto', True or False"),
     utility_row("fast_true_unsupported", {"model": Ridge(positive=True), "metric": "r2", "fast": True}, ValueError,
                 "fast=True but Ridge has no batched learner"),
+    utility_row("warm_prefixes_int", {"warm_prefixes": 1}, TypeError, "warm_prefixes must be True or False"),
+    utility_row("warm_prefixes_not_routed", {"warm_prefixes": True}, ValueError,
+                "warm_prefixes=True needs a LogisticRegression routed"),
     utility_row("blas_threads_zero", {"blas_threads": 0}, ValueError, "blas_threads must be >= 1"),
     utility_row("blas_threads_string", {"blas_threads": "1"}, TypeError, "blas_threads must be an integer"),
     # the batched learners
