@@ -205,6 +205,8 @@ def overhead_cases(n: int, budgets: dict, repeats: int) -> list[dict]:
         ("permutation", lambda g: permutation_shapley(g, budgets["permutation"], **common), None),
         ("permutation (antithetic)",
          lambda g: permutation_shapley(g, budgets["permutation"], antithetic=True, **common), None),
+        ("permutation (antithetic, 16 rotations)",
+         lambda g: permutation_shapley(g, budgets["permutation"], antithetic=True, rotations=16, **common), None),
         ("group testing (improved)",
          lambda g: group_testing_shapley(g, budgets["group_testing"], **common), None),
         ("group testing (paper, closed form)",
