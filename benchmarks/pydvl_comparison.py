@@ -89,7 +89,8 @@ from shapley_research import (Game, LogisticRegressionUtility, compressive_shapl
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)  # also when loaded by file path (the tests)
-from core_overhead import CheapGame  # noqa: E402  (the cheap closed-form game of the overhead benchmark)
+from core_overhead import (  # noqa: E402  (the cheap closed-form game of the overhead benchmark, its RSS probes)
+    CheapGame, _reset_peak_rss, _rss_bytes)
 
 THROUGHPUT_GOAL = 100.0  # x pyDVL evaluations per second
 GT_TIME_GOAL = 100.0  # x pyDVL group testing wall time
@@ -429,20 +430,6 @@ def throughput_part(quick: bool, rng) -> tuple[list[dict], float]:
 
 
 # ------------------------------------------------------- part 2: group testing at scale
-
-
-def _rss_bytes() -> int:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-
-
-def _reset_peak_rss() -> bool:
-    try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
-        return True
-    except OSError:
-        return False
 
 
 def _status_kib(pid: int | str, field: str) -> int | None:

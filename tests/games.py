@@ -379,6 +379,23 @@ class CountingGame(Game):
         return self.game.shapley_values
 
 
+class Interrupted(KeyboardInterrupt):
+    pass
+
+
+class InterruptingGame(CountingGame):
+    """Raises KeyboardInterrupt on the ``after``-th call of ``evaluate``, as Ctrl-C would."""
+
+    def __init__(self, game, after: int):
+        super().__init__(game)
+        self.after = after
+
+    def _evaluate(self, masks):
+        if self.calls + 1 == self.after:
+            raise Interrupted
+        return super()._evaluate(masks)
+
+
 class CountingPrefixGame(CountingGame):
     """Counting wrapper that also forwards (and counts) ``evaluate_prefixes``.
 

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import shapley_research as sr
-from games import CountingGame, MajorityGame, WeightedVotingGame
+from games import CountingGame, Interrupted, InterruptingGame, MajorityGame, WeightedVotingGame
 
 GAME = WeightedVotingGame([4, 3, 3, 2, 2, 1, 1, 1], quota=9)
 N = GAME.n_players
@@ -34,23 +34,6 @@ RUNS = {
     "svarm": lambda g, **kw: sr.stratified_svarm_shapley(g, kw.pop("budget", 2 * N + 2 + 25 * 40), batch_size=25,
                                                          **kw),
 }
-
-
-class Interrupted(KeyboardInterrupt):
-    pass
-
-
-class InterruptingGame(CountingGame):
-    """Raises KeyboardInterrupt on the ``after``-th call of ``evaluate``, as Ctrl-C would."""
-
-    def __init__(self, game, after: int):
-        super().__init__(game)
-        self.after = after
-
-    def _evaluate(self, masks):
-        if self.calls + 1 == self.after:
-            raise Interrupted
-        return super()._evaluate(masks)
 
 
 def assert_same_run(a: sr.ValuationResult, b: sr.ValuationResult) -> None:

@@ -14,7 +14,7 @@ import pytest
 from scipy.stats import spearmanr
 
 import shapley_research as sr
-from games import AirportGame, CountingGame
+from games import AirportGame, CountingGame, Interrupted, InterruptingGame
 from shapley_research._sampling import (MIN_SAMPLES_FOR_PRECISION, RANK_DRAWS, expected_rank_correlation,
                                         rank_noise, run_sampling, units_from_budget)
 
@@ -189,23 +189,6 @@ def test_same_stop_for_any_n_jobs(name):
     np.testing.assert_array_equal(parallel.stderr, sequential.stderr)
     assert (parallel.n_evaluations, parallel.n_samples) == (sequential.n_evaluations, sequential.n_samples)
     assert parallel.info["stopped_by"] == sequential.info["stopped_by"] == "target_rank_correlation"
-
-
-class Interrupted(KeyboardInterrupt):
-    pass
-
-
-class InterruptingGame(CountingGame):
-    """Raises KeyboardInterrupt on the ``after``-th call of ``evaluate``, as Ctrl-C would."""
-
-    def __init__(self, game, after: int):
-        super().__init__(game)
-        self.after = after
-
-    def _evaluate(self, masks):
-        if self.calls + 1 == self.after:
-            raise Interrupted
-        return super()._evaluate(masks)
 
 
 @pytest.mark.parametrize("name", ["permutation", "group_testing_paper", "svarm"])
