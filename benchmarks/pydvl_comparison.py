@@ -764,7 +764,7 @@ def error_part(quick: bool, rng) -> tuple[list[dict], dict]:
     knn, exact, checks = knn_game_setup(20 if quick else 100, 5, 50 if quick else 300, rng)
     games.append(error_game(f"KNN-Shapley, {checks['n_train']:,} MNIST images, K = {checks['k']}, "
                             f"{checks['n_test']} test images (exact)", knn, exact,
-                            [4, 10] if quick else [10, 30, 100], range(1) if quick else range(3), not quick,
+                            [6, 10] if quick else [10, 30, 100], range(1) if quick else range(3), not quick,
                             screen_top=2))
     return games, checks
 
