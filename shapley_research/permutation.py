@@ -6,6 +6,7 @@ import time
 
 import numpy as np
 
+from . import _position_effects
 from ._sampling import (default_batch_size, evaluate_anchors, open_checkpoint, run_sampling,
                         units_from_budget)
 from ._validation import (check_bool, check_game, check_int, check_n_jobs, check_target,
@@ -86,7 +87,7 @@ def documents_sampling_options(estimator):
 
 @documents_sampling_options
 def permutation_shapley(game, budget, seed=None, *, antithetic: bool = False, rotations: int = 1,
-                        batch_size: int | None = None, n_jobs: int | None = None,
+                        position_adjustment: bool = False, batch_size: int | None = None, n_jobs: int | None = None,
                         progress: bool | None = None, empty_utility: float | None = None,
                         target_stderr: float | None = None,
                         target_rank_correlation: float | None = None, checkpoint=None,
@@ -137,6 +138,23 @@ def permutation_shapley(game, budget, seed=None, *, antithetic: bool = False, ro
         (on the KNN benchmark, 16 with ``antithetic`` reached the error of
         antithetic sampling alone with about 0.6x the evaluations; on a sum
         of 3-player unanimity games it did worse).
+    position_adjustment : bool, default False
+        Regression adjustment for the position at which each player joins:
+        fit the additive model
+        :math:`\Delta_{i,t} \approx \alpha_i + h_{b(k_{i,t})}` (a player
+        effect plus an effect of the bin of its position ``k``; single
+        positions near both ends, geometrically wider bins toward the
+        middle, ``O(log N)`` bins) to all samples by least squares, and
+        return :math:`\hat\alpha_i + \frac1N\sum_k \hat h_{b(k)}`. The
+        part of the variance due to where a player joins, common to all
+        players, is estimated from all of them at once, at no extra
+        evaluation. Efficiency still holds exactly; the estimate is
+        consistent, with an :math:`O(1/T)` bias from fitting on the same
+        samples (see :mod:`shapley_research._position_effects`). With
+        ``antithetic``, on the benchmarks it reached the error of antithetic
+        sampling alone with about 0.4x (linear + sqrt(size) + unanimity
+        game) and 0.5x (KNN) the evaluations. Not with ``rotations`` (which
+        stratify the positions instead). State: ``4 N B`` floats.
     batch_size : int, optional
         Sampling units (permutations, pairs or groups of rotations) per
         batch; by default about ``2**22`` mask cells. Results depend on it (it fixes the seed streams), never on ``n_jobs``.
@@ -162,6 +180,10 @@ def permutation_shapley(game, budget, seed=None, *, antithetic: bool = False, ro
     rotations = check_int(rotations, "rotations", minimum=1)
     if rotations > n:
         raise ValueError(f"rotations must be between 1 and n_players={n}, got {rotations}.")
+    position_adjustment = check_bool(position_adjustment, "position_adjustment")
+    if position_adjustment and rotations > 1:
+        raise ValueError("position_adjustment and rotations > 1 cannot be combined: both deal with the positions "
+                         "players join at (rotations stratify them, the adjustment regresses on them); pick one.")
     target_stderr = check_target(target_stderr)
     target_rank_correlation = check_target_rank_correlation(target_rank_correlation)
     per_unit = (2 if antithetic else 1) * rotations * n
@@ -176,7 +198,12 @@ def permutation_shapley(game, budget, seed=None, *, antithetic: bool = False, ro
     options = {"antithetic": antithetic}
     if rotations > 1:  # only then: files and results of plain runs keep their fingerprint
         options["rotations"] = rotations
-    entropy, ckpt = open_checkpoint(checkpoint, seed, dim=n, interval=checkpoint_interval, fingerprint={
+    dim, bins, n_bins = n, None, 0
+    if position_adjustment:
+        options["position_adjustment"] = True
+        bins, n_bins = _position_effects.position_bins(n, antithetic)
+        dim = 2 * n * n_bins
+    entropy, ckpt = open_checkpoint(checkpoint, seed, dim=dim, interval=checkpoint_interval, fingerprint={
         "method": "permutation", "n_players": n, "batch_size": batch_size, "empty_utility": empty_utility,
         **options})
     anchors = evaluate_anchors(game, empty_utility, full=False, checkpoint=ckpt)
@@ -190,6 +217,11 @@ def permutation_shapley(game, budget, seed=None, *, antithetic: bool = False, ro
 
     def sample_batch(rng: np.random.Generator, size: int):
         perms = random_permutations(rng, size, n)
+        if position_adjustment:
+            positions = np.empty_like(perms)
+            np.put_along_axis(positions, perms, np.arange(n)[None, :], axis=1)
+            return (_position_effects.batch_state(contributions(perms), positions, bins, n_bins),
+                    perms.size * (2 if antithetic else 1))
         if rotations == 1:
             return contributions(perms), perms.size * (2 if antithetic else 1)
         phase = rng.integers(n, size=size)
@@ -199,13 +231,24 @@ def permutation_shapley(game, budget, seed=None, *, antithetic: bool = False, ro
             total += contributions(np.take_along_axis(perms, (shift[:, None] + np.arange(n)) % n, axis=1))
         return total / rotations, per_unit * size
 
-    outcome = run_sampling(sample_batch, dim=n, n_units=n_units, batch_size=batch_size, entropy=entropy,
+    fitted = {}  # one least-squares fit per merged state, shared by both stopping hooks
+
+    def estimates(state):
+        key = (id(state), state.count)
+        if fitted.get("key") != key:
+            fitted.update(key=key, estimates=_position_effects.fit(state, bins, n_bins))
+        return fitted["estimates"]
+
+    hooks = {}
+    if position_adjustment:
+        hooks = {"values_of": lambda s: estimates(s)[0], "stderr_of": lambda s: estimates(s)[1]}
+    outcome = run_sampling(sample_batch, dim=dim, n_units=n_units, batch_size=batch_size, entropy=entropy,
                            n_jobs=n_jobs, progress=progress, desc="permutation sampling",
                            unit="group" if rotations > 1 else "pair" if antithetic else "perm",
                            checkpoint=ckpt, target_stderr=target_stderr,
-                           target_rank_correlation=target_rank_correlation)
+                           target_rank_correlation=target_rank_correlation, **hooks)
     info = {"options": options, **options, "batch_size": batch_size, "empty_utility": anchors.empty,
-            **outcome.summary()}
+            **({"n_players": n} if position_adjustment else {}), **outcome.summary()}
     values, stderr, updates = _finalize(outcome.state, info)
     return ValuationResult(
         values=values, n_evaluations=outcome.n_evaluations + anchors.n_evaluations, method="permutation",
@@ -217,5 +260,9 @@ def permutation_shapley(game, budget, seed=None, *, antithetic: bool = False, ro
 
 @register_finalizer("permutation")
 def _finalize(state, info):
-    """The values are the mean marginal contributions."""
+    """The values are the mean marginal contributions (position-adjusted: the two-way fit)."""
+    if info.get("options", {}).get("position_adjustment"):
+        bins, n_bins = _position_effects.position_bins(info["n_players"], info["options"]["antithetic"])
+        values, stderr = _position_effects.fit(state, bins, n_bins)
+        return values, stderr, {}
     return state.mean.copy(), state.stderr, {}

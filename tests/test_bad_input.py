@@ -259,6 +259,8 @@ SAMPLERS = {
         g, **{"budget": 40, "seed": 0, "antithetic": True, **kw}), 2 * N + 1),
     "permutation_rotations": (lambda g, **kw: permutation_shapley(
         g, **{"budget": 40, "seed": 0, "rotations": 3, **kw}), 3 * N + 1),
+    "permutation_position_adjusted": (lambda g, **kw: permutation_shapley(
+        g, **{"budget": 40, "seed": 0, "position_adjustment": True, **kw}), N + 1),
     "group_testing_improved": (lambda g, **kw: group_testing_shapley(g, **{"budget": 40, "seed": 0, **kw}), 3),
     "group_testing_paper": (lambda g, **kw: group_testing_shapley(
         g, **{"budget": 40, "seed": 0, "variant": "paper", **kw}), 3),

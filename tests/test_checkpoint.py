@@ -26,6 +26,8 @@ RUNS = {
                                                          antithetic=True, **kw),
     "rotations": lambda g, **kw: sr.permutation_shapley(g, kw.pop("budget", 1 + 3 * 16 * 40), batch_size=1,
                                                         antithetic=True, rotations=3, **kw),
+    "position_adjusted": lambda g, **kw: sr.permutation_shapley(g, kw.pop("budget", 1 + 8 * 40), batch_size=1,
+                                                                position_adjustment=True, **kw),
     "group_testing": lambda g, **kw: sr.group_testing_shapley(g, kw.pop("budget", 2 + 25 * 40), batch_size=25,
                                                               **kw),
     "group_testing_paper": lambda g, **kw: sr.group_testing_shapley(g, kw.pop("budget", 2 + 25 * 40),
