@@ -24,17 +24,22 @@ import time
 
 import numpy as np
 
-from ._sampling import (MeanState, default_batch_size, evaluate_anchors, open_checkpoint, run_sampling,
+from ._sampling import (MeanState, aux_rng, default_batch_size, evaluate_anchors, open_checkpoint, run_sampling,
                         units_from_budget)
 from ._subsets import random_subsets
-from ._validation import (check_game, check_int, check_n_jobs, check_target, check_target_rank_correlation,
-                          check_utilities)
+from ._validation import (check_choice, check_float, check_game, check_int, check_n_jobs, check_target,
+                          check_target_rank_correlation, check_utilities)
 from .permutation import documents_sampling_options
 from .result import ValuationResult, register_finalizer
 
-__all__ = ["stratified_svarm_shapley", "svarm_size_probabilities"]
+__all__ = ["neyman_size_probabilities", "stratified_svarm_shapley", "svarm_size_probabilities"]
 
 MAX_PLAYERS = 2048  # the state holds 3 (N + 1)^2 running sums: about 100 MiB at this size
+
+ALLOCATIONS = ("svarm", "neyman")  # the size allocations of stratified_svarm_shapley
+PILOT_PER_PLAYER = 5  # default pilot of the Neyman allocation: 5 N coalitions
+NEYMAN_FLOOR = 0.2  # share of the default allocation kept under Neyman's
+PILOT_STREAM = 0  # aux_rng index of the pilot coalitions
 
 
 def svarm_size_probabilities(n_players: int) -> np.ndarray:
@@ -133,6 +138,110 @@ def _pooled(variances: np.ndarray, counts: np.ndarray) -> np.ndarray:
         return np.where(ok, variances * weight, 0.0).sum(axis=0) / weight.sum(axis=0)
 
 
+def _size_variances(state: MeanState, n: int) -> np.ndarray:
+    """Per size ``k = 2..N-2``, the variance of the utility of the sampled coalitions (NaN below two)."""
+    sums = state.mean * state.count
+    start = 3 * _block(n)
+    c, y, q = (sums[start + j * (n + 1):start + (j + 1) * (n + 1)][2:n - 1] for j in range(3))
+    c = np.rint(c)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(c > 1, np.maximum(q - y**2 / np.maximum(c, 1), 0.0) / np.maximum(c - 1, 1), np.nan)
+
+
+def neyman_size_probabilities(state: MeanState, n_players: int, floor: float = NEYMAN_FLOOR) -> np.ndarray:
+    r"""Neyman allocation of the sampled sizes ``k = 2, ..., N - 2``, from the strata seen so far.
+
+    A coalition of size ``k`` is a sample of :math:`\phi^+_{i,k-1}` for its
+    ``k`` members and of :math:`\phi^-_{i,k}` for the ``N - k`` others. With
+    ``B`` coalitions drawn with probabilities :math:`p_k`, a stratum gets
+    :math:`m^+_{i,k-1} \approx B p_k k / N` and
+    :math:`m^-_{i,k} \approx B p_k (N - k) / N` samples, so the expected
+    squared :math:`\ell_2` error of :math:`s_i = \frac1N \sum_\ell
+    (\phi^+_{i,\ell} - \phi^-_{i,\ell})` summed over the players is
+
+    .. math::
+
+        \frac{1}{N^2} \sum_{i,\ell} \left(\frac{\sigma^2_{+,i,\ell}}{m^+_{i,\ell}}
+        + \frac{\sigma^2_{-,i,\ell}}{m^-_{i,\ell}}\right)
+        \approx \frac{1}{N B} \sum_k \frac{a_k}{p_k},\qquad
+        a_k = \frac{S^+_{k-1}}{k} + \frac{S^-_k}{N - k},\quad
+        S^\pm_\ell = \sum_i \sigma^2_{\pm,i,\ell},
+
+    minimised over the simplex by :math:`p_k \propto \sqrt{a_k}`.
+    :math:`S^\pm_\ell` is estimated as ``N`` times the within-stratum
+    variance pooled over the players with two samples or more at that size
+    (where no player has two: :math:`N \operatorname{Var}(U(A) \mid |A| = k)`,
+    which adds the spread between the players' stratum means); sizes with
+    fewer than two coalitions take :math:`a_k` linearly
+    interpolated between the nearest estimated sizes (it varies smoothly with
+    ``k`` on the games measured). The result is
+    :math:`(1 - f)\,p^{\mathrm{Neyman}} + f\,p^{\mathrm{SVARM}}`: the
+    ``floor`` ``f`` of :func:`svarm_size_probabilities` keeps every size
+    sampled where few samples estimated a variance of zero. Without any
+    estimate (or all zero) it is the default allocation.
+
+    Parameters
+    ----------
+    state : MeanState
+        Statistics of sampled coalitions, as kept by :func:`stratified_svarm_shapley`.
+    n_players : int
+        ``N``.
+    floor : float, default 0.2
+        Share of the default allocation mixed in, in ``[0, 1]``.
+
+    Returns
+    -------
+    numpy.ndarray
+        Probabilities of the sizes ``2..N-2`` (empty for ``N < 4``).
+    """
+    n = check_int(n_players, "n_players", minimum=1)
+    floor = check_float(floor, "floor", minimum=0.0, maximum=1.0)
+    default = svarm_size_probabilities(n)
+    if default.size == 0:
+        return default
+    sizes = np.arange(2, n - 1)
+    whole = _size_variances(state, n)
+    members, outsiders = _stratum_statistics(state, n)
+    spread = []
+    for stats, offset in ((members, -1), (outsiders, 0)):  # size k feeds phi+_{k-1} and phi-_k
+        _, variances, counts = _strata(stats, offset, {}, n)
+        pooled = _pooled(variances, counts)[sizes + offset]
+        spread.append(np.where(np.isnan(pooled), whole, pooled))
+    cost = spread[0] / sizes + spread[1] / (n - sizes)  # a_k / N
+    known = np.isfinite(cost)
+    if not known.any():
+        return default
+    cost = np.interp(sizes, sizes[known], cost[known])
+    root = np.sqrt(cost)
+    if not root.sum() > 0:
+        return default
+    return (1.0 - floor) * root / root.sum() + floor * default
+
+
+def _pilot(game, n: int, n_pilot: int, entropy: int, reference: float, batch_size: int, checkpoint) -> MeanState:
+    """Statistics of the pilot coalitions (default allocation, stream ``aux_rng(entropy, PILOT_STREAM)``).
+
+    Their utilities are kept in the checkpoint's context, so a resumed run
+    redraws the same coalitions from the seed and needs no evaluation (nor a
+    noisy game to repeat itself).
+    """
+    saved = None if checkpoint is None else checkpoint.context.get("pilot_utilities")
+    rng = aux_rng(entropy, PILOT_STREAM)
+    probabilities, levels = svarm_size_probabilities(n), np.arange(2, n - 1)
+    state, utilities = MeanState(3 * (n + 1) ** 2), []
+    for start in range(0, n_pilot, batch_size):  # in batches: bounded memory
+        size = min(batch_size, n_pilot - start)
+        sizes = rng.choice(levels, size=size, p=probabilities)
+        masks = random_subsets(rng, sizes, n)
+        u = (np.asarray(saved[start:start + size], dtype=float) if saved is not None
+             else check_utilities(game.evaluate(masks), size))
+        utilities += u.tolist()
+        state.merge(_batch_state(masks, sizes, u - reference))
+    if checkpoint is not None:
+        checkpoint.context["pilot_utilities"] = utilities
+    return state
+
+
 @register_finalizer("stratified_svarm")
 def _finalize(state, info):
     r"""Stratum means (exact ones from ``info``), their difference averaged over sizes.
@@ -178,7 +287,8 @@ def stratified_svarm_shapley(game, budget, seed=None, *, batch_size: int | None 
                              n_jobs: int | None = None, progress: bool | None = None,
                              empty_utility: float | None = None, target_stderr: float | None = None,
                              target_rank_correlation: float | None = None, checkpoint=None,
-                             checkpoint_interval: float = 60.0) -> ValuationResult:
+                             checkpoint_interval: float = 60.0, allocation: str = "svarm",
+                             pilot: int | None = None) -> ValuationResult:
     r"""Shapley values by Stratified SVARM (Kolpaczki et al., AAAI 2024).
 
     Estimates the strata :math:`\phi^{\pm}_{i,\ell}` of the module docstring:
@@ -189,10 +299,11 @@ def stratified_svarm_shapley(game, budget, seed=None, *, batch_size: int | None 
        :math:`\phi^+_{i,\ell}` for :math:`\ell \in \{0, N-2, N-1\}` and
        :math:`\phi^-_{i,\ell}` for :math:`\ell \in \{0, 1, N-1\}`;
     2. by sampling, the others: a size ``k`` in ``2..N-2`` with
-       :func:`svarm_size_probabilities`, then a uniform coalition ``A`` of
-       that size, whose utility is one sample of :math:`\phi^+_{i,k-1}` for
-       each :math:`i \in A` and of :math:`\phi^-_{i,k}` for each
-       :math:`i \notin A`.
+       :func:`svarm_size_probabilities` (or, with ``allocation="neyman"``,
+       adapted to the strata's variances, below), then a uniform coalition
+       ``A`` of that size, whose utility is one sample of
+       :math:`\phi^+_{i,k-1}` for each :math:`i \in A` and of
+       :math:`\phi^-_{i,k}` for each :math:`i \notin A`.
 
     The value is the mean over sizes of the stratum differences. Each stratum
     mean is a ratio estimate (unbiased given that the stratum was sampled); an
@@ -202,6 +313,23 @@ def stratified_svarm_shapley(game, budget, seed=None, *, batch_size: int | None 
     ``benchmarks/pydvl_comparison.py`` it is no better than permutation
     sampling, and on nearly additive games permutation sampling, whose
     marginal contributions cancel the additive part exactly, is better.
+
+    ``allocation="neyman"`` first draws ``pilot`` coalitions with the default
+    allocation, then the rest with :func:`neyman_size_probabilities` of the
+    pilot's strata: :math:`p_k \propto \sqrt{S^+_{k-1}/k + S^-_k/(N-k)}`
+    (:math:`S^\pm` the within-stratum variances summed over the players),
+    which minimises the expected squared error for a given number of
+    coalitions, mixed with 20 % of the default allocation. The probabilities
+    are computed once, from the pilot alone, so they do not depend on
+    ``n_jobs`` and a resumed run recomputes them exactly. Each stratum mean
+    is still the plain mean of its samples: the allocation changes how many
+    samples a stratum gets, not the estimator, so runs of either allocation
+    merge. Measured at 30 N to 300 N evaluations on the games of
+    ``benchmarks/``, the mean
+    relative :math:`\ell_2` error falls by 16-20 % on the airport game (100
+    players, 16 seeds), 20-24 % on ``CheapGame`` (200 players) and 20-26 % on
+    the MNIST KNN game (1,000 players, 4-8 seeds): the default allocation
+    needs 1.4-1.6 times the evaluations for the same error.
 
     The state is ``3 (N + 1)^2`` running sums (``O(N^2)``, the price of one
     stratum per player and size), so ``N`` is limited to
@@ -224,14 +352,32 @@ def stratified_svarm_shapley(game, budget, seed=None, *, batch_size: int | None 
 {sampling}
         Both targets judge the stratified estimate itself (the values and
         standard errors this function returns), recomputed from the strata
-        after each batch (``O(N^2)``, small next to a batch).
+        after each batch (``O(N^2)``, small next to a batch); with
+        ``allocation="neyman"`` they are checked only after the pilot.
+    allocation : {"svarm", "neyman"}, default "svarm"
+        How the sampled sizes are drawn: ``"svarm"``, the fixed
+        :func:`svarm_size_probabilities` of the paper; ``"neyman"``, a pilot
+        with those, then the Neyman allocation estimated from it.
+    pilot : int, optional
+        Coalitions of the Neyman pilot (only with ``allocation="neyman"``);
+        default ``5 N``, capped by the budget, so at budgets below about
+        ``7 N`` the run is the default allocation with other draws. Measured:
+        ``10 N`` is a few % better than ``5 N`` at ``100-300 N`` evaluations
+        but gains nothing at ``10 N``, where ``5 N`` already does (13-18 %);
+        ``N`` or ``2 N`` estimate too few sizes' variances (worse than the
+        default on the airport game at large budgets). The pilot is evaluated
+        in the calling process (not by the ``n_jobs`` workers). A checkpoint
+        continues with a larger budget only if its pilot was complete.
 
     Returns
     -------
     ValuationResult
         ``stderr`` from the stratum variances; ``info["empty_strata"]``
-        counts the strata that had no sample. Runs with different seeds
-        combine with :func:`~shapley_research.merge_results`.
+        counts the strata that had no sample; ``info["allocation"]`` is the
+        allocation, and with ``"neyman"`` ``info["pilot"]`` the pilot
+        coalitions and ``info["size_probabilities"]`` those of sizes
+        ``2..N-2`` after it (``n_samples`` counts the pilot). Runs with
+        different seeds combine with :func:`~shapley_research.merge_results`.
     """
     start = time.perf_counter()
     n = check_game(game)
@@ -240,6 +386,10 @@ def stratified_svarm_shapley(game, budget, seed=None, *, batch_size: int | None 
                          f"(O(N^2) memory), so it takes at most {MAX_PLAYERS} players; this game has {n}. "
                          "Use permutation_shapley or group_testing_shapley instead.")
     n_jobs = check_n_jobs(n_jobs)
+    allocation = check_choice(allocation, "allocation", ALLOCATIONS)
+    if pilot is not None and allocation != "neyman":
+        raise ValueError(f"pilot sets the pilot of allocation='neyman'; this call has allocation={allocation!r}.")
+    pilot = n * PILOT_PER_PLAYER if pilot is None else check_int(pilot, "pilot", minimum=1)
     target_stderr = check_target(target_stderr)
     target_rank_correlation = check_target_rank_correlation(target_rank_correlation)
     targeted = target_stderr is not None or target_rank_correlation is not None
@@ -257,14 +407,33 @@ def stratified_svarm_shapley(game, budget, seed=None, *, batch_size: int | None 
     batch_size = (default_batch_size(n, 1) if batch_size is None
                   else check_int(batch_size, "batch_size", minimum=1))
     dim = 3 * (n + 1) ** 2
-    entropy, ckpt = open_checkpoint(checkpoint, seed, dim=dim, interval=checkpoint_interval, fingerprint={
-        "method": "stratified_svarm", "n_players": n, "batch_size": batch_size, "empty_utility": empty_utility})
+    # the pilot takes the first coalitions of the budget; a budget below it is all pilot
+    n_pilot = 0 if allocation == "svarm" or n < 4 else pilot if n_units is None else min(pilot, n_units)
+    fingerprint = {"method": "stratified_svarm", "n_players": n, "batch_size": batch_size,
+                   "empty_utility": empty_utility}
+    if allocation != "svarm":  # the default's files stay those written before allocations existed
+        fingerprint.update(allocation=allocation, pilot=n_pilot)
+    entropy, ckpt = open_checkpoint(checkpoint, seed, dim=dim, interval=checkpoint_interval,
+                                    fingerprint=fingerprint)
     anchors = evaluate_anchors(game, empty_utility, full=True, checkpoint=ckpt)
     n_exact, singles, leave = _exact_strata(game, n, ckpt)
     # utilities are stored centred, so that sums of squares keep their precision
     reference = 0.5 * (anchors.empty + anchors.full)
     probabilities = svarm_size_probabilities(n)
     levels = np.arange(2, n - 1)
+    head = None  # the pilot's statistics, merged before the sampled batches
+    if n_pilot:
+        head = _pilot(game, n, n_pilot, entropy, reference, batch_size, ckpt)
+        probabilities = neyman_size_probabilities(head, n)
+        if n_units is not None:
+            n_units -= n_pilot
+
+    def with_pilot(state: MeanState) -> MeanState:
+        if head is None:
+            return state
+        both = MeanState(dim, head.count, head.mean.copy(), head.m2.copy())
+        both.merge(state)
+        return both
 
     def sample_batch(rng: np.random.Generator, size: int):
         sizes = rng.choice(levels, size=size, p=probabilities)
@@ -272,16 +441,19 @@ def stratified_svarm_shapley(game, budget, seed=None, *, batch_size: int | None 
         u = check_utilities(game.evaluate(masks), size) - reference
         return _batch_state(masks, sizes, u), size
 
+    # the allocation is no option of the estimate (stratum means merge whatever the allocation)
     info = {"n_players": n, "options": {}, "batch_size": batch_size, "empty_utility": anchors.empty,
             "full_utility": anchors.full, "reference": reference, "singletons": singles,
-            "leave_one_out": leave}
+            "leave_one_out": leave, "allocation": allocation}
+    if n_pilot:
+        info.update(pilot=n_pilot, size_probabilities=probabilities.tolist())
 
     last = {}  # the loop's state grows with every merge: its count identifies it, both hooks share one pass
 
     def estimates(state):
         key = (id(state), state.count)
         if last.get("key") != key:
-            last.update(key=key, estimates=_finalize(state, info)[:2])
+            last.update(key=key, estimates=_finalize(with_pilot(state), info)[:2])
         return last["estimates"]
 
     outcome = run_sampling(sample_batch, dim=dim, n_units=n_units, batch_size=batch_size, entropy=entropy,
@@ -290,11 +462,12 @@ def stratified_svarm_shapley(game, budget, seed=None, *, batch_size: int | None 
                            target_rank_correlation=target_rank_correlation,
                            values_of=lambda s: estimates(s)[0])
     info.update(outcome.summary())
-    values, stderr, updates = _finalize(outcome.state, info)
+    state = with_pilot(outcome.state)
+    values, stderr, updates = _finalize(state, info)
     return ValuationResult(
-        values=values, n_evaluations=outcome.n_evaluations + anchors.n_evaluations + n_exact,
+        values=values, n_evaluations=outcome.n_evaluations + anchors.n_evaluations + n_exact + n_pilot,
         method="stratified_svarm", seed=entropy, wall_time=time.perf_counter() - start, stderr=stderr,
-        n_samples=outcome.state.count, info={**info, **updates}, state=outcome.state,
+        n_samples=state.count, info={**info, **updates}, state=state,
     )
 
 
