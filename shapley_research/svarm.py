@@ -310,9 +310,11 @@ def stratified_svarm_shapley(game, budget, seed=None, *, batch_size: int | None 
     unsampled stratum borrows the nearest sampled size of the same player.
     It pays off on games whose marginal contributions are concentrated on
     some coalition sizes (e.g. the airport game); on the KNN benchmark of
-    ``benchmarks/pydvl_comparison.py`` it is no better than permutation
-    sampling, and on nearly additive games permutation sampling, whose
-    marginal contributions cancel the additive part exactly, is better.
+    ``benchmarks/pydvl_comparison.py`` the default allocation is no better
+    than permutation sampling (``allocation="neyman"`` is, yet stays behind
+    antithetic sampling with ``position_adjustment``), and on nearly
+    additive games permutation sampling, whose marginal contributions cancel
+    the additive part exactly, is better.
 
     ``allocation="neyman"`` first draws ``pilot`` coalitions with the default
     allocation, then the rest with :func:`neyman_size_probabilities` of the
