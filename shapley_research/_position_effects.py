@@ -44,7 +44,7 @@ import numpy as np
 from ._sampling import MeanState
 
 EXACT_POSITIONS = 4  # distances from an end that get a bin of their own (the steepest part of learning curves)
-GROWTH = 1.5  # width ratio of consecutive bins further in
+GROWTH = 1.5  # ratio of consecutive bin starts further in (bins widen geometrically)
 MAX_CELLS = 2**22  # cap on N x B where possible (the state holds 4 N B floats: 128 MiB at the cap)
 
 
@@ -56,10 +56,7 @@ def _half_bins(half: int, exact: int, growth: float) -> np.ndarray:
     while start < half:
         starts.append(start)
         start = max(start + 1, int(round(start * growth)))
-    distance_bins = np.zeros(half, dtype=np.int64)
-    for j, first in enumerate(starts):
-        distance_bins[first:] = j
-    return distance_bins
+    return np.searchsorted(np.asarray(starts), np.arange(half), side="right") - 1
 
 
 def position_bins(n_players: int, antithetic: bool) -> tuple[np.ndarray, int]:
