@@ -162,6 +162,10 @@ def merge_results(*results: ValuationResult) -> ValuationResult:
         state.merge(result.state)
     per_run = ("stopped_by", "resumed_samples", "batch_size")
     info = {**{k: v for k, v in first.info.items() if k not in per_run}, "seeds": seeds}
+    # how the samples were drawn may differ between runs that estimate the same strata (SVARM's allocation)
+    for key in ("allocation", "pilot", "size_probabilities"):
+        if any(r.info.get(key) != first.info.get(key) for r in results[1:]):
+            info[key] = [r.info.get(key) for r in results]
     values, stderr, updates = finalize(state, info)
     info.update(updates)
     return ValuationResult(values=values, n_evaluations=sum(r.n_evaluations for r in results),

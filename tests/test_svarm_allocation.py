@@ -211,6 +211,10 @@ def test_runs_of_both_allocations_merge():
     assert merged.n_samples == a.n_samples + b.n_samples
     assert relative_l2(merged.values, game.shapley_values) < 0.05
     assert np.all(merged.stderr < np.maximum(a.stderr, b.stderr))
+    # the merged info says how each run drew its sizes, instead of repeating the first run's
+    assert merged.info["allocation"] == ["svarm", "neyman"]
+    assert merged.info["pilot"] == [None, b.info["pilot"]]
+    assert sr.merge_results(b, neyman(game, 5_000, seed=3)).info["allocation"] == "neyman"
 
 
 def test_precision_target_and_few_players():
