@@ -139,7 +139,8 @@ def test_bins_are_single_positions_near_both_ends_and_logarithmic_in_number():
     assert n_folded == n_bins // 2
     for n in (100_000, 1_000_000):  # widths grow faster at large N, down to the exact bins and one more per end
         big, n_big = _position_effects.position_bins(n, antithetic=False)
-        assert big.size * n_big <= _position_effects.MAX_CELLS or n_big == 2 * (_position_effects.EXACT_POSITIONS + 1)
+        minimum = 2 * (_position_effects.EXACT_POSITIONS + 1)
+        assert big.size * n_big <= _position_effects.MAX_CELLS or n_big == minimum
 
 
 def test_cannot_combine_with_rotations_and_must_be_a_bool():
