@@ -148,7 +148,8 @@ def test_a_budget_below_the_pilot_is_all_pilot():
 
 def test_identical_for_any_n_jobs():
     game = GAMES["size_additive"]
-    runs = [neyman(game, 3_000, seed=3, batch_size=400, n_jobs=n_jobs) for n_jobs in (1, 2)]
+    # batches of 20: the pilot (50 coalitions) spans three, evaluated by the workers too
+    runs = [neyman(game, 1_000, seed=3, batch_size=20, n_jobs=n_jobs) for n_jobs in (1, 2)]
     np.testing.assert_array_equal(runs[0].values, runs[1].values)
     np.testing.assert_array_equal(runs[0].stderr, runs[1].stderr)
     assert runs[0].info["size_probabilities"] == runs[1].info["size_probabilities"]
