@@ -224,7 +224,7 @@ def _evaluate_batch(game, masks: np.ndarray) -> np.ndarray:
 
 
 def _pilot(game, n: int, n_pilot: int, entropy: int, reference: float, batch_size: int, checkpoint,
-           n_jobs: int | None = None) -> MeanState:
+           n_jobs: int | None = None, progress: bool | None = None) -> MeanState:
     """Statistics of the pilot coalitions (default allocation, stream ``aux_rng(entropy, PILOT_STREAM)``).
 
     The coalitions are drawn in order from that one stream, then evaluated in
@@ -232,7 +232,8 @@ def _pilot(game, n: int, n_pilot: int, entropy: int, reference: float, batch_siz
     pilot masks are held at once (``pilot x N`` booleans, 21 MB for 5 N
     coalitions at N = 2,048). Their utilities are kept in the checkpoint's
     context, so a resumed run redraws the same coalitions from the seed and
-    needs no evaluation (nor a noisy game to repeat itself).
+    needs no evaluation (nor a noisy game to repeat itself). A progress bar
+    (``progress`` as for the sampling loop) counts the evaluated coalitions.
     """
     saved = None if checkpoint is None else checkpoint.context.get("pilot_utilities")
     rng = aux_rng(entropy, PILOT_STREAM)
@@ -244,13 +245,22 @@ def _pilot(game, n: int, n_pilot: int, entropy: int, reference: float, batch_siz
     if saved is not None:
         ends = np.cumsum([sizes.size for sizes, _ in draws])
         utilities = np.split(np.asarray(saved, dtype=float), ends[:-1])
-    elif n_jobs in (None, 1) or len(draws) == 1:
-        utilities = [_evaluate_batch(game, masks) for _, masks in draws]
     else:
-        from joblib import Parallel, delayed
+        from tqdm.auto import tqdm
 
-        utilities = Parallel(n_jobs=n_jobs, batch_size=1)(
-            delayed(_evaluate_batch)(game, masks) for _, masks in draws)
+        if n_jobs in (None, 1) or len(draws) == 1:
+            results = (_evaluate_batch(game, masks) for _, masks in draws)
+        else:
+            from joblib import Parallel, delayed
+
+            results = Parallel(n_jobs=n_jobs, batch_size=1, return_as="generator")(
+                delayed(_evaluate_batch)(game, masks) for _, masks in draws)
+        utilities = []
+        with tqdm(total=n_pilot, desc="SVARM pilot", unit="coalition", leave=False,
+                  disable=None if progress is None else not progress) as bar:
+            for u in results:  # in batch order, whatever the backend
+                utilities.append(u)
+                bar.update(u.size)
     state = MeanState(3 * (n + 1) ** 2)
     for (sizes, masks), u in zip(draws, utilities):
         state.merge(_batch_state(masks, sizes, u - reference))
@@ -442,7 +452,7 @@ def stratified_svarm_shapley(game, budget, seed=None, *, batch_size: int | None 
     levels = np.arange(2, n - 1)
     head = None  # the pilot's statistics, merged before the sampled batches
     if n_pilot:
-        head = _pilot(game, n, n_pilot, entropy, reference, batch_size, ckpt, n_jobs)
+        head = _pilot(game, n, n_pilot, entropy, reference, batch_size, ckpt, n_jobs, progress)
         probabilities = neyman_size_probabilities(head, n)
         if n_units is not None:
             n_units -= n_pilot
