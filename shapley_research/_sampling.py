@@ -342,9 +342,8 @@ def run_sampling(
     checkpoint: Checkpoint | None = None,
     target_stderr: float | None = None,
     watch: slice = slice(None),
-    stderr_of: Callable[[MeanState], np.ndarray] | None = None,
     target_rank_correlation: float | None = None,
-    values_of: Callable[[MeanState], np.ndarray] | None = None,
+    estimates_of: Callable[[MeanState], tuple[np.ndarray, np.ndarray]] | None = None,
 ) -> SamplingOutcome:
     """Draw samples in batches and accumulate their mean.
 
@@ -356,9 +355,8 @@ def run_sampling(
 
     Stops after ``n_units`` samples, or, with ``target_stderr``, as soon as
     (after a whole batch, and from :data:`MIN_SAMPLES_FOR_PRECISION` samples
-    on) the largest standard error of the coordinates ``watch`` (of the
-    estimates ``stderr_of(state)`` when the values are not the sample mean
-    itself) is at most ``target_stderr``; ``n_units`` is then a cap (``None``: none). The
+    on) the largest standard error of the coordinates ``watch`` is at most
+    ``target_stderr``; ``n_units`` is then a cap (``None``: none). The
     decision is taken in batch order, so it is the same for any ``n_jobs``
     (parallel workers may compute a few batches past it, which are discarded).
     The progress bar then estimates the samples needed from
@@ -367,15 +365,19 @@ def run_sampling(
     With ``target_rank_correlation`` it stops, under the same rules (after a
     whole batch, in batch order, from :data:`MIN_SAMPLES_FOR_PRECISION`
     samples on), once the ranking is stable: once
-    :func:`expected_rank_correlation` of the values ``values_of(state)[watch]``
-    (default: the sample mean) and their standard errors (those of
-    ``target_stderr``) is at least the target. Its draws are keyed by the
+    :func:`expected_rank_correlation` of the values and their standard errors
+    (those of ``target_stderr``) is at least the target. Its draws are keyed by the
     sample count, so the decision is a pure function of the merged state
     (identical for any ``n_jobs`` and across checkpoint/resume). With both
     targets the run stops at the first batch meeting either; ``stopped_by``
     names the one met (``"target_stderr"`` when both are met at once). The
     progress bar shows the current expected correlation; without
     ``target_stderr`` its total is ``n_units`` (unknown when ``None``).
+
+    Both targets judge ``estimates_of(state)``, the values and their standard
+    errors (default: the sample mean and its standard error), for estimators
+    whose values are not the sample mean itself; it is computed once per
+    merged state, so one fit serves both targets and the progress bar.
 
     With a ``checkpoint``, batches already in the file are skipped and the
     state is written there every ``checkpoint.interval`` seconds, at the end,
@@ -406,8 +408,12 @@ def run_sampling(
             cache[name] = compute()
         return cache[name]
 
+    def estimates_now() -> tuple[np.ndarray, np.ndarray]:
+        return once_per_state("estimates", lambda: (state.mean, state.stderr) if estimates_of is None
+                              else estimates_of(state))
+
     def stderr_now() -> np.ndarray:
-        return once_per_state("stderr", lambda: state.stderr if stderr_of is None else stderr_of(state))
+        return estimates_now()[1]
 
     def precision() -> float:
         if state.count < 2:
@@ -416,8 +422,8 @@ def run_sampling(
 
     def rank_correlation() -> float:
         def compute() -> float:
-            values = state.mean if values_of is None else values_of(state)
-            return expected_rank_correlation(values[watch], stderr_now()[watch], key=state.count)
+            values, stderr = estimates_now()
+            return expected_rank_correlation(values[watch], stderr[watch], key=state.count)
 
         if state.count < 2:
             return float("nan")

@@ -268,7 +268,8 @@ def group_testing_shapley(game, budget, seed=None, *, variant: str = "improved",
     outcome = run_sampling(sample_batch, dim=n, n_units=n_units, batch_size=batch_size, entropy=entropy,
                            n_jobs=n_jobs, progress=progress, desc=f"group testing ({variant})", unit="test",
                            checkpoint=ckpt, target_stderr=target_stderr,
-                           target_rank_correlation=target_rank_correlation, values_of=values_of)
+                           target_rank_correlation=target_rank_correlation,
+                           estimates_of=lambda s: (values_of(s), s.stderr))
     info = {"options": options, **options, "Z": z, "empty_utility": anchors.empty,
             "full_utility": anchors.full, "batch_size": batch_size, "recovery": recovery,
             "epsilon": epsilon, "solver": solver, **outcome.summary()}

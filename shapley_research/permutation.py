@@ -219,13 +219,13 @@ def permutation_shapley(game, budget, seed=None, *, antithetic: bool = False, ro
 
     def sample_batch(rng: np.random.Generator, size: int):
         perms = random_permutations(rng, size, n)
-        if position_adjustment:
-            positions = np.empty_like(perms)
-            np.put_along_axis(positions, perms, np.arange(n)[None, :], axis=1)
-            return (_position_effects.batch_state(contributions(perms), positions, bins, n_bins),
-                    perms.size * (2 if antithetic else 1))
         if rotations == 1:
-            return contributions(perms), perms.size * (2 if antithetic else 1)
+            phi = contributions(perms)
+            if position_adjustment:  # reduce to the two-way fit's statistics, by each player's position
+                positions = np.empty_like(perms)
+                np.put_along_axis(positions, perms, np.arange(n)[None, :], axis=1)
+                phi = _position_effects.batch_state(phi, positions, bins, n_bins)
+            return phi, per_unit * size
         phase = rng.integers(n, size=size)
         total = np.zeros((size, n))
         for j in range(rotations):  # one rotation at a time: memory as for `size` permutations
@@ -233,22 +233,13 @@ def permutation_shapley(game, budget, seed=None, *, antithetic: bool = False, ro
             total += contributions(np.take_along_axis(perms, (shift[:, None] + np.arange(n)) % n, axis=1))
         return total / rotations, per_unit * size
 
-    hooks = {}
-    if position_adjustment:  # the stopping targets judge the fitted values, one fit per merged state
-        fitted = {}
-
-        def estimates(state):
-            key = (id(state), state.count)
-            if fitted.get("key") != key:
-                fitted.update(key=key, estimates=_position_effects.fit(state, bins, n_bins))
-            return fitted["estimates"]
-
-        hooks = {"values_of": lambda s: estimates(s)[0], "stderr_of": lambda s: estimates(s)[1]}
+    # the stopping targets judge the fitted values, not the mean of the statistics
+    estimates_of = (lambda s: _position_effects.fit(s, bins, n_bins)) if position_adjustment else None
     outcome = run_sampling(sample_batch, dim=dim, n_units=n_units, batch_size=batch_size, entropy=entropy,
                            n_jobs=n_jobs, progress=progress, desc="permutation sampling",
                            unit="group" if rotations > 1 else "pair" if antithetic else "perm",
                            checkpoint=ckpt, target_stderr=target_stderr,
-                           target_rank_correlation=target_rank_correlation, **hooks)
+                           target_rank_correlation=target_rank_correlation, estimates_of=estimates_of)
     info = {"options": options, **options, "batch_size": batch_size, "empty_utility": anchors.empty,
             **({"n_players": n} if position_adjustment else {}), **outcome.summary()}
     values, stderr, updates = _finalize(outcome.state, info)

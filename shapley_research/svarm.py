@@ -89,12 +89,18 @@ def _batch_state(masks: np.ndarray, sizes: np.ndarray, u: np.ndarray) -> MeanSta
     return MeanState(total.size, b, total / b, m2)
 
 
+def _size_sums(sums: np.ndarray, n: int):
+    """Per size ``k = 0..N``, the count, sum and sum of squares of the sampled utilities (from summed stats)."""
+    start = 3 * _block(n)
+    return tuple(sums[start + j * (n + 1):start + (j + 1) * (n + 1)] for j in range(3))
+
+
 def _stratum_statistics(state: MeanState, n: int):
     """Per (player, size) counts, sums and sums of squares of the members (``in``) and the others (``out``)."""
     sums = state.mean * state.count
     block = _block(n)
     c_in, y_in, q_in = (sums[j * block:(j + 1) * block].reshape(n, n + 1) for j in range(3))
-    c, y, q = (sums[3 * block + j * (n + 1):3 * block + (j + 1) * (n + 1)] for j in range(3))
+    c, y, q = _size_sums(sums, n)
     return (np.rint(c_in), y_in, q_in), (np.rint(c) - np.rint(c_in), y - y_in, q - q_in)
 
 
@@ -140,9 +146,7 @@ def _pooled(variances: np.ndarray, counts: np.ndarray) -> np.ndarray:
 
 def _size_variances(state: MeanState, n: int) -> np.ndarray:
     """Per size ``k = 2..N-2``, the variance of the utility of the sampled coalitions (NaN below two)."""
-    sums = state.mean * state.count
-    start = 3 * _block(n)
-    c, y, q = (sums[start + j * (n + 1):start + (j + 1) * (n + 1)][2:n - 1] for j in range(3))
+    c, y, q = (a[2:n - 1] for a in _size_sums(state.mean * state.count, n))
     c = np.rint(c)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(c > 1, np.maximum(q - y**2 / np.maximum(c, 1), 0.0) / np.maximum(c - 1, 1), np.nan)
@@ -467,8 +471,7 @@ def stratified_svarm_shapley(game, budget, seed=None, *, batch_size: int | None 
     def sample_batch(rng: np.random.Generator, size: int):
         sizes = rng.choice(levels, size=size, p=probabilities)
         masks = random_subsets(rng, sizes, n)
-        u = check_utilities(game.evaluate(masks), size) - reference
-        return _batch_state(masks, sizes, u), size
+        return _batch_state(masks, sizes, _evaluate_batch(game, masks) - reference), size
 
     # the allocation is no option of the estimate (stratum means merge whatever the allocation)
     info = {"n_players": n, "options": {}, "batch_size": batch_size, "empty_utility": anchors.empty,
@@ -477,19 +480,11 @@ def stratified_svarm_shapley(game, budget, seed=None, *, batch_size: int | None 
     if n_pilot:
         info.update(pilot=n_pilot, size_probabilities=probabilities.tolist())
 
-    last = {}  # the loop's state grows with every merge: its count identifies it, both hooks share one pass
-
-    def estimates(state):
-        key = (id(state), state.count)
-        if last.get("key") != key:
-            last.update(key=key, estimates=_finalize(with_pilot(state), info)[:2])
-        return last["estimates"]
-
     outcome = run_sampling(sample_batch, dim=dim, n_units=n_units, batch_size=batch_size, entropy=entropy,
                            n_jobs=n_jobs, progress=progress, desc="stratified SVARM", unit="coalition",
-                           checkpoint=ckpt, target_stderr=target_stderr, stderr_of=lambda s: estimates(s)[1],
+                           checkpoint=ckpt, target_stderr=target_stderr,
                            target_rank_correlation=target_rank_correlation,
-                           values_of=lambda s: estimates(s)[0])
+                           estimates_of=lambda s: _finalize(with_pilot(s), info)[:2])
     info.update(outcome.summary())
     state = with_pilot(outcome.state)
     values, stderr, updates = _finalize(state, info)

@@ -213,8 +213,8 @@ def test_interrupted_then_resumed_equals_uninterrupted(name, tmp_path):
     np.testing.assert_array_equal(done.values, full.values)
 
 
-def test_run_sampling_judges_values_of():
-    """The criterion ranks ``values_of(state)`` (default: the mean) with the standard errors."""
+def test_run_sampling_judges_estimates_of():
+    """The criterion ranks the values of ``estimates_of(state)`` (default: the mean) with the standard errors."""
     def batch(rng, size):
         return rng.normal(loc=0.1 * np.arange(6), scale=0.5, size=(size, 6)), size
 
@@ -229,7 +229,8 @@ def test_run_sampling_judges_values_of():
         seen.append(state.count)
         return 100.0 * np.arange(6)
 
-    assert run_sampling(batch, values_of=spread, **common).state.count == MIN_SAMPLES_FOR_PRECISION
+    estimates_of = lambda state: (spread(state), state.stderr)
+    assert run_sampling(batch, estimates_of=estimates_of, **common).state.count == MIN_SAMPLES_FOR_PRECISION
     assert seen == [MIN_SAMPLES_FOR_PRECISION], "judged once per batch, and only from 30 samples on"
 
 
