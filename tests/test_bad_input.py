@@ -340,6 +340,8 @@ SPECIFIC_PARAMETERS = {
         ("epsilon_inf", {"epsilon": np.inf}, ValueError, "epsilon must be finite"),
         ("solver_unknown", {"solver": "FOO"}, ValueError, "solver must be one of"),
         ("solver_not_a_string", {"solver": 3}, TypeError, "solver must be the name"),
+        ("recovery_unknown", {"recovery": "lars"}, ValueError, "recovery must be one of"),
+        ("recovery_not_a_string", {"recovery": 1}, ValueError, "recovery must be one of"),
     ],
 }
 

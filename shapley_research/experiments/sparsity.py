@@ -375,7 +375,8 @@ def reference_values(game, n_permutations: int, seeds: Sequence[int], *, batch_s
 
 
 def error_curves(game, reference, permutation_grid: Sequence[int], seeds: Sequence[int],
-                 measurements: Sequence[int], *, solver: str = "CLARABEL", show_progress: bool = True):
+                 measurements: Sequence[int], *, recovery: str = "homotopy", solver: str = "CLARABEL",
+                 show_progress: bool = True):
     """Relative errors of the baseline and compressive sampling against ``reference``.
 
     For every seed and every ``T`` in ``permutation_grid``, one call of
@@ -413,8 +414,8 @@ def error_curves(game, reference, permutation_grid: Sequence[int], seeds: Sequen
             baseline = None
             for m in measurements:
                 start = time.process_time()
-                result = compressive_shapley(cache, 2 + t * n, seed=seed, n_measurements=m, solver=solver,
-                                             batch_size=batch, progress=False)
+                result = compressive_shapley(cache, 2 + t * n, seed=seed, n_measurements=m, recovery=recovery,
+                                             solver=solver, batch_size=batch, progress=False)
                 cpu = time.process_time() - start
                 if baseline is None:
                     baseline = result.info["permutation_values"]
