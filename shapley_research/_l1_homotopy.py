@@ -130,6 +130,84 @@ def _first_join(corr, along, lam, tiny, blocked, dropped):
     return best, best_gamma, best_sign
 
 
+_CROSSED, _END, _OUT_OF_STEPS = 0, 1, 2
+
+
+@numba.njit(cache=True, nogil=True)
+def _follow_path(a_mat, r, eps2, max_steps, active, coef, signs, rows, factor, pair):
+    """The knot-by-knot loop of :func:`l1_homotopy`, compiled (a Python loop cost about as much as the algebra).
+
+    ``rows[:k]`` holds the active columns of ``A`` as rows (contiguous for
+    BLAS), ``factor[:k, :k]`` the lower Cholesky factor of their Gram matrix,
+    ``pair`` the residual (row 0) and the direction ``u`` (row 1). Returns
+    ``(k, knots, lam, outcome)``.
+    """
+    n = a_mat.shape[1]
+    capacity = factor.shape[0]
+    blocked = np.zeros(n, dtype=np.bool_)  # active, or in the span of the active columns (until a drop)
+    pair[0] = r
+    corr = np.dot(r, a_mat)
+    joining, lam = 0, 0.0
+    for j in range(n):
+        if abs(corr[j]) > lam:
+            joining, lam = j, abs(corr[j])
+    joining_sign = 1.0 if corr[joining] > 0 else -1.0
+    tiny = 1e-12 * lam
+    k, dropped = 0, -1
+    for step in range(1, max_steps + 1):
+        if joining >= 0:  # extend the factor by the new column: L z = A_S^T a_j
+            column = np.ascontiguousarray(a_mat[:, joining])
+            z = _solve_lower(factor, k, np.dot(rows[:k], column))
+            pivot = np.dot(column, column) - np.dot(z, z)
+            blocked[joining] = True
+            if pivot > 1e-10 * np.dot(column, column):
+                factor[k, :k] = z
+                factor[k, k] = np.sqrt(pivot)
+                rows[k] = column
+                active[k], coef[k], signs[k] = joining, 0.0, joining_sign
+                k += 1
+        # direction w = (A_S^T A_S)^{-1} signs and u = A_S w; one pass gives A^T residual and A^T u
+        w = _solve_gram(factor, k, signs)
+        pair[1] = np.dot(w, rows[:k])
+        both = np.dot(pair, a_mat)
+        corr, along = both[0], both[1]
+        # the first knot: a join, a drop (coef + g w = 0), the residual reaching epsilon, or lam = 0
+        joining, gamma_join, joining_sign = _first_join(corr, along, lam, tiny, blocked, dropped)
+        if k == capacity:
+            joining, gamma_join = -1, np.inf
+        drop_at, gamma_drop = -1, np.inf
+        for i in range(k):
+            if w[i] != 0.0:
+                g = -coef[i] / w[i]
+                if tiny < g < gamma_drop:
+                    drop_at, gamma_drop = i, g
+        residual, u = pair[0], pair[1]
+        rr, ru, uu = np.dot(residual, residual), np.dot(residual, u), np.dot(u, u)
+        disc = ru * ru - uu * (rr - eps2)  # ||residual - g u||^2 = eps^2 at the smaller root
+        gamma_cross = (rr - eps2) / (ru + np.sqrt(disc)) if disc >= 0 and ru > 0 else np.inf
+        gamma = min(gamma_join, gamma_drop, gamma_cross, lam)
+        coef[:k] += gamma * w
+        pair[0] -= gamma * u
+        at_end = gamma == lam
+        lam -= gamma
+        if gamma == gamma_cross:
+            return k, step, lam, _CROSSED
+        if at_end:
+            return k, step, 0.0, _END
+        dropped = -1
+        if gamma == gamma_drop:
+            joining, dropped = -1, active[drop_at]
+            for i in range(drop_at, k - 1):
+                active[i], coef[i], signs[i] = active[i + 1], coef[i + 1], signs[i + 1]
+                rows[i] = rows[i + 1]
+            _cholesky_delete(factor, k, drop_at)
+            k -= 1
+            blocked[:] = False  # a column in the old span may be outside the new one
+            for i in range(k):
+                blocked[active[i]] = True
+    return k, max_steps, lam, _OUT_OF_STEPS
+
+
 def _raise_end_too_far(a_mat, r, epsilon, slack):
     """The path ended farther than ``epsilon``: infeasible if least squares is too, else degenerate."""
     closest = r - a_mat @ np.linalg.lstsq(a_mat, r, rcond=None)[0]
@@ -160,14 +238,14 @@ def l1_homotopy(matrix: np.ndarray, target: np.ndarray, epsilon: float, *,
     ------
     HomotopyError
         With ``infeasible=True`` if no ``d`` is within ``epsilon`` of ``r``
-        (possible when ``A`` has fewer rows than rank, e.g. ``M > N``).
-        Otherwise, if the answer cannot be certified: the end of the path is
-        short of ``epsilon``, the lasso optimality conditions fail at the
-        final ``lambda`` (both happen with degenerate, e.g. repeated,
+        (possible when the columns of ``A`` do not span ``R^M``, e.g.
+        ``M > N``). Otherwise, if the answer cannot be certified: the end of
+        the path is short of ``epsilon``, the lasso optimality conditions fail
+        at the final ``lambda`` (both happen with degenerate, e.g. repeated,
         columns), or the path has more than ``max_steps`` knots.
     """
     a_mat = np.ascontiguousarray(matrix, dtype=float)
-    r = np.asarray(target, dtype=float)
+    r = np.ascontiguousarray(target, dtype=float)
     m, n = a_mat.shape
     d = np.zeros(n)
     eps2 = float(epsilon) ** 2
@@ -176,76 +254,21 @@ def l1_homotopy(matrix: np.ndarray, target: np.ndarray, epsilon: float, *,
     slack = 1e-9 * float(np.sqrt(r @ r))  # rounding: the end of the path is "exactly" on target
     capacity = min(m, n)
     max_steps = 10 * (m + n) if max_steps is None else max_steps
-    active = np.empty(capacity, dtype=np.int64)
-    coef = np.zeros(capacity)
-    signs = np.zeros(capacity)
-    columns = np.empty((m, capacity), order="F")  # A[:, active], in the order of `active`
-    factor = np.zeros((capacity, capacity))  # lower Cholesky factor of A_S^T A_S
-    blocked = np.zeros(n, dtype=bool)  # active, or in the span of the active columns (until a drop)
-    k = 0
-    pair = np.empty((2, m))  # the residual and the direction u, so that one pass gives A^T of both
-    pair[0] = r
-    corr = r @ a_mat
-    lam = float(np.abs(corr).max())
-    tiny = 1e-12 * lam
-    joining = int(np.argmax(np.abs(corr)))
-    joining_sign, dropped = np.sign(corr[joining]), -1
-    for step in range(1, max_steps + 1):
-        if joining >= 0:  # extend the factor by the new column: L z = A_S^T a_j
-            column = a_mat[:, joining]
-            z = _solve_lower(factor, k, columns[:, :k].T @ column)
-            pivot = float(column @ column - z @ z)
-            blocked[joining] = True
-            if pivot > 1e-10 * float(column @ column):
-                factor[k, :k], factor[k, k] = z, np.sqrt(pivot)
-                columns[:, k] = column
-                active[k], coef[k], signs[k] = joining, 0.0, joining_sign
-                k += 1
-        # direction w = (A_S^T A_S)^{-1} signs and u = A_S w; one pass gives A^T residual and A^T u
-        w = _solve_gram(factor, k, signs)
-        pair[1] = columns[:, :k] @ w
-        residual, u = pair
-        corr, along = pair @ a_mat
-        # the first knot: a join, a drop (coef + g w = 0), the residual reaching epsilon, or lam = 0
-        joining, gamma_join, joining_sign = _first_join(corr, along, lam, tiny, blocked, dropped)
-        if k == capacity:
-            joining, gamma_join = -1, np.inf
-        to_zero = np.divide(-coef[:k], w, out=np.full(k, np.inf), where=w != 0)
-        to_zero[~(to_zero > tiny)] = np.inf
-        drop_at = int(np.argmin(to_zero)) if k else -1
-        gamma_drop = to_zero[drop_at] if k else np.inf
-        rr, ru, uu = residual @ residual, residual @ u, u @ u  # ||residual - g u||^2 = eps^2: smaller root
-        disc = ru * ru - uu * (rr - eps2)
-        gamma_cross = (rr - eps2) / (ru + np.sqrt(disc)) if disc >= 0 and ru > 0 else np.inf
-        gamma = min(gamma_join, gamma_drop, gamma_cross, lam)
-        coef[:k] += gamma * w
-        residual -= gamma * u
-        at_end, lam = gamma == lam, lam - gamma
-        if gamma == gamma_cross:
-            break
-        if at_end:  # lam reached 0: the least-squares fit on the active columns ends the path
-            if float(np.sqrt(residual @ residual)) > epsilon + slack:
-                _raise_end_too_far(a_mat, r, epsilon, slack)
-            break
-        dropped = -1
-        if gamma == gamma_drop:
-            joining, dropped = -1, int(active[drop_at])
-            blocked[:] = False  # a column in the old span may be outside the new one
-            blocked[active[:k]] = True
-            blocked[dropped] = False
-            for arr in (active, coef, signs):
-                arr[drop_at:k - 1] = arr[drop_at + 1:k]
-            columns[:, drop_at:k - 1] = columns[:, drop_at + 1:k]
-            _cholesky_delete(factor, k, drop_at)
-            k -= 1
-    else:
+    active = np.zeros(capacity, dtype=np.int64)
+    coef, signs = np.zeros(capacity), np.zeros(capacity)
+    rows, factor, pair = np.zeros((capacity, m)), np.zeros((capacity, capacity)), np.zeros((2, m))
+    k, knots, lam, outcome = _follow_path(a_mat, r, eps2, max_steps, active, coef, signs, rows, factor, pair)
+    residual = pair[0]
+    if outcome == _OUT_OF_STEPS:
         raise HomotopyError(f"the lasso path has more than max_steps={max_steps} knots.")
+    if outcome == _END and float(np.sqrt(residual @ residual)) > epsilon + slack:
+        _raise_end_too_far(a_mat, r, epsilon, slack)
     if lam > 0:  # certificate: d solves the lasso at lam (KKT), so it solves the constrained problem
         corr = residual @ a_mat
         violation = max(float(np.abs(corr).max()) - lam,
                         float(np.abs(corr[active[:k]] - lam * signs[:k]).max(initial=0.0)))
-        if violation > 1e-8 * (lam + tiny * 1e12):
+        if violation > 1e-8 * (lam + float(np.abs(r @ a_mat).max())):  # rounding is relative to lambda_0
             raise HomotopyError(f"the path lost optimality (KKT violation {violation:.3g} at lambda {lam:.3g}; "
                                 "degenerate columns?).")
     d[active[:k]] = coef[:k]
-    return d, step
+    return d, knots
