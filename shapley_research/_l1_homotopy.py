@@ -45,6 +45,41 @@ class HomotopyError(RuntimeError):
         self.infeasible = infeasible
 
 
+_FAST = {"reassoc", "nsz", "arcp", "contract"}  # reassociated sums vectorise: rounding-level differences
+
+
+@numba.njit(cache=True, nogil=True, fastmath=_FAST)
+def _dot(x, y):
+    total = 0.0
+    for i in range(x.size):
+        total += x[i] * y[i]
+    return total
+
+
+@numba.njit(cache=True, nogil=True, fastmath=_FAST)
+def _combine(weights, rows, k, out):
+    """``out = sum_i weights[i] rows[i]`` over the first ``k`` rows (row-wise, contiguous)."""
+    out[:] = 0.0
+    for i in range(k):
+        wi = weights[i]
+        row = rows[i]
+        for j in range(out.size):
+            out[j] += wi * row[j]
+
+
+@numba.njit(cache=True, nogil=True, fastmath=_FAST)
+def _project(pair, a_mat, out):
+    """``out = pair @ a_mat``: ``A^T`` of the residual and of the direction in one pass over ``A``'s rows."""
+    out[:] = 0.0
+    first, second = out[0], out[1]
+    for i in range(a_mat.shape[0]):
+        p, q = pair[0, i], pair[1, i]
+        row = a_mat[i]
+        for j in range(row.size):
+            first[j] += p * row[j]
+            second[j] += q * row[j]
+
+
 @numba.njit(cache=True, nogil=True)
 def _cholesky_delete(factor, k, p):
     """Delete row and column ``p`` of the ``k x k`` lower factor ``L`` in place (``O(k^2)``).
@@ -146,7 +181,9 @@ def _follow_path(a_mat, r, eps2, max_steps, active, coef, signs, rows, factor, p
     capacity = factor.shape[0]
     blocked = np.zeros(n, dtype=np.bool_)  # active, or in the span of the active columns (until a drop)
     pair[0] = r
-    corr = np.dot(r, a_mat)
+    both = np.zeros((2, n))
+    _combine(r, a_mat, a_mat.shape[0], both[0])  # A^T r, by rows of A
+    corr = both[0]
     joining, lam = 0, 0.0
     for j in range(n):
         if abs(corr[j]) > lam:
@@ -156,11 +193,14 @@ def _follow_path(a_mat, r, eps2, max_steps, active, coef, signs, rows, factor, p
     k, dropped = 0, -1
     for step in range(1, max_steps + 1):
         if joining >= 0:  # extend the factor by the new column: L z = A_S^T a_j
-            column = np.ascontiguousarray(a_mat[:, joining])
-            z = _solve_lower(factor, k, np.dot(rows[:k], column))
-            pivot = np.dot(column, column) - np.dot(z, z)
+            column = a_mat[:, joining].copy()
+            gram = np.empty(k)
+            for i in range(k):
+                gram[i] = _dot(rows[i], column)
+            z = _solve_lower(factor, k, gram)
+            pivot = _dot(column, column) - _dot(z, z)
             blocked[joining] = True
-            if pivot > 1e-10 * np.dot(column, column):
+            if pivot > 1e-10 * _dot(column, column):
                 factor[k, :k] = z
                 factor[k, k] = np.sqrt(pivot)
                 rows[k] = column
@@ -168,8 +208,8 @@ def _follow_path(a_mat, r, eps2, max_steps, active, coef, signs, rows, factor, p
                 k += 1
         # direction w = (A_S^T A_S)^{-1} signs and u = A_S w; one pass gives A^T residual and A^T u
         w = _solve_gram(factor, k, signs)
-        pair[1] = np.dot(w, rows[:k])
-        both = np.dot(pair, a_mat)
+        _combine(w, rows, k, pair[1])
+        _project(pair, a_mat, both)
         corr, along = both[0], both[1]
         # the first knot: a join, a drop (coef + g w = 0), the residual reaching epsilon, or lam = 0
         joining, gamma_join, joining_sign = _first_join(corr, along, lam, tiny, blocked, dropped)
@@ -182,7 +222,7 @@ def _follow_path(a_mat, r, eps2, max_steps, active, coef, signs, rows, factor, p
                 if tiny < g < gamma_drop:
                     drop_at, gamma_drop = i, g
         residual, u = pair[0], pair[1]
-        rr, ru, uu = np.dot(residual, residual), np.dot(residual, u), np.dot(u, u)
+        rr, ru, uu = _dot(residual, residual), _dot(residual, u), _dot(u, u)
         disc = ru * ru - uu * (rr - eps2)  # ||residual - g u||^2 = eps^2 at the smaller root
         gamma_cross = (rr - eps2) / (ru + np.sqrt(disc)) if disc >= 0 and ru > 0 else np.inf
         gamma = min(gamma_join, gamma_drop, gamma_cross, lam)
