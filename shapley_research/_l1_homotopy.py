@@ -113,12 +113,11 @@ def _cholesky_delete(factor, k, p):
         factor[j, k - 1] = 0.0
 
 
-@numba.njit(cache=True, nogil=True, fastmath={"reassoc", "nsz", "arcp", "contract"})
+@numba.njit(cache=True, nogil=True, fastmath=_FAST)
 def _solve_lower(factor, k, rhs):
     """``z`` with ``L z = rhs`` for the leading ``k x k`` block of the lower factor (rows are contiguous).
 
-    The row dot products may be reassociated (``fastmath``) so that they
-    vectorise: a rounding-level difference, at a fraction of the time.
+    The row dot products may be reassociated (``fastmath``) so that they vectorise.
     """
     z = rhs[:k].copy()
     for i in range(k):
@@ -170,10 +169,10 @@ _CROSSED, _END, _OUT_OF_STEPS = 0, 1, 2
 
 @numba.njit(cache=True, nogil=True)
 def _follow_path(a_mat, r, eps2, max_steps, active, coef, signs, rows, factor, pair):
-    """The knot-by-knot loop of :func:`l1_homotopy`, compiled (a Python loop cost about as much as the algebra).
+    """The knot-by-knot loop of :func:`l1_homotopy`, compiled (in Python it cost about as much as the algebra).
 
-    ``rows[:k]`` holds the active columns of ``A`` as rows (contiguous for
-    BLAS), ``factor[:k, :k]`` the lower Cholesky factor of their Gram matrix,
+    ``rows[:k]`` holds the active columns of ``A`` as rows (contiguous),
+    ``factor[:k, :k]`` the lower Cholesky factor of their Gram matrix,
     ``pair`` the residual (row 0) and the direction ``u`` (row 1). Returns
     ``(k, knots, lam, outcome)``.
     """

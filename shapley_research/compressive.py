@@ -121,9 +121,9 @@ def compressive_shapley(game, budget, seed=None, n_measurements: int | None = No
         compiled by numba: about 6 s once per machine, then loaded from
         numba's cache in well under a second).
         ``"cvxpy"`` states the second-order cone program in cvxpy, for
-        verification or other solvers; on the same problem CLARABEL took 6-10 s
-        and SCS about 3 s, agreeing with the homotopy to about ``1e-5`` of the
-        largest value (the solvers' tolerance). Either way the recovery is a
+        verification or other solvers; on the same problem CLARABEL took 7-10 s
+        and SCS about 3 s, agreeing with the homotopy to about ``1e-7`` and
+        ``1e-5`` of the largest value (the solvers' tolerances). Either way the recovery is a
         fixed cost that grows with ``N`` and ``M``, not with the budget.
     solver : str, default "CLARABEL"
         cvxpy solver of the second-order cone program: for
