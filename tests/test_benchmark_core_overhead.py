@@ -1,0 +1,49 @@
+"""The core-overhead benchmark script runs end to end at a small scale, on a game whose values it knows."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from shapley_research import exact_shapley
+
+SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "core_overhead.py"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("core_overhead", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_cheap_game_closed_form_values(bench):
+    game = bench.CheapGame(9, n_unanimity=4, seed=2)
+    np.testing.assert_allclose(game.shapley_values(), exact_shapley(game).values, atol=1e-10)
+
+
+def test_small_run_reports_every_estimator_and_the_cvxpy_reference(bench):
+    n = 40
+    budgets = {"permutation": 40 * n + 1, "group_testing": 2_002, "compressive": 20 * n + 2}
+    overhead = bench.overhead_cases(n, budgets, repeats=1)
+    names = [r["name"] for r in overhead]
+    assert len(names) == 7 and "compressive" in names
+    for r in overhead:
+        assert r["estimator"][0] > 0 and r["direct"][0] > 0
+        assert np.isfinite(r["rel_rmse"])
+    compressive = overhead[names.index("compressive")]
+    assert 0 < compressive["recovery"][0] < compressive["estimator"][0]
+    assert compressive["cvxpy_agreement"] < 1e-4  # the homotopy and CLARABEL solve the same problem
+    scale = [bench.gt_worker({"n": size, "tests": 300, "variant": "paper", "recovery": recovery})
+             for recovery in ("closed_form", "cvxpy") for size in (100, 200)]
+    jit = {"cached": bench.jit_worker(), "compile": bench.jit_worker()}
+    text = bench.report(n, overhead, scale, 1, jit, markdown=True)
+    for label in ("permutation", "group testing (paper, closed form)", "compressive, sampling only",
+                  "compressive, incl. l1 recovery"):
+        assert f"overhead {label}: " in text
+    assert "cvxpy (CLARABEL) solves the same problem" in text
+    assert "group testing N=200 recovery (cvxpy)" in text
