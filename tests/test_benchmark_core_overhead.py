@@ -2,23 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
 
+from _benchmark_scripts import load_benchmark
 from shapley_research import exact_shapley
-
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "core_overhead.py"
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("core_overhead", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("core_overhead")
 
 
 def test_cheap_game_closed_form_values(bench):

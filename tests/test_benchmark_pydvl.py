@@ -7,23 +7,16 @@ and the analysis the benchmark relies on, without pyDVL.
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
 
+from _benchmark_scripts import load_benchmark
 from shapley_research import KNNUtility, exact_shapley, knn_shapley
-
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "pydvl_comparison.py"
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("pydvl_comparison", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("pydvl_comparison")
 
 
 def _knn_data(seed=0, n_train=80, n_test=9, d=3, classes=3):
