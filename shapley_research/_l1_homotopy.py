@@ -223,7 +223,8 @@ def _follow_path(a_mat, r, eps2, max_steps, active, coef, signs, rows, factor, p
         residual, u = pair[0], pair[1]
         rr, ru, uu = _dot(residual, residual), _dot(residual, u), _dot(u, u)
         disc = ru * ru - uu * (rr - eps2)  # ||residual - g u||^2 = eps^2 at the smaller root
-        gamma_cross = (rr - eps2) / (ru + np.sqrt(disc)) if disc >= 0 and ru > 0 else np.inf
+        # (epsilon = 0 is the end of the path, where this root is double and loses half the digits)
+        gamma_cross = (rr - eps2) / (ru + np.sqrt(disc)) if eps2 > 0 and disc >= 0 and ru > 0 else np.inf
         gamma = min(gamma_join, gamma_drop, gamma_cross, lam)
         coef[:k] += gamma * w
         pair[0] -= gamma * u
@@ -302,12 +303,21 @@ def l1_homotopy(matrix: np.ndarray, target: np.ndarray, epsilon: float, *,
         raise HomotopyError(f"the lasso path has more than max_steps={max_steps} knots.")
     if outcome == _END and float(np.sqrt(residual @ residual)) > epsilon + slack:
         _raise_end_too_far(a_mat, r, epsilon, slack)
-    if lam > 0:  # certificate: d solves the lasso at lam (KKT), so it solves the constrained problem
-        corr = residual @ a_mat
-        violation = max(float(np.abs(corr).max()) - lam,
-                        float(np.abs(corr[active[:k]] - lam * signs[:k]).max(initial=0.0)))
-        if violation > 1e-8 * (lam + float(np.abs(r @ a_mat).max())):  # rounding is relative to lambda_0
-            raise HomotopyError(f"the path lost optimality (KKT violation {violation:.3g} at lambda {lam:.3g}; "
-                                "degenerate columns?).")
+    lam0 = float(np.abs(r @ a_mat).max())
+    if lam > 1e-9 * lam0:  # d solves the lasso at lam > 0 (KKT), so it solves the constrained problem
+        _certify(residual @ a_mat, lam, active[:k], signs[:k], coef[:k], 1e-8 * (lam + lam0))
+    else:  # the end of the path (basis pursuit, or the least-squares fit), where KKT at lam ~ 0 says nothing:
+        # on the last segment the residual is r_end + lam u with A^T r_end = 0, so u is a dual point
+        _certify(pair[1] @ a_mat, 1.0, active[:k], signs[:k], coef[:k], 1e-7)
     d[active[:k]] = coef[:k]
     return d, knots
+
+
+def _certify(corr, lam, active, signs, coef, tolerance):
+    """Raise unless the optimality conditions hold: ``|corr| <= lam``, ``corr = lam * signs`` on the active set
+    (to ``tolerance``), and every active coefficient has its sign (or is 0)."""
+    violation = max(float(np.abs(corr).max()) - lam, float(np.abs(corr[active] - lam * signs).max(initial=0.0)))
+    wrong_sign = bool((coef * signs < -1e-12 * np.abs(coef).max(initial=0.0)).any())
+    if violation > tolerance or wrong_sign:
+        raise HomotopyError(f"the path lost optimality (violation {violation:.3g} of the optimality conditions "
+                            f"at lambda {lam:.3g}; degenerate columns?).")
