@@ -386,6 +386,8 @@ def error_curves(game, reference, permutation_grid: Sequence[int], seeds: Sequen
     same permutations. The sampling batch size is the gcd of the grid, so the
     ``T`` permutations of a seed are the first ``T`` of its largest run; they
     are valued once (:class:`PrefixCache`, filled with the largest ``T``).
+    ``recovery`` and ``solver`` are passed on (the l1 recovery: the exact
+    homotopy, or cvxpy with ``solver``).
 
     Returns
     -------
