@@ -58,26 +58,73 @@ def _dot(x, y):
 
 @numba.njit(cache=True, nogil=True, fastmath=_FAST)
 def _combine(weights, rows, k, out):
-    """``out = sum_i weights[i] rows[i]`` over the first ``k`` rows (row-wise, contiguous)."""
+    """``out = sum_i weights[i] rows[i]`` over the first ``k`` rows (row-wise, contiguous).
+
+    Four rows per sweep of ``out``: a quarter of the loads and stores of
+    ``out`` (the sweeps, not the multiplications, bounded the one-row loop).
+    """
     out[:] = 0.0
-    for i in range(k):
-        wi = weights[i]
-        row = rows[i]
+    i = 0
+    while i + 4 <= k:
+        w0, w1, w2, w3 = weights[i], weights[i + 1], weights[i + 2], weights[i + 3]
+        r0, r1, r2, r3 = rows[i], rows[i + 1], rows[i + 2], rows[i + 3]
+        for j in range(out.size):
+            out[j] += w0 * r0[j] + w1 * r1[j] + w2 * r2[j] + w3 * r3[j]
+        i += 4
+    while i < k:
+        wi, row = weights[i], rows[i]
         for j in range(out.size):
             out[j] += wi * row[j]
+        i += 1
 
 
 @numba.njit(cache=True, nogil=True, fastmath=_FAST)
 def _project(pair, a_mat, out):
-    """``out = pair @ a_mat``: ``A^T`` of the residual and of the direction in one pass over ``A``'s rows."""
+    """``out = pair @ a_mat``: ``A^T`` of the residual and of the direction in one pass over ``A``'s rows.
+
+    Four rows of ``A`` per sweep, as in :func:`_combine`.
+    """
     out[:] = 0.0
     first, second = out[0], out[1]
-    for i in range(a_mat.shape[0]):
-        p, q = pair[0, i], pair[1, i]
-        row = a_mat[i]
-        for j in range(row.size):
+    rows = a_mat.shape[0]
+    i = 0
+    while i + 4 <= rows:
+        p0, p1, p2, p3 = pair[0, i], pair[0, i + 1], pair[0, i + 2], pair[0, i + 3]
+        q0, q1, q2, q3 = pair[1, i], pair[1, i + 1], pair[1, i + 2], pair[1, i + 3]
+        r0, r1, r2, r3 = a_mat[i], a_mat[i + 1], a_mat[i + 2], a_mat[i + 3]
+        for j in range(first.size):
+            x0, x1, x2, x3 = r0[j], r1[j], r2[j], r3[j]
+            first[j] += p0 * x0 + p1 * x1 + p2 * x2 + p3 * x3
+            second[j] += q0 * x0 + q1 * x1 + q2 * x2 + q3 * x3
+        i += 4
+    while i < rows:
+        p, q, row = pair[0, i], pair[1, i], a_mat[i]
+        for j in range(first.size):
             first[j] += p * row[j]
             second[j] += q * row[j]
+        i += 1
+
+
+@numba.njit(cache=True, nogil=True, fastmath=_FAST)
+def _row_dots(rows, k, x):
+    """``rows[:k] @ x``, four rows per sweep of ``x``."""
+    out = np.zeros(k)
+    i = 0
+    while i + 4 <= k:
+        r0, r1, r2, r3 = rows[i], rows[i + 1], rows[i + 2], rows[i + 3]
+        s0 = s1 = s2 = s3 = 0.0
+        for j in range(x.size):
+            xj = x[j]
+            s0 += r0[j] * xj
+            s1 += r1[j] * xj
+            s2 += r2[j] * xj
+            s3 += r3[j] * xj
+        out[i], out[i + 1], out[i + 2], out[i + 3] = s0, s1, s2, s3
+        i += 4
+    while i < k:
+        out[i] = _dot(rows[i], x)
+        i += 1
+    return out
 
 
 @numba.njit(cache=True, nogil=True)
@@ -193,10 +240,7 @@ def _follow_path(a_mat, r, eps2, max_steps, active, coef, signs, rows, factor, p
     for step in range(1, max_steps + 1):
         if joining >= 0:  # extend the factor by the new column: L z = A_S^T a_j
             column = a_mat[:, joining].copy()
-            gram = np.empty(k)
-            for i in range(k):
-                gram[i] = _dot(rows[i], column)
-            z = _solve_lower(factor, k, gram)
+            z = _solve_lower(factor, k, _row_dots(rows, k, column))
             pivot = _dot(column, column) - _dot(z, z)
             blocked[joining] = True
             if pivot > 1e-10 * _dot(column, column):
@@ -248,6 +292,26 @@ def _follow_path(a_mat, r, eps2, max_steps, active, coef, signs, rows, factor, p
     return k, max_steps, lam, _OUT_OF_STEPS
 
 
+def _small_integer_form(a_mat: np.ndarray) -> tuple[float, np.ndarray | None]:
+    """``(c, B)`` with ``A = c B`` exactly and ``B`` an int8 matrix, or ``(1, None)``.
+
+    Bernoulli measurement matrices (entries ``+-1/sqrt(M)``) have this form,
+    with ``c`` the smallest non-zero ``|A_ij|``. Products with ``B`` are exact
+    in float64, so the path is the same up to rounding, while each pass over
+    ``A`` reads a byte per entry instead of eight.
+    """
+    magnitudes = np.abs(a_mat[a_mat != 0])
+    if magnitudes.size == 0 or not np.isfinite(magnitudes).all():
+        return 1.0, None
+    scale = float(magnitudes.min())
+    if magnitudes.max() / scale > 127:
+        return 1.0, None
+    small = np.rint(a_mat / scale)
+    if not np.array_equal(small * scale, a_mat):
+        return 1.0, None
+    return scale, small.astype(np.int8)
+
+
 def _raise_end_too_far(a_mat, r, epsilon, slack):
     """The path ended farther than ``epsilon``: infeasible if least squares is too, else degenerate."""
     closest = r - a_mat @ np.linalg.lstsq(a_mat, r, rcond=None)[0]
@@ -286,6 +350,15 @@ def l1_homotopy(matrix: np.ndarray, target: np.ndarray, epsilon: float, *,
     """
     a_mat = np.ascontiguousarray(matrix, dtype=float)
     r = np.ascontiguousarray(target, dtype=float)
+    scale, small = _small_integer_form(a_mat)
+    if small is None:
+        return _solve(a_mat, r, epsilon, max_steps)
+    d, knots = _solve(small, r, epsilon, max_steps)  # A d = B (scale d): the same path, scaled
+    return d / scale, knots
+
+
+def _solve(a_mat: np.ndarray, r: np.ndarray, epsilon: float, max_steps: int | None) -> tuple[np.ndarray, int]:
+    """:func:`l1_homotopy` for a C-contiguous float64 or int8 ``a_mat``."""
     m, n = a_mat.shape
     d = np.zeros(n)
     eps2 = float(epsilon) ** 2
@@ -296,7 +369,8 @@ def l1_homotopy(matrix: np.ndarray, target: np.ndarray, epsilon: float, *,
     max_steps = 10 * (m + n) if max_steps is None else max_steps
     active = np.zeros(capacity, dtype=np.int64)
     coef, signs = np.zeros(capacity), np.zeros(capacity)
-    rows, factor, pair = np.zeros((capacity, m)), np.zeros((capacity, capacity)), np.zeros((2, m))
+    rows = np.zeros((capacity, m), dtype=a_mat.dtype)  # the active columns, as rows
+    factor, pair = np.zeros((capacity, capacity)), np.zeros((2, m))
     k, knots, lam, outcome = _follow_path(a_mat, r, eps2, max_steps, active, coef, signs, rows, factor, pair)
     residual = pair[0]
     if outcome == _OUT_OF_STEPS:

@@ -7,14 +7,17 @@ import pytest
 from sklearn.linear_model import lars_path
 
 from shapley_research import compressive_shapley
-from shapley_research._l1_homotopy import HomotopyError, _cholesky_delete, l1_homotopy
+from shapley_research._l1_homotopy import HomotopyError, _cholesky_delete, _small_integer_form, _solve, l1_homotopy
 from shapley_research.compressive import bernoulli_matrix, l1_recovery
 
 
-def problem(m, n, nonzero, noise=0.05, seed=0):
-    """``A`` Bernoulli, ``r = A s + noise`` with ``nonzero`` non-zero entries of ``s``; also the noise norm."""
+def problem(m, n, nonzero, noise=0.05, seed=0, kind="bernoulli"):
+    """``A`` Bernoulli (or Gaussian), ``r = A s + noise`` with ``nonzero`` non-zero entries of ``s``; the noise norm.
+
+    Bernoulli matrices take the homotopy's int8 path (``A = B / sqrt(M)``), Gaussian ones its float64 path.
+    """
     rng = np.random.default_rng(seed)
-    a = bernoulli_matrix(rng, m, n)
+    a = bernoulli_matrix(rng, m, n) if kind == "bernoulli" else rng.normal(0.0, 1.0 / np.sqrt(m), (m, n))
     s = np.zeros(n)
     s[rng.choice(n, nonzero, replace=False)] = rng.normal(0.0, 1.0, nonzero)
     e = rng.normal(0.0, noise, m)
@@ -24,11 +27,12 @@ def problem(m, n, nonzero, noise=0.05, seed=0):
 CASES = [(30, 60, 4), (40, 80, 80), (80, 60, 60), (120, 200, 10)]
 
 
+@pytest.mark.parametrize("kind", ["bernoulli", "gaussian"])
 @pytest.mark.parametrize("m, n, nonzero", CASES)
 @pytest.mark.parametrize("radius", [0.25, 1.0, 3.0])
-def test_homotopy_solves_the_cone_program_cvxpy_solves(m, n, nonzero, radius):
+def test_homotopy_solves_the_cone_program_cvxpy_solves(m, n, nonzero, radius, kind):
     """Same objective (to cvxpy's tolerance), residual on the boundary, same point (unique in general position)."""
-    a, r, noise = problem(m, n, nonzero, seed=m + n)
+    a, r, noise = problem(m, n, nonzero, seed=m + n, kind=kind)
     epsilon = radius * noise
     if m > n:  # the least-squares residual is the smallest reachable: stay above it
         closest = np.linalg.norm(r - a @ np.linalg.lstsq(a, r, rcond=None)[0])
@@ -66,6 +70,25 @@ def test_homotopy_edge_radii():
     assert np.abs(d).sum() == pytest.approx(np.abs(reference).sum(), rel=1e-6)
 
 
+def test_integer_matrices_take_the_int8_path_to_the_same_point():
+    """``A = c B`` with small integers ``B`` is solved with ``B`` (a byte per entry): the same path as in float64."""
+    a, r, noise = problem(100, 240, 240, seed=11)
+    scale, small = _small_integer_form(a)
+    assert small.dtype == np.int8 and scale == pytest.approx(1 / np.sqrt(100))
+    np.testing.assert_array_equal(small * scale, a)
+    d, knots = l1_homotopy(a, r, noise)
+    reference, reference_knots = _solve(np.ascontiguousarray(a), r, noise, None)
+    assert knots == reference_knots > 100
+    np.testing.assert_allclose(d, reference, rtol=0, atol=1e-10 * np.abs(reference).max())
+    gaussian, _, _ = problem(10, 20, 5, kind="gaussian")
+    assert _small_integer_form(gaussian)[1] is None
+    assert _small_integer_form(np.zeros((3, 4)))[1] is None
+    scale, small = _small_integer_form(np.array([[0.0, 0.5], [-1.5, 1.0]]))
+    assert scale == 0.5 and small.tolist() == [[0, 1], [-3, 2]]
+    assert _small_integer_form(np.array([[0.5, 0.75]]))[1] is None  # 1.5 is not an integer
+    assert _small_integer_form(np.array([[1.0, 200.0]]))[1] is None  # beyond int8
+
+
 def test_infeasible_radius_is_reported_not_hidden():
     a, r, _ = problem(50, 20, 20, noise=0.5, seed=7)  # more rows than columns: r is not in the range of A
     closest = np.linalg.norm(r - a @ np.linalg.lstsq(a, r, rcond=None)[0])
@@ -76,12 +99,22 @@ def test_infeasible_radius_is_reported_not_hidden():
         l1_recovery(a, r, np.zeros(20), 0.5 * closest)
 
 
-def test_degenerate_matrix_falls_back_to_cvxpy():
-    """Six rows of +-1 for twelve columns repeat columns: the solution is not unique, and cvxpy takes over."""
-    a = np.array([[1, -1, 1, 1, 1, 1, -1, -1, -1, -1, -1, 1], [1, 1, 1, 1, -1, -1, 1, 1, 1, 1, 1, 1],
-                  [-1, -1, -1, -1, 1, -1, -1, -1, 1, -1, 1, -1], [-1, 1, 1, -1, 1, 1, 1, 1, -1, 1, -1, 1],
-                  [1, 1, -1, 1, -1, 1, -1, 1, -1, -1, -1, 1], [1, 1, -1, 1, -1, 1, 1, -1, 1, 1, 1, 1]]) / np.sqrt(6)
+DEGENERATE = np.array([[1, -1, 1, 1, 1, 1, -1, -1, -1, -1, -1, 1], [1, 1, 1, 1, -1, -1, 1, 1, 1, 1, 1, 1],
+                       [-1, -1, -1, -1, 1, -1, -1, -1, 1, -1, 1, -1], [-1, 1, 1, -1, 1, 1, 1, 1, -1, 1, -1, 1],
+                       [1, 1, -1, 1, -1, 1, -1, 1, -1, -1, -1, 1], [1, 1, -1, 1, -1, 1, 1, -1, 1, 1, 1, 1]])
+
+
+@pytest.mark.parametrize("row_scales, path", [(np.ones(6), "int8"), ([1.0, 0.9, 1.1, 0.95, 1.05, 1.2], "float64")])
+def test_degenerate_matrix_is_solved_or_handed_to_cvxpy(row_scales, path):
+    """Six rows for twelve columns repeat columns: the solution is not unique.
+
+    In integer arithmetic the repeated column's pivot is exactly zero and the
+    path goes on to a certified optimum; in float64 (rows scaled, so not of
+    the integer form) it ends short and cvxpy takes over, saying so.
+    """
+    a = DEGENERATE * np.asarray(row_scales)[:, None] / np.sqrt(6)
     assert np.array_equal(a[:, 0], a[:, 3])
+    assert (_small_integer_form(a)[1] is not None) == (path == "int8")
     rng = np.random.default_rng(1)
     r = a @ rng.normal(size=12) + rng.normal(0.0, 0.05, 6)
     epsilon = 0.2 * np.linalg.norm(r)
@@ -89,7 +122,10 @@ def test_degenerate_matrix_falls_back_to_cvxpy():
     reference, _ = l1_recovery(a, r, np.zeros(12), epsilon, method="cvxpy")
     assert np.linalg.norm(r - a @ values) <= epsilon * (1 + 1e-6)
     assert np.abs(values).sum() == pytest.approx(np.abs(reference).sum(), rel=1e-6)
-    assert status.startswith("optimal (cvxpy CLARABEL: ")  # the path met the repeated columns and said so
+    if path == "int8":
+        assert status == "optimal"
+    else:
+        assert status.startswith("optimal (cvxpy CLARABEL: ")  # the path met the repeated columns and said so
 
 
 def test_cholesky_delete_matches_refactoring():
@@ -116,8 +152,9 @@ def test_compressive_recoveries_agree(sparse_values_game):
     assert fast.values.sum() == pytest.approx(slow.values.sum(), rel=1e-6)
 
 
+@pytest.mark.parametrize("integer_form", [True, False])
 @pytest.mark.parametrize("radius", [0.0, 0.05])
-def test_tiny_bernoulli_matrices_never_return_a_wrong_optimum(radius):
+def test_tiny_bernoulli_matrices_never_return_a_wrong_optimum(radius, integer_form):
     """Few rows of +-1 repeat columns; where the path cannot be followed the certificate must send it to cvxpy.
 
     Basis pursuit (``radius = 0``) ends the path at ``lambda = 0``, where the
@@ -129,6 +166,8 @@ def test_tiny_bernoulli_matrices_never_return_a_wrong_optimum(radius):
     for _ in range(40):
         m, n = int(rng.integers(2, 15)), int(rng.integers(40, 90))
         a = rng.choice([-1.0, 1.0], size=(m, n)) / np.sqrt(m)
+        if not integer_form:  # scaled rows repeat the same columns, in float64
+            a *= rng.uniform(0.8, 1.2, size=(m, 1))
         r = a @ (rng.normal(size=n) * (rng.random(n) < 0.3)) + rng.normal(0.0, 0.1, m)
         epsilon = radius * np.linalg.norm(r)
         values, status = l1_recovery(a, r, np.zeros(n), epsilon)
