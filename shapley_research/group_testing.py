@@ -91,9 +91,10 @@ def _contrast_moments(weight: np.ndarray, offset: np.ndarray, full: np.ndarray, 
     with ``e_t`` its small side, ``f_t`` 1 if it is the complement (or the
     grand coalition) and :math:`s_t = 1 - 2f_t`, so a product with
     :math:`\beta` is a sum over the ``f_t`` plus a scatter of the small sides'
-    members: ``O(min(k, N - k))`` per test, no dense pass over the masks.
+    members: ``O(min(k, N - k))`` per test. Rows whose small side was drawn
+    dense (no members listed) are added by a pass over the mask instead.
     """
-    from ._gt_kernels import scatter_small_sides
+    from ._gt_kernels import add_dense_rows, scatter_small_sides
 
     size = weight.shape[0]
     n = sides.masks.shape[1]
@@ -102,9 +103,12 @@ def _contrast_moments(weight: np.ndarray, offset: np.ndarray, full: np.ndarray, 
     y[:, 0] = weight
     y[:, 1] = weight**2 * (1.0 - 2.0 * offset)
     complement = full.astype(float)
-    complement[drawn] = sides.flip
+    complement[drawn] = sides.flip & ~sides.dense
     sums = np.zeros((n, 2))
     scatter_small_sides(y, drawn, sides.flip, sides.indptr, sides.vals, sums)
+    dense = np.flatnonzero(sides.dense)
+    if dense.size:
+        add_dense_rows(sides.masks.view(np.uint8), dense, y, drawn[dense], sums)
     sums += complement @ y
     mean = (sums[:, 0] - weight @ offset) / size
     total_sq = sums[:, 1] + weight**2 @ offset**2

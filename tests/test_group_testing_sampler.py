@@ -1,11 +1,13 @@
 """The group-testing sampler: exact sizes, uniform subsets, sizes from q(k), exact moments.
 
 ``group_testing_shapley`` draws each test's coalition as its *small side* (the
-coalition or its complement) with ``draw_small_sides``: Floyd's algorithm in a
-compiled loop, on an SFC64 stream run inside it. These tests check the
-sampler against the distribution it must have (chi-square over all subsets,
-plain and complemented), its stream against numpy's SFC64, and the sparse
-moment computation against the dense formula.
+coalition or its complement) with ``draw_small_sides``: Floyd's algorithm for
+small sides under a tenth of the players, a coin per player and a uniform
+fix-up of the count for larger ones, in a compiled loop on an SFC64 stream run
+inside it. These tests check both ways against the distribution they must
+have (chi-square over all subsets, plain and complemented), the stream against
+numpy's SFC64, and the moment computation (scatter over listed members, dense
+pass over coin rows) against the dense formula.
 """
 
 from __future__ import annotations
@@ -19,10 +21,11 @@ from scipy import stats
 
 from shapley_research import group_testing_shapley
 from shapley_research._sampling import evaluate_coalitions
-from shapley_research._subsets import _sfc64_state, draw_small_sides, random_subsets
+from shapley_research._subsets import DENSE_FRACTION, _sfc64_state, draw_small_sides, random_subsets
 from shapley_research.group_testing import _contrast_moments, _draw_sizes, group_testing_size_distribution
 
 P_VALUE = 1e-4  # every chi-square test below is run once with a fixed seed
+PATHS = {"floyd": 1.0, "coins": 0.0, "mixed": DENSE_FRACTION}  # dense_fraction: which rows take coins
 
 
 def _subset_codes(masks: np.ndarray) -> np.ndarray:
@@ -52,12 +55,23 @@ def test_random_subsets_have_exact_sizes(n_drawn):
     np.testing.assert_array_equal(masks.sum(axis=1), k)
 
 
-@pytest.mark.parametrize("n_drawn, size", [(6, 1), (6, 2), (6, 3), (6, 4), (6, 5), (8, 4), (9, 7)])
-def test_random_subsets_are_uniform(n_drawn, size):
-    """Chi-square over all C(n, k) subsets, small sides and complemented (k > n / 2) alike."""
+@pytest.mark.parametrize("path", ["floyd", "coins"])
+@pytest.mark.parametrize("n_drawn, size", [(6, 1), (6, 2), (6, 3), (6, 4), (6, 5), (8, 4), (9, 7), (17, 3)])
+def test_subsets_are_uniform(n_drawn, size, path):
+    """Chi-square over all C(n, k) subsets, small sides and complemented (k > n / 2) alike, either way
+    of drawing (9 and 17 players: coins for the bytes past the last whole 8-byte word too)."""
     rng = np.random.default_rng(100 * n_drawn + size)
-    masks = random_subsets(rng, np.full(40 * comb(n_drawn, size) + 2000, size), n_drawn)
-    assert _chi_square_uniform_subsets(masks, size) > P_VALUE
+    sides = draw_small_sides(rng, np.full(40 * comb(n_drawn, size) + 2000, size), n_drawn,
+                             dense_fraction=PATHS[path])
+    assert sides.dense.all() == (path == "coins") and sides.dense.any() == (path == "coins")
+    assert _chi_square_uniform_subsets(sides.masks, size) > P_VALUE
+
+
+def test_random_subsets_take_coins_from_a_tenth_of_the_players():
+    rng = np.random.default_rng(2)
+    sides = draw_small_sides(rng, np.array([0, 1, 9, 10, 50, 90, 91, 99, 100]), 100)
+    np.testing.assert_array_equal(sides.dense, [False, False, False, True, True, True, False, False, False])
+    np.testing.assert_array_equal(sides.masks.sum(axis=1), [0, 1, 9, 10, 50, 90, 91, 99, 100])
 
 
 def test_random_subsets_rows_are_independent():
@@ -81,45 +95,52 @@ def test_random_subsets_same_generator_state_same_subsets():
 # --- draw_small_sides ---
 
 
-@pytest.mark.parametrize("n_drawn, size", [(6, 1), (6, 5), (10, 5), (9, 4)])
-def test_small_sides_are_uniform_in_one_mixed_call(n_drawn, size):
-    """Rows of many sizes in one call (one stream through rows of every size): the rows of one size are
-    uniform over all its subsets."""
+@pytest.mark.parametrize("path", ["floyd", "coins", "mixed"])
+@pytest.mark.parametrize("n_drawn, size", [(6, 1), (6, 5), (10, 5), (9, 4), (30, 2)])
+def test_small_sides_are_uniform_in_one_mixed_call(n_drawn, size, path):
+    """Rows of many sizes in one call (one stream through rows of every size, and through both ways of
+    drawing where mixed): the rows of one size are uniform over all its subsets."""
     rng = np.random.default_rng(n_drawn * size)
     rows = 40 * comb(n_drawn, size) + 2000
     k = rng.integers(0, n_drawn + 1, 2 * rows)
     k[::2] = size
-    masks = draw_small_sides(rng, k, n_drawn).masks
+    masks = draw_small_sides(rng, k, n_drawn, dense_fraction=PATHS[path]).masks
     assert _chi_square_uniform_subsets(masks[::2], size) > P_VALUE
 
 
-def test_large_sides_have_uniform_marginals():
-    """Large small sides (Floyd's select hit often): every player is in a row of size k with probability
-    k / P, whatever its label, complemented rows included; and the sizes are exact."""
+@pytest.mark.parametrize("path", ["floyd", "coins", "mixed"])
+def test_large_sides_have_uniform_marginals(path):
+    """Large small sides (Floyd's select hit often; long fix-ups of the coins): every player is in a row
+    of size k with probability k / P, whatever its label, complemented rows included; sizes are exact."""
     rng = np.random.default_rng(3)
     p = 600
     k = rng.integers(1, p, 3000)
     k[:10] = p // 2
-    masks = draw_small_sides(rng, k, p).masks
+    masks = draw_small_sides(rng, k, p, dense_fraction=PATHS[path]).masks
     np.testing.assert_array_equal(masks.sum(axis=1), k)
     for rows in (k <= p // 2, k > p // 2):
         counts = masks[rows].sum(axis=0)
         assert stats.chisquare(counts, np.full(p, k[rows].sum() / p)).pvalue > P_VALUE
 
 
-def test_small_sides_list_their_members():
-    """``vals[indptr[t]:indptr[t + 1]]`` are the distinct members of row t's small side: the row itself,
-    or its complement where ``flip``; the masks are C-contiguous booleans."""
+@pytest.mark.parametrize("path", ["floyd", "mixed"])
+def test_small_sides_list_their_members(path):
+    """``vals[indptr[t]:indptr[t + 1]]`` are the distinct members of row t's small side (the row itself,
+    or its complement where ``flip``), unless the row was drawn by coins (``dense``), which lists none;
+    the masks are C-contiguous booleans."""
     rng = np.random.default_rng(11)
     p = 400
     k = rng.integers(0, p + 1, 800)
-    sides = draw_small_sides(rng, k, p)
+    sides = draw_small_sides(rng, k, p, dense_fraction=PATHS[path])
     assert sides.masks.dtype == bool and sides.masks.flags.c_contiguous and sides.masks.shape == (800, p)
     np.testing.assert_array_equal(sides.flip, k > p // 2)
-    np.testing.assert_array_equal(np.diff(sides.indptr), np.minimum(k, p - k))
+    np.testing.assert_array_equal(sides.dense, (path == "mixed") & (np.minimum(k, p - k) >= DENSE_FRACTION * p))
+    np.testing.assert_array_equal(np.diff(sides.indptr), np.where(sides.dense, 0, np.minimum(k, p - k)))
     listed = np.zeros((800, p), dtype=int)
     np.add.at(listed, (np.repeat(np.arange(800), np.diff(sides.indptr)), sides.vals), 1)
-    np.testing.assert_array_equal(listed, sides.masks != sides.flip[:, None])  # each member once
+    members = sides.masks != sides.flip[:, None]
+    np.testing.assert_array_equal(listed[~sides.dense], members[~sides.dense])  # each member once
+    np.testing.assert_array_equal(members.sum(axis=1), np.minimum(k, p - k))
 
 
 def test_stream_is_numpy_sfc64():
@@ -139,7 +160,7 @@ def test_one_member_sides_are_uniform():
     """Lemire's multiply-shift (with its rejection) gives every player the same chance, P = 3 and 1000."""
     for p in (3, 1000):
         rng = np.random.default_rng(p)
-        vals = draw_small_sides(rng, np.ones(200 * p, dtype=np.int64), p).vals
+        vals = draw_small_sides(rng, np.ones(200 * p, dtype=np.int64), p, dense_fraction=1.0).vals
         assert stats.chisquare(np.bincount(vals, minlength=p)).pvalue > P_VALUE
 
 
@@ -170,16 +191,18 @@ def _dense_moments(weight, beta, offset):
     return mean, ((x - mean) ** 2).sum(axis=0)
 
 
+@pytest.mark.parametrize("path", ["floyd", "coins", "mixed"])
 @pytest.mark.parametrize("variant", ["improved", "paper"])
-def test_contrast_moments_match_the_dense_formula(variant):
-    """Scatters over the small sides' members (signs for complements) plus the complemented and grand
-    rows' common part give the mean and M2 of x = w (beta - o) of the full dense matrix."""
+def test_contrast_moments_match_the_dense_formula(variant, path):
+    """Scatters over the small sides' members (signs for complements), dense passes over coin rows, plus
+    the complemented and grand rows' common part give the mean and M2 of x = w (beta - o) of the full
+    dense matrix."""
     rng = np.random.default_rng(9)
     n, size = 500, 3000
     in_game = rng.integers(0, n + 1, size)
     in_game[:6] = 0, 0, n, n, 1, n - 1
     drawn = np.flatnonzero((in_game > 0) & (in_game < n))
-    sides = draw_small_sides(rng, in_game[drawn], n)
+    sides = draw_small_sides(rng, in_game[drawn], n, dense_fraction=PATHS[path])
     beta = np.empty((size, n))
     beta[:] = (in_game == n)[:, None]
     beta[drawn] = sides.masks
