@@ -6,8 +6,9 @@ has at most half of the players), in a compiled loop
 than ``DENSE_FRACTION`` of the players are drawn by Floyd's algorithm, one
 exactly uniform draw per member (``O(min(k, P - k))`` draws per row plus
 writing the row), and their members are listed; larger ones by a coin per
-player and a uniform fix-up of the count, which costs less per player than
-Floyd costs per member from about a tenth of the players on. The draws come
+player and a uniform fix-up of the count (from about a tenth of the players
+on, a random byte per player is cheaper than Floyd's draw per member, see
+:mod:`shapley_research._gt_kernels`). The draws come
 from an SFC64 generator (numpy's algorithm, run inside the loop) seeded with
 256 bits of the caller's generator, so the same generator state gives the
 same subsets.
@@ -75,7 +76,8 @@ def random_subsets(rng: np.random.Generator, k: np.ndarray, n_drawn: int) -> np.
     """Boolean ``(len(k), n_drawn)`` rows, row ``t`` a uniform subset of size ``k[t]``; rows are independent.
 
     Each row is drawn as its smaller side (the subset or its complement) by
-    :func:`draw_small_sides`: ``O(min(k, P - k))`` uniform draws per row, never
-    a shuffle of all ``P`` players.
+    :func:`draw_small_sides`: ``O(min(k, P - k))`` uniform draws per row below
+    a tenth of the players, a random byte per player above, never a shuffle of
+    all ``P`` players.
     """
     return draw_small_sides(rng, k, n_drawn).masks
