@@ -119,8 +119,8 @@ def compressive_shapley(game, budget, seed=None, n_measurements: int | None = No
         duality that point solves the problem above): exact up to rounding,
         about ``0.15 s`` for ``M x N = 500 x 1000`` on one core (the
         Bernoulli matrix is stored as int8 signs; the loop is compiled by
-        numba: a few seconds once per machine, then loaded from numba's
-        cache in well under a second).
+        numba: about 10 s once per machine, then loaded from numba's cache
+        in well under a second).
         ``"cvxpy"`` states the second-order cone program in cvxpy, for
         verification or other solvers; on the same problem CLARABEL took 7-10 s
         and SCS about 3 s, agreeing with the homotopy to about ``1e-7`` and
