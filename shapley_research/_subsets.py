@@ -7,11 +7,10 @@ than ``DENSE_FRACTION`` of the players are drawn by Floyd's algorithm, one
 exactly uniform draw per member (``O(min(k, P - k))`` draws per row plus
 writing the row), and their members are listed; larger ones by a coin per
 player and a uniform fix-up of the count (from about a tenth of the players
-on, a random byte per player is cheaper than Floyd's draw per member, see
-:mod:`shapley_research._gt_kernels`). The draws come
-from an SFC64 generator (numpy's algorithm, run inside the loop) seeded with
-256 bits of the caller's generator, so the same generator state gives the
-same subsets.
+on, a random byte per player is cheaper than Floyd's draw per member; see
+:mod:`shapley_research._gt_kernels`). The draws come from an SFC64 generator
+(numpy's algorithm, run inside the loop) seeded with 256 bits of the caller's
+generator, so the same generator state gives the same subsets.
 """
 
 from __future__ import annotations
