@@ -161,13 +161,17 @@ def _format_value(value) -> str:
 def summarize(name: str, profile: str, run_dir: Path, metrics: dict, seconds: float) -> str:
     """The verdict lines printed after a run."""
     claims = metrics["claims"]
-    held = sum(c["holds"] for c in claims)
-    lines = [f"{name} (profile={profile}): {held} of {len(claims)} claims hold [{seconds:.1f} s]",
-             f"  results: {run_dir}"]
+    counts = []
+    for source, label in (("paper", "claims of the paper"), ("reproduction", "checks of this reproduction")):
+        picked = [c for c in claims if c.get("source") == source]
+        if picked:
+            counts.append(f"{sum(c['holds'] for c in picked)} of {len(picked)} {label} hold")
+    lines = [f"{name} (profile={profile}): {'; '.join(counts)} [{seconds:.1f} s]", f"  results: {run_dir}"]
     for c in claims:
         stat = c["statistic"]
         verdict = "holds" if c["holds"] else "DOES NOT HOLD"
-        lines.append(f"  [{verdict}] {c['claim']} ({stat['name']} = {_format_value(stat['value'])})")
+        where = c.get("section") or "reproduction"
+        lines.append(f"  [{verdict}] ({where}) {c['claim']} ({stat['name']} = {_format_value(stat['value'])})")
     return "\n".join(lines)
 
 

@@ -53,7 +53,8 @@ def test_run_writes_all_results(quick_run):
     assert metrics["profile"] == "quick" and metrics["n_samples"] == 200  # conf/experiment_profile/.../quick.yaml
     # A claim that does not hold is a result, not an error: the exit status above is 0.
     assert [c["holds"] for c in metrics["claims"]] == [False, True]
-    assert all(set(c) == {"claim", "statistic", "holds"} for c in metrics["claims"])
+    assert [c["source"] for c in metrics["claims"]] == ["paper", "reproduction"]
+    assert all({"claim", "statistic", "holds", "source", "criterion", "timing"} <= set(c) for c in metrics["claims"])
     info = json.loads((run_dir / "run_info.json").read_text())
     assert info["experiment"] == "iris_accuracy" and info["profile"] == "quick"
     assert 0 < info["wall_seconds"] and 0 < info["cpu_seconds"]
@@ -69,15 +70,16 @@ def test_run_injects_the_composed_parameters(quick_run):
 
 def test_run_prints_verdicts_and_streams_progress(quick_run):
     proc, run_dir = quick_run
-    assert "iris_accuracy (profile=quick): 1 of 2 claims hold" in proc.stdout
-    assert "[DOES NOT HOLD] The sample mean is within three standard errors" in proc.stdout
-    assert "[holds] The sample standard deviation" in proc.stdout
+    assert ("iris_accuracy (profile=quick): 0 of 1 claims of the paper hold; 1 of 1 checks of this reproduction "
+            "hold") in proc.stdout
+    assert "[DOES NOT HOLD] (Fixture, Section 1) The sample mean is within three standard errors" in proc.stdout
+    assert "[holds] (reproduction) The sample standard deviation" in proc.stdout
     assert "sampling: 4/4 (100%)" in proc.stderr  # the notebook's progress lines reach the terminal
 
 
 def test_failing_notebook_exits_1_and_leaves_no_metrics(project, tmp_path, capsys):
     run_dir = tmp_path / "iris_accuracy"
-    write_metrics(run_dir, {}, [claim("Stale.", "s", 1, True)])  # must not pass for this run's
+    write_metrics(run_dir, {}, [claim("Stale.", "s", 1, True, source="reproduction", criterion="c")])  # must not pass for this run's
     code, _, err = run_main(capsys, "--project-dir", project, "run", "iris_accuracy", "profile=quick",
                             f"output_dir={tmp_path}", "experiment.n_samples=-4", "--quiet")
     assert code == 1
@@ -176,7 +178,7 @@ def test_private_kernel_spec_points_at_this_interpreter(monkeypatch, tmp_path):
 def test_stage_prints_and_writes_the_dvc_stage(project, tmp_path, capsys):
     import yaml
 
-    write_metrics(tmp_path / "iris_accuracy", {}, [claim("c", "s", 1, True)])
+    write_metrics(tmp_path / "iris_accuracy", {}, [claim("c", "s", 1, True, source="reproduction", criterion="c")])
     for name in ("histogram.png", "iris_accuracy.ipynb"):
         (tmp_path / "iris_accuracy" / name).write_text("")
     code, out, _ = run_main(capsys, "--project-dir", project, "stage", "iris_accuracy", "--results", tmp_path)

@@ -10,9 +10,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from shapley_research.experiments import (EXPERIMENT_NAMES, Claim, claim, experiment_dir, progress, read_metrics,
-                                          save_figure, set_blas_threads, setup_matplotlib, to_jsonable,
-                                          validate_metrics, write_metrics, write_table)
+from shapley_research.experiments import (EXPERIMENT_NAMES, Claim, claim, experiment_dir, is_timing_key, progress,
+                                          read_metrics, save_figure, set_blas_threads, setup_matplotlib,
+                                          to_jsonable, validate_metrics, without_timings, write_metrics,
+                                          write_table)
 from shapley_research.experiments._notebook import build_notebook, notebook_defaults, write_notebook
 
 
@@ -37,57 +38,102 @@ def test_to_jsonable_refuses_values_without_json_form(bad):
         to_jsonable(bad)
 
 
+OURS = {"source": "reproduction", "criterion": "error < 0.05"}
+PAPERS = {"source": "paper", "section": "Section 5.1, Figure 4", "criterion": "error < 0.05"}
+
+
 def test_claim_coerces_numpy_types():
-    c = claim("  Group testing is accurate. ", "max_error", np.float64(0.01), np.float64(0.01) < 0.05)
-    assert c == Claim("Group testing is accurate.", "max_error", 0.01, True)
+    c = claim("  Group testing is accurate. ", "max_error", np.float64(0.01), np.float64(0.01) < 0.05, **PAPERS)
+    assert c == Claim("Group testing is accurate.", "max_error", 0.01, True, "paper", "error < 0.05",
+                      "Section 5.1, Figure 4")
     assert type(c.holds) is bool and type(c.value) is float
-    assert c.to_dict() == {"claim": "Group testing is accurate.",
-                           "statistic": {"name": "max_error", "value": 0.01}, "holds": True}
+    assert c.to_dict() == {"claim": "Group testing is accurate.", "statistic": {"name": "max_error", "value": 0.01},
+                           "holds": True, "source": "paper", "section": "Section 5.1, Figure 4",
+                           "criterion": "error < 0.05", "timing": False}
 
 
-@pytest.mark.parametrize("args, error", [
-    (("", "s", 1, True), ValueError),
-    (("text", " ", 1, True), ValueError),
-    (("text", "s", 1, np.array([True, False])), TypeError),
-    (("text", "s", 1, "yes"), TypeError),
-    (("text", "s", object(), True), TypeError),
+def test_claim_of_the_reproduction_with_note_and_timing():
+    c = claim("Ours is fast.", "seconds", 1.5, False, source="reproduction", criterion="seconds < 1",
+              note="the  machine\nwas busy", timing=np.bool_(True))
+    assert c.to_dict() == {"claim": "Ours is fast.", "statistic": {"name": "seconds", "value": 1.5}, "holds": False,
+                           "source": "reproduction", "criterion": "seconds < 1", "note": "the machine was busy",
+                           "timing": True}
+
+
+@pytest.mark.parametrize("args, kwargs, error", [
+    (("", "s", 1, True), OURS, ValueError),
+    (("text", " ", 1, True), OURS, ValueError),
+    (("text", "s", 1, np.array([True, False])), OURS, TypeError),
+    (("text", "s", 1, "yes"), OURS, TypeError),
+    (("text", "s", object(), True), OURS, TypeError),
+    (("text", "s", 1, True), {"source": "someone", "criterion": "c"}, ValueError),
+    (("text", "s", 1, True), {"source": "paper", "criterion": "c"}, ValueError),  # the paper's, but where?
+    (("text", "s", 1, True), {"source": "reproduction", "criterion": " "}, ValueError),
+    (("text", "s", 1, True), {**OURS, "timing": "no"}, TypeError),
 ])
-def test_claim_rejects_bad_arguments(args, error):
+def test_claim_rejects_bad_arguments(args, kwargs, error):
     with pytest.raises(error):
-        claim(*args)
+        claim(*args, **kwargs)
+
+
+def test_claim_needs_source_and_criterion():
+    with pytest.raises(TypeError, match="source"):
+        claim("text", "s", 1, True, criterion="c")
+    with pytest.raises(TypeError, match="criterion"):
+        claim("text", "s", 1, True, source="reproduction")
 
 
 def test_write_metrics_writes_sorted_plain_json(tmp_path):
     out = tmp_path / "exp"
     path = write_metrics(out, {"z": np.float64(1.5), "a": np.arange(3)},
-                         [claim("A claim.", "stat", np.int32(2), np.bool_(False))])
+                         [claim("A claim.", "stat", np.int32(2), np.bool_(False), **OURS)])
     assert path == out / "metrics.json"
     text = path.read_text()
     assert text.index('"a"') < text.index('"claims"') < text.index('"z"')
     doc = json.loads(text)
     assert doc == {"a": [0, 1, 2], "z": 1.5,
-                   "claims": [{"claim": "A claim.", "statistic": {"name": "stat", "value": 2}, "holds": False}]}
+                   "claims": [{"claim": "A claim.", "statistic": {"name": "stat", "value": 2}, "holds": False,
+                               "source": "reproduction", "criterion": "error < 0.05", "timing": False}]}
     assert read_metrics(out) == doc
 
 
 def test_write_metrics_accepts_claim_dicts(tmp_path):
-    entry = {"claim": "A claim.", "statistic": {"name": "s", "value": [1.0]}, "holds": True}
+    entry = {"claim": "A claim.", "statistic": {"name": "s", "value": [1.0]}, "holds": True, **PAPERS}
     write_metrics(tmp_path, {}, [entry])
     assert read_metrics(tmp_path)["claims"] == [entry]
 
 
+GOOD = {"claim": "c", "statistic": {"name": "s", "value": 1}, "holds": True, **OURS}
+
+
 @pytest.mark.parametrize("metrics, claims, message", [
-    ({"claims": []}, [claim("c", "s", 1, True)], "claims"),
+    ({"claims": []}, [claim("c", "s", 1, True, **OURS)], "claims"),
     ({}, [], "non-empty"),
-    ({}, [{"claim": "c", "statistic": {"name": "s", "value": 1}}], "lacks the key 'holds'"),
-    ({}, [{"claim": "c", "statistic": {"name": "s", "value": 1}, "holds": 1}], "true or false"),
-    ({}, [{"claim": "c", "statistic": "s = 1", "holds": True}], "statistic"),
-    ({}, [{"claim": "", "statistic": {"name": "s", "value": 1}, "holds": True}], "non-empty string"),
+    ({}, [{k: v for k, v in GOOD.items() if k != "holds"}], "lacks the key 'holds'"),
+    ({}, [{k: v for k, v in GOOD.items() if k != "source"}], "lacks the key 'source'"),
+    ({}, [{k: v for k, v in GOOD.items() if k != "criterion"}], "lacks the key 'criterion'"),
+    ({}, [{**GOOD, "holds": 1}], "true or false"),
+    ({}, [{**GOOD, "timing": "yes"}], "timing must be true or false"),
+    ({}, [{**GOOD, "statistic": "s = 1"}], "statistic"),
+    ({}, [{**GOOD, "claim": ""}], "non-empty string"),
+    ({}, [{**GOOD, "source": "the authors"}], "source must be one of"),
+    ({}, [{**GOOD, "source": "paper"}], "section"),
 ])
 def test_write_metrics_rejects_bad_structure(tmp_path, metrics, claims, message):
     with pytest.raises(ValueError, match=message):
         write_metrics(tmp_path, metrics, claims)
     assert not (tmp_path / "metrics.json").exists()
+
+
+def test_without_timings_keeps_exactly_what_must_not_change():
+    timed = claim("Fast.", "ratio", 3.0, True, **OURS, timing=True, note="took 3 s").to_dict()
+    exact = claim("Exact.", "error", 0.0, True, **PAPERS).to_dict()
+    doc = {"n": 3, "wall_seconds": 1.2, "nested": {"cpu_time_s": 0.5, "error": 0.25, "cost_slope": 2.0},
+           "claims": [timed, exact]}
+    assert without_timings(doc) == {"n": 3, "nested": {"error": 0.25}, "claims": [
+        {"claim": "Fast.", "statistic": {"name": "ratio"}, "source": "reproduction", "criterion": "error < 0.05",
+         "timing": True}, exact]}
+    assert is_timing_key("measured_seconds_to_target") and not is_timing_key("n_permutations")
 
 
 def test_validate_and_read_metrics_errors(tmp_path):

@@ -14,6 +14,7 @@ from _pipeline_project import REPO, make_project
 
 from shapley_research.experiments import EXPERIMENT_NAMES, claim, write_metrics
 from shapley_research.experiments._notebook import notebook_defaults
+from shapley_research.experiments._report import BEGIN, END
 from shapley_research.experiments._project import (Project, library_deps, notebook_parameters, stage_cmd,
                                                    stage_deps, write_dvc_stage)
 
@@ -140,11 +141,15 @@ def test_dvc_repro_runs_the_generated_stage_once(tmp_path):
     project = Project(root)
     # The generator lists the files a finished run left; write that file set by hand to avoid a second run.
     fake = tmp_path / "fake"
-    write_metrics(fake / "iris_accuracy", {}, [claim("c", "s", 1, True)])
+    write_metrics(fake / "iris_accuracy", {}, [claim("c", "s", 1, True, source="reproduction", criterion="c")])
     for name in ("histogram.png", "histogram.pdf", "samples.csv", "iris_accuracy.ipynb", "run_info.json"):
         (fake / "iris_accuracy" / name).write_text("")
+    # A README with the report markers: the report stage rewrites its section, so declares it (persisted).
+    (root / "README.md").write_text(f"# Project\n\n{BEGIN}\n{END}\n\nHand-written text.\n")
     dvc_yaml = write_dvc_stage(project, "iris_accuracy", fake)
-    stage = yaml.safe_load(dvc_yaml.read_text())["stages"]["iris_accuracy"]
+    stages = yaml.safe_load(dvc_yaml.read_text())["stages"]
+    assert {"README.md": {"cache": False, "persist": True}} in stages["report"]["outs"]
+    stage = stages["iris_accuracy"]
     assert stage_problems(root, "iris_accuracy", stage) == []
 
     env = dict(os.environ, DVC_NO_ANALYTICS="1")
@@ -157,11 +162,14 @@ def test_dvc_repro_runs_the_generated_stage_once(tmp_path):
         dvc("config", option, "false")
     repro = dvc("repro")
     assert repro.returncode == 0, repro.stdout + repro.stderr
-    assert "iris_accuracy (profile=paper): 2 of 2 claims hold" in repro.stdout
+    assert ("iris_accuracy (profile=paper): 1 of 1 claims of the paper hold; 1 of 1 checks of this "
+            "reproduction hold") in repro.stdout
     run_dir = root / "results" / "iris_accuracy"
     declared = {path for path, _ in map(_path_and_options, stage["outs"] + stage["metrics"])}
     written = {f"results/iris_accuracy/{p.name}" for p in run_dir.iterdir()}
     assert written == declared  # and no .gitignore: nothing is cached, results stay in git
+    readme = (root / "README.md").read_text()
+    assert "| P1 | The sample mean is within three standard errors" in readme and "Hand-written text." in readme
     assert "up to date" in dvc("status").stdout
     # Only the paper profile's files are dependencies of `dvc repro`.
     with open(root / "conf" / "experiment_profile" / "iris_accuracy" / "quick.yaml", "a") as f:

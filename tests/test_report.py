@@ -12,7 +12,13 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def make_run(results, name, holds, figures=("fig.png",)):
-    write_metrics(results / name, {"x": 1.0}, [claim(f"claim of {name}", "stat", 0.5, holds)])
+    write_metrics(results / name, {"x": 1.0}, [
+        claim(f"claim of {name}", "stat", 0.5, holds, source="paper", section="Section 4", criterion="stat > 0.4",
+              note=None if holds else "too few samples"),
+        claim(f"check of {name}", "error", 0.25, True, source="reproduction", criterion="error < 0.3"),
+        claim(f"timed check of {name}", "seconds", 2.0, False, source="reproduction", criterion="seconds < 1",
+              timing=True),
+    ])
     for figure in figures:
         (results / name / figure).write_bytes(b"")
     (results / name / "run_info.json").write_text(json.dumps(
@@ -25,9 +31,13 @@ def test_report_lists_figures_claims_verdicts_and_times(tmp_path):
     text = build_report(tmp_path, "results/", {"sparsity": "MNIST sparsity."})
     assert text.index("### iris_accuracy") < text.index("### sparsity")  # the fixed experiment order
     assert "![sparsity: fig](results/sparsity/fig.png)" in text and "MNIST sparsity." in text
-    assert "| claim of sparsity | stat = 0.5 | holds |" in text
-    assert "| claim of iris_accuracy | stat = 0.5 | **does not hold** |" in text
-    assert "| 0 of 1 | paper | 60 | 50 |" in text and "Total wall time of the experiments: 2.0 min." in text
+    assert "| P1 | claim of sparsity | Section 4 | stat > 0.4 | stat = 0.5 | holds |" in text
+    assert "| P1 | claim of iris_accuracy | Section 4 | stat > 0.4 | stat = 0.5 | **does not hold** |" in text
+    assert "- P1: too few samples" in text  # the cause of a claim that does not hold
+    assert "| R1 | check of sparsity | error < 0.3 | error = 0.25 | holds |" in text
+    assert "| R2 | timed check of sparsity | seconds < 1 | seconds = 2 | **does not hold** (timed) |" in text
+    assert text.index("Claims of the paper") < text.index("Checks this reproduction adds")
+    assert "| 0 of 1 | 1 of 2 | paper | 60 | 50 |" in text and "Total wall time of the experiments: 2.0 min." in text
     assert "ridge_stability" not in text  # experiments without results are left out
 
 

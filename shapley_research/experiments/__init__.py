@@ -11,12 +11,12 @@ and the project layout and DVC conventions (:mod:`._project`).
 EXPERIMENT_NAMES = ("iris_accuracy", "runtime_scaling", "sparsity", "ridge_stability", "privacy_noise",
                     "adversarial")
 
-from ._common import (METRICS_FILE, Claim, claim, experiment_dir, progress, read_metrics,  # noqa: E402
-                      save_figure, set_blas_threads, setup_matplotlib, to_jsonable, validate_metrics,
-                      write_metrics, write_table)
+from ._common import (CLAIM_SOURCES, METRICS_FILE, Claim, claim, experiment_dir, is_timing_key,  # noqa: E402
+                      progress, read_metrics, save_figure, set_blas_threads, setup_matplotlib, to_jsonable,
+                      validate_metrics, without_timings, write_metrics, write_table)
 
 __all__ = [
-    "EXPERIMENT_NAMES", "METRICS_FILE", "Claim", "claim", "experiment_dir", "progress", "read_metrics",
-    "save_figure", "set_blas_threads", "setup_matplotlib", "to_jsonable", "validate_metrics",
-    "write_metrics", "write_table",
+    "EXPERIMENT_NAMES", "METRICS_FILE", "CLAIM_SOURCES", "Claim", "claim", "experiment_dir", "is_timing_key",
+    "progress", "read_metrics", "save_figure", "set_blas_threads", "setup_matplotlib", "to_jsonable",
+    "validate_metrics", "without_timings", "write_metrics", "write_table",
 ]

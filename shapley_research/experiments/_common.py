@@ -26,13 +26,13 @@ from typing import Any
 import numpy as np
 
 METRICS_FILE = "metrics.json"
-CLAIM_KEYS = ("claim", "statistic", "holds")
+CLAIM_KEYS = ("claim", "statistic", "holds", "source", "criterion")
 FIGURE_DPI = 150
 
 __all__ = [
-    "METRICS_FILE", "Claim", "claim", "to_jsonable", "validate_metrics", "write_metrics",
+    "METRICS_FILE", "CLAIM_SOURCES", "Claim", "claim", "to_jsonable", "validate_metrics", "write_metrics",
     "read_metrics", "experiment_dir", "save_figure", "write_table", "setup_matplotlib",
-    "set_blas_threads", "progress",
+    "set_blas_threads", "progress", "TIMING_WORDS", "is_timing_key", "without_timings",
 ]
 
 
@@ -74,56 +74,122 @@ def to_jsonable(value: Any) -> Any:
     raise TypeError(f"cannot write a value of type {type(value).__name__} to JSON: {value!r}")
 
 
+CLAIM_SOURCES = ("paper", "reproduction")
+
+
 @dataclass(frozen=True)
 class Claim:
-    """One claim of the paper and the verdict an experiment's run gives it.
+    """One claim and the verdict an experiment's run gives it.
+
+    A claim is either the paper's (``source="paper"``, with the ``section`` or
+    figure that makes it) or a check this reproduction adds
+    (``source="reproduction"``). Its ``criterion`` is the decision rule, fixed
+    before the run: the report prints it beside the verdict so a reader can
+    see what would have made the claim fail.
 
     Parameters
     ----------
     claim : str
-        The paper's claim in one sentence.
+        The claim in one sentence.
     statistic : str
         Name of the statistic computed from the run that decides the claim.
     value : object
         The statistic's value (a number, or a list of numbers).
     holds : bool
         Whether the run supports the claim.
+    source : {"paper", "reproduction"}
+        Whose claim it is.
+    criterion : str
+        The rule that decides ``holds``, stated before the run.
+    section : str or None
+        Where the paper makes the claim (required for ``source="paper"``).
+    note : str or None
+        Context a referee needs: above all, the cause when the claim does not hold.
+    timing : bool
+        True when the statistic derives from measured times, so that two runs
+        may differ in it (every other number must be the same run to run).
     """
 
     claim: str
     statistic: str
     value: Any
     holds: bool
+    source: str
+    criterion: str
+    section: str | None = None
+    note: str | None = None
+    timing: bool = False
 
     def to_dict(self) -> dict:
-        """The entry written to ``metrics.json``: ``{claim, statistic: {name, value}, holds}``."""
-        return {"claim": self.claim, "statistic": {"name": self.statistic, "value": to_jsonable(self.value)},
-                "holds": bool(self.holds)}
+        """The entry written to ``metrics.json``.
+
+        ``{claim, statistic: {name, value}, holds, source, criterion, timing}``
+        plus ``section`` and ``note`` where given.
+        """
+        entry = {"claim": self.claim, "statistic": {"name": self.statistic, "value": to_jsonable(self.value)},
+                 "holds": bool(self.holds), "source": self.source, "criterion": self.criterion,
+                 "timing": bool(self.timing)}
+        if self.section is not None:
+            entry["section"] = self.section
+        if self.note is not None:
+            entry["note"] = self.note
+        return entry
 
 
-def claim(text: str, statistic_name: str, value: Any, holds: Any) -> Claim:
+def _non_empty(name: str, value: Any, optional: bool = False) -> str | None:
+    if value is None and optional:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"{name} must be a non-empty string, got {value!r}.")
+    return " ".join(value.split())
+
+
+def claim(text: str, statistic_name: str, value: Any, holds: Any, *, source: str, criterion: str,
+          section: str | None = None, note: str | None = None, timing: bool = False) -> Claim:
     """Build a :class:`Claim`, coercing numpy types to plain Python.
 
     ``holds`` is usually a numpy comparison (``np.bool_``); it is converted
     with ``bool``. Arrays are refused for ``holds`` because their truth value
     is ambiguous: reduce them with ``.all()`` or ``.any()`` first.
 
+    Parameters
+    ----------
+    text, statistic_name, value, holds
+        As in :class:`Claim`.
+    source : {"paper", "reproduction"}
+        ``"paper"`` for a claim the paper makes (then ``section`` says where),
+        ``"reproduction"`` for a check this package adds.
+    criterion : str
+        The decision rule, fixed before the run.
+    section : str, optional
+        The paper's section or figure; required when ``source="paper"``.
+    note : str, optional
+        Context; the cause when the claim does not hold.
+    timing : bool
+        Whether the statistic derives from measured times.
+
     Raises
     ------
     ValueError
-        If ``text`` or ``statistic_name`` is empty.
+        If a text argument is empty, ``source`` is not one of
+        ``"paper"``/``"reproduction"``, or a paper claim has no ``section``.
     TypeError
-        If ``holds`` is not a scalar truth value or ``value`` has no JSON form.
+        If ``holds`` or ``timing`` is not a scalar truth value or ``value`` has no JSON form.
     """
-    if not isinstance(text, str) or not text.strip():
-        raise ValueError("claim text must be a non-empty sentence.")
-    if not isinstance(statistic_name, str) or not statistic_name.strip():
-        raise ValueError("statistic_name must be a non-empty string.")
+    text = _non_empty("claim text", text)
+    statistic_name = _non_empty("statistic_name", statistic_name)
+    criterion = _non_empty("criterion", criterion)
+    note = _non_empty("note", note, optional=True)
+    if source not in CLAIM_SOURCES:
+        raise ValueError(f"source must be one of {CLAIM_SOURCES}, got {source!r}.")
+    section = _non_empty("section", section, optional=source == "reproduction")
     if isinstance(holds, np.ndarray) and holds.ndim > 0:
         raise TypeError("holds must be a single truth value; reduce arrays with .all() or .any().")
-    if not isinstance(holds, (bool, np.bool_, numbers.Integral)):
-        raise TypeError(f"holds must be a boolean, got {holds!r} of type {type(holds).__name__}.")
-    return Claim(text.strip(), statistic_name.strip(), to_jsonable(value), bool(holds))
+    for name, flag in (("holds", holds), ("timing", timing)):
+        if not isinstance(flag, (bool, np.bool_, numbers.Integral)):
+            raise TypeError(f"{name} must be a boolean, got {flag!r} of type {type(flag).__name__}.")
+    return Claim(text, statistic_name, to_jsonable(value), bool(holds), source, criterion, section, note,
+                 bool(timing))
 
 
 def _claim_problems(entry: Any, index: int) -> list[str]:
@@ -131,10 +197,17 @@ def _claim_problems(entry: Any, index: int) -> list[str]:
     if not isinstance(entry, dict):
         return [f"{where} must be an object with keys {', '.join(CLAIM_KEYS)}, got {type(entry).__name__}."]
     problems = [f"{where} lacks the key {key!r}." for key in CLAIM_KEYS if key not in entry]
-    if "claim" in entry and not (isinstance(entry["claim"], str) and entry["claim"].strip()):
-        problems.append(f"{where}.claim must be a non-empty string.")
+    for key in ("claim", "criterion"):
+        if key in entry and not (isinstance(entry[key], str) and entry[key].strip()):
+            problems.append(f"{where}.{key} must be a non-empty string.")
     if "holds" in entry and not isinstance(entry["holds"], bool):
         problems.append(f"{where}.holds must be true or false, got {entry['holds']!r}.")
+    if "timing" in entry and not isinstance(entry["timing"], bool):
+        problems.append(f"{where}.timing must be true or false, got {entry['timing']!r}.")
+    if "source" in entry and entry["source"] not in CLAIM_SOURCES:
+        problems.append(f"{where}.source must be one of {', '.join(CLAIM_SOURCES)}, got {entry['source']!r}.")
+    if entry.get("source") == "paper" and not (isinstance(entry.get("section"), str) and entry["section"].strip()):
+        problems.append(f"{where} is the paper's claim: its 'section' must name where the paper makes it.")
     if "statistic" in entry:
         stat = entry["statistic"]
         if not (isinstance(stat, dict) and isinstance(stat.get("name"), str) and stat["name"].strip()
@@ -147,7 +220,9 @@ def validate_metrics(metrics: Any) -> None:
     """Check the structure of a ``metrics.json`` document.
 
     It must be an object with a non-empty ``claims`` list whose entries are
-    ``{"claim": str, "statistic": {"name": str, "value": ...}, "holds": bool}``.
+    ``{"claim": str, "statistic": {"name": str, "value": ...}, "holds": bool,
+    "source": "paper" | "reproduction", "criterion": str}``, a paper claim
+    also naming its ``section``.
 
     Raises
     ------
@@ -162,6 +237,39 @@ def validate_metrics(metrics: Any) -> None:
     problems = [p for i, entry in enumerate(claims) for p in _claim_problems(entry, i)]
     if problems:
         raise ValueError("invalid claims in metrics:\n  " + "\n  ".join(problems))
+
+
+#: Words that mark a metrics key or table column as a measured time (or derived from one).
+TIMING_WORDS = ("time", "second", "cpu", "wall", "cost", "crossover", "speedup")
+
+
+def is_timing_key(key: str) -> bool:
+    """Whether a metrics key or table column holds a measured time or a number derived from one.
+
+    By convention such names contain one of :data:`TIMING_WORDS`; every other
+    number an experiment writes must be the same in every run of the same seed.
+    """
+    lowered = key.lower()
+    return any(word in lowered for word in TIMING_WORDS)
+
+
+def without_timings(document: Any) -> Any:
+    """``document`` (a parsed ``metrics.json``) with everything that may differ between runs removed.
+
+    Keys named as measured times (:func:`is_timing_key`) are dropped at every
+    level; a claim marked ``timing`` keeps its text, source and criterion but
+    loses its statistic's value and verdict. What is left must be identical
+    in two runs of an experiment with the same configuration.
+    """
+    if isinstance(document, dict):
+        if document.get("timing") is True and "statistic" in document:
+            kept = {k: v for k, v in document.items() if k not in ("holds", "note")}
+            kept["statistic"] = {"name": document["statistic"]["name"]}
+            return kept
+        return {k: without_timings(v) for k, v in document.items() if not is_timing_key(k)}
+    if isinstance(document, list):
+        return [without_timings(v) for v in document]
+    return document
 
 
 def write_metrics(output_dir: str | os.PathLike, metrics: Mapping[str, Any],

@@ -338,8 +338,12 @@ def report_stage(root: Path, names: list[str]) -> dict[str, Any]:
     """The stage collecting every experiment's verdicts and timings into ``results/README.md``.
 
     Where the project's README has the report markers, the stage also
-    refreshes that section (a tracked file, not a DVC output), so a finished
-    ``dvc repro`` leaves no stale numbers.
+    refreshes that section, so a finished ``dvc repro`` leaves no stale
+    numbers. The README is then declared as an output too (every file a stage
+    writes is), with ``persist`` (DVC must not delete it before the stage
+    runs: the stage rewrites only its results section) and without cache (it
+    is tracked by git). Editing the README by hand therefore changes the
+    stage's output: record the edit with ``dvc commit report``.
     """
     from ._report import BEGIN
 
@@ -347,10 +351,11 @@ def report_stage(root: Path, names: list[str]) -> dict[str, Any]:
     deps += [d for d in ("shapley_research/experiments/_report.py",) if (root / d).is_file()]
     readme = root / "README.md"
     cmd = "shapley-research report"
+    outs = [{f"{RESULTS_DIR}/README.md": {"cache": False}}]
     if readme.is_file() and BEGIN in readme.read_text():
         cmd += " --readme README.md"
-    return {"cmd": cmd, "deps": deps,
-            "outs": [{f"{RESULTS_DIR}/README.md": {"cache": False}}]}
+        outs.append({"README.md": {"cache": False, "persist": True}})
+    return {"cmd": cmd, "deps": deps, "outs": outs}
 
 
 def write_dvc_stage(project: Project, name: str, results_dir: str | os.PathLike | None = None) -> Path:
