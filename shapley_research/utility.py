@@ -60,6 +60,7 @@ from collections import OrderedDict
 from typing import Callable
 
 import numpy as np
+from sklearn.base import BaseEstimator
 
 from ._validation import (check_bool, check_choice, check_class_labels, check_features, check_float, check_int,
                           check_label_kinds, check_n_jobs, check_real_scalar, check_target_vector)
@@ -221,20 +222,51 @@ def constant_utilities(masks: np.ndarray, info: TargetInfo, metric, counts: np.n
                              info.ss_tot)
 
 
-class ConstantPredictor:
+class ConstantPredictor(BaseEstimator):
     """The model of a degenerate coalition: it predicts from the labels of ``S`` alone.
 
     Classification: probabilities = class frequencies in ``S`` (the training
     prior when ``S`` is empty), label = most frequent class (ties to the
     smallest label). Regression: the mean target of ``S`` (0 when ``S`` is
-    empty). Offers ``predict`` / ``predict_proba`` / ``classes_`` so that a
-    callable scorer can score it like a fitted estimator.
+    empty). Offers ``predict`` / ``predict_proba`` / ``classes_`` and
+    scikit-learn's estimator tags (a classifier when ``classes`` is given, a
+    regressor otherwise), so that a scorer object such as
+    ``sklearn.metrics.get_scorer("roc_auc_ovr")`` scores it like a fitted
+    estimator.
+
+    Parameters
+    ----------
+    classes : array of shape (n_classes,), optional
+        The class labels; ``None`` for regression.
+    probabilities : array of shape (n_classes,), optional
+        The predicted class probabilities (classification).
+    value : float
+        The predicted target (regression).
     """
 
     def __init__(self, classes=None, probabilities=None, value: float = 0.0):
-        self.classes_ = classes
+        self.classes = classes
+        self.probabilities = probabilities
+        self.value = value
+        if classes is not None:
+            self.classes_ = np.asarray(classes)
         self._probabilities = None if probabilities is None else np.asarray(probabilities, dtype=float)
         self._value = float(value)
+
+    @property
+    def _estimator_type(self) -> str:  # scikit-learn < 1.6 reads this instead of the tags
+        return "regressor" if self.classes is None else "classifier"
+
+    def __sklearn_tags__(self):
+        from sklearn.utils import ClassifierTags, RegressorTags
+
+        tags = super().__sklearn_tags__()
+        tags.estimator_type = self._estimator_type
+        if self.classes is None:
+            tags.regressor_tags = RegressorTags()
+        else:
+            tags.classifier_tags = ClassifierTags()
+        return tags
 
     @classmethod
     def from_coalition(cls, mask: np.ndarray, info: TargetInfo) -> "ConstantPredictor":
@@ -250,12 +282,12 @@ class ConstantPredictor:
 
     def predict(self, X):
         n = len(X)
-        if self.classes_ is None:
+        if self.classes is None:
             return np.full(n, self._value)
         return np.repeat(self.classes_[np.argmax(self._probabilities)], n)
 
     def predict_proba(self, X):
-        if self.classes_ is None:
+        if self.classes is None:
             raise AttributeError("a regression ConstantPredictor has no predict_proba.")
         return np.tile(self._probabilities, (len(X), 1))
 

@@ -161,6 +161,38 @@ def test_degenerate_constant_convention_regression(diabetes):
     np.testing.assert_allclose(values, expected)
 
 
+@pytest.mark.parametrize("task, scorer_name, metric", [
+    ("classification", "accuracy", "accuracy"),
+    ("classification", "neg_log_loss", "neg_log_loss"),
+    ("classification", "roc_auc_ovr", None),  # needs predict_proba and the classifier tag
+    ("regression", "neg_mean_squared_error", "neg_mse"),
+    ("regression", "r2", "r2"),
+])
+def test_scorer_objects_score_degenerate_coalitions(iris, diabetes, task, scorer_name, metric):
+    """A scikit-learn scorer object scores the constant model of the empty set and of one-class coalitions.
+
+    Scorers ask the estimator's tags whether it is a classifier; the constant model must answer. Every
+    estimator evaluates the empty coalition, so without tags every estimator failed with a scorer.
+    """
+    X_train, y_train, X_test, y_test = iris if task == "classification" else diabetes
+    model = LogisticRegression() if task == "classification" else Ridge()
+    scorer = get_scorer(scorer_name)
+    game = ModelUtility(model, X_train, y_train, X_test, y_test, scorer, min_samples=3)
+    masks = np.zeros((3, len(y_train)), dtype=bool)
+    masks[1, 0] = True
+    masks[2] = y_train == y_train[0] if task == "classification" else np.arange(len(y_train)) < 2
+    values = game.evaluate(masks)
+    assert np.isfinite(values).all()
+    if metric is not None:  # the same numbers as the built-in metric of the same name
+        reference = ModelUtility(model, X_train, y_train, X_test, y_test, metric, min_samples=3)
+        np.testing.assert_allclose(values, reference.evaluate(masks), rtol=1e-12)
+    else:  # a constant model ranks nothing: chance-level AUC
+        np.testing.assert_allclose(values, 0.5)
+    if scorer_name in ("accuracy", "r2"):  # the others need every class in a fitted coalition (scikit-learn's rule)
+        result = permutation_shapley(game, budget=2 * len(y_train), seed=0)  # the estimators' U(empty) call
+        assert np.isfinite(result.values).all()
+
+
 def test_degenerate_default_and_raise(iris):
     X_train, y_train, X_test, y_test = iris
     empty = np.zeros((1, len(y_train)), dtype=bool)
