@@ -11,6 +11,10 @@ Bernoulli projections (compressive sampling). So one loop serves them all:
 * each batch is reduced to ``(count, mean, M2)`` and merged, in batch order,
   into a :class:`MeanState` (Chan et al.'s parallel Welford update), which is
   O(dimension) memory whatever the number of samples;
+* every batch runs with :data:`BATCH_THREADS` BLAS/OpenMP threads, in the
+  parent and in every worker (:func:`pinned_threads`): a BLAS product's
+  rounding depends on how many threads split it, and joblib's workers would
+  otherwise run with fewer threads than the parent;
 * a run stops at its budget or, after a whole batch, at a precision target:
   the largest standard error (``target_stderr``) or the stability of the
   ranking (``target_rank_correlation``, :func:`expected_rank_correlation`).
@@ -20,9 +24,11 @@ Bernoulli projections (compressive sampling). So one loop serves them all:
 
 from __future__ import annotations
 
+import threading
 import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Iterator
 
 import numpy as np
 
@@ -31,6 +37,66 @@ from ._validation import check_float, check_int, check_seed, check_utilities
 
 BATCH_STREAM = 0  # spawn_key prefix of the per-batch sample streams
 AUX_STREAM = 1  # spawn_key prefix of auxiliary streams (e.g. a measurement matrix)
+
+
+BATCH_THREADS = 1  # BLAS/OpenMP threads while a batch is computed, wherever it runs
+
+_pin_lock = threading.Lock()
+_pin_depth = 0  # pinned sections running in this process (BLAS pools are process-wide)
+_pin_blas = None
+_pin_local = threading.local()  # pinned sections running in this thread (OpenMP's limit is per thread)
+
+
+@contextmanager
+def pinned_threads() -> Iterator[None]:
+    """Hold the BLAS and OpenMP thread pools at :data:`BATCH_THREADS` threads.
+
+    A matrix product split over more threads sums in another order (OpenBLAS
+    at ``(4096 x 1000) @ (1000 x 64)`` moves the result by about 5e-14), and
+    joblib's loky workers run with ``cpu_count // n_jobs`` threads, Dask's
+    with their own, the parent with all cores. Pinning every batch to the
+    same count makes the values bit-identical for any ``n_jobs`` and backend.
+
+    BLAS limits are process-wide, so they are counted per process: batches
+    running in several threads of one process (the threading backend, a
+    multi-threaded Dask worker) share the limit, and the original limits come
+    back when the last one ends. OpenMP's limit belongs to the calling thread,
+    so it is set and restored per thread.
+    """
+    global _pin_depth, _pin_blas
+    from threadpoolctl import threadpool_limits
+
+    with _pin_lock:
+        if _pin_depth == 0:
+            _pin_blas = threadpool_limits(limits=BATCH_THREADS, user_api="blas")
+        _pin_depth += 1
+    depth = getattr(_pin_local, "depth", 0)
+    if depth == 0:
+        _pin_local.openmp = threadpool_limits(limits=BATCH_THREADS, user_api="openmp")
+    _pin_local.depth = depth + 1
+    try:
+        yield
+    finally:
+        _pin_local.depth -= 1
+        if _pin_local.depth == 0:
+            _pin_local.openmp.restore_original_limits()
+            del _pin_local.openmp
+        with _pin_lock:
+            _pin_depth -= 1
+            if _pin_depth == 0:
+                _pin_blas.restore_original_limits()
+                _pin_blas = None
+
+
+class Pinned:
+    """``fn`` called under :func:`pinned_threads` (picklable, for joblib and Dask workers)."""
+
+    def __init__(self, fn: Callable):
+        self.fn = fn
+
+    def __call__(self, *args, **kwargs):
+        with pinned_threads():
+            return self.fn(*args, **kwargs)
 
 
 def batch_rng(entropy: int, batch: int) -> np.random.Generator:
@@ -452,19 +518,20 @@ def run_sampling(
     snapshot = (state.mean.copy(), state.m2.copy(), state.count, n_evaluations, first)
     stopped_by = reached()
     jobs = ((b, size) for b, size in enumerate(_batch_sizes(n_units, batch_size)) if b >= first)
+    pinned_batch = Pinned(sample_batch)
     if stopped_by is None and n_jobs in (None, 1):
-        results = (sample_batch(batch_rng(entropy, b), size) for b, size in jobs)
+        results = (pinned_batch(batch_rng(entropy, b), size) for b, size in jobs)
     elif stopped_by is None:
         from joblib import Parallel, delayed
 
         # one batch per task (batches are large already) and a short queue: little work is
         # wasted past a precision stop
         results = Parallel(n_jobs=n_jobs, return_as="generator", batch_size=1, pre_dispatch="2*n_jobs")(
-            delayed(sample_batch)(batch_rng(entropy, b), size) for b, size in jobs)
+            delayed(pinned_batch)(batch_rng(entropy, b), size) for b, size in jobs)
     else:
         results = iter(())
     try:
-        with bar:
+        with bar, pinned_threads():  # the merges and stopping rules too, and the threading backend's batches
             for batch, (samples, evaluations) in enumerate(results, start=first):
                 if isinstance(samples, MeanState):
                     state.merge(samples)

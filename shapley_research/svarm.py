@@ -24,8 +24,8 @@ import time
 
 import numpy as np
 
-from ._sampling import (MeanState, aux_rng, default_batch_size, evaluate_anchors, open_checkpoint, run_sampling,
-                        units_from_budget)
+from ._sampling import (MeanState, Pinned, aux_rng, default_batch_size, evaluate_anchors, open_checkpoint,
+                        pinned_threads, run_sampling, units_from_budget)
 from ._subsets import random_subsets
 from ._validation import (check_choice, check_float, check_game, check_int, check_n_jobs, check_target,
                           check_target_rank_correlation, check_utilities)
@@ -252,13 +252,14 @@ def _pilot(game, n: int, n_pilot: int, entropy: int, reference: float, batch_siz
     else:
         from tqdm.auto import tqdm
 
+        evaluate = Pinned(_evaluate_batch)  # the same BLAS threads in every worker: identical values
         if n_jobs in (None, 1) or len(draws) == 1:
-            results = (_evaluate_batch(game, masks) for _, masks in draws)
+            results = (evaluate(game, masks) for _, masks in draws)
         else:
             from joblib import Parallel, delayed
 
             results = Parallel(n_jobs=n_jobs, batch_size=1, return_as="generator")(
-                delayed(_evaluate_batch)(game, masks) for _, masks in draws)
+                delayed(evaluate)(game, masks) for _, masks in draws)
         utilities = []
         with tqdm(total=n_pilot, desc="SVARM pilot", unit="coalition", leave=False,
                   disable=None if progress is None else not progress) as bar:
@@ -456,8 +457,9 @@ def stratified_svarm_shapley(game, budget, seed=None, *, batch_size: int | None 
     levels = np.arange(2, n - 1)
     head = None  # the pilot's statistics, merged before the sampled batches
     if n_pilot:
-        head = _pilot(game, n, n_pilot, entropy, reference, batch_size, ckpt, n_jobs, progress)
-        probabilities = neyman_size_probabilities(head, n)
+        with pinned_threads():  # its merges run in this process: the same threads as every batch
+            head = _pilot(game, n, n_pilot, entropy, reference, batch_size, ckpt, n_jobs, progress)
+            probabilities = neyman_size_probabilities(head, n)
         if n_units is not None:
             n_units -= n_pilot
 

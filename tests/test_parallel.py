@@ -40,6 +40,76 @@ RUNS = {
 }
 
 
+REPLICAS = 48
+READOUT = np.random.default_rng(7).normal(size=(REPLICAS * 61, 16)) / 40
+
+
+def blas_bound(masks):
+    """A game whose utilities move in the last bits with the number of BLAS threads.
+
+    Its product has inner dimension ``48 N`` (OpenBLAS splits such products
+    differently over 1 and 2 threads); joblib's workers run with fewer threads
+    than the parent, so without pinning the batches' threads the values of
+    every estimator differed between ``n_jobs=1`` and ``n_jobs=2`` by 1e-16 to 1e-14.
+    """
+    wide = np.repeat(masks, REPLICAS, axis=1).astype(float)
+    return np.tanh(wide @ READOUT[:wide.shape[1]]).sum(axis=1)
+
+
+def blas_runs(n_players: int) -> dict:
+    """Every sampling estimator on :func:`blas_bound` with ``n_players``, in batches that split unevenly."""
+    game = sr.as_game(blas_bound, n_players, vectorized=True)
+    n = n_players
+    return {
+        "permutation": lambda n_jobs: sr.permutation_shapley(game, 37 * n + 1, seed=5, n_jobs=n_jobs, batch_size=7),
+        "antithetic_adjusted": lambda n_jobs: sr.permutation_shapley(
+            game, 38 * n + 1, seed=5, n_jobs=n_jobs, batch_size=6, antithetic=True, position_adjustment=True),
+        "rotations": lambda n_jobs: sr.permutation_shapley(game, 36 * n + 1, seed=5, n_jobs=n_jobs, batch_size=5,
+                                                           rotations=3),
+        "group_testing": lambda n_jobs: sr.group_testing_shapley(game, 3_001, seed=5, n_jobs=n_jobs,
+                                                                 batch_size=700),
+        "group_testing_paper": lambda n_jobs: sr.group_testing_shapley(game, 3_001, seed=5, n_jobs=n_jobs,
+                                                                       batch_size=700, variant="paper"),
+        "compressive": lambda n_jobs: sr.compressive_shapley(game, 37 * n + 2, seed=5, n_jobs=n_jobs, batch_size=9),
+        "svarm": lambda n_jobs: sr.stratified_svarm_shapley(game, 3_001 + 2 * n, seed=5, n_jobs=n_jobs,
+                                                            batch_size=700),
+        "svarm_neyman": lambda n_jobs: sr.stratified_svarm_shapley(game, 3_001 + 7 * n, seed=5, n_jobs=n_jobs,
+                                                                   batch_size=300, allocation="neyman"),
+    }
+
+
+def assert_identical(result, reference):
+    np.testing.assert_array_equal(result.values, reference.values)
+    assert result.n_evaluations == reference.n_evaluations and result.n_samples == reference.n_samples
+    if reference.stderr is not None:
+        np.testing.assert_array_equal(result.stderr, reference.stderr)
+
+
+@pytest.mark.parametrize("n_players", [7, 30, 61])
+def test_bit_identical_where_blas_threads_would_change_the_rounding(n_players, dask_client):
+    """Every sampling estimator, sequential = loky (2 workers) = threads = Dask, on a BLAS-bound game."""
+    for name, run in blas_runs(n_players).items():
+        sequential = run(1)
+        assert_identical(run(2), sequential)
+        with parallel_config(backend="threading"):
+            assert_identical(run(2), sequential)
+        with parallel_config(backend="dask"):
+            assert_identical(run(2), sequential)
+
+
+def test_pinned_threads_nest_and_restore():
+    from threadpoolctl import threadpool_info
+
+    from shapley_research._sampling import BATCH_THREADS, pinned_threads
+
+    before = [pool["num_threads"] for pool in threadpool_info()]
+    with pinned_threads():
+        with pinned_threads():
+            assert all(pool["num_threads"] == BATCH_THREADS for pool in threadpool_info())
+        assert all(pool["num_threads"] == BATCH_THREADS for pool in threadpool_info())
+    assert [pool["num_threads"] for pool in threadpool_info()] == before
+
+
 @pytest.fixture(scope="module")
 def dask_client():
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
