@@ -100,6 +100,32 @@ def test_full_model_summary_sigma(data):
     assert rs.full_model_summary(data, 100.0)["train_mse"] > summary["train_mse"] > rs.ols_train_mse(data)
 
 
+@pytest.mark.parametrize("lam", [1e-3, 0.3, 50.0])
+def test_sigma_sup_bound_covers_every_coalition_and_the_stability(data, lam):
+    """The rigorous sigma bounds 2|x^T theta_S - y| |x| over coalition models (train and test points), and the
+    test loss moves by at most sigma^2 / (2 N lambda) when one point leaves a coalition (no intercept)."""
+    bound = rs.sigma_sup_bound(data, lam)
+    X = np.vstack([data.X_train, data.X_test])
+    y = np.r_[data.y_train, data.y_test]
+    assert bound["kappa"] == pytest.approx(np.linalg.norm(X, axis=1).max())
+    alpha = rs.alpha_from_lambda(lam, data.n_players)
+    rng = np.random.default_rng(0)
+    beta = bound["sigma_sup"] ** 2 / (2 * alpha)
+    for m in (1, 2, 5, 20, 40):
+        S = rng.choice(data.n_players, m, replace=False)
+        fit = lambda idx: Ridge(alpha=alpha, fit_intercept=False).fit(data.X_train[idx], data.y_train[idx]).coef_ \
+            if len(idx) else np.zeros(X.shape[1])
+        theta, theta_minus = fit(S), fit(S[1:])
+        assert np.linalg.norm(theta) <= bound["theta_bound"] * (1 + 1e-9)
+        assert np.max(2 * np.abs(X @ theta - y) * np.linalg.norm(X, axis=1)) <= bound["sigma_sup"]
+        change = np.abs((data.X_test @ theta - data.y_test) ** 2 - (data.X_test @ theta_minus - data.y_test) ** 2)
+        assert change.max() <= beta * (1 + 1e-9)
+    # the paper's estimate (full model, training points) is a lower bound on the supremum
+    assert rs.full_model_summary(data, lam)["sigma"] <= bound["sigma_sup"]
+    with pytest.raises(ValueError, match="lam"):
+        rs.sigma_sup_bound(data, 0.0)
+
+
 def test_stability_summary():
     out = rs.stability_summary(sigma=3.0, lam=0.5, n_players=50, epsilon=0.1)
     assert out["c_stab"] == pytest.approx(9.0 / (2 * 0.5))
@@ -186,10 +212,77 @@ def test_run_grid_tables_and_claims(tiny):
         assert group["u_full"].nunique() == 1 or np.ptp(group["u_full"]) < 1e-9
     values = rs.values_table(rows)
     assert len(values) == len(rows) * tiny.n_players
+    assert table["theorem5_applies"].tolist() == (table["convention"] == "no_intercept").tolist()
+    np.testing.assert_allclose(table["beta"], table["sigma"] ** 2 / (2 * table["lambda"] * tiny.n_players))
+    assert (table["sigma_sup"] >= table["sigma"]).all()
     metrics, claims = rs.evaluate_claims(table, rows)
     assert len(claims) == 9 and all(isinstance(c.holds, bool) for c in claims)
+    assert [c.source for c in claims] == ["paper"] * 7 + ["reproduction"] * 2
+    assert all(c.section and c.criterion for c in claims[:7])
     assert claims[6].holds  # the identity ||s - U(D)/N|| = sqrt(N Var) holds by efficiency
     assert metrics["n_lambdas"] == 5 and metrics["fixed_alpha"]["argmin"] in range(5)
+
+
+def synthetic_grid(world: str, conventions=rs.CONVENTIONS):
+    """A hand-made grid table and rows on which every claim holds (``"paper"``) or fails (``"broken"``)."""
+    lams = np.logspace(-2, 2, 9)
+    n = 10
+    if world == "paper":  # U-shaped variance, sigma and sigma^2/lambda rising, range 10x under the bound
+        variance, sigma, range_over_bound, gap = 1e-3 * (1 + np.log10(lams) ** 2), lams, 0.1, 0.0
+    else:  # zigzag with an interior minimum: ends 1.25x, Spearman -0.5 / 0.5 on its sides; sigma falls
+        variance = 1e-3 * np.array([1.0, 1.2, 0.9, 1.1, 0.8, 1.1, 0.9, 1.2, 1.0])
+        sigma, range_over_bound, gap = 1 / lams, 3.0, 1e-3
+    records, rows = [], []
+    for convention in conventions:
+        for lam, v, s in zip(lams, variance, sigma):
+            ratio = range_over_bound if convention == "no_intercept" else 40.0 * lam / lams[-1]
+            records.append({"convention": convention, "lambda": lam, "variance": v, "variance_se": 1e-5,
+                            "variance_raw": v, "uniform_error": math.sqrt(n * v) + gap,
+                            "uniform_error_debiased": math.sqrt(n * v), "value_range": ratio * 0.01,
+                            "pair_bound": 0.01, "sigma": s, "beta": s**2 / (2 * lam * n), "kappa": 7.0,
+                            "fits_well": lam < 1, "test_mse": 0.5 + 0.01 * abs(math.log10(lam)), "epsilon": 0.1,
+                            "guarantee_holds": False, "n_permutations": 100})
+            rows.append({"convention": convention, "lam": lam, "values": np.zeros(n), "bootstrap": np.zeros(0)})
+    return pd.DataFrame.from_records(records), rows
+
+
+def test_claims_hold_on_a_hand_made_paper_world():
+    table, rows = synthetic_grid("paper")
+    metrics, claims = rs.evaluate_claims(table, rows)
+    assert [c.holds for c in claims] == [True] * 9
+    theorem5 = claims[5]
+    assert theorem5.source == "paper" and "Theorem 5" in theorem5.section and theorem5.value == pytest.approx(0.1)
+    # the intercept conventions exceed the formula 40x, yet the theorem is not judged there
+    assert metrics["max_range_over_formula_fixed_alpha"] == pytest.approx(40.0)
+    assert "not a violation" in theorem5.note and "fixed_alpha" in theorem5.note
+    assert metrics["n_bound_violations"] == 0
+
+
+def test_claims_fail_on_a_hand_made_broken_world():
+    table, rows = synthetic_grid("broken")
+    metrics, claims = rs.evaluate_claims(table, rows)
+    assert [c.holds for c in claims] == [False] * 9
+    assert all(c.note for c in claims)  # every failing claim says why
+    assert claims[0].statistic.startswith("min(end variance") and claims[0].value == pytest.approx(1.0 / 0.8)
+    assert claims[1].value == pytest.approx(-0.5) and claims[2].value == pytest.approx(0.5)
+    assert claims[5].value == pytest.approx(3.0) and metrics["n_bound_violations"] == 9
+    assert claims[6].value == pytest.approx(1e-3) and "saturates" not in claims[4].note
+
+
+def test_beta_claim_fails_when_sigma_saturates():
+    """The paper's explanation: sigma rises but saturates, so sigma^2 / lambda falls (the diabetes case)."""
+    table, rows = synthetic_grid("paper")
+    table["sigma"] = 22.0 - 10.0 / (1 + table["lambda"])
+    table["beta"] = table["sigma"] ** 2 / (2 * table["lambda"] * 10)
+    _, claims = rs.evaluate_claims(table, rows)
+    assert claims[3].holds and not claims[4].holds
+    assert "saturates" in claims[4].note
+
+
+def test_theorem5_is_not_judged_without_the_fully_penalised_convention():
+    table, rows = synthetic_grid("paper", conventions=("fixed_alpha", "per_coalition"))
+    _, claims = rs.evaluate_claims(table, rows)
+    assert len(claims) == 8 and not claims[5].holds and "Not checked" in claims[5].note
 
 
 def cli_command() -> list[str]:
@@ -213,10 +306,14 @@ def test_quick_run_end_to_end(tmp_path):
     claims = metrics["claims"]
     assert len(claims) == 9
     for entry in claims:
-        assert set(entry) == {"claim", "statistic", "holds"} and isinstance(entry["holds"], bool)
-        assert entry["claim"] and entry["statistic"]["name"]
+        assert {"claim", "statistic", "holds", "source", "criterion", "timing"} <= set(entry)
+        assert isinstance(entry["holds"], bool) and entry["claim"] and entry["statistic"]["name"]
+        assert entry["source"] == "reproduction" or entry["section"]
+        assert entry["holds"] or entry.get("note")
+    assert [c["source"] for c in claims] == ["paper"] * 7 + ["reproduction"] * 2
     assert 1e-4 <= metrics["lambda_argmin"] <= 1e4
     assert 0 < metrics["min_variance"] < 1e-2
     assert 0.4 < metrics["best_test_mse"] < 0.7  # standardised target: about half the variance explained
     assert metrics["max_identity_gap"] < 1e-9
-    assert math.isfinite(metrics["max_range_over_bound"]) and metrics["max_range_over_bound"] > 0
+    assert 0 < metrics["max_range_over_bound"] <= 1  # Theorem 5 under no_intercept, where it applies
+    assert metrics["kappa"] == pytest.approx(7.66, abs=0.01)
