@@ -156,9 +156,9 @@ def test_error_curves_share_permutations_and_baseline_matches_permutation_sampli
     assert row["relative_error"].iloc[0] == pytest.approx(sp.relative_error(plain.values, reference))
     summary = sp.summarise_errors(errors)
     assert set(summary["n_seeds"]) == {2}
-    ratios = sp.sample_ratios(summary, 15)
-    assert list(ratios["n_permutations"]) == [2, 4]
-    assert (ratios["sample_ratio"] > 0).all()
+    table = sp.target_table(summary, 15, 1.0, [0.9, 0.5])
+    assert list(table["target_error"]) == [0.9, 0.5]
+    assert (table["baseline_permutations"] > 0).all()
 
 
 def _fake_errors(base, comp, grid=(5, 50, 500), m=500):
@@ -166,21 +166,98 @@ def _fake_errors(base, comp, grid=(5, 50, 500), m=500):
     for seed in range(2):
         for t, b, c in zip(grid, base, comp):
             rows.append({"seed_index": seed, "n_permutations": t, "method": "baseline", "n_measurements": 0,
-                         "relative_error": b * (1 + 0.01 * seed)})
+                         "relative_error": b})
             rows.append({"seed_index": seed, "n_permutations": t, "method": "compressive", "n_measurements": m,
-                         "relative_error": c * (1 + 0.01 * seed)})
+                         "relative_error": c})
     return pd.DataFrame(rows)
 
 
-def test_claims_follow_the_numbers():
-    errors = _fake_errors(base=[2.0, 0.7, 0.2], comp=[0.7, 0.6, 0.5])
-    claims = sp.sparsity_claims(errors, sp.summarise_errors(errors), 500, k=300, n_players=1000)
-    assert [c.holds for c in claims] == [True, True, True]
-    assert claims[0].value == pytest.approx(50 / 5)  # the baseline reaches 0.7 at T = 50
-    # compressive never better, and values not sparse: claims 1 and 3 fail
-    errors = _fake_errors(base=[0.5, 0.2, 0.05], comp=[0.6, 0.3, 0.06])
-    claims = sp.sparsity_claims(errors, sp.summarise_errors(errors), 500, k=520, n_players=1000)
-    assert [c.holds for c in claims] == [False, False, False]
+def _table(base, comp, uniform=1.0, fractions=(0.9, 0.7, 0.5, 0.3)):
+    return sp.target_table(sp.summarise_errors(_fake_errors(base, comp)), 500, uniform, fractions)
+
+
+def test_target_table_reads_needs_below_the_uniform_split():
+    # baseline at the Monte Carlo rate: 2 / sqrt(T / 5); compressive 0.8, 0.6, 0.45
+    base = [2.0, 2.0 / np.sqrt(10), 2.0 / np.sqrt(100)]
+    table = _table(base, [0.8, 0.6, 0.45])
+    assert list(table["compressive_reaches"]) == [True, True, True, False]
+    t = table.set_index("target_fraction")
+    assert t.loc[0.7, "baseline_permutations"] == pytest.approx(5 * (2.0 / 0.7) ** 2)
+    assert t.loc[0.7, "compressive_permutations"] == pytest.approx(5 * 10 ** (np.log(0.8 / 0.7) / np.log(0.8 / 0.6)))
+    assert t.loc[0.9, "compressive_permutations"] == 5  # met at the smallest T: counted as that T
+    assert np.isnan(t.loc[0.3, "compressive_permutations"]) and np.isnan(t.loc[0.3, "sample_ratio"])
+    with pytest.raises(ValueError, match="fractions"):
+        _table(base, [0.8, 0.6, 0.45], fractions=[1.0])
+    with pytest.raises(ValueError, match="uniform_error"):
+        _table(base, [0.8, 0.6, 0.45], uniform=0.0)
+
+
+def test_fewer_permutations_claim_fails_when_compressive_is_worse_than_the_uniform_split():
+    # the review's case: compressive (0.87 at T=5) beats the baseline (2.3) only above the uniform split (0.748);
+    # below it the baseline is faster
+    table = _table([2.3, 0.74, 0.23], [0.87, 0.74, 0.646], uniform=0.748)
+    claim = sp.fewer_permutations_claim(table)
+    assert not claim.holds and claim.source == "paper" and "Figure 4" in claim.section
+    assert len(claim.value) == 1 and claim.value[0] < 1 and "baseline" in claim.note
+    # compressive never gets below the largest target at all
+    claim = sp.fewer_permutations_claim(_table([2.3, 0.74, 0.23], [0.9, 0.8, 0.76], uniform=0.748))
+    assert not claim.holds and claim.value == [] and "reaches no error below" in claim.note
+
+
+def test_fewer_permutations_claim_holds_when_compressive_is_faster_at_every_reached_target():
+    claim = sp.fewer_permutations_claim(_table([2.0, 0.7, 0.2], [0.5, 0.3, 0.25]))
+    assert claim.holds and len(claim.value) == 4 and min(claim.value) > 1
+    # one reached target where the baseline is faster breaks it
+    assert not sp.fewer_permutations_claim(_table([2.0, 0.7, 0.2], [0.5, 0.48, 0.29])).holds
+
+
+def test_large_sample_claim():
+    # superior at the large targets, less so at the small ones: holds
+    table = _table([2.0, 0.7, 0.2], [0.5, 0.3, 0.25])
+    ratios = list(table.loc[table["compressive_reaches"], "sample_ratio"])
+    claim = sp.large_sample_claim(table)
+    assert claim.holds and claim.value == pytest.approx(ratios) and ratios[-1] < ratios[0]
+    # never superior below the uniform split (the review's case): fails, with the cause
+    claim = sp.large_sample_claim(_table([2.3, 0.74, 0.23], [0.87, 0.74, 0.646], uniform=0.748))
+    assert not claim.holds and "never superior" in claim.note
+    # superiority growing with the samples: fails
+    claim = sp.large_sample_claim(_table([2.0, 0.7, 0.6], [0.65, 0.4, 0.1]))
+    assert claim.value[0] > 1 and not claim.holds and "does not shrink" in claim.note
+    # one reached target: no trend
+    assert not sp.large_sample_claim(_table([2.0, 0.7, 0.2], [0.85, 0.8, 0.75])).holds
+
+
+def test_dense_nulls_match_mean_and_std_and_are_seeded():
+    s = np.random.default_rng(0).gamma(2.0, 1.0, size=300)
+    nulls = sp.dense_nulls(s, 5, seed=3)
+    assert set(nulls) == {"gaussian", "uniform"}
+    for draws in nulls.values():
+        assert draws.shape == (5, 300)
+        np.testing.assert_allclose(draws.mean(axis=1), s.mean())
+        np.testing.assert_allclose(draws.std(axis=1), s.std())
+    np.testing.assert_array_equal(sp.dense_nulls(s, 5, seed=3)["uniform"], nulls["uniform"])
+    fractions = sp.null_k_fractions(nulls)
+    assert all(f.shape == (5,) and ((f > 0) & (f < 0.5)).all() for f in fractions.values())
+    with pytest.raises(ValueError, match="values"):
+        sp.dense_nulls([1.0], 5, seed=0)
+
+
+def test_sparsity_claim_fails_for_gaussian_values_and_holds_for_sparse_ones():
+    rng = np.random.default_rng(1)
+    # Gaussian values with the review's mean and spread: K/N ~ 0.32 < 0.5, yet no sparser than the null
+    gaussian = rng.normal(0.744e-3, 0.839e-3, size=1000)
+    k = sp.smallest_sparse_k(gaussian) / 1000
+    assert k < 0.5
+    claim = sp.sparsity_claim(k, sp.null_k_fractions(sp.dense_nulls(gaussian, 200, seed=2)))
+    assert not claim.holds and claim.source == "paper" and "Figure 2" in claim.section
+    assert "no sparser" in claim.note
+    # a few large values on a small dense background
+    sparse = np.r_[rng.uniform(5.0, 10.0, 30), rng.uniform(0.0, 0.1, 970)]
+    k = sp.smallest_sparse_k(sparse) / 1000
+    claim = sp.sparsity_claim(k, sp.null_k_fractions(sp.dense_nulls(sparse, 200, seed=2)))
+    assert claim.holds and claim.value[0] == k and claim.value[0] < min(claim.value[1:])
+    with pytest.raises(ValueError, match="null_fractions"):
+        sp.sparsity_claim(0.3, {})
 
 
 def test_plots_draw(tmp_path):
@@ -189,12 +266,11 @@ def test_plots_draw(tmp_path):
     setup_matplotlib()
     import matplotlib.pyplot as plt
 
-    rng = np.random.default_rng(0)
-    fig = sp.plot_value_distribution(rng.gamma(2.0, 1e-3, size=200))
+    values = np.random.default_rng(0).gamma(2.0, 1e-3, size=200)
+    fig = sp.plot_value_distribution(values, nulls=sp.dense_nulls(values, 10, seed=0))
     save_figure(fig, tmp_path, "values", pdf=False)
-    errors = _fake_errors(base=[2.0, 0.7, 0.2], comp=[0.7, 0.6, 0.5])
-    summary = sp.summarise_errors(errors)
-    fig = sp.plot_error_curves(summary, {500: sp.sample_ratios(summary, 500)}, 0.75, 0.05)
+    summary = sp.summarise_errors(_fake_errors([2.0, 0.7, 0.2], [0.7, 0.6, 0.5]))
+    fig = sp.plot_error_curves(summary, {500: sp.target_table(summary, 500, 0.75, [0.9, 0.7])}, 0.75, 0.05)
     save_figure(fig, tmp_path, "errors")
     assert (tmp_path / "values.png").stat().st_size > 0 and (tmp_path / "errors.pdf").stat().st_size > 0
     plt.close("all")
@@ -224,7 +300,11 @@ def test_quick_run_end_to_end(tmp_path):
     assert metrics["baseline_error_T_max"] < metrics["baseline_error_T_min"]
     for stem in ("value_distribution", "approximation_error"):
         assert (out / f"{stem}.png").exists() and (out / f"{stem}.pdf").exists()
-    for table in ("values", "approximation_errors", "sample_ratios"):
+    for table in ("values", "approximation_errors", "sample_ratios", "sparsity_curves"):
         assert len(pd.read_csv(out / f"{table}.csv")) > 0
+    assert [c["source"] for c in claims] == ["paper"] * 3 and all(c["section"] and c["criterion"] for c in claims)
+    targets = pd.read_csv(out / "sample_ratios.csv")
+    assert (targets["target_error"] < metrics["uniform_split_error"]).all()
+    assert set(metrics["null_k_fraction_quantile"]) == {"gaussian", "uniform"}
     values = pd.read_csv(out / "values.csv")
     assert len(values) == 200 and values["value"].sum() == pytest.approx(metrics["sum_of_values"])
