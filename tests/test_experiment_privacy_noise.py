@@ -219,20 +219,66 @@ def test_value_privacy_level_is_reproducible_and_levels_share_the_noise(small_da
     assert a["sigma"] == pytest.approx(pn.analytic_gaussian_sigma(30.0, 1e-5, 20.0))
 
 
-def test_privacy_summary_on_a_synthetic_table():
+def synthetic_levels(noisy_sums, accuracy_all, se=0.05):
+    """A hand-made ``levels`` table: epsilon 1, 10, 100, 1000 (sigma 10, 3, 1, 0.3) and the reference.
+
+    ``noisy_sums`` and ``accuracy_all`` are given from the most to the least noise (five entries, the last
+    for the noise-free reference); halves of 10 points each, U(empty) = 0.1, the clean half gets the rest.
+    """
     rows = []
-    for eps, sigma, value in ((1, 10.0, -0.2), (10, 3.0, 0.0), (100, 1.0, 0.1), (1000, 0.3, 0.3),
-                              (math.inf, 0.0, 0.31)):
-        common = {"epsilon": eps, "sigma": sigma, "reference": math.isinf(eps), "sv_sum_se": 0.05,
-                  "accuracy_all": 0.6 if eps != 1 else 0.61, "accuracy_empty": 0.1}
+    for eps, sigma, value, acc in zip((1, 10, 100, 1000, math.inf), (10.0, 3.0, 1.0, 0.3, 0.0), noisy_sums,
+                                      accuracy_all):
+        common = {"epsilon": eps, "sigma": sigma, "reference": math.isinf(eps), "sv_sum_se": se, "n_points": 10,
+                  "accuracy_all": acc, "accuracy_empty": 0.1}
         rows.append(common | {"half": "noisy", "sv_sum": value, "two_player_sv": value / 2})
-        rows.append(common | {"half": "clean", "sv_sum": 0.5 - value, "two_player_sv": 0.25})
-    out = pn.privacy_summary(pd.DataFrame(rows))
+        rows.append(common | {"half": "clean", "sv_sum": acc - 0.1 - value, "two_player_sv": 0.25})
+    return pd.DataFrame(rows)
+
+
+def test_privacy_summary_on_a_synthetic_table():
+    levels = synthetic_levels((-0.2, 0.0, 0.1, 0.3, 0.31), (0.61, 0.6, 0.6, 0.6, 0.6))
+    out = pn.privacy_summary(levels)
     assert out["spearman_sigma_vs_noisy_sum"] == pytest.approx(-1.0)
     assert out["noisy_sum_least_noise"] == 0.3 and out["noisy_sum_most_noise"] == -0.2  # reference excluded
     assert out["drop"] == pytest.approx(0.5) and out["drop_combined_se"] == pytest.approx(0.05 * math.sqrt(2))
-    assert out["monotone_holds"] and out["drop_holds"] and out["two_player_holds"]
-    assert out["prefix_path_efficiency_gap_max"] == pytest.approx(0.01)
+    # the uniform split gives the noisy half 10/20 of U(D) - U(empty): 0.25 at the least noise, 0.255 at the most
+    assert out["uniform_drop"] == pytest.approx(-0.005) and out["excess_drop"] == pytest.approx(0.505)
+    assert out["monotone_holds"] and out["drop_holds"] and out["two_player_holds"] and out["excess_drop_holds"]
+    assert out["prefix_path_efficiency_gap_max"] == pytest.approx(0.0)
+
+
+def _verdicts(levels):
+    from shapley_research.experiments import validate_metrics
+
+    claims, summary = pn.privacy_claims(levels, spearman_threshold=-0.8, excess_drop_min_se=2.0)
+    validate_metrics({"claims": [c.to_dict() for c in claims]})
+    assert [c.source for c in claims] == ["paper", "reproduction", "reproduction"]
+    assert "fig:stable_noise" in claims[0].section and not any(c.timing for c in claims)
+    return claims, [c.holds for c in claims]
+
+
+def test_privacy_claims_hold_when_the_noisy_half_loses_its_value():
+    claims, verdicts = _verdicts(synthetic_levels((-0.2, 0.0, 0.1, 0.3, 0.31), (0.61, 0.6, 0.6, 0.6, 0.6)))
+    assert verdicts == [True, True, True]
+    assert "uniform split" in claims[0].note and "Cause" not in claims[0].note
+
+
+def test_privacy_claims_fail_when_the_value_rises_with_the_noise():
+    claims, verdicts = _verdicts(synthetic_levels((0.3, 0.1, 0.0, -0.2, -0.2), (0.6, 0.6, 0.6, 0.6, 0.6)))
+    assert verdicts == [False, False, False]
+    assert all("Cause of the miss" in c.note for c in claims)
+    assert "rises by 0.2 from sigma = 0.3 to 1" in claims[0].note
+
+
+def test_privacy_claims_compare_with_the_uniform_split():
+    # the SV of the noisy half only follows U(D) down (exactly its uniform share): it falls with the noise,
+    # so the paper's monotone claim holds, but it does not single out the noisy data
+    acc = (0.3, 0.4, 0.5, 0.6, 0.6)
+    levels = synthetic_levels([0.5 * (a - 0.1) for a in acc], acc)
+    claims, verdicts = _verdicts(levels)
+    assert verdicts == [True, False, True]
+    assert claims[1].value == pytest.approx(0.0, abs=1e-12)
+    assert pn.privacy_summary(levels)["spearman_sigma_vs_uniform_noisy"] == pytest.approx(-1.0)
 
 
 def test_learner_utility_is_accuracy_on_clean_test_images(small_run, small_data):
@@ -258,9 +304,12 @@ def test_quick_profile_end_to_end(tmp_path):
     out = tmp_path / "privacy_noise"
     metrics = json.loads((out / "metrics.json").read_text())
     assert len(metrics["claims"]) == 3
+    assert [entry["source"] for entry in metrics["claims"]] == ["paper", "reproduction", "reproduction"]
     for entry in metrics["claims"]:
         assert isinstance(entry["holds"], bool) and entry["claim"] and entry["statistic"]["name"]
-        assert math.isfinite(entry["statistic"]["value"])
+        assert math.isfinite(entry["statistic"]["value"]) and entry["criterion"] and entry["timing"] is False
+        assert entry["holds"] or "Cause of the miss" in entry["note"]
+    assert math.isfinite(metrics["uniform_drop"]) and math.isfinite(metrics["excess_drop_in_se"])
     assert -1.0 <= metrics["spearman_sigma_vs_noisy_sum"] <= 1.0
     assert len(metrics["sigma"]) == len(metrics["epsilon"]) == 9 and math.isfinite(metrics["reference_noisy_sv_sum"])
     assert np.all(np.diff(metrics["sigma"]) < 0) and metrics["sensitivity"] == 20.0
