@@ -34,6 +34,7 @@ from pathlib import Path
 from .experiments import EXPERIMENT_NAMES
 from .experiments._common import METRICS_FILE, read_metrics
 from .experiments._report import RUN_INFO_FILE, write_report
+from .experiments._schema import check_parameters
 from .experiments._project import (Project, ProjectError, check_declared, check_name, dvc_stage,
                                    notebook_parameters, write_dvc_stage)
 
@@ -111,6 +112,24 @@ def select_kernel(requested: str | None = None) -> str:
     return _private_kernel()
 
 
+def _local_kernel_manager():
+    """A kernel manager talking to its kernel over local IPC sockets instead of TCP.
+
+    The kernel runs on this machine, so the sockets need no network; over TCP
+    ipykernel warns on every run that the traffic is unencrypted, a warning
+    the user can do nothing about.
+    """
+    from jupyter_client.manager import AsyncKernelManager
+    from traitlets import default
+
+    class LocalKernelManager(AsyncKernelManager):
+        @default("transport")
+        def _default_transport(self):
+            return "ipc"
+
+    return LocalKernelManager
+
+
 # --- commands ---------------------------------------------------------------------------------------------
 
 def _project(args) -> Project:
@@ -181,6 +200,10 @@ def cmd_run(args) -> int:
     project = _project(args)
     config = project.compose(name, args.overrides)
     params = notebook_parameters(config, name)
+    try:  # before the kernel starts: a bad value fails in a second, with the key named
+        check_parameters(name, params)
+    except ValueError as err:
+        raise ProjectError(f"invalid configuration of {name}: {err}") from None
     notebook = project.notebook(name)
     check_declared(notebook, params)
     kernel = select_kernel(args.kernel)
@@ -198,7 +221,8 @@ def cmd_run(args) -> int:
     start, cpu_start = time.perf_counter(), _children_cpu_seconds()
     try:
         papermill.execute_notebook(str(notebook), str(executed), parameters=params, kernel_name=kernel,
-                                   cwd=str(project.root), progress_bar=False, log_output=not args.quiet)
+                                   cwd=str(project.root), progress_bar=False, log_output=not args.quiet,
+                                   kernel_manager_class=_local_kernel_manager())
     except PapermillExecutionError as err:
         print(f"error: {name} failed in cell {err.cell_index + 1}: {err.ename}: {err.evalue}\n"
               f"The executed notebook with the traceback is {executed}", file=sys.stderr)

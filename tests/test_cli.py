@@ -11,7 +11,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from _pipeline_project import make_project
+from _pipeline_project import REPO, make_project
 
 from shapley_research.cli import KERNEL_NAME, _private_kernel, _runs_this_python, main, select_kernel
 from shapley_research.experiments import EXPERIMENT_NAMES, claim, write_metrics
@@ -196,3 +196,22 @@ def test_stage_prints_and_writes_the_dvc_stage(project, tmp_path, capsys):
     assert code == 0 and yaml.safe_load((project / "dvc.yaml").read_text())["stages"] == {
         "iris_accuracy": stage, "report": report}
     (project / "dvc.yaml").unlink()
+
+
+@pytest.mark.parametrize("override, message", [
+    ("experiment.n_permutations=-5", "experiment.n_permutations=-5: expected an integer >= 2."),
+    ("experiment.n_train=abc", "experiment.n_train='abc': expected an integer >= 2."),
+])
+def test_bad_configuration_fails_before_the_kernel_starts(tmp_path, override, message):
+    """One line naming the key, exit status 2, and no kernel started (nothing executed, no stray kernel log)."""
+    proc = subprocess.run(cli_command() + ["--project-dir", str(REPO), "run", "privacy_noise", override,
+                                           f"output_dir={tmp_path}"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == f"shapley-research: error: invalid configuration of privacy_noise: {message}"
+    assert not (tmp_path / "privacy_noise" / "privacy_noise.ipynb").exists()  # composed and refused, never run
+
+
+def test_runs_use_local_sockets_so_the_kernel_does_not_warn_about_tcp(quick_run):
+    proc, _ = quick_run
+    assert proc.returncode == 0
+    assert "IPKernelApp" not in proc.stderr and "without encryption" not in proc.stderr

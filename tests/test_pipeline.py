@@ -178,3 +178,30 @@ def test_dvc_repro_runs_the_generated_stage_once(tmp_path):
     with open(root / "conf" / "experiment" / "iris_accuracy.yaml", "a") as f:
         f.write("# edited\n")
     assert "modified:           conf/experiment/iris_accuracy.yaml" in dvc("status").stdout
+
+
+@pytest.mark.parametrize("name", EXPERIMENT_NAMES)
+@pytest.mark.parametrize("profile", ["paper", "quick"])
+def test_every_parameter_is_typed_and_both_profiles_pass(name, profile):
+    from shapley_research.experiments._schema import parameter_problems
+
+    if REAL.missing(name):
+        pytest.skip(f"{name} is not added yet")
+    params = notebook_parameters(REAL.compose(name, [f"profile={profile}"]), name)
+    assert parameter_problems(name, params, require_specs=True) == []
+
+
+@pytest.mark.parametrize("key, value, expected", [
+    ("n_permutations", -5, "experiment.n_permutations=-5: expected an integer >= 2."),
+    ("n_train", "abc", "experiment.n_train='abc': expected an integer >= 2."),
+    ("delta", 1.5, "experiment.delta=1.5: expected a number in (0, 1)."),
+    ("epsilons", [1, "x"], "experiment.epsilons=[1, 'x']: expected a non-empty list, each a number > 0."),
+    ("epsilons", [], "experiment.epsilons=[]: expected a non-empty list, each a number > 0."),
+    ("clamp", 1, "experiment.clamp=1: expected true or false."),
+    ("n_test", float("nan"), "experiment.n_test=nan: expected an integer >= 1."),
+])
+def test_parameter_checks_name_the_key_and_the_expectation(key, value, expected):
+    from shapley_research.experiments._schema import parameter_problems
+
+    params = notebook_parameters(REAL.compose("privacy_noise", ["profile=quick"]), "privacy_noise")
+    assert parameter_problems("privacy_noise", {**params, key: value}) == [expected]
