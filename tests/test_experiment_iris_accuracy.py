@@ -65,12 +65,12 @@ def test_game_and_influence_module_value_the_same_utility(small):
     u_influence = ia.influence_utilities(objective, masks)
     np.testing.assert_allclose(u_game, u_influence, atol=1e-6)
     assert ia.utility_mismatch(game, objective, masks) < 1e-6
-    # empty set, singletons and one-class coalitions are degenerate: -log 2 in both
+    # empty set, singletons and one-class coalitions are degenerate: U = 0 (U(empty) = 0, as the paper assumes)
     degenerate = masks[:1 + 8 + 2]
-    np.testing.assert_allclose(game.evaluate(degenerate), -math.log(2))
-    np.testing.assert_allclose(ia.influence_utilities(objective, degenerate), -math.log(2))
+    np.testing.assert_allclose(game.evaluate(degenerate), 0.0, atol=1e-12)
+    np.testing.assert_allclose(ia.influence_utilities(objective, degenerate), 0.0, atol=1e-12)
     # a fitted model beats the uninformed one on the full set
-    assert u_game[1 + 8 + 2] > -math.log(2)
+    assert u_game[1 + 8 + 2] > 0
 
 
 def test_game_refuses_three_classes():
@@ -88,7 +88,7 @@ def test_references_satisfy_efficiency(small):
     exact = ia.reference_values(game)
     full = float(game.evaluate(np.ones((1, 8), dtype=bool))[0])
     assert exact.n_evaluations == 2**8
-    assert exact.values.sum() == pytest.approx(full + math.log(2), abs=1e-9)
+    assert exact.values.sum() == pytest.approx(full, abs=1e-9)
     assert np.all(exact.stderr == 0)
     sampled = ia.reference_values(game, "permutation", n_permutations=200, seed=1)
     assert sampled.n_samples == 200 and np.all(sampled.stderr > 0)
@@ -103,7 +103,7 @@ def test_leave_one_out_normalised_is_the_largest_s_scheme_on_exact_marginals(sma
     data, game, _ = small
     loo = ia.leave_one_out_normalised(game)
     full = float(game.evaluate(np.ones((1, 8), dtype=bool))[0])
-    assert loo.values.sum() == pytest.approx(full + math.log(2), rel=1e-9)
+    assert loo.values.sum() == pytest.approx(full, rel=1e-9)
     marginals = np.array([full - game.evaluate(~np.eye(8, dtype=bool)[i:i + 1])[0] for i in range(8)])
     np.testing.assert_allclose(loo.info["marginal_estimates"], marginals, rtol=1e-9, atol=1e-12)
     # largest-S influence approximates these marginals (first-order influence, so only roughly)
@@ -162,6 +162,9 @@ def test_tables_and_distances(small, small_runs):
     distances = ia.pairwise_distances(runs, reference)
     assert len(distances) == 10  # 5 main methods, every unordered pair once
     assert (distances.rel_distance > 0).all()
+    assert (distances.ci_low <= distances.rel_distance).all() and (distances.rel_distance <= distances.ci_high).all()
+    assert summary.loc["permutation", "spearman_ci_low"] <= summary.loc["permutation", "spearman"]
+    assert np.isnan(summary.loc["largest_s", "rel_l2_error_ci_low"])
     assert distances.set_index(["method_a", "method_b"]).loc[("permutation", "largest_s"), "n_repetitions"] == 2
 
 
@@ -173,32 +176,124 @@ def test_pairwise_distance_is_zero_between_identical_estimates():
     assert distances.rel_distance.tolist() == [0.0, 0.0, 0.0]
 
 
-def _summary(errors, spearman=0.95, largest=(0.6, 1e-3, 1.5)):
-    rows = {key: {"spearman": spearman, "spearman_p": 1e-4, "rel_l2_error": err, "n_repetitions": 3}
-            for key, err in zip(ia.CLOSE_METHODS, errors)}
-    rows["largest_s"] = {"spearman": largest[0], "spearman_p": largest[1], "rel_l2_error": largest[2],
-                         "n_repetitions": 1}
+def test_mean_interval_is_the_t_interval():
+    mean, low, high = ia.mean_interval([1.0, 2.0, 3.0])
+    assert mean == 2.0 and high - mean == pytest.approx(4.302653 / math.sqrt(3), rel=1e-6) and low == 4 - high
+    assert ia.mean_interval([1.0, 2.0, 3.0], level=0.5)[2] < high
+    single = ia.mean_interval([0.7])
+    assert single[0] == 0.7 and np.isnan(single[1]) and np.isnan(single[2])
+    for bad in ([], [1.0, np.nan]):
+        with pytest.raises(ValueError, match="samples"):
+            ia.mean_interval(bad)
+    with pytest.raises(ValueError, match="level"):
+        ia.mean_interval([1.0, 2.0], level=1.0)
+
+
+def test_decide_is_three_valued():
+    assert ia.decide(0.81, 0.9, 0.8) is True and ia.decide(0.7, 0.79, 0.8) is False
+    assert ia.decide(0.79, 0.81, 0.8) is None and ia.decide(np.nan, np.nan, 0.8) is None
+    assert ia.decide(0.1, 0.2, 0.25, "below") is True and ia.decide(0.3, 0.4, 0.25, "below") is False
+    assert ia.decide(0.2, 0.3, 0.25, "below") is None
+    with pytest.raises(ValueError, match="side"):
+        ia.decide(0.1, 0.2, 0.3, "left")
+
+
+def test_repetitions_to_decide_makes_the_half_width_smaller_than_the_distance():
+    from scipy import stats
+
+    n = ia.repetitions_to_decide(0.1, 0.04)
+    assert stats.t.ppf(0.975, n - 1) * 0.1 / math.sqrt(n) < 0.04 <= stats.t.ppf(0.975, n - 2) * 0.1 / math.sqrt(n - 1)
+    assert ia.repetitions_to_decide(0.1, -0.04) == n and ia.repetitions_to_decide(0.1, 0.0) is None
+
+
+def test_uniform_split_and_mean_estimate_errors():
+    reference = np.array([1.0, 2.0, 3.0])
+    assert ia.uniform_split_error(reference) == pytest.approx(math.sqrt(2 / 14))
+    ref = ValuationResult(values=reference, n_evaluations=0, method="exact")
+    runs = [ia.MethodRun("permutation", ValuationResult(values=reference + d, n_evaluations=1, method="p"), 0.0)
+            for d in (np.array([1.0, 0, 0]), np.array([-1.0, 0, 0]))]
+    assert ia.mean_estimate_error(runs, ref) == {"permutation": 0.0}
+
+
+def test_run_all_refuses_bad_all_s_repetitions(small):
+    data, game, _ = small
+    with pytest.raises(ValueError, match="n_repetitions_all_s"):
+        ia.run_all(game, data, C=1.0, budget=100, seed=0, n_repetitions=2, n_repetitions_all_s=3)
+
+
+def _row(spearman, error, n=30):
+    """A summary row: each of ``spearman``, ``error`` is (mean, CI low, CI high)."""
+    return {"spearman": spearman[0], "spearman_ci_low": spearman[1], "spearman_ci_high": spearman[2],
+            "spearman_sd": 0.05, "spearman_p": 1e-4, "rel_l2_error": error[0], "rel_l2_error_ci_low": error[1],
+            "rel_l2_error_ci_high": error[2], "rel_l2_error_sd": 0.02, "n_repetitions": n}
+
+
+GOOD = ((0.95, 0.93, 0.97), (0.1, 0.09, 0.11))
+
+
+def _summary(overrides=None, largest=(0.6, 1e-3, 1.5)):
+    rows = {key: _row(*(overrides or {}).get(key, GOOD)) for key in ia.CLOSE_METHODS}
+    rows["largest_s"] = _row((largest[0],) * 3, (largest[2],) * 3, n=1)
+    rows["largest_s"]["spearman_p"] = largest[1]
     return pd.DataFrame.from_dict(rows, orient="index")
 
 
-def _distances(within, to_largest):
-    rows = [{"method_a": a, "method_b": b, "rel_distance": within}
+def _distances(within=(0.2, 0.15, 0.25), to_largest=(1.4, 1.35, 1.45)):
+    keys = ("rel_distance", "ci_low", "ci_high")
+    rows = [{"method_a": a, "method_b": b, **dict(zip(keys, within)), "n_repetitions": 30}
             for i, a in enumerate(ia.CLOSE_METHODS) for b in ia.CLOSE_METHODS[i + 1:]]
-    rows += [{"method_a": a, "method_b": "largest_s", "rel_distance": to_largest} for a in ia.CLOSE_METHODS]
+    rows += [{"method_a": a, "method_b": "largest_s", **dict(zip(keys, to_largest)), "n_repetitions": 30}
+             for a in ia.CLOSE_METHODS]
     return pd.DataFrame(rows)
 
 
-def test_claims_follow_the_stated_thresholds():
-    claims = ia.evaluate_claims(_summary([0.1, 0.2, 0.1, 0.05]), _distances(0.2, 1.4))
+def _claims(summary=None, distances=None, uniform_error=0.4):
+    return ia.evaluate_claims(_summary() if summary is None else summary,
+                              _distances() if distances is None else distances, uniform_error=uniform_error)
+
+
+def test_every_claim_holds_on_clear_data():
+    claims = _claims()
     assert len(claims) == 7 and all(c.holds for c in claims)
-    assert "0.25" in claims[0].claim and "0.8" in claims[0].claim
-    failing = ia.evaluate_claims(_summary([0.1, 0.3, 0.1, 0.05], largest=(0.2, 0.2, 0.5)), _distances(0.5, 0.4))
-    assert [c.holds for c in failing] == [True, False, True, True, False, False, False]
-    low_rank = ia.evaluate_claims(_summary([0.1, 0.1, 0.1, 0.1], spearman=0.7), _distances(0.2, 1.4))
-    assert not any(c.holds for c in low_rank[:4])
-    # largest-S error large but not 2x the worst of (a)-(c)
-    close_call = ia.evaluate_claims(_summary([0.1, 0.4, 0.1, 0.1], largest=(0.6, 1e-3, 0.7)), _distances(0.2, 1.4))
-    assert close_call[-1].holds is False
+    assert [c.source for c in claims] == ["paper", "paper", "reproduction"] + ["paper"] * 4
+    assert all(c.section and "Comparing Approximation Accuracy" in c.section for c in claims if c.source == "paper")
+    assert "0.8" in claims[0].criterion and "0.25" in claims[0].criterion and "uniform" in claims[0].criterion
+
+
+@pytest.mark.parametrize("spearman, error, uniform, word", [
+    ((0.75, 0.73, 0.77), GOOD[1], 0.4, "< 0.8"),                      # rank agreement wholly below 0.8
+    (GOOD[0], (0.3, 0.28, 0.32), 0.4, "> 0.25"),                      # error wholly above 0.25
+    (GOOD[0], (0.1, 0.09, 0.11), 0.05, "> the uniform split"),        # no better than the trivial baseline
+    ((0.81, 0.78, 0.84), GOOD[1], 0.4, "undecided"),                  # interval straddles the threshold
+])
+def test_accuracy_claim_fails_or_is_undecided(spearman, error, uniform, word):
+    claims = _claims(_summary({"gt_paper": (spearman, error)}), uniform_error=uniform)
+    assert claims[1].holds is False and word in claims[1].note
+    if word == "undecided":
+        assert "repetitions would decide" in claims[1].note
+    else:
+        assert "undecided" not in claims[1].note
+
+
+def test_closeness_claim_fails_or_is_undecided():
+    assert _claims(distances=_distances(within=(1.0, 0.9, 1.1), to_largest=(0.5, 0.45, 0.55)))[4].holds is False
+    undecided = _claims(distances=_distances(within=(1.0, 0.9, 1.4), to_largest=(1.4, 1.35, 1.45)))[4]
+    assert undecided.holds is False and "undecided" in undecided.note
+
+
+def test_largest_s_correlation_claim_fails():
+    claims = _claims(_summary(largest=(0.3, 0.12, 1.5)))
+    assert claims[5].holds is False and "p = 0.12" in claims[5].note
+    assert _claims(_summary(largest=(-0.6, 1e-3, 1.5)))[5].holds is False
+
+
+def test_largest_s_not_recovering_claim_fails_or_is_undecided():
+    small = _claims(_summary(largest=(0.6, 1e-3, 0.4)))[6]
+    assert small.holds is False and "below 0.5" in small.note
+    close = _claims(_summary({"all_s": (GOOD[0], (0.4, 0.38, 0.42))}, largest=(0.6, 1e-3, 0.7)))[6]
+    assert close.holds is False and "does not hold" in close.note
+    straddle = _claims(_summary({"all_s": (GOOD[0], (0.3, 0.25, 0.35))}, largest=(0.6, 1e-3, 0.6)))[6]
+    assert straddle.holds is False and "undecided" in straddle.note
 
 
 def test_plot_comparison_draws_four_panels(small_runs, small):
@@ -222,16 +317,21 @@ def test_quick_profile_end_to_end(tmp_path):
         assert (out / name).is_file(), name
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["profile"] == "quick" and metrics["n_train"] == 10 and metrics["reference"] == "exact"
+    assert metrics["empty_utility"] == 0 and metrics["n_repetitions"] == 10 and metrics["n_repetitions_all_s"] == 2
+    assert 0 < metrics["uniform_split_rel_l2_error"] < 10
     assert metrics["utility_mismatch"] < 1e-5
     claims = metrics["claims"]
     assert len(claims) == 7
     for entry in claims:
         assert isinstance(entry["claim"], str) and entry["claim"]
-        assert isinstance(entry["holds"], bool)
+        assert isinstance(entry["holds"], bool) and entry["source"] in ("paper", "reproduction")
+        assert entry["criterion"] and (entry["source"] == "reproduction" or entry["section"])
         assert all(np.isfinite(entry["statistic"]["value"]))
     for key in ia.MAIN_METHODS:
         method = metrics["methods"][key]
         assert -1 <= method["spearman"] <= 1 and 0 <= method["rel_l2_error"] < 10
+        if key != "largest_s":
+            assert method["rel_l2_error_ci_low"] <= method["rel_l2_error"] <= method["rel_l2_error_ci_high"]
     assert metrics["methods"]["all_s"]["n_evaluations"] <= metrics["budget"]
     values = pd.read_csv(out / "values.csv")
     assert {"method", "repetition", "point", "value", "reference_value"} <= set(values.columns)
