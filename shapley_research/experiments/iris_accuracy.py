@@ -1,7 +1,8 @@
 r"""Experiment ``iris_accuracy``: how closely the approximation methods recover the Shapley value.
 
-Paper, Section 5, "Comparing Approximation Accuracy" and Figure (d) of
-``fig:adv``: on a small iris task with a regularised logistic regression,
+Paper, Section 5, "Comparing Approximation Accuracy" and Figure 3(a)
+(``fig:comp``, "the data values produced by them"; the text cites the figure
+as ``fig:adv``(d), whose caption has no panel (d)): on a small iris task with a regularised logistic regression,
 compare (a) permutation sampling, (b) group testing, (c) all-S influence and
 (d) largest-S influence against a precise reference. The paper's claims:
 "(a)-(c) are closest to each other; largest-S is correlated with the others
@@ -582,7 +583,8 @@ def evaluate_claims(summary, distances, *, uniform_error: float, spearman_thresh
     -------
     list of Claim
     """
-    section = "Section 5, 'Comparing Approximation Accuracy' (Figure 6(d), label fig:adv)"
+    section = ("Section 5, 'Comparing Approximation Accuracy'; Figure 3(a) (fig:comp, the data values of each "
+               "method; the text cites it as fig:adv(d))")
     level_text = f"{level:.0%} t-interval"
     claims = []
     for key in CLOSE_METHODS:

@@ -796,7 +796,7 @@ def _shade_fit_region(ax, lams, fits, label=None):
 
 
 def plot_variance(table, factor: float = 2.0):
-    """Figure 4a: variance of the values vs lambda, and the full model's errors (two regimes shaded).
+    """Figure 5(a): variance of the values vs lambda, and the full model's errors (two regimes shaded).
 
     Drawn from :func:`grid_table`'s columns only (``ridge_variance.csv`` redraws it).
     """
