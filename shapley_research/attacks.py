@@ -1,24 +1,42 @@
-"""Adversarial examples against a PyTorch logistic regression, with foolbox, and a file cache for them.
+"""Adversarial examples against a PyTorch logistic regression, in float64, and a file cache for them.
 
 * :func:`train_torch_logistic_regression` fits a multinomial logistic
   regression in PyTorch (optionally on a fixed linear projection of the
   pixels, such as PCA), minimising scikit-learn's objective
-  :math:`C\\sum_i \\ell_i + \\frac12\\|W\\|^2` with full-batch L-BFGS.
-* :func:`generate_adversarial` runs foolbox's FGSM (:math:`L_\\infty`,
-  fixed ``epsilon``) or Carlini-Wagner :math:`L_2` attack on it. It checks
-  its inputs first and says what is wrong in words, where foolbox fails with
-  a bare ``AssertionError`` (pixels outside the model's bounds) or a dtype
-  ``RuntimeError`` (float64 inputs); it measures success itself, on the
-  model's own predictions, and returns the original image where Carlini-Wagner
-  found no adversarial (foolbox returns an all-zero image there, which a
-  model usually misclassifies, so foolbox counts it as a success).
+  :math:`C\\sum_i \\ell_i + \\frac12\\|W\\|^2` with damped Newton steps run
+  until the step is at the level of float64 rounding.
+* :func:`generate_adversarial` runs FGSM (:math:`L_\\infty`, fixed
+  ``epsilon``; Goodfellow et al. 2015) or Carlini-Wagner :math:`L_2`
+  (Carlini & Wagner 2017, as foolbox 3 implements it) on it. Both are
+  written here in torch float64 (foolbox computes in the input's float32):
+  inputs are checked first and errors say what is wrong in words; success
+  is measured on the model's own predictions; where Carlini-Wagner finds no
+  adversarial the original image is returned.
 * :func:`load_or_generate` caches generated arrays in a ``.npz`` file that
   records the parameters and a hash of the inputs; it regenerates only when
   they change.
 
-torch and foolbox are imported inside the functions that need them (torch
-takes seconds to import), so importing this module is cheap and a valid
-cache is read without importing either.
+Reproducibility
+---------------
+Every torch computation runs in float64 on ``threads`` intra-op threads
+(default 1) with ``torch.use_deterministic_algorithms(True)``, and nothing
+is random (both attacks and the Newton fit are deterministic), so one
+machine gives bit-identical images run after run. Another machine's BLAS
+may round differently (about 1e-16 relative per operation). Simulating
+that (PCA loadings perturbed by 1e-15 relative, or 2 threads instead of
+1) moved the model's weights by 2e-15 relative (Newton converges to
+rounding, not to a tolerance), left every FGSM image bit-identical and
+moved CW pixels by at most 5e-14. Larger changes need a decision within
+rounding of its threshold: an FGSM gradient component within ``1e-9`` of
+the image's largest one (treated as zero, so exact zeros such as pixels
+the model ignores are never pushed by rounding noise; foolbox pushed them
+by the sign of that noise) or a CW binary-search or best-image decision
+at its boundary. The tolerance across machines is thus about 1e-13 in any
+pixel, barring such ties.
+
+torch is imported inside the functions that need it (it takes seconds to
+import), so importing this module is cheap and a valid cache is read
+without importing it.
 """
 
 from __future__ import annotations
@@ -42,7 +60,9 @@ __all__ = ["ATTACKS", "AdversarialExamples", "train_torch_logistic_regression", 
            "check_images", "check_labels", "array_digest", "cache_key", "load_or_generate", "read_cache"]
 
 ATTACKS = ("fgsm", "cw")
-_PIXEL_SLACK = 1e-6  # float32 rounding of pixels computed in float64
+_PIXEL_SLACK = 1e-6  # rounding of pixels computed elsewhere (e.g. in float32)
+_SIGN_DEAD_ZONE = 1e-9  # FGSM: |gradient| below this fraction of the image's largest counts as zero
+_MAX_NEWTON_PARAMETERS = 4000  # the Hessian is dense: (K (d + 1))^2 float64 numbers
 
 
 # --------------------------------------------------------------------------------------------
@@ -50,7 +70,7 @@ _PIXEL_SLACK = 1e-6  # float32 rounding of pixels computed in float64
 # --------------------------------------------------------------------------------------------
 
 def check_images(X, bounds=(0.0, 1.0), name: str = "X") -> np.ndarray:
-    """Return ``X`` as a C-contiguous float32 array of images within ``bounds``, or raise.
+    """Return ``X`` as a C-contiguous float64 array of images within ``bounds``, or raise.
 
     Parameters
     ----------
@@ -78,7 +98,7 @@ def check_images(X, bounds=(0.0, 1.0), name: str = "X") -> np.ndarray:
         raise ValueError(f"{name} must hold one image per row (at least 2-D), got shape {array.shape}.")
     if array.shape[0] == 0 or array.size == 0:
         raise ValueError(f"{name} is empty (shape {array.shape}).")
-    array = np.ascontiguousarray(array, dtype=np.float32)
+    array = np.ascontiguousarray(array, dtype=np.float64)
     if not np.isfinite(array).all():
         raise ValueError(f"{name} contains NaN or infinite values.")
     found_lo, found_hi = float(array.min()), float(array.max())
@@ -132,19 +152,19 @@ def _check_bounds(bounds) -> tuple[float, float]:
 
 
 @contextmanager
-def _torch_threads(n: int | None):
-    """Run torch on ``n`` intra-op threads (restored afterwards); small models gain nothing from more."""
+def _deterministic_torch(threads: int | None):
+    """torch on ``threads`` intra-op threads (None: as is) with deterministic algorithms; restored afterwards."""
     import torch
 
-    if n is None:
-        yield
-        return
-    before = torch.get_num_threads()
-    torch.set_num_threads(n)
+    before = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
+    if threads is not None:
+        torch.set_num_threads(check_int(threads, "threads", minimum=1))
+    torch.use_deterministic_algorithms(True)
     try:
         yield
     finally:
-        torch.set_num_threads(before)
+        torch.set_num_threads(before[0])
+        torch.use_deterministic_algorithms(before[1])
 
 
 # --------------------------------------------------------------------------------------------
@@ -152,7 +172,7 @@ def _torch_threads(n: int | None):
 # --------------------------------------------------------------------------------------------
 
 def _logistic_module(n_inputs: int, n_classes: int, projection):
-    """A ``torch.nn.Module``: optional fixed affine projection, then one linear layer (the logits)."""
+    """A float64 ``torch.nn.Module``: optional fixed affine projection, then one linear layer (the logits)."""
     import torch
 
     class LogisticRegressionModule(torch.nn.Module):
@@ -166,10 +186,10 @@ def _logistic_module(n_inputs: int, n_classes: int, projection):
                 n_features = n_inputs
             else:
                 components, center = projection
-                self.register_buffer("components", torch.as_tensor(components, dtype=torch.float32))
-                self.register_buffer("center", torch.as_tensor(center, dtype=torch.float32))
+                self.register_buffer("components", torch.as_tensor(components, dtype=torch.float64))
+                self.register_buffer("center", torch.as_tensor(center, dtype=torch.float64))
                 n_features = self.components.shape[0]
-            self.linear = torch.nn.Linear(n_features, n_classes)
+            self.linear = torch.nn.Linear(n_features, n_classes, dtype=torch.float64)
 
         def features(self, x):
             x = x.reshape(x.shape[0], -1)
@@ -191,28 +211,75 @@ def _check_projection(projection, n_inputs: int):
     except (TypeError, ValueError):
         raise TypeError("projection must be a pair (components, mean) of arrays, e.g. "
                         "(pca.components_, pca.mean_).") from None
-    components = np.asarray(components, dtype=np.float32)
-    center = np.asarray(center, dtype=np.float32).reshape(-1)
+    components = np.asarray(components, dtype=np.float64)
+    center = np.asarray(center, dtype=np.float64).reshape(-1)
     if components.ndim != 2 or components.shape[1] != n_inputs or center.shape != (n_inputs,):
         raise ValueError(f"projection components must have shape (d, {n_inputs}) and the mean ({n_inputs},); "
                          f"got {components.shape} and {center.shape}.")
     return components, center
 
 
+def _newton_multinomial(F, labels, n_classes: int, C: float, max_iter: int):
+    r"""Minimise :math:`\frac1n\sum_i \ell_i + \frac{1}{2Cn}\|W\|_F^2` over ``(W, b)`` by damped Newton steps.
+
+    ``F`` (n, d) float64 tensor of features. The intercept of the last class
+    is held at 0 (softmax is invariant to a common shift of the intercepts,
+    which the penalty leaves free), so the Hessian is positive definite.
+    Steps are halved until the objective decreases (Armijo); iteration
+    stops once a step moves no parameter by more than ``1e-12`` (relative),
+    i.e. at the optimum up to float64 rounding, whatever the path there.
+    Returns ``W`` (K, d) and the intercepts ``b`` (K,) centred to sum 0.
+    """
+    import torch
+
+    n, d = F.shape
+    Z = torch.cat([F, torch.ones(n, 1, dtype=F.dtype)], dim=1)
+    Y = torch.nn.functional.one_hot(torch.as_tensor(labels), n_classes).to(F.dtype)
+    penalty = torch.ones(n_classes, d + 1, dtype=F.dtype)
+    penalty[:, d] = 0.0
+    penalty /= C * n
+    free = torch.ones(n_classes * (d + 1), dtype=torch.bool)
+    free[-1] = False  # the last class's intercept
+
+    def objective(theta):
+        logits = Z @ theta.T
+        return (torch.logsumexp(logits, 1) - (logits * Y).sum(1)).mean() + 0.5 * (penalty * theta.square()).sum()
+
+    theta = torch.zeros(n_classes, d + 1, dtype=F.dtype)
+    for _ in range(max_iter):
+        P = torch.softmax(Z @ theta.T, dim=1)
+        gradient = ((P - Y).T @ Z / n + penalty * theta).reshape(-1)
+        ZP = (P[:, :, None] * Z[:, None, :]).reshape(n, -1)
+        hessian = torch.block_diag(*[(Z * P[:, k:k + 1]).T @ Z for k in range(n_classes)]) - ZP.T @ ZP
+        hessian = hessian / n + torch.diag(penalty.reshape(-1))
+        step = torch.zeros_like(gradient)
+        step[free] = torch.linalg.solve(hessian[free][:, free], gradient[free])
+        step = step.reshape(n_classes, d + 1)
+        current, t, decrease = objective(theta), 1.0, float(gradient @ step.reshape(-1))
+        while t > 1e-10 and objective(theta - t * step) > current - 1e-4 * t * decrease:
+            t *= 0.5
+        theta = theta - t * step
+        if float((t * step).abs().max()) <= 1e-12 * max(1.0, float(theta.abs().max())):
+            break
+    W, b = theta[:, :d], theta[:, d]
+    return W, b - b.mean()
+
+
 def train_torch_logistic_regression(X, y, *, n_classes: int | None = None, C: float = 1.0,
-                                    projection=None, max_iter: int = 500, tol: float = 1e-7,
-                                    bounds=(0.0, 1.0), seed: int = 0, threads: int | None = 1):
-    """Fit a multinomial logistic regression in PyTorch; return it in eval mode.
+                                    projection=None, max_iter: int = 100, bounds=(0.0, 1.0),
+                                    threads: int | None = 1):
+    """Fit a multinomial logistic regression in PyTorch (float64); return it in eval mode.
 
     Minimises scikit-learn's objective :math:`C\\sum_i \\ell_i(W, b) +
-    \\frac12\\|W\\|_F^2` (intercepts unpenalised; divided by ``C n`` for
-    conditioning) with full-batch L-BFGS and a strong-Wolfe line search, so
-    the fit is deterministic.
+    \\frac12\\|W\\|_F^2` (intercepts unpenalised) exactly: damped Newton
+    steps from zero until the step is at float64 rounding, so the weights do
+    not depend on a tolerance or on the path of the optimiser (see the
+    module's Reproducibility section).
 
     Parameters
     ----------
     X : array (n, ...)
-        Training images within ``bounds`` (float32 or convertible).
+        Training images within ``bounds`` (any numeric dtype).
     y : array (n,)
         Integer labels ``0..n_classes-1``.
     n_classes : int, optional
@@ -225,18 +292,23 @@ def train_torch_logistic_regression(X, y, *, n_classes: int | None = None, C: fl
         ``mean_``): the model is then a logistic regression on those features,
         still differentiable with respect to the pixels, so attacks work on
         pixels.
-    max_iter, tol : L-BFGS iteration cap and gradient tolerance.
+    max_iter : int
+        Cap on Newton steps (20 or so suffice).
     bounds : (float, float)
         Input range (checked).
-    seed : int
-        ``torch.manual_seed`` for the initial weights.
     threads : int or None, default 1
         torch intra-op threads while fitting (None: leave as is).
 
     Returns
     -------
     torch.nn.Module
-        Maps a float32 batch (n, ...) to logits (n, n_classes); in eval mode.
+        Maps a float64 batch (n, ...) to logits (n, n_classes); in eval mode.
+
+    Raises
+    ------
+    ValueError
+        Bad images or labels, a single class, or more than 4,000 parameters
+        ``K (d + 1)`` (the dense Hessian; use a projection).
     """
     import torch
 
@@ -247,25 +319,17 @@ def train_torch_logistic_regression(X, y, *, n_classes: int | None = None, C: fl
         raise ValueError("y holds a single class; a classifier needs at least two.")
     C = check_float(C, "C", minimum=0.0, strict=True)
     max_iter = check_int(max_iter, "max_iter", minimum=1)
-    tol = check_float(tol, "tol", minimum=0.0, strict=True)
     n_inputs = int(np.prod(X.shape[1:]))
     projection = _check_projection(projection, n_inputs)
-    with _torch_threads(threads):
-        torch.manual_seed(check_int(seed, "seed", minimum=0))
+    n_features = n_inputs if projection is None else projection[0].shape[0]
+    if n_classes * (n_features + 1) > _MAX_NEWTON_PARAMETERS:
+        raise ValueError(f"the model has {n_classes * (n_features + 1)} parameters; Newton's method here takes "
+                         f"at most {_MAX_NEWTON_PARAMETERS}: pass a projection (e.g. PCA) to fewer features.")
+    with _deterministic_torch(threads), torch.no_grad():
         model = _logistic_module(n_inputs, n_classes, projection)
-        inputs, targets = torch.from_numpy(X), torch.from_numpy(labels)
-        optimizer = torch.optim.LBFGS(model.linear.parameters(), lr=1.0, max_iter=max_iter,
-                                      tolerance_grad=tol, tolerance_change=1e-12, history_size=20,
-                                      line_search_fn="strong_wolfe")
-        scale = 0.5 / (C * X.shape[0])
-
-        def closure():
-            optimizer.zero_grad()
-            loss = torch.nn.functional.cross_entropy(model(inputs), targets) + scale * model.linear.weight.square().sum()
-            loss.backward()
-            return loss
-
-        optimizer.step(closure)
+        W, b = _newton_multinomial(model.features(torch.from_numpy(X)), labels, n_classes, C, max_iter)
+        model.linear.weight.copy_(W)
+        model.linear.bias.copy_(b)
     model.eval()
     for parameter in model.parameters():
         parameter.requires_grad_(False)
@@ -282,9 +346,9 @@ class AdversarialExamples:
 
     Attributes
     ----------
-    images : ndarray, float32, the inputs' shape
-        The adversarial images (the original image where the attack failed to
-        find one, for Carlini-Wagner).
+    images : ndarray, float64, the inputs' shape
+        The adversarial images (the original image where Carlini-Wagner found
+        none).
     success : ndarray of bool
         Whether the model misclassifies the returned image.
     predictions : ndarray of int
@@ -304,36 +368,98 @@ class AdversarialExamples:
         return float(self.success.mean())
 
 
-def _predict(model, X: np.ndarray, batch_size: int) -> np.ndarray:
+def _fgsm(model, x, labels, epsilon: float, lo: float, hi: float):
+    r""":math:`\mathrm{clip}(x + \epsilon\,\mathrm{sign}\,\nabla_x \ell(f(x), y))`, components of the gradient
+    below ``_SIGN_DEAD_ZONE`` times the image's largest counting as zero (they are zero up to rounding)."""
     import torch
 
-    out = []
-    with torch.no_grad():
-        for start in range(0, X.shape[0], batch_size):
-            out.append(model(torch.from_numpy(X[start:start + batch_size])).argmax(dim=1).numpy())
-    return np.concatenate(out)
+    x = x.clone().requires_grad_(True)
+    loss = torch.nn.functional.cross_entropy(model(x), labels, reduction="sum")
+    (gradient,) = torch.autograd.grad(loss, x)
+    scale = gradient.abs().reshape(len(x), -1).amax(dim=1).reshape((-1,) + (1,) * (x.ndim - 1))
+    sign = torch.where(gradient.abs() > _SIGN_DEAD_ZONE * scale, gradient.sign(), torch.zeros_like(gradient))
+    return torch.clamp(x.detach() + epsilon * sign, lo, hi)
+
+
+def _carlini_wagner(model, x, labels, *, steps: int, stepsize: float, binary_search_steps: int,
+                    confidence: float, lo: float, hi: float, initial_const: float = 1e-3):
+    r"""Carlini-Wagner :math:`L_2`, untargeted, following foolbox 3's ``L2CarliniWagnerAttack`` without early abort.
+
+    For each image, minimise over :math:`w` (with Adam, ``steps`` steps of
+    ``stepsize``) :math:`\|x(w) - x\|_2^2 + c\,\max(z_y - \max_{j\ne y} z_j
+    + \kappa, 0)` where :math:`x(w) = \frac{hi+lo}2 + \frac{hi-lo}2\tanh w`
+    keeps pixels in bounds and :math:`\kappa` is ``confidence``; the constant
+    :math:`c` starts at ``initial_const`` and is searched per image (times 10
+    until an adversarial with margin :math:`\kappa` is found, then bisected)
+    over ``binary_search_steps`` rounds. Returns the smallest such adversarial
+    (the original image where none was found) and whether one was found.
+    Every operation is per image, so images do not influence each other.
+    """
+    import torch
+
+    n = len(x)
+    rows = torch.arange(n)
+    center, half = (hi + lo) / 2, (hi - lo) / 2
+    w0 = torch.atanh((x - center) / half * 0.999999)  # squeezed into the open interval, as foolbox does
+    x0 = torch.tanh(w0) * half + center
+    shape = (-1,) + (1,) * (x.ndim - 1)
+    consts = torch.full((n,), initial_const, dtype=x.dtype)
+    lower, upper = torch.zeros(n, dtype=x.dtype), torch.full((n,), float("inf"), dtype=x.dtype)
+    best, best_norm = x.clone(), torch.full((n,), float("inf"), dtype=x.dtype)
+    beta1, beta2, adam_eps = 0.9, 0.999, 1e-8
+    for _ in range(binary_search_steps):
+        delta = torch.zeros_like(w0)
+        m, v = torch.zeros_like(w0), torch.zeros_like(w0)
+        found = torch.zeros(n, dtype=torch.bool)
+        for t in range(1, steps + 1):
+            delta.requires_grad_(True)
+            perturbed = torch.tanh(w0 + delta) * half + center
+            logits = model(perturbed)
+            other = logits.masked_fill(torch.nn.functional.one_hot(labels, logits.shape[1]).bool(), float("-inf"))
+            margin = logits[rows, labels] - other.amax(dim=1) + confidence
+            loss = (perturbed - x0).square().reshape(n, -1).sum(1) + consts * torch.clamp(margin, min=0.0)
+            (gradient,) = torch.autograd.grad(loss.sum(), delta)
+            with torch.no_grad():
+                m = beta1 * m + (1 - beta1) * gradient
+                v = beta2 * v + (1 - beta2) * gradient.square()
+                m_hat, v_hat = m / (1 - beta1 ** t), v / (1 - beta2 ** t)
+                delta = delta.detach() - stepsize * m_hat / (torch.sqrt(v_hat) + adam_eps)
+                # the image scored at this step: adversarial with margin kappa, and closer than the best so far
+                is_adv = margin.detach() <= 0
+                found |= is_adv
+                norm = (perturbed.detach() - x).reshape(n, -1).norm(dim=1)
+                better = is_adv & (norm < best_norm)
+                best = torch.where(better.reshape(shape), perturbed.detach(), best)
+                best_norm = torch.where(better, norm, best_norm)
+        upper = torch.where(found, consts, upper)
+        lower = torch.where(found, lower, consts)
+        consts = torch.where(torch.isinf(upper), consts * 10, (lower + upper) / 2)
+    return torch.clamp(best, lo, hi), torch.isfinite(best_norm)
 
 
 def generate_adversarial(model, X, y, attack: str = "fgsm", *, epsilon: float = 0.1, steps: int = 100,
                          stepsize: float = 0.01, binary_search_steps: int = 9, confidence: float = 0.0,
-                         bounds=(0.0, 1.0), batch_size: int = 512, seed: int = 0,
+                         bounds=(0.0, 1.0), batch_size: int = 1024,
                          threads: int | None = 1) -> AdversarialExamples:
-    """Untargeted adversarial examples for ``model`` with foolbox.
+    """Untargeted adversarial examples for ``model``, computed in torch float64.
 
     Parameters
     ----------
     model : torch.nn.Module
-        Maps a float32 batch to logits; put in eval mode here.
+        Maps a float64 batch to logits (e.g. from
+        :func:`train_torch_logistic_regression`); put in eval mode here.
     X : array (n, ...)
-        Images within ``bounds``; float32, or any numeric dtype (converted).
+        Images within ``bounds``; any numeric dtype (computed in float64).
     y : array (n,)
         True integer labels, ``0 <= y < n_classes``.
     attack : {"fgsm", "cw"}
-        ``"fgsm"``: fast gradient sign method, perturbation of size ``epsilon``
-        in the :math:`L_\\infty` norm (Goodfellow et al. 2015).
+        ``"fgsm"``: fast gradient sign method, :math:`x + \\epsilon\\,
+        \\mathrm{sign}\\nabla_x\\ell` clipped to ``bounds`` (Goodfellow et al.
+        2015), gradient components within rounding of zero left unperturbed.
         ``"cw"``: Carlini-Wagner :math:`L_2` minimum-norm attack (2017) with
         ``binary_search_steps`` searches of ``steps`` Adam steps of ``stepsize``,
-        and ``confidence`` (the logit margin required).
+        requiring a logit margin ``confidence`` (foolbox 3's algorithm, see
+        :func:`_carlini_wagner`).
     epsilon : float
         FGSM's perturbation size (ignored by ``"cw"``).
     steps, stepsize, binary_search_steps, confidence
@@ -341,12 +467,11 @@ def generate_adversarial(model, X, y, attack: str = "fgsm", *, epsilon: float = 
     bounds : (float, float)
         The model's input range; ``X`` must lie within it.
     batch_size : int
-        Images attacked at once (results do not depend on it for these attacks).
-    seed : int
-        ``torch.manual_seed`` before attacking (both attacks are deterministic;
-        the seed guards against randomised variants).
+        Images attacked at once. The attacks treat images independently; keep
+        the default for bit-identical results (matrix kernels may sum in
+        another order for other batch sizes).
     threads : int or None, default 1
-        torch intra-op threads during the attack.
+        torch intra-op threads during the attack (fix it for bit-identical results).
 
     Returns
     -------
@@ -355,10 +480,10 @@ def generate_adversarial(model, X, y, attack: str = "fgsm", *, epsilon: float = 
     Raises
     ------
     TypeError
-        Non-numeric images, non-integer labels.
+        Non-numeric images, non-integer labels, a model that is not a torch module.
     ValueError
         Pixels outside ``bounds`` (naming both ranges), labels out of range,
-        shapes that do not match, unknown attack.
+        shapes that do not match, unknown attack, bad settings.
     """
     import torch
 
@@ -368,43 +493,36 @@ def generate_adversarial(model, X, y, attack: str = "fgsm", *, epsilon: float = 
     batch_size = check_int(batch_size, "batch_size", minimum=1)
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}.")
+    if attack == "fgsm":
+        settings = {"epsilon": check_float(epsilon, "epsilon", minimum=0.0, strict=True)}
+    else:
+        settings = {"steps": check_int(steps, "steps", minimum=1),
+                    "stepsize": check_float(stepsize, "stepsize", minimum=0.0, strict=True),
+                    "binary_search_steps": check_int(binary_search_steps, "binary_search_steps", minimum=1),
+                    "confidence": check_float(confidence, "confidence", minimum=0.0)}
     model.eval()
-    with _torch_threads(threads):
+    with _deterministic_torch(threads):
         with torch.no_grad():
             try:
                 logits = model(torch.from_numpy(X[:1]))
             except Exception as exc:
-                raise ValueError(f"the model cannot take inputs of shape {X.shape[1:]}: {exc}") from exc
+                raise ValueError(f"the model cannot take float64 inputs of shape {X.shape[1:]}: {exc}") from exc
         if logits.ndim != 2:
             raise ValueError(f"the model must return logits of shape (n, n_classes), got {tuple(logits.shape)}.")
         labels = check_labels(y, X.shape[0], int(logits.shape[1]))
-        import foolbox as fb
-
-        if attack == "fgsm":
-            epsilon = check_float(epsilon, "epsilon", minimum=0.0, strict=True)
-            method, epsilons = fb.attacks.FGSM(), epsilon
-        else:
-            method = fb.attacks.L2CarliniWagnerAttack(
-                binary_search_steps=check_int(binary_search_steps, "binary_search_steps", minimum=1),
-                steps=check_int(steps, "steps", minimum=1),
-                stepsize=check_float(stepsize, "stepsize", minimum=0.0, strict=True),
-                confidence=check_float(confidence, "confidence", minimum=0.0))
-            epsilons = None
-        fmodel = fb.PyTorchModel(model, bounds=(lo, hi))
-        torch.manual_seed(check_int(seed, "seed", minimum=0))
         images = np.empty_like(X)
         for start in range(0, X.shape[0], batch_size):
             rows = slice(start, start + batch_size)
-            _, clipped, _ = method(fmodel, torch.from_numpy(X[rows]), torch.from_numpy(labels[rows]),
-                                   epsilons=epsilons)
-            images[rows] = clipped.detach().cpu().numpy()
-        if attack == "cw":
-            # foolbox leaves an all-zero image where the search found nothing: return the original instead
-            flat, original = images.reshape(len(images), -1), X.reshape(len(X), -1)
-            failed = ~flat.any(axis=1) & original.any(axis=1)
-            images[failed] = X[failed]
-        predictions = _predict(model, images, batch_size)
-    delta = (images - X).reshape(len(X), -1).astype(np.float64)
+            x, t = torch.from_numpy(X[rows]), torch.from_numpy(labels[rows])
+            if attack == "fgsm":
+                out = _fgsm(model, x, t, settings["epsilon"], lo, hi)
+            else:
+                out, _ = _carlini_wagner(model, x, t, lo=lo, hi=hi, **settings)
+            images[rows] = out.detach().numpy()
+        with torch.no_grad():
+            predictions = np.concatenate([model(torch.from_numpy(images[s:s + batch_size])).argmax(1).numpy()
+                                          for s in range(0, len(images), batch_size)])
+    delta = (images - X).reshape(len(X), -1)
     return AdversarialExamples(images=images, success=predictions != labels, predictions=predictions,
                                l2=np.linalg.norm(delta, axis=1), linf=np.abs(delta).max(axis=1))
 

@@ -1,4 +1,4 @@
-"""The foolbox wrapper (clear errors instead of foolbox's bare assertions) and the adversarial-set cache."""
+"""The float64 torch attacks and model (clear errors, exact fit, determinism) and the adversarial-set cache."""
 
 import numpy as np
 import pytest
@@ -7,7 +7,6 @@ from shapley_research.attacks import (array_digest, cache_key, check_images, che
                                       load_or_generate, read_cache, train_torch_logistic_regression)
 
 torch = pytest.importorskip("torch")
-pytest.importorskip("foolbox")
 
 
 @pytest.fixture(scope="module")
@@ -25,7 +24,7 @@ def blobs():
 @pytest.fixture(scope="module")
 def model(blobs):
     X, y = blobs
-    return train_torch_logistic_regression(X, y, C=1.0, seed=0)
+    return train_torch_logistic_regression(X, y, C=1.0)
 
 
 # --- validation -------------------------------------------------------------------------------------------
@@ -51,10 +50,10 @@ def test_non_numeric_and_malformed_images_are_refused():
         check_images(np.array([[0.1, np.nan]]))
 
 
-def test_float64_and_integer_images_become_float32():
-    out = check_images(np.array([[0.25, 1.0]], dtype=np.float64))
-    assert out.dtype == np.float32 and out.flags.c_contiguous
-    assert check_images(np.array([[0, 255]], dtype=np.uint8), (0, 255)).dtype == np.float32
+def test_float32_and_integer_images_become_float64():
+    out = check_images(np.array([[0.25, 1.0]], dtype=np.float32))
+    assert out.dtype == np.float64 and out.flags.c_contiguous
+    assert check_images(np.array([[0, 255]], dtype=np.uint8), (0, 255)).dtype == np.float64
 
 
 def test_labels_must_be_integer_class_indices():
@@ -77,26 +76,36 @@ def test_torch_logistic_regression_matches_scikit_learn(blobs):
     from sklearn.linear_model import LogisticRegression
 
     X, y = blobs
-    model = train_torch_logistic_regression(X, y, C=0.5, seed=3)
-    assert not model.training
+    model = train_torch_logistic_regression(X, y, C=0.5)
+    assert not model.training and model.linear.weight.dtype == torch.float64
+    flat = torch.from_numpy(X.reshape(len(X), -1).astype(np.float64))
     with torch.no_grad():
-        logits = model(torch.from_numpy(X)).numpy().astype(float)
-    reference = LogisticRegression(C=0.5, tol=1e-10, max_iter=10_000).fit(X.reshape(len(X), -1), y)
+        logits = model(flat).numpy()
+    reference = LogisticRegression(C=0.5, tol=1e-12, max_iter=10_000).fit(flat.numpy(), y)
     proba = np.exp(logits - logits.max(1, keepdims=True))
     proba /= proba.sum(1, keepdims=True)
-    np.testing.assert_allclose(proba, reference.predict_proba(X.reshape(len(X), -1)), atol=2e-4)
+    np.testing.assert_allclose(proba, reference.predict_proba(flat.numpy()), atol=1e-6)
+    # Newton's method stops at the optimum up to rounding: the objective's gradient vanishes
+    weight = model.linear.weight.clone().requires_grad_(True)
+    bias = model.linear.bias.clone().requires_grad_(True)
+    loss = 0.5 * torch.nn.functional.cross_entropy(flat @ weight.T + bias, torch.from_numpy(y), reduction="sum") \
+        + 0.5 * weight.square().sum()
+    loss.backward()
+    assert weight.grad.abs().max() < 1e-10 and bias.grad.abs().max() < 1e-10
 
 
 def test_torch_training_is_deterministic_and_projection_is_applied(blobs):
     X, y = blobs
     flat = X.reshape(len(X), -1)
     components = np.linalg.svd(flat - flat.mean(0), full_matrices=False)[2][:3]
-    a = train_torch_logistic_regression(X, y, projection=(components, flat.mean(0)), seed=1)
-    b = train_torch_logistic_regression(X, y, projection=(components, flat.mean(0)), seed=1)
+    a = train_torch_logistic_regression(X, y, projection=(components, flat.mean(0)))
+    b = train_torch_logistic_regression(X, y, projection=(components, flat.mean(0)))
     assert a.linear.weight.shape == (3, 3)
-    assert torch.equal(a.linear.weight, b.linear.weight)
+    assert torch.equal(a.linear.weight, b.linear.weight) and torch.equal(a.linear.bias, b.linear.bias)
     with pytest.raises(ValueError, match="shape"):
         train_torch_logistic_regression(X, y, projection=(components[:, :5], flat.mean(0)))
+    with pytest.raises(ValueError, match="pass a projection"):
+        train_torch_logistic_regression(np.zeros((4, 28, 28)), [0, 1, 2, 3], n_classes=10)
 
 
 # --- attacks ----------------------------------------------------------------------------------------------------
@@ -104,14 +113,26 @@ def test_torch_training_is_deterministic_and_projection_is_applied(blobs):
 def test_fgsm_perturbs_by_epsilon_and_reports_success_from_predictions(blobs, model):
     X, y = blobs
     out = generate_adversarial(model, X, y, "fgsm", epsilon=0.1)
-    assert out.images.dtype == np.float32 and out.images.shape == X.shape
-    assert out.linf.max() <= 0.1 + 1e-6 and np.median(out.linf) == pytest.approx(0.1, abs=1e-6)
+    assert out.images.dtype == np.float64 and out.images.shape == X.shape
+    assert out.linf.max() <= 0.1 + 1e-12 and np.median(out.linf) == pytest.approx(0.1, abs=1e-12)
     assert out.images.min() >= 0 and out.images.max() <= 1
     with torch.no_grad():
         predicted = model(torch.from_numpy(out.images)).argmax(1).numpy()
     np.testing.assert_array_equal(out.success, predicted != y)
-    again = generate_adversarial(model, X.astype(np.float64), y, "fgsm", epsilon=0.1)  # float64 is converted
+    again = generate_adversarial(model, X.astype(np.float64), y, "fgsm", epsilon=0.1)  # the same in float64
     np.testing.assert_array_equal(out.images, again.images)
+
+
+def test_fgsm_leaves_pixels_the_model_ignores_exactly_unchanged(blobs):
+    X, y = blobs
+    flat = X.reshape(len(X), -1).astype(np.float64)
+    components = np.linalg.svd(flat - flat.mean(0), full_matrices=False)[2][:4]
+    components[:, :3] = 0.0
+    components[:, 3] = 1e-17  # rounding noise, not a signal: below the dead zone
+    model = train_torch_logistic_regression(X, y, projection=(components, flat.mean(0)))
+    out = generate_adversarial(model, X, y, "fgsm", epsilon=0.2).images.reshape(len(X), -1)
+    np.testing.assert_array_equal(out[:, :4], flat[:, :4])
+    assert np.all(np.abs(out[:, 4:] - flat[:, 4:]).max(axis=1) > 0)
 
 
 def test_larger_fgsm_epsilon_fools_the_model_more(blobs, model):
@@ -127,13 +148,39 @@ def test_cw_finds_small_l2_adversarials_and_returns_originals_on_failure(blobs, 
     fgsm = generate_adversarial(model, X[:20], y[:20], "fgsm", epsilon=0.3)
     both = good.success & fgsm.success
     assert np.median(good.l2[both]) < np.median(fgsm.l2[both])  # minimal-norm attack
-    # one tiny step: foolbox finds nothing and fills zeros; the wrapper returns the original and says it failed
+    # one tiny step finds nothing: the original comes back, marked as a failure
     bad = generate_adversarial(model, X[:20], y[:20], "cw", steps=1, stepsize=1e-6, binary_search_steps=1)
     assert not bad.success.any()
     np.testing.assert_array_equal(bad.images, X[:20])
 
 
-def test_attack_errors_are_clear_before_foolbox_asserts(blobs, model):
+def test_cw_confidence_buys_a_logit_margin_at_a_larger_perturbation(blobs, model):
+    X, y = blobs
+    settings = dict(steps=50, stepsize=0.05, binary_search_steps=5)
+    plain = generate_adversarial(model, X[:20], y[:20], "cw", **settings)
+    strong = generate_adversarial(model, X[:20], y[:20], "cw", confidence=2.0, **settings)
+    with torch.no_grad():
+        logits = model(torch.from_numpy(strong.images)).numpy()
+    true = logits[np.arange(20), y[:20]]
+    logits[np.arange(20), y[:20]] = -np.inf
+    margin = logits.max(axis=1) - true
+    assert strong.success.all() and np.all(margin >= 2.0 - 1e-9)
+    assert np.median(strong.l2) > np.median(plain.l2)
+
+
+def test_attacks_are_bit_identical_per_image_and_restore_torch_settings(blobs, model):
+    X, y = blobs
+    threads, deterministic = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
+    for attack in ("fgsm", "cw"):
+        whole = generate_adversarial(model, X[:12], y[:12], attack, steps=20, binary_search_steps=3)
+        again = generate_adversarial(model, X[:12], y[:12], attack, steps=20, binary_search_steps=3)
+        np.testing.assert_array_equal(whole.images, again.images)
+        part = generate_adversarial(model, X[4:8], y[4:8], attack, steps=20, binary_search_steps=3)
+        np.testing.assert_allclose(part.images, whole.images[4:8], rtol=0, atol=1e-12)  # images do not interact
+    assert torch.get_num_threads() == threads and torch.are_deterministic_algorithms_enabled() == deterministic
+
+
+def test_attack_errors_are_clear(blobs, model):
     X, y = blobs
     with pytest.raises(ValueError, match=r"bounds are \[0, 1\]"):
         generate_adversarial(model, X * 255, y)
@@ -141,7 +188,7 @@ def test_attack_errors_are_clear_before_foolbox_asserts(blobs, model):
         generate_adversarial(model, X, np.full(len(y), 7))
     with pytest.raises(ValueError, match="attack must be one of"):
         generate_adversarial(model, X, y, "pgd")
-    with pytest.raises(ValueError, match="cannot take inputs"):
+    with pytest.raises(ValueError, match="cannot take float64 inputs"):
         generate_adversarial(model, X[:, :2], y)
     with pytest.raises(TypeError, match="torch.nn.Module"):
         generate_adversarial(lambda x: x, X, y)

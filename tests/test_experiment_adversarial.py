@@ -152,32 +152,89 @@ def test_trend_match_and_gap_statistics_recover_known_effects():
     assert up["change"] == pytest.approx(0.2, abs=0.02) and up["z"] > 20 and up["spearman"] == 1.0
     down = adv.ratio_trend(samples, sets, "benign", "fgsm")
     assert down["change"] == pytest.approx(-0.3, abs=0.02) and down["spearman"] == -1.0
-    match = adv.attack_match(samples, sets, "fgsm")
+    match = adv.attack_match(samples, sets, "fgsm", "adversarial")
     assert match["difference"] == pytest.approx(0.1, abs=0.02) and match["z"] > 10
-    assert adv.attack_match(samples, sets, "cw")["difference"] == pytest.approx(-0.1, abs=0.02)
-    assert adv.gap_trend(samples, sets, "cw")["change"] == pytest.approx(0.5, abs=0.03)
+    assert adv.attack_match(samples, sets, "cw", "adversarial")["difference"] == pytest.approx(-0.1, abs=0.02)
+    assert adv.attack_match(samples, sets, "fgsm")["difference"] == pytest.approx(0.1, abs=0.02)  # default: the gap
+    assert adv.ratio_trend(samples, sets, "gap", "cw")["change"] == pytest.approx(0.5, abs=0.03)
+    np.testing.assert_allclose(adv.series(samples, "gap"), samples[:, 1] - samples[:, 0])
+    with pytest.raises(ValueError, match="what must be one of"):
+        adv.series(samples, "total")
     table = adv.mean_value_table(samples, sets, "fgsm")
-    assert len(table) == 2 * len(sets) and set(table["group"]) == set(adv.GROUPS)
-    assert np.all(table["stderr"] > 0.1)  # levels carry the common noise, differences do not
+    assert len(table) == 3 * len(sets) and set(table["group"]) == set(adv.GROUPS) | {"gap"}
+    assert np.all(table["stderr"] > 0.1)  # levels carry the per-pair noise; trends (differences) do not
 
 
-def test_claims_follow_the_statistics():
-    samples, sets = _synthetic_samples(adv_slope=0.2, benign_slope=-0.3, match_bonus=0.1)
-    trends = {(tr, te, g): adv.ratio_trend(samples, sets, g, te)
-              for tr in adv.ATTACKS for te in adv.ATTACKS for g in adv.GROUPS}
-    matches = {"fgsm": adv.attack_match(samples, sets, "fgsm"),
-               "cw": dict(adv.attack_match(samples, sets, "fgsm"))}  # pretend both panels match
-    claims = adv.build_claims(trends, matches)
-    assert [c.holds for c in claims] == [True, True, True]
-    flat, _ = _synthetic_samples(adv_slope=-0.05, benign_slope=-0.3, match_bonus=0.0)
-    trends[("cw", "cw", "adversarial")] = adv.ratio_trend(flat, sets, "adversarial", "cw")
-    matches["cw"] = adv.attack_match(flat, sets, "cw")
-    claims = adv.build_claims(trends, matches)
-    assert [c.holds for c in claims] == [False, True, False]
-    assert all(c.to_dict()["statistic"]["name"] for c in claims)
+# --- claims: each one on hand-made statistics where it holds and where it does not -------------------------------
+
+def _trend(z, spearman):
+    return {"change": z * 0.001, "stderr": 0.001, "z": z, "spearman": spearman, "value_low": 0.0, "value_high": 0.0}
 
 
-def test_plot_has_two_panels_with_four_lines(tmp_path):
+def _trends(override=None, gap=(50.0, 1.0), adversarial=(30.0, 1.0), benign=(-30.0, -1.0)):
+    """Trend statistics of all four cases and three series; ``override[(train, test, what)] = (z, spearman)``."""
+    out = {c + (what,): _trend(*value) for c in adv.CASES
+           for what, value in (("gap", gap), ("adversarial", adversarial), ("benign", benign))}
+    out.update({key: _trend(*value) for key, value in (override or {}).items()})
+    return out
+
+
+TOTALS = {c: (1.1, 0.7) for c in adv.CASES}
+
+
+def test_claim_trend_on_the_gap_is_the_papers_and_fails_when_one_case_does():
+    held = adv.claim_trend(_trends(), "gap", TOTALS)
+    assert held.holds and held.source == "paper" and "Section 5" in held.section
+    assert held.value["z"] == [50.0] * 4 and "1.1 -> 0.7" in held.note
+    # the gap falls in one case: the paper's claim fails, and the note names the case
+    failed = adv.claim_trend(_trends({("cw", "fgsm", "gap"): (-3.0, -0.9)}), "gap", TOTALS)
+    assert not failed.holds and "train cw/test fgsm" in failed.note
+    # significant but not monotone: fails on the Spearman part of the criterion
+    assert not adv.claim_trend(_trends({("fgsm", "cw", "gap"): (10.0, 0.5)}), "gap", TOTALS).holds
+    assert not adv.claim_trend(_trends({("fgsm", "cw", "gap"): (float("nan"), 1.0)}), "gap", TOTALS).holds
+
+
+def test_claim_trend_on_raw_means_reads_the_figure_literally():
+    for what, good, bad in (("adversarial", (30.0, 1.0), (-13.0, -0.96)), ("benign", (-30.0, -1.0), (1.0, 0.2))):
+        held = adv.claim_trend(_trends(), what, TOTALS)
+        assert held.holds and held.source == "reproduction" and held.section is None
+        failed = adv.claim_trend(_trends({("cw", "cw", what): bad}), what, TOTALS)
+        assert not failed.holds and failed.note.startswith("Fails in train cw/test cw")
+        assert "U(D) - U(empty)" in failed.note  # the cause: the total moves both groups
+    # the literal reading fails while the scale-free claim holds: the situation the review found for CW
+    trends = _trends({("cw", "fgsm", "adversarial"): (-55.0, -1.0)})
+    assert adv.claim_trend(trends, "gap", TOTALS).holds and not adv.claim_trend(trends, "adversarial", TOTALS).holds
+
+
+def test_claim_attack_match_holds_only_when_both_panels_prefer_their_own_attack():
+    def match(z):
+        return {"difference": z * 1e-4, "stderr": 1e-4, "z": z, "ratio": 1.0, "value_same": 0.01, "value_other": 0.009}
+
+    held = adv.claim_attack_match({"fgsm": match(10.5), "cw": match(26.5)})
+    assert held.holds and held.source == "paper" and held.value == [10.5, 26.5] and held.note is None
+    failed = adv.claim_attack_match({"fgsm": match(-2.6), "cw": match(6.6)})
+    assert not failed.holds and "train fgsm" in failed.note and "train cw" not in failed.note
+    assert not adv.claim_attack_match({"fgsm": match(1.9), "cw": match(6.6)}).holds  # below the threshold
+
+
+def test_claim_comparable_attacks_flags_a_weak_cw():
+    held = adv.claim_comparable_attacks({"fgsm": 2.74, "cw": 2.83})
+    assert held.holds and held.source == "reproduction" and held.value == pytest.approx(2.83 / 2.74)
+    weak = adv.claim_comparable_attacks({"fgsm": 2.74, "cw": 0.88})  # confidence 0: CW barely moves the points
+    assert not weak.holds and "cw_confidence" in weak.note
+    assert not adv.claim_comparable_attacks({"fgsm": 1.0, "cw": 1.6}).holds
+
+
+def test_build_claims_lists_the_papers_two_claims_first():
+    match = {"difference": 1e-3, "stderr": 1e-4, "z": 10.0, "ratio": 1.0, "value_same": 0.01, "value_other": 0.009}
+    claims = adv.build_claims(_trends(), {"fgsm": match, "cw": match}, TOTALS, {"fgsm": 2.7, "cw": 2.8})
+    assert [c.source for c in claims] == ["paper", "paper", "reproduction", "reproduction", "reproduction"]
+    assert all(c.holds for c in claims) and all(c.criterion for c in claims)
+    entries = [c.to_dict() for c in claims]
+    assert all(e["statistic"]["name"] and not e["timing"] for e in entries)
+
+
+def test_plot_has_raw_means_and_gap_panels(tmp_path):
     from shapley_research.experiments import setup_matplotlib
 
     setup_matplotlib()
@@ -187,9 +244,33 @@ def test_plot_has_two_panels_with_four_lines(tmp_path):
     table = pd.concat([adv.mean_value_table(samples, sets, a) for a in adv.ATTACKS])
     fig = adv.plot_mean_values(table)
     axes = fig.get_axes()
-    assert len(axes) == 2 and all(len(ax.get_lines()) == 5 for ax in axes)  # 4 curves + the zero line
+    assert len(axes) == 4
+    assert [len(ax.get_lines()) for ax in axes] == [5, 5, 3, 3]  # 4 or 2 curves + the zero line
     assert "FGSM" in axes[0].get_title() and "CW" in axes[1].get_title()
-    assert len(fig.legends) == 1 and len(fig.legends[0].get_texts()) == 4 and axes[0].get_xlabel()
+    assert len(fig.legends) == 1 and len(fig.legends[0].get_texts()) == 6 and axes[2].get_xlabel()
+
+
+# --- reproducibility of the generated images ---------------------------------------------------------------------
+
+def test_quick_profile_images_are_bit_identical_when_generated_twice(tmp_path):
+    from shapley_research.attacks import read_cache
+    from shapley_research.experiments._project import Project, notebook_parameters
+
+    params = notebook_parameters(Project.locate(None).compose("adversarial", ["profile=quick"]), "adversarial")
+    first = adv.prepare_data(**dict(params, cache_dir=tmp_path / "a"), verbose=False)
+    second = adv.prepare_data(**dict(params, cache_dir=tmp_path / "b"), verbose=False)
+    assert all(first.regenerated.values()) and all(second.regenerated.values())
+    for attack in adv.ATTACKS:
+        a, meta_a = read_cache(tmp_path / "a" / f"{attack}.npz")
+        b, meta_b = read_cache(tmp_path / "b" / f"{attack}.npz")
+        assert meta_a == meta_b and a.keys() == b.keys()
+        for name in a:
+            assert a[name].dtype == b[name].dtype and a[name].tobytes() == b[name].tobytes(), (attack, name)
+        assert a["train_images"].dtype == np.float64
+        np.testing.assert_array_equal(first.features_adversarial[attack], second.features_adversarial[attack])
+    # pixels the model pool never varies get no PCA loading, so no attack moves them
+    X, _ = adv.load_mnist_pixels()
+    assert np.all(first.components[:, np.ptp(X, axis=0) == 0] == 0.0)
 
 
 def test_generate_command_reports_bad_overrides(capsys):
@@ -207,13 +288,18 @@ def test_quick_profile_end_to_end(tmp_path):
     out = tmp_path / "adversarial"
     metrics = json.loads((out / "metrics.json").read_text())
     claims = metrics["claims"]
-    assert len(claims) == 3
-    assert all(isinstance(c["holds"], bool) and c["claim"] and c["statistic"]["name"] for c in claims)
+    assert len(claims) == 5 and [c["source"] for c in claims].count("paper") == 2
+    assert all(isinstance(c["holds"], bool) and c["claim"] and c["statistic"]["name"] and c["criterion"]
+               for c in claims)
     assert metrics["n_players"] == 60 and metrics["n_permutations"] == 10 and metrics["profile"] == "quick"
+    assert metrics["median_nn_distance_benign_test"] > 0
     for attack in ("fgsm", "cw"):
-        assert 0.8 <= metrics["attacks"][attack]["success_rate_test"] <= 1.0
+        info = metrics["attacks"][attack]
+        assert 0.8 <= info["success_rate_test"] <= 1.0 and info["median_pca_shift_train"] > 0
+        assert attack in metrics["benign_accuracy_gain_from_adversarial_points"]
         for pool in ("benign", "fgsm", "cw"):
             assert 0.0 < metrics["full_model"][attack][pool]["accuracy"] <= 1.0
+            assert 0.0 < metrics["benign_only"][pool]["accuracy"] <= 1.0
     for trend in metrics["trends"].values():
         assert np.isfinite([trend["change"], trend["stderr"], trend["z"]]).all() and trend["stderr"] > 0
     for name in ("adversarial_values.png", "adversarial_values.pdf", "adversarial_values.csv",
@@ -222,4 +308,4 @@ def test_quick_profile_end_to_end(tmp_path):
     import pandas as pd
 
     table = pd.read_csv(out / "adversarial_values.csv")
-    assert len(table) == 2 * 2 * 11 * 2 and np.isfinite(table["mean_value"]).all()
+    assert len(table) == 2 * 3 * 11 * 2 and np.isfinite(table["mean_value"]).all()
