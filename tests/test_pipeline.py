@@ -205,3 +205,40 @@ def test_parameter_checks_name_the_key_and_the_expectation(key, value, expected)
 
     params = notebook_parameters(REAL.compose("privacy_noise", ["profile=quick"]), "privacy_noise")
     assert parameter_problems("privacy_noise", {**params, key: value}) == [expected]
+
+
+@pytest.mark.parametrize("name", EXPERIMENT_NAMES)
+def test_notebook_declares_its_language_and_checks_its_parameters_first(name):
+    import nbformat
+
+    from shapley_research.experiments._notebook import LANGUAGE_INFO, PARAMETERS_TAG
+
+    if REAL.missing(name):
+        pytest.skip(f"{name} is not added yet")
+    nb = nbformat.read(REAL.notebook(name), as_version=4)
+    assert nb.metadata["language_info"]["file_extension"] == ".py"
+    assert nb.metadata["language_info"] == LANGUAGE_INFO
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert PARAMETERS_TAG in code[0].metadata.get("tags", [])
+    assert f"check_notebook_parameters({name!r}, globals())" in code[1].source
+
+
+@pytest.mark.skipif(not shutil.which("jupyter"), reason="needs jupyter on PATH")
+def test_nbconvert_writes_a_python_script(tmp_path):
+    proc = subprocess.run(["jupyter", "nbconvert", "--to", "script", str(REAL.notebook("sparsity")), "--output-dir",
+                           str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert [p.name for p in tmp_path.iterdir()] == ["sparsity.py"]
+    assert "check_notebook_parameters('sparsity', globals())" in (tmp_path / "sparsity.py").read_text()
+
+
+@pytest.mark.skipif(not shutil.which("papermill"), reason="needs papermill on PATH")
+def test_papermill_recipe_refuses_a_list_passed_with_p(tmp_path):
+    """notebooks/README.md: a list given with -p reaches the notebook as a string; the check cell says so."""
+    proc = subprocess.run(["papermill", str(REAL.notebook("sparsity")), str(tmp_path / "out.ipynb"), "-p",
+                           "output_dir", str(tmp_path / "sparsity"), "-p", "permutation_grid", "[5, 20]"],
+                          cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0
+    assert "experiment.permutation_grid='[5, 20]': expected a non-empty list" in proc.stderr
+    assert "give lists as YAML with -y" in proc.stderr
+    assert not (tmp_path / "sparsity").exists()  # stopped before any work

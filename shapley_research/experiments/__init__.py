@@ -14,9 +14,10 @@ EXPERIMENT_NAMES = ("iris_accuracy", "runtime_scaling", "sparsity", "ridge_stabi
 from ._common import (CLAIM_SOURCES, METRICS_FILE, Claim, claim, experiment_dir, is_timing_key,  # noqa: E402
                       progress, read_metrics, save_figure, set_blas_threads, setup_matplotlib, to_jsonable,
                       validate_metrics, without_timings, write_metrics, write_table)
+from ._schema import check_notebook_parameters  # noqa: E402
 
 __all__ = [
     "EXPERIMENT_NAMES", "METRICS_FILE", "CLAIM_SOURCES", "Claim", "claim", "experiment_dir", "is_timing_key",
     "progress", "read_metrics", "save_figure", "set_blas_threads", "setup_matplotlib", "to_jsonable",
-    "validate_metrics", "without_timings", "write_metrics", "write_table",
+    "validate_metrics", "without_timings", "write_metrics", "write_table", "check_notebook_parameters",
 ]

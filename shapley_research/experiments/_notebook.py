@@ -16,8 +16,13 @@ from pathlib import Path
 from typing import Any
 
 PARAMETERS_TAG = "parameters"
+#: The notebooks' ``language_info``: with ``file_extension``, ``jupyter nbconvert --to script`` writes ``.py``.
+LANGUAGE_INFO = {"name": "python", "file_extension": ".py", "mimetype": "text/x-python",
+                 "nbconvert_exporter": "python", "pygments_lexer": "ipython3",
+                 "codemirror_mode": {"name": "ipython", "version": 3}}
 
-__all__ = ["PARAMETERS_TAG", "build_notebook", "write_notebook", "parameters_cell", "notebook_defaults"]
+__all__ = ["PARAMETERS_TAG", "LANGUAGE_INFO", "build_notebook", "write_notebook", "parameters_cell",
+           "notebook_defaults"]
 
 
 def build_notebook(parameters: str, cells: Iterable[str | tuple[str, str]], title: str | None = None,
@@ -56,7 +61,7 @@ def build_notebook(parameters: str, cells: Iterable[str | tuple[str, str]], titl
             nb_cells.append(nbf.new_code_cell(source) if kind == "code" else nbf.new_markdown_cell(source))
     nb = nbf.new_notebook(cells=nb_cells)
     nb.metadata["kernelspec"] = {"name": kernel_name, "display_name": "Python 3", "language": "python"}
-    nb.metadata["language_info"] = {"name": "python"}
+    nb.metadata["language_info"] = dict(LANGUAGE_INFO)
     return nb
 
 

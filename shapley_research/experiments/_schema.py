@@ -16,7 +16,7 @@ import numbers
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Spec", "SCHEMAS", "COMMON", "parameter_problems", "check_parameters"]
+__all__ = ["Spec", "SCHEMAS", "COMMON", "parameter_problems", "check_parameters", "check_notebook_parameters"]
 
 
 @dataclass(frozen=True)
@@ -180,3 +180,27 @@ def check_parameters(name: str, params: dict[str, Any]) -> None:
     problems = parameter_problems(name, params)
     if problems:
         raise ValueError("\n".join(problems))
+
+
+def check_notebook_parameters(name: str, namespace: dict[str, Any]) -> None:
+    """Check a notebook's parameters where it runs, for runs that bypass the command line tool.
+
+    Every experiment notebook calls this right after its parameters cell, so
+    ``papermill notebooks/NAME.ipynb out.ipynb -p KEY VALUE`` with a bad value
+    fails at once, naming the key. papermill's ``-p`` passes a list as a string
+    (``-p grid "[5, 20]"`` gives ``'[5, 20]'``); the message says to use ``-y``.
+
+    Raises
+    ------
+    ValueError
+        Listing every parameter that breaks its spec.
+    """
+    keys = [key for key in {**COMMON, **SCHEMAS[name]} if key in namespace]
+    problems = parameter_problems(name, {key: namespace[key] for key in keys})
+    if problems:
+        hint = ""
+        if any(SCHEMAS[name].get(k, COMMON.get(k)).kind == "list" and isinstance(namespace[k], str) for k in keys
+               if k in SCHEMAS[name]):
+            hint = ("\npapermill's -p passes a list as a string: give lists as YAML with -y, "
+                    "e.g. -y \"permutation_grid: [5, 20]\".")
+        raise ValueError(f"invalid parameters of notebooks/{name}.ipynb:\n" + "\n".join(problems) + hint)

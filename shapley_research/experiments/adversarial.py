@@ -957,6 +957,7 @@ def main(argv: list[str] | None = None) -> int:
     only stale files.
     """
     from ._project import Project, ProjectError, notebook_parameters
+    from ._schema import check_parameters
 
     parser = argparse.ArgumentParser(prog="python -m shapley_research.experiments.adversarial",
                                      description="Generate (or refresh) the cached adversarial image sets.")
@@ -968,7 +969,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         project = Project.locate(args.project_dir)
         params = notebook_parameters(project.compose("adversarial", args.overrides), "adversarial")
-    except ProjectError as err:
+        check_parameters("adversarial", params)
+    except (ProjectError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     cache_dir = args.cache_dir or params.get("cache_dir")
