@@ -327,7 +327,7 @@ AUX_STAGES: dict[str, dict[str, dict[str, Any]]] = {
             "deps": ["conf/config.yaml", "conf/profile/paper.yaml", "conf/experiment/adversarial.yaml",
                      "conf/experiment_profile/adversarial/paper.yaml", "shapley_research/attacks.py",
                      "shapley_research/_validation.py", "shapley_research/experiments/_project.py",
-                     "shapley_research/experiments/adversarial.py"],
+                     "shapley_research/experiments/_schema.py", "shapley_research/experiments/adversarial.py"],
             "outs": [{"data/adversarial": {"cache": False}}],
         },
     },
