@@ -653,7 +653,7 @@ def attack_match(group_samples: np.ndarray, sets, train_attack: str, what: str =
 # Claims (criteria fixed before the run: module constants)
 # --------------------------------------------------------------------------------------------
 
-SECTION = "Section 5 (Experimental Results), paragraph 'Value for Adversarial Examples', Figure adv (a, b)"
+SECTION = "Section 5 (Experimental Results), paragraph 'Value for Adversarial Examples', Figure 6(a, b) (fig:adv)"
 CASES = tuple((tr, te) for tr in ATTACKS for te in ATTACKS)
 
 
@@ -664,9 +664,9 @@ def _case_list(cases) -> str:
 _TREND_CLAIMS = {  # what: (source, sign of the claimed change, claim)
     "gap": ("paper", 1, "The Shapley value of adversarial training examples increases as the test data becomes more "
                         "adversarial, and contrariwise for benign examples."),
-    "adversarial": ("reproduction", 1, "Literal reading of Figure adv: the raw mean Shapley value of adversarial "
+    "adversarial": ("reproduction", 1, "Literal reading of Figure 6 (fig:adv): the raw mean Shapley value of adversarial "
                                        "training points rises as the test set becomes more adversarial."),
-    "benign": ("reproduction", -1, "Literal reading of Figure adv: the raw mean Shapley value of benign training "
+    "benign": ("reproduction", -1, "Literal reading of Figure 6 (fig:adv): the raw mean Shapley value of benign training "
                                    "points falls as the test set becomes more adversarial."),
 }
 
@@ -895,7 +895,7 @@ def metrics_from(summary: dict, run: ValuationRun, data: AdversarialData) -> dic
 # --------------------------------------------------------------------------------------------
 
 def plot_mean_values(table, scale: float = 1e3):
-    """Figure adv (a, b) and its scale-free version: values vs the test set's adversarial ratio.
+    """Figure 6 (a, b) (fig:adv) and its scale-free version: values vs the test set's adversarial ratio.
 
     Top row, the paper's figure (train benign + FGSM, train benign + CW):
     mean value of adversarial and benign points (solid and dashed), tested
