@@ -79,7 +79,8 @@ def test_run_prints_verdicts_and_streams_progress(quick_run):
 
 def test_failing_notebook_exits_1_and_leaves_no_metrics(project, tmp_path, capsys):
     run_dir = tmp_path / "iris_accuracy"
-    write_metrics(run_dir, {}, [claim("Stale.", "s", 1, True, source="reproduction", criterion="c")])  # must not pass for this run's
+    # must not pass for this run's
+    write_metrics(run_dir, {}, [claim("Stale.", "s", 1, True, source="reproduction", criterion="c")])
     code, _, err = run_main(capsys, "--project-dir", project, "run", "iris_accuracy", "profile=quick",
                             f"output_dir={tmp_path}", "experiment.n_samples=-4", "--quiet")
     assert code == 1

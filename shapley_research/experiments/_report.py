@@ -47,8 +47,8 @@ def _claims_table(claims: list[dict], source: str) -> list[str]:
         return []
     tag = "P" if source == "paper" else "R"
     if source == "paper":
-        lines = ["Claims of the paper:", "", "| | claim | where | criterion (fixed before the run) | statistic | verdict |",
-                 "|---|---|---|---|---|---|"]
+        lines = ["Claims of the paper:", "",
+                 "| | claim | where | criterion (fixed before the run) | statistic | verdict |", "|---|---|---|---|---|---|"]
     else:
         lines = ["Checks this reproduction adds (not claims of the paper):", "",
                  "| | check | criterion (fixed before the run) | statistic | verdict |", "|---|---|---|---|---|"]

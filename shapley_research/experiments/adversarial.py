@@ -664,10 +664,10 @@ def _case_list(cases) -> str:
 _TREND_CLAIMS = {  # what: (source, sign of the claimed change, claim)
     "gap": ("paper", 1, "The Shapley value of adversarial training examples increases as the test data becomes more "
                         "adversarial, and contrariwise for benign examples."),
-    "adversarial": ("reproduction", 1, "Literal reading of Figure 6 (fig:adv): the raw mean Shapley value of adversarial "
-                                       "training points rises as the test set becomes more adversarial."),
-    "benign": ("reproduction", -1, "Literal reading of Figure 6 (fig:adv): the raw mean Shapley value of benign training "
-                                   "points falls as the test set becomes more adversarial."),
+    "adversarial": ("reproduction", 1, "Literal reading of Figure 6 (fig:adv): the raw mean Shapley value of "
+                                       "adversarial training points rises as the test set becomes more adversarial."),
+    "benign": ("reproduction", -1, "Literal reading of Figure 6 (fig:adv): the raw mean Shapley value of benign "
+                                   "training points falls as the test set becomes more adversarial."),
 }
 
 
