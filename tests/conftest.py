@@ -59,3 +59,36 @@ CLOSED_FORM_GAMES = _closed_form_games()
 @pytest.fixture(params=sorted(CLOSED_FORM_GAMES))
 def closed_form_game(request):
     return CLOSED_FORM_GAMES[request.param]
+
+
+# --- one quick-profile run of each experiment, shared by the tests that read it ----------------------------------
+
+_QUICK_RUNS: dict = {}
+
+
+def run_quick_profile(name: str, output_dir):
+    """``shapley-research run NAME profile=quick output_dir=OUTPUT_DIR`` as `dvc repro` runs it (a subprocess)."""
+    import shutil
+    import subprocess
+    import sys
+
+    script = shutil.which("shapley-research")
+    command = [script] if script else [sys.executable, "-m", "shapley_research.cli"]
+    return subprocess.run(command + ["run", name, "profile=quick", f"output_dir={output_dir}", "--quiet"],
+                          capture_output=True, text=True, timeout=600)
+
+
+@pytest.fixture(scope="session")
+def quick_run(tmp_path_factory):
+    """``quick_run(NAME) -> (completed process, output root)``: the experiment's quick run, made once per session.
+
+    Its end-to-end test and the rerun-determinism test read the same run, so the suite pays for it once.
+    Tests must only read the run's files.
+    """
+    def run(name: str):
+        if name not in _QUICK_RUNS:
+            root = tmp_path_factory.mktemp(f"quick_{name}")
+            _QUICK_RUNS[name] = (run_quick_profile(name, root), root)
+        return _QUICK_RUNS[name]
+
+    return run

@@ -1,8 +1,6 @@
 """Experiment `adversarial` (paper Section 5, Figure adv a, b): unit tests of its functions and one quick run."""
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -280,10 +278,8 @@ def test_generate_command_reports_bad_overrides(capsys):
 
 # --- end to end -------------------------------------------------------------------------------------------------
 
-def test_quick_profile_end_to_end(tmp_path):
-    cmd = [sys.executable, "-m", "shapley_research.cli", "run", "adversarial", "profile=quick",
-           f"output_dir={tmp_path}", "--quiet"]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+def test_quick_profile_end_to_end(quick_run):
+    done, tmp_path = quick_run("adversarial")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     out = tmp_path / "adversarial"
     metrics = json.loads((out / "metrics.json").read_text())

@@ -2,8 +2,6 @@
 
 import json
 import math
-import subprocess
-import sys
 
 import matplotlib
 
@@ -307,9 +305,8 @@ def test_plot_comparison_draws_four_panels(small_runs, small):
     plt.close(fig)
 
 
-def test_quick_profile_end_to_end(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "shapley_research.cli", "run", "iris_accuracy", "profile=quick",
-                           f"output_dir={tmp_path}"], capture_output=True, text=True, timeout=300)
+def test_quick_profile_end_to_end(quick_run):
+    proc, tmp_path = quick_run("iris_accuracy")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     out = tmp_path / "iris_accuracy"
     for name in ("comparison.png", "comparison.pdf", "values.csv", "agreement.csv", "pairwise_distances.csv",

@@ -2,8 +2,6 @@
 
 import json
 import math
-import subprocess
-import sys
 
 import numpy as np
 import pandas as pd
@@ -297,9 +295,8 @@ def test_learner_utility_is_accuracy_on_clean_test_images(small_run, small_data)
 # End to end
 # --------------------------------------------------------------------------------------------
 
-def test_quick_profile_end_to_end(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "shapley_research.cli", "run", "privacy_noise", "profile=quick",
-                           f"output_dir={tmp_path}"], capture_output=True, text=True, timeout=300)
+def test_quick_profile_end_to_end(quick_run):
+    proc, tmp_path = quick_run("privacy_noise")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     out = tmp_path / "privacy_noise"
     metrics = json.loads((out / "metrics.json").read_text())

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
-import subprocess
-import sys
 
 import numpy as np
 import pandas as pd
@@ -285,14 +282,8 @@ def test_theorem5_is_not_judged_without_the_fully_penalised_convention():
     assert len(claims) == 8 and not claims[5].holds and "Not checked" in claims[5].note
 
 
-def cli_command() -> list[str]:
-    script = shutil.which("shapley-research")
-    return [script] if script else [sys.executable, "-m", "shapley_research.cli"]
-
-
-def test_quick_run_end_to_end(tmp_path):
-    proc = subprocess.run(cli_command() + ["run", "ridge_stability", "profile=quick", f"output_dir={tmp_path}"],
-                          capture_output=True, text=True, timeout=600)
+def test_quick_run_end_to_end(quick_run):
+    proc, tmp_path = quick_run("ridge_stability")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     run_dir = tmp_path / "ridge_stability"
     for name in ("ridge_variance", "ridge_theorem5"):

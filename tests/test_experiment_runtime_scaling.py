@@ -2,9 +2,6 @@
 
 import json
 import math
-import shutil
-import subprocess
-import sys
 
 import numpy as np
 import pandas as pd
@@ -319,11 +316,8 @@ def test_scaling_claims_can_hold_and_fail(holds):
 
 # ---------------------------------------------------------------------------------- end to end
 
-def test_quick_run_end_to_end(tmp_path):
-    script = shutil.which("shapley-research")
-    command = [script] if script else [sys.executable, "-m", "shapley_research.cli"]
-    proc = subprocess.run(command + ["run", "runtime_scaling", "profile=quick", f"output_dir={tmp_path}"],
-                          capture_output=True, text=True, timeout=600)
+def test_quick_run_end_to_end(quick_run):
+    proc, tmp_path = quick_run("runtime_scaling")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     out = tmp_path / "runtime_scaling"
     for name in ("runtime_scaling.png", "runtime_scaling.pdf", "runtime_scaling.ipynb", "cost_measurements.csv",

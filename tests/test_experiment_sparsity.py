@@ -2,8 +2,6 @@
 
 import json
 import math
-import subprocess
-import sys
 import warnings
 
 import numpy as np
@@ -278,9 +276,8 @@ def test_plots_draw(tmp_path):
 
 # --- end to end -----------------------------------------------------------------------------
 
-def test_quick_run_end_to_end(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "shapley_research.cli", "run", "sparsity", "profile=quick",
-                           f"output_dir={tmp_path}"], capture_output=True, text=True, timeout=300)
+def test_quick_run_end_to_end(quick_run):
+    proc, tmp_path = quick_run("sparsity")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     out = tmp_path / "sparsity"
     metrics = json.loads((out / "metrics.json").read_text())

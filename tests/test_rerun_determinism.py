@@ -9,24 +9,18 @@ time columns are dropped, and every cached array (the adversarial images).
 """
 
 import json
-import shutil
-import subprocess
-import sys
 
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import run_quick_profile
 
 from shapley_research.experiments import EXPERIMENT_NAMES, is_timing_key, without_timings
 
 
-def _run_quick(name, output_dir):
-    script = shutil.which("shapley-research")
-    command = [script] if script else [sys.executable, "-m", "shapley_research.cli"]
-    proc = subprocess.run(command + ["run", name, "profile=quick", f"output_dir={output_dir}", "--quiet"],
-                          capture_output=True, text=True, timeout=600)
+def _run_dir(proc, root, name):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return output_dir / name
+    return root / name
 
 
 def _files(run_dir, pattern):
@@ -35,8 +29,9 @@ def _files(run_dir, pattern):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", EXPERIMENT_NAMES)
-def test_two_quick_runs_agree_on_every_number_but_measured_times(name, tmp_path):
-    first, second = (_run_quick(name, tmp_path / tag) for tag in ("first", "second"))
+def test_two_quick_runs_agree_on_every_number_but_measured_times(name, quick_run, tmp_path):
+    first = _run_dir(*quick_run(name), name)  # the run the experiment's end-to-end test reads too
+    second = _run_dir(run_quick_profile(name, tmp_path), tmp_path, name)
 
     metrics = [json.loads((run / "metrics.json").read_text()) for run in (first, second)]
     assert without_timings(metrics[0]) == without_timings(metrics[1])
