@@ -59,3 +59,11 @@ def test_readme_results_section_matches_the_committed_results():
     descriptions = {name: project.description(name) for name in project.available()}
     expected = replace_section(readme, build_report(REPO / "results", "results/", descriptions))
     assert readme == expected, "README results section is stale: run `shapley-research report --readme README.md`"
+
+
+def test_statistics_are_formatted_with_three_significant_digits():
+    from shapley_research.experiments._report import _format
+
+    assert _format({"spearman": [1.0, 1.0], "z": [120.631, 113.975]}) == "spearman: [1, 1]; z: [121, 114]"
+    assert _format([0.123456, True, "x", 7]) == "[0.123, true, x, 7]"
+    assert _format(list(range(8))) == "[0, 1, 2, 3, 4, 5, ...]"

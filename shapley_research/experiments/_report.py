@@ -28,6 +28,8 @@ def _format(value) -> str:
     if isinstance(value, list):
         shown = ", ".join(_format(v) for v in value[:6])
         return f"[{shown}{', ...' if len(value) > 6 else ''}]"
+    if isinstance(value, dict):
+        return "; ".join(f"{key}: {_format(item)}" for key, item in value.items())
     return str(value)
 
 
