@@ -7,6 +7,7 @@ import time
 import numpy as np
 
 from ._l1_homotopy import HomotopyError, l1_homotopy
+from ._small_games import enumerated_result, enumeration_affordable
 from ._sampling import (aux_rng, default_batch_size, evaluate_anchors, open_checkpoint, run_sampling,
                         units_from_budget)
 from ._validation import (check_choice, check_float, check_game, check_int, check_n_jobs, check_solver,
@@ -164,6 +165,9 @@ def compressive_shapley(game, budget, seed=None, n_measurements: int | None = No
     entropy, ckpt = open_checkpoint(checkpoint, seed, dim=n + m, interval=checkpoint_interval, fingerprint={
         "method": "compressive", "n_players": n, "batch_size": batch_size, "empty_utility": empty_utility,
         "n_measurements": m})
+    if enumeration_affordable(n, budget, empty_utility):
+        return enumerated_result(game, method="compressive", seed=entropy, empty_utility=empty_utility, start=start,
+                                 info={"n_measurements": m})
     anchors = evaluate_anchors(game, empty_utility, checkpoint=ckpt)
     matrix = bernoulli_matrix(aux_rng(entropy), m, n)
 

@@ -35,6 +35,7 @@ import time
 
 import numpy as np
 
+from ._small_games import enumerated_result, enumeration_affordable
 from ._sampling import (MeanState, default_batch_size, evaluate_anchors, evaluate_coalitions,
                         open_checkpoint, run_sampling, units_from_budget)
 from ._validation import (check_choice, check_float, check_game, check_int, check_n_jobs, check_solver,
@@ -239,6 +240,9 @@ def group_testing_shapley(game, budget, seed=None, *, variant: str = "improved",
     entropy, ckpt = open_checkpoint(checkpoint, seed, dim=n, interval=checkpoint_interval, fingerprint={
         "method": f"group_testing[{variant}]", "n_players": n, "batch_size": batch_size,
         "empty_utility": empty_utility, **options})
+    if enumeration_affordable(n, budget, empty_utility):
+        return enumerated_result(game, method=f"group_testing[{variant}]", seed=entropy, empty_utility=empty_utility,
+                                 start=start, info={"options": options, **options})
     anchors = evaluate_anchors(game, empty_utility, checkpoint=ckpt)
     n_drawn = n + 1 if variant == "improved" else n
     _, probabilities, z = group_testing_size_distribution(n_drawn)

@@ -7,6 +7,7 @@ import time
 import numpy as np
 
 from . import _position_effects
+from ._small_games import enumerated_result, enumeration_affordable
 from ._sampling import (default_batch_size, evaluate_anchors, open_checkpoint, run_sampling,
                         units_from_budget)
 from ._validation import (check_bool, check_game, check_int, check_n_jobs, check_target,
@@ -75,6 +76,12 @@ SAMPLING_PARAMETERS = r"""
         A finished run's file can be continued with a larger budget.
     checkpoint_interval : float, default 60
         Minimum seconds between two writes of the checkpoint.
+
+    A ``budget`` that covers every coalition (``2^N`` evaluations, ``2^N - 1``
+    with ``empty_utility``; ``N <= 20``) buys the exact values: the game is
+    enumerated once (:func:`~shapley_research.exact_shapley`) instead of
+    sampled, with ``info["stopped_by"] == "enumeration"``, standard errors 0,
+    no sample statistics to merge and no checkpoint written.
 """.lstrip("\n")
 
 
@@ -208,6 +215,9 @@ def permutation_shapley(game, budget, seed=None, *, antithetic: bool = False, ro
     entropy, ckpt = open_checkpoint(checkpoint, seed, dim=dim, interval=checkpoint_interval, fingerprint={
         "method": "permutation", "n_players": n, "batch_size": batch_size, "empty_utility": empty_utility,
         **options})
+    if enumeration_affordable(n, budget, empty_utility):
+        return enumerated_result(game, method="permutation", seed=entropy, empty_utility=empty_utility, start=start,
+                                 info={"options": options, **options})
     anchors = evaluate_anchors(game, empty_utility, full=False, checkpoint=ckpt)
 
     def contributions(perms: np.ndarray) -> np.ndarray:

@@ -24,6 +24,7 @@ import time
 
 import numpy as np
 
+from ._small_games import enumerated_result, enumeration_affordable
 from ._sampling import (MeanState, Pinned, aux_rng, default_batch_size, evaluate_anchors, open_checkpoint,
                         pinned_threads, run_sampling, units_from_budget)
 from ._subsets import random_subsets
@@ -449,6 +450,9 @@ def stratified_svarm_shapley(game, budget, seed=None, *, batch_size: int | None 
         fingerprint.update(allocation=allocation, pilot=n_pilot)
     entropy, ckpt = open_checkpoint(checkpoint, seed, dim=dim, interval=checkpoint_interval,
                                     fingerprint=fingerprint)
+    if enumeration_affordable(n, budget, empty_utility):
+        return enumerated_result(game, method="stratified_svarm", seed=entropy, empty_utility=empty_utility,
+                                 start=start, info={"allocation": allocation})
     anchors = evaluate_anchors(game, empty_utility, full=True, checkpoint=ckpt)
     n_exact, singles, leave = _exact_strata(game, n, ckpt)
     # utilities are stored centred, so that sums of squares keep their precision

@@ -1,0 +1,45 @@
+r"""Small games: when a sampling budget pays for every coalition, enumerate them once.
+
+A game of :math:`N` players has :math:`2^N` coalitions, and
+:func:`~shapley_research.exact_shapley` needs exactly that many evaluations
+(:math:`2^N - 1` when ``U(empty)`` is given). A sampling estimator whose
+budget covers them would spend the same evaluations, or more, on a noisy
+estimate; each sampling estimator therefore returns the exact values instead,
+with ``info["stopped_by"] == "enumeration"``, standard errors of 0, no
+sample statistics (so :func:`~shapley_research.merge_results` refuses the
+result) and no checkpoint written. Every argument is still validated first.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from .result import ValuationResult
+
+#: Largest game enumerated in place of sampling (2^20 evaluations, as ``exact_shapley``'s default limit).
+ENUMERATION_MAX_PLAYERS = 20
+
+
+def enumeration_affordable(n_players: int, budget, empty_utility) -> bool:
+    """Whether ``budget`` evaluations cover every coalition of an ``n_players`` game."""
+    if budget is None or n_players > ENUMERATION_MAX_PLAYERS:
+        return False
+    return budget >= (1 << n_players) - (empty_utility is not None)
+
+
+def enumerated_result(game, *, method: str, seed: int, empty_utility, start: float,
+                      info: dict | None = None) -> ValuationResult:
+    """The exact values of ``game``, reported as the sampling estimator ``method`` would report them.
+
+    ``info`` holds the estimator's own entries (its options), to which
+    ``stopped_by="enumeration"`` and the anchors are added.
+    """
+    from .exact import exact_shapley
+
+    n = game.n_players
+    exact = exact_shapley(game, max_players=n, empty_utility=empty_utility)
+    return ValuationResult(values=exact.values, n_evaluations=exact.n_evaluations, method=method, seed=seed,
+                           wall_time=time.perf_counter() - start, stderr=np.zeros(n), n_samples=0,
+                           info={**(info or {}), **exact.info, "stopped_by": "enumeration", "resumed_samples": 0})
