@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 
 from .experiments import EXPERIMENT_NAMES
-from .experiments._common import METRICS_FILE, read_metrics
+from .experiments._common import METRICS_FILE, held_count, read_metrics
 from .experiments._report import RUN_INFO_FILE, write_report
 from .experiments._schema import check_parameters
 from .experiments._project import (Project, ProjectError, check_declared, check_name, dvc_stage,
@@ -182,9 +182,9 @@ def summarize(name: str, profile: str, run_dir: Path, metrics: dict, seconds: fl
     claims = metrics["claims"]
     counts = []
     for source, label in (("paper", "claims of the paper"), ("reproduction", "checks of this reproduction")):
-        picked = [c for c in claims if c.get("source") == source]
-        if picked:
-            counts.append(f"{sum(c['holds'] for c in picked)} of {len(picked)} {label} hold")
+        held, total = held_count(claims, source)
+        if total:
+            counts.append(f"{held} of {total} {label} hold")
     lines = [f"{name} (profile={profile}): {'; '.join(counts)} [{seconds:.1f} s]", f"  results: {run_dir}"]
     for c in claims:
         stat = c["statistic"]

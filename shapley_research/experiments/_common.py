@@ -32,7 +32,7 @@ FIGURE_DPI = 150
 __all__ = [
     "METRICS_FILE", "CLAIM_SOURCES", "Claim", "claim", "to_jsonable", "validate_metrics", "write_metrics",
     "read_metrics", "experiment_dir", "save_figure", "write_table", "setup_matplotlib",
-    "set_blas_threads", "progress", "TIMING_WORDS", "is_timing_key", "without_timings",
+    "set_blas_threads", "progress", "TIMING_WORDS", "is_timing_key", "without_timings", "held_count",
 ]
 
 
@@ -190,6 +190,12 @@ def claim(text: str, statistic_name: str, value: Any, holds: Any, *, source: str
             raise TypeError(f"{name} must be a boolean, got {flag!r} of type {type(flag).__name__}.")
     return Claim(text, statistic_name, to_jsonable(value), bool(holds), source, criterion, section, note,
                  bool(timing))
+
+
+def held_count(claims: Iterable[Mapping[str, Any]], source: str) -> tuple[int, int]:
+    """``(claims that hold, claims)`` among the ``metrics.json`` claims of ``source``."""
+    picked = [c for c in claims if c.get("source") == source]
+    return sum(bool(c["holds"]) for c in picked), len(picked)
 
 
 def _claim_problems(entry: Any, index: int) -> list[str]:

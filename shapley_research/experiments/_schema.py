@@ -199,8 +199,7 @@ def check_notebook_parameters(name: str, namespace: dict[str, Any]) -> None:
     problems = parameter_problems(name, {key: namespace[key] for key in keys})
     if problems:
         hint = ""
-        if any(SCHEMAS[name].get(k, COMMON.get(k)).kind == "list" and isinstance(namespace[k], str) for k in keys
-               if k in SCHEMAS[name]):
+        if any(spec.kind == "list" and isinstance(namespace.get(key), str) for key, spec in SCHEMAS[name].items()):
             hint = ("\npapermill's -p passes a list as a string: give lists as YAML with -y, "
                     "e.g. -y \"permutation_grid: [5, 20]\".")
         raise ValueError(f"invalid parameters of notebooks/{name}.ipynb:\n" + "\n".join(problems) + hint)
