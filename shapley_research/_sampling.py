@@ -518,16 +518,15 @@ def run_sampling(
     snapshot = (state.mean.copy(), state.m2.copy(), state.count, n_evaluations, first)
     stopped_by = reached()
     jobs = ((b, size) for b, size in enumerate(_batch_sizes(n_units, batch_size)) if b >= first)
-    pinned_batch = Pinned(sample_batch)
-    if stopped_by is None and n_jobs in (None, 1):
-        results = (pinned_batch(batch_rng(entropy, b), size) for b, size in jobs)
+    if stopped_by is None and n_jobs in (None, 1):  # drawn inside the loop below, which holds the pin
+        results = (sample_batch(batch_rng(entropy, b), size) for b, size in jobs)
     elif stopped_by is None:
         from joblib import Parallel, delayed
 
         # one batch per task (batches are large already) and a short queue: little work is
-        # wasted past a precision stop
+        # wasted past a precision stop; each worker pins its own threads
         results = Parallel(n_jobs=n_jobs, return_as="generator", batch_size=1, pre_dispatch="2*n_jobs")(
-            delayed(pinned_batch)(batch_rng(entropy, b), size) for b, size in jobs)
+            delayed(Pinned(sample_batch))(batch_rng(entropy, b), size) for b, size in jobs)
     else:
         results = iter(())
     try:
