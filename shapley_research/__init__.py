@@ -17,6 +17,7 @@ from .permutation import permutation_shapley
 from ._checkpoint import CheckpointError
 from .result import ValuationResult, merge_results
 from .svarm import stratified_svarm_shapley
+from .unanimity import UnanimitySumGame, random_unanimity_sum
 from .uniform import uniform_shapley
 
 __version__ = "0.1.0"
@@ -27,7 +28,7 @@ __all__ = [
     "stratified_svarm_shapley", "uniform_shapley", "knn_shapley", "KNNUtility", "FeasibilityError",
     "permutation_sample_size", "group_testing_sample_size", "group_testing_q_tot",
     "compressive_sample_size", "stability_bound", "uniform_division_guarantee",
-    "UniformDivisionGuarantee",
+    "UniformDivisionGuarantee", "UnanimitySumGame", "random_unanimity_sum",
 ]
 
 # --- ML utilities (issue 3): utility.py, learners.py ---

@@ -128,6 +128,28 @@ def check_masks(masks, n_players: int) -> np.ndarray:
     return masks
 
 
+def check_permutations(permutations, n_players: int) -> np.ndarray:
+    """Return ``permutations`` as an integer ``(m, n_players)`` array whose rows permute ``range(n_players)``, or raise.
+
+    ``O(m N)``: a row is a permutation iff its entries lie in range and every
+    player is marked seen.
+    """
+    permutations = np.asarray(permutations)
+    if permutations.ndim != 2 or permutations.shape[1] != n_players:
+        raise ValueError(f"permutations must have shape (m, n_players) = (m, {n_players}), "
+                         f"got {permutations.shape}.")
+    if not np.issubdtype(permutations.dtype, np.integer):
+        raise TypeError(f"permutations must be integers, got dtype {permutations.dtype}.")
+    if permutations.size:
+        seen = np.zeros(permutations.shape, dtype=bool)
+        in_range = permutations.min() >= 0 and permutations.max() < n_players
+        if in_range:
+            np.put_along_axis(seen, permutations, True, axis=1)
+        if not (in_range and seen.all()):
+            raise ValueError("each row of permutations must be a permutation of range(n_players).")
+    return permutations
+
+
 def check_utilities(values, n_rows: int, source: str = "game.evaluate") -> np.ndarray:
     """Return utilities as a finite float array of length ``n_rows``, or raise."""
     try:

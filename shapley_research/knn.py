@@ -26,7 +26,9 @@ import time
 
 import numpy as np
 
-from ._validation import check_class_labels, check_features, check_int, check_label_kinds, check_target_vector
+from ._validation import (check_class_labels, check_features, check_int, check_label_kinds, check_permutations,
+                          check_target_vector)
+from ._game_kernels import knn_match_counts, knn_prefix_match_counts
 from .games import Game
 from .result import ValuationResult
 
@@ -97,7 +99,13 @@ class KNNUtility(Game):
 
     ``U(S)`` is the mean over test points of the fraction of the ``K`` nearest
     points of ``S`` that carry the test label (fewer than ``K`` if ``|S| < K``,
-    still divided by ``K``); ``U(empty) = 0``.
+    still divided by ``K``); ``U(empty) = 0``. :func:`knn_shapley` gives its
+    exact Shapley values.
+
+    Evaluation is compiled and costs about ``O(N)`` per coalition (see
+    :mod:`shapley_research._game_kernels`); ``evaluate_prefixes`` walks a
+    permutation in one pass, ``O(T K)`` per added player for ``T`` test
+    points, so permutation estimators pay ``O(N T K)`` per permutation.
     """
 
     def __init__(self, X_train, y_train, X_test, y_test, k):
@@ -105,12 +113,18 @@ class KNNUtility(Game):
         self.k = check_int(k, "k", minimum=1)
         self.n_players = X_train.shape[0]
         self._order = _neighbour_order(X_train, X_test)
-        self._match = y_train[self._order] == y_test[:, None]
+        rank = np.empty(self._order.shape, dtype=np.int32)
+        np.put_along_axis(rank, self._order, np.arange(self.n_players, dtype=np.int32)[None, :], axis=1)
+        self._order = self._order.astype(np.int32)
+        self._rank = np.ascontiguousarray(rank.T)  # player-major: a player's ranks in one sweep
+        self._match = np.ascontiguousarray((y_train[:, None] == y_test[None, :]).astype(np.int32))
+        self._scale = self.k * self._order.shape[0]
 
     def _evaluate(self, masks: np.ndarray) -> np.ndarray:
-        total = np.zeros(masks.shape[0])
-        for order, match in zip(self._order, self._match):
-            ranked = masks[:, order]
-            chosen = ranked & (np.cumsum(ranked, axis=1) <= self.k)
-            total += (chosen & match).sum(axis=1)
-        return total / (self.k * self._order.shape[0])
+        counts = knn_match_counts(np.ascontiguousarray(masks), self._order, self._rank, self._match, self.k)
+        return counts / self._scale
+
+    def evaluate_prefixes(self, permutations) -> np.ndarray:
+        """Utilities of every prefix of each permutation, an ``(m, N)`` array (see :mod:`shapley_research.games`)."""
+        permutations = check_permutations(permutations, self.n_players)
+        return knn_prefix_match_counts(permutations, self._rank, self._match, self.k) / self._scale

@@ -109,7 +109,7 @@ import warnings
 
 import numpy as np
 
-from ._validation import check_bool, check_choice, check_features, check_float, check_int
+from ._validation import check_bool, check_choice, check_features, check_float, check_int, check_permutations
 from .games import Game
 from .utility import (CLASSIFICATION_METRICS, REGRESSION_METRICS, TargetInfo, check_dataset,
                       check_degenerate_options, clipped_mean_log_probability, degenerate_rows,
@@ -217,17 +217,6 @@ def _check_features_like(X, design: _Design, name: str = "X") -> np.ndarray:
 def _chunks(total: int, size: int):
     for lo in range(0, total, size):
         yield slice(lo, min(lo + size, total))
-
-
-def _check_permutations(permutations, n: int) -> np.ndarray:
-    permutations = np.asarray(permutations)
-    if permutations.ndim != 2 or permutations.shape[1] != n:
-        raise ValueError(f"permutations must have shape (m, n_players) = (m, {n}), got {permutations.shape}.")
-    if not np.issubdtype(permutations.dtype, np.integer):
-        raise TypeError(f"permutations must be integers, got dtype {permutations.dtype}.")
-    if not (np.sort(permutations, axis=1) == np.arange(n)).all():
-        raise ValueError("each row of permutations must be a permutation of range(n_players).")
-    return permutations
 
 
 class _BatchedLearner(Game):
@@ -430,7 +419,7 @@ class RidgeUtility(_BatchedLearner):
         masks to rounding (about 1e-12 relative).
         """
         n, q = self.n_players, self.design.q
-        permutations = _check_permutations(permutations, n)
+        permutations = check_permutations(permutations, n)
         m = permutations.shape[0]
         values = np.empty((m, n))
         X, y = self.design.train, self.y_train
@@ -1140,7 +1129,7 @@ class LogisticRegressionUtility(_BatchedLearner):
         and the tests; use :meth:`evaluate` on prefix masks for exact values.
         """
         n = self.n_players
-        permutations = _check_permutations(permutations, n)
+        permutations = check_permutations(permutations, n)
         m = permutations.shape[0]
         K, q = self.targets.n_classes, self.design.q
         P = K * q

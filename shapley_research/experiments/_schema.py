@@ -92,8 +92,8 @@ def text(*choices: str, nullable: bool = False) -> Spec:
     return Spec("str", choices=tuple(choices), nullable=nullable)
 
 
-def list_of(item: Spec, length: int | None = None) -> Spec:
-    return Spec("list", item=item, length=length)
+def list_of(item: Spec, length: int | None = None, nullable: bool = False) -> Spec:
+    return Spec("list", item=item, length=length, nullable=nullable)
 
 
 FLAG = Spec("bool")
@@ -124,6 +124,15 @@ SCHEMAS: dict[str, dict[str, Spec]] = {
         "pca_components": COUNT, "target_rel_error": POSITIVE, "reference_rel_error": POSITIVE,
         "exact_max_players": integer(2, 20), "n_seeds": COUNT, "max_doublings": integer(0),
         "all_s_max_doublings": integer(0), "all_s_enumerated_n": integer(3, 16),
+        "scaling_games": list_of(text("knn", "unanimity")),
+        "scaling_methods": list_of(text("permutation", "permutation_antithetic", "group_testing_paper",
+                                        "group_testing_improved", "compressive", "svarm")),
+        "scaling_ns": list_of(integer(8)), "scaling_permutation_ns": list_of(integer(8), nullable=True),
+        "scaling_targets": list_of(FRACTION), "scaling_seeds": COUNT, "permutation_cap": COUNT,
+        "group_testing_cap": COUNT, "group_testing_max_work": COUNT, "compressive_cap": COUNT,
+        "compressive_max_players": integer(4), "svarm_cap": COUNT, "svarm_max_players": integer(4),
+        "knn_k": COUNT, "knn_test_points": integer(1, 1000), "knn_components": integer(1, 784),
+        "knn_jitter": number(0), "scaling_n_jobs": COUNT,
     },
     "sparsity": {
         "n_train": integer(2), "n_test": COUNT, "n_components": COUNT, "batch_size": COUNT,
