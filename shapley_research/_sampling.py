@@ -7,7 +7,10 @@ Bernoulli projections (compressive sampling). So one loop serves them all:
 
 * samples are drawn in batches of a fixed size; batch ``b`` draws from its own
   stream ``SeedSequence(entropy, spawn_key=(0, b))``, so the numbers depend only
-  on the seed and the batch size, never on how batches are scheduled;
+  on the seed and the batch size, never on how batches are scheduled (a batch
+  may also take a *plan* made in this process in batch order, e.g. where it
+  starts in each stratum's order of coalitions, replayed from batch 0 on a
+  resume);
 * each batch is reduced to ``(count, mean, M2)`` and merged, in batch order,
   into a :class:`MeanState` (Chan et al.'s parallel Welford update), which is
   O(dimension) memory whatever the number of samples;
@@ -37,6 +40,8 @@ from ._validation import check_float, check_int, check_seed, check_utilities
 
 BATCH_STREAM = 0  # spawn_key prefix of the per-batch sample streams
 AUX_STREAM = 1  # spawn_key prefix of auxiliary streams (e.g. a measurement matrix)
+SIZE_STREAM = 2  # spawn_key prefix of the planned coalition sizes (shapley_research._without_replacement)
+ORDER_STREAM = 3  # spawn_key prefix of the random orders of the size strata (likewise)
 
 
 BATCH_THREADS = 1  # BLAS/OpenMP threads while a batch is computed, wherever it runs
@@ -410,6 +415,7 @@ def run_sampling(
     watch: slice = slice(None),
     target_rank_correlation: float | None = None,
     estimates_of: Callable[[MeanState], tuple[np.ndarray, np.ndarray]] | None = None,
+    plan: Callable[[int, int], object] | None = None,
 ) -> SamplingOutcome:
     """Draw samples in batches and accumulate their mean.
 
@@ -448,6 +454,15 @@ def run_sampling(
     With a ``checkpoint``, batches already in the file are skipped and the
     state is written there every ``checkpoint.interval`` seconds, at the end,
     and when the run is interrupted (e.g. ``KeyboardInterrupt``).
+
+    ``plan(batch, size)``, when given, is called in this process for every
+    batch in batch order, from batch 0 (also for the batches a checkpoint
+    skips, whose plans are discarded), and its result is passed to
+    ``sample_batch(rng, size, planned)``. It lets a batch depend on what
+    earlier batches drew (e.g. where they left each stratum's order of
+    coalitions, :mod:`shapley_research._without_replacement`) without running
+    them: plans are cheap, so replaying them keeps every batch the same for
+    any ``n_jobs`` and after a resume.
     """
     from tqdm.auto import tqdm
 
@@ -517,51 +532,60 @@ def run_sampling(
                disable=None if progress is None else not progress)
     snapshot = (state.mean.copy(), state.m2.copy(), state.count, n_evaluations, first)
     stopped_by = reached()
-    jobs = ((b, size) for b, size in enumerate(_batch_sizes(n_units, batch_size)) if b >= first)
-    if stopped_by is None and n_jobs in (None, 1):  # drawn inside the loop below, which holds the pin
-        results = (sample_batch(batch_rng(entropy, b), size) for b, size in jobs)
-    elif stopped_by is None:
-        from joblib import Parallel, delayed
 
-        # one batch per task (batches are large already) and a short queue: little work is
-        # wasted past a precision stop; each worker pins its own threads
-        results = Parallel(n_jobs=n_jobs, return_as="generator", batch_size=1, pre_dispatch="2*n_jobs")(
-            delayed(Pinned(sample_batch))(batch_rng(entropy, b), size) for b, size in jobs)
-    else:
-        results = iter(())
-    try:
-        with bar, pinned_threads():  # the merges and stopping rules too, and the threading backend's batches
-            for batch, (samples, evaluations) in enumerate(results, start=first):
-                if isinstance(samples, MeanState):
-                    state.merge(samples)
-                else:
-                    state.add_batch(samples)
-                n_evaluations += evaluations
-                snapshot = (state.mean.copy(), state.m2.copy(), state.count, n_evaluations, batch + 1)
-                if checkpoint is not None:
-                    checkpoint.save(*snapshot)
-                bar.total = expected_total()
-                bar.update(state.count - bar.n)
-                postfix = {}
-                if target_stderr is not None:
-                    postfix.update(stderr=f"{precision():.3g}", target=f"{target_stderr:.3g}")
-                if target_rank_correlation is not None and not bar.disable:
-                    postfix.update(rank_corr=f"{rank_correlation():.4g}",
-                                   rank_target=f"{target_rank_correlation:.4g}")
-                if postfix:
-                    bar.set_postfix(postfix, refresh=False)
-                stopped_by = reached()
-                if stopped_by is not None:
-                    break
-    except BaseException:
-        if checkpoint is not None:  # keep every batch merged before the interruption
-            checkpoint.save(*snapshot, force=True)
-        raise
-    finally:
-        if hasattr(results, "close"):
-            with warnings.catch_warnings():  # joblib warns about the batches discarded past a stop
-                warnings.simplefilter("ignore", UserWarning)
-                results.close()  # stops joblib from dispatching batches past the stopping point
+    def jobs():
+        for b, size in enumerate(_batch_sizes(n_units, batch_size)):
+            planned = () if plan is None else (plan(b, size),)  # every batch's, in order: plans may carry state
+            if b >= first:
+                yield b, size, planned
+
+    # this thread holds the pin from before any worker starts, over the merges and stopping rules too: the
+    # threading backend's batches rely on it, as OpenBLAS (pthreads) ignores a limit set in a worker thread
+    with pinned_threads():
+        if stopped_by is None and n_jobs in (None, 1):  # drawn inside the pin below
+            results = (sample_batch(batch_rng(entropy, b), size, *planned) for b, size, planned in jobs())
+        elif stopped_by is None:
+            from joblib import Parallel, delayed
+
+            # one batch per task (batches are large already) and a short queue: little work is
+            # wasted past a precision stop; each worker pins its own threads
+            results = Parallel(n_jobs=n_jobs, return_as="generator", batch_size=1, pre_dispatch="2*n_jobs")(
+                delayed(Pinned(sample_batch))(batch_rng(entropy, b), size, *planned) for b, size, planned in jobs())
+        else:
+            results = iter(())
+        try:
+            with bar:
+                for batch, (samples, evaluations) in enumerate(results, start=first):
+                    if isinstance(samples, MeanState):
+                        state.merge(samples)
+                    else:
+                        state.add_batch(samples)
+                    n_evaluations += evaluations
+                    snapshot = (state.mean.copy(), state.m2.copy(), state.count, n_evaluations, batch + 1)
+                    if checkpoint is not None:
+                        checkpoint.save(*snapshot)
+                    bar.total = expected_total()
+                    bar.update(state.count - bar.n)
+                    postfix = {}
+                    if target_stderr is not None:
+                        postfix.update(stderr=f"{precision():.3g}", target=f"{target_stderr:.3g}")
+                    if target_rank_correlation is not None and not bar.disable:
+                        postfix.update(rank_corr=f"{rank_correlation():.4g}",
+                                       rank_target=f"{target_rank_correlation:.4g}")
+                    if postfix:
+                        bar.set_postfix(postfix, refresh=False)
+                    stopped_by = reached()
+                    if stopped_by is not None:
+                        break
+        except BaseException:
+            if checkpoint is not None:  # keep every batch merged before the interruption
+                checkpoint.save(*snapshot, force=True)
+            raise
+        finally:
+            if hasattr(results, "close"):
+                with warnings.catch_warnings():  # joblib warns about the batches discarded past a stop
+                    warnings.simplefilter("ignore", UserWarning)
+                    results.close()  # stops joblib from dispatching batches past the stopping point
     if checkpoint is not None:
         checkpoint.save(*snapshot, force=True)
     return SamplingOutcome(state, n_evaluations, stopped_by or "budget", resumed)

@@ -71,6 +71,22 @@ def draw_small_sides(rng: np.random.Generator, k: np.ndarray, n_drawn: int, *,
     return SmallSides(masks, flip, indptr, vals, dense)
 
 
+def small_sides_of(masks: np.ndarray) -> SmallSides:
+    """The :class:`SmallSides` of given subsets (the rows of ``masks``), every member listed.
+
+    For subsets drawn elsewhere (e.g. along a stratum's order,
+    :mod:`shapley_research._without_replacement`): the same convention as
+    :func:`draw_small_sides` (a row is flipped where its size exceeds half
+    the players), no dense row, members in increasing order.
+    """
+    masks = np.ascontiguousarray(masks, dtype=bool)
+    flip = masks.sum(axis=1) > masks.shape[1] // 2
+    side = masks ^ flip[:, None]
+    indptr = np.zeros(masks.shape[0] + 1, dtype=np.int64)
+    np.cumsum(side.sum(axis=1), out=indptr[1:])
+    return SmallSides(masks, flip, indptr, np.nonzero(side)[1].astype(np.int32), np.zeros(masks.shape[0], dtype=bool))
+
+
 def random_subsets(rng: np.random.Generator, k: np.ndarray, n_drawn: int) -> np.ndarray:
     """Boolean ``(len(k), n_drawn)`` rows, row ``t`` a uniform subset of size ``k[t]``; rows are independent.
 

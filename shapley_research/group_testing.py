@@ -40,7 +40,8 @@ from ._sampling import (MeanState, default_batch_size, evaluate_anchors, evaluat
                         open_checkpoint, run_sampling, units_from_budget)
 from ._validation import (check_choice, check_float, check_game, check_int, check_n_jobs, check_solver,
                           check_target, check_target_rank_correlation)
-from ._subsets import SmallSides, draw_small_sides, random_subsets
+from ._subsets import SmallSides, draw_small_sides, random_subsets, small_sides_of
+from ._without_replacement import MAX_STRATUM, StratumPlan, draw_coalitions, size_rng, without_replacement_sizes
 from .permutation import documents_sampling_options
 from .result import ValuationResult, register_finalizer
 
@@ -176,6 +177,21 @@ def group_testing_shapley(game, budget, seed=None, *, variant: str = "improved",
                           checkpoint_interval: float = 60.0) -> ValuationResult:
     r"""Shapley values by group testing.
 
+    *Small games without replacement.* When every size's stratum holds at
+    most :data:`~shapley_research._without_replacement.MAX_STRATUM`
+    coalitions of the ``P`` players (``P <= 22``), the tests of each size are
+    read along seeded random orders of that size's coalitions
+    (:mod:`~shapley_research._without_replacement`; the sizes are still
+    i.i.d. from :math:`q`, so every test keeps its law and the estimate stays
+    unbiased). On the test games this cut the median relative error by
+    15-30 % (improved) and 35-55 % (paper) at ``N = 7`` to 10. The standard
+    error stays that of i.i.d. tests, an upper bound (the state keeps no
+    per-size moments to correct it). Larger games keep sampling with
+    replacement: only their sizes near 1 and ``P - 1`` would qualify, which
+    measured no gain at ``N = 30`` and would cost the sampler a pass over
+    ``N`` per such test. Unlike Stratified SVARM, no size is skipped once
+    complete: the mean over all tests needs the sizes from :math:`q`.
+
     Parameters
     ----------
     game : game
@@ -215,8 +231,9 @@ def group_testing_shapley(game, budget, seed=None, *, variant: str = "improved",
     -------
     ValuationResult
         ``stderr`` is the standard error of each value (for ``"paper"``, of
-        the closed-form recovery); runs with different seeds combine with
-        :func:`~shapley_research.merge_results`.
+        the closed-form recovery); ``info["without_replacement"]`` lists the
+        sizes drawn without replacement; runs with different seeds combine
+        with :func:`~shapley_research.merge_results`.
     """
     start = time.perf_counter()
     variant = check_choice(variant, "variant", {"improved", "paper"})
@@ -237,26 +254,41 @@ def group_testing_shapley(game, budget, seed=None, *, variant: str = "improved",
     if epsilon is not None:
         epsilon = check_float(epsilon, "epsilon", minimum=0.0)
     options = {"variant": variant, "centering": centering}
-    entropy, ckpt = open_checkpoint(checkpoint, seed, dim=n, interval=checkpoint_interval, fingerprint={
-        "method": f"group_testing[{variant}]", "n_players": n, "batch_size": batch_size,
-        "empty_utility": empty_utility, **options})
+    n_drawn = n + 1 if variant == "improved" else n
+    levels, probabilities, z = group_testing_size_distribution(n_drawn)
+    # without replacement only where every size is a small stratum: see the docstring
+    exhaustive = without_replacement_sizes(n_drawn, levels)
+    exhaustive = exhaustive if len(exhaustive) == levels.size else []
+    fingerprint = {"method": f"group_testing[{variant}]", "n_players": n, "batch_size": batch_size,
+                   "empty_utility": empty_utility, **options}
+    if exhaustive:  # files of runs with replacement (N > 22) stay valid
+        fingerprint["without_replacement"] = MAX_STRATUM
+    entropy, ckpt = open_checkpoint(checkpoint, seed, dim=n, interval=checkpoint_interval, fingerprint=fingerprint)
     if enumeration_affordable(n, budget, empty_utility):
         return enumerated_result(game, method=f"group_testing[{variant}]", seed=entropy, empty_utility=empty_utility,
                                  start=start, info={"options": options, **options})
     anchors = evaluate_anchors(game, empty_utility, checkpoint=ckpt)
-    n_drawn = n + 1 if variant == "improved" else n
-    _, probabilities, z = group_testing_size_distribution(n_drawn)
     slope = (anchors.full - anchors.empty) / n_drawn
+    plan = StratumPlan(n_drawn, levels, exhaustive) if exhaustive else None
 
-    def sample_batch(rng: np.random.Generator, size: int):
-        k = _draw_sizes(rng, size, probabilities)
+    def plan_batch(batch: int, size: int):  # in this process, in batch order: where each stratum's order is
+        k = _draw_sizes(size_rng(entropy, batch), size, probabilities)
+        return k, plan.offsets(k)
+
+    def sample_batch(rng: np.random.Generator, size: int, planned=None):
+        if planned is None:
+            k, tests = _draw_sizes(rng, size, probabilities), None
+        else:  # the tests along their strata's orders, over the P players (the null player last)
+            k, offsets = planned
+            tests = draw_coalitions(rng, k, offsets, n_drawn, entropy)
         if variant == "improved":  # the null player is in a uniform k-subset of N + 1 w.p. k / (N + 1),
-            null = rng.integers(0, n_drawn, size) < k  # the rest is a uniform subset of the N players
+            # the rest is a uniform subset of the N players
+            null = rng.integers(0, n_drawn, size) < k if tests is None else tests[:, n]
             in_game = k - null
         else:
             null, in_game = None, k
         drawn = np.flatnonzero((in_game > 0) & (in_game < n))  # U(empty), U(D): the anchors
-        sides = draw_small_sides(rng, in_game[drawn], n)
+        sides = draw_small_sides(rng, in_game[drawn], n) if tests is None else small_sides_of(tests[drawn, :n])
         u = np.where(in_game == 0, anchors.empty, anchors.full)
         evaluations = 0
         if drawn.size:
@@ -277,10 +309,11 @@ def group_testing_shapley(game, budget, seed=None, *, variant: str = "improved",
                            n_jobs=n_jobs, progress=progress, desc=f"group testing ({variant})", unit="test",
                            checkpoint=ckpt, target_stderr=target_stderr,
                            target_rank_correlation=target_rank_correlation,
-                           estimates_of=lambda s: (values_of(s), s.stderr))
+                           estimates_of=lambda s: (values_of(s), s.stderr),
+                           plan=None if plan is None else plan_batch)
     info = {"options": options, **options, "Z": z, "empty_utility": anchors.empty,
             "full_utility": anchors.full, "batch_size": batch_size, "recovery": recovery,
-            "epsilon": epsilon, "solver": solver, **outcome.summary()}
+            "epsilon": epsilon, "solver": solver, "without_replacement": exhaustive, **outcome.summary()}
     values, stderr, updates = _finalize(outcome.state, info)
     return ValuationResult(values=values, n_evaluations=outcome.n_evaluations + anchors.n_evaluations,
                            method=f"group_testing[{variant}]", seed=entropy,

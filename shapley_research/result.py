@@ -13,6 +13,9 @@ __all__ = ["ValuationResult", "merge_results"]
 # sampling estimators: the one code path that turns sample statistics into values.
 _FINALIZERS: dict[str, Callable] = {}
 
+# info entries that merge_results sums over the runs (arrays of one shape), for their finalizers
+SUMMED_INFO = ("pass_remainders",)
+
 
 def register_finalizer(*methods: str):
     def register(function):
@@ -109,9 +112,11 @@ def merge_results(*results: ValuationResult) -> ValuationResult:
     The runs' sample statistics are merged exactly (Chan et al.'s update of
     count, mean and sum of squared deviations), so the merged values and
     standard errors are those of a single run over the union of their samples:
-    more samples, smaller error. The values are then computed from the merged
-    statistics by the estimator's own final step (e.g. the feasibility
-    recovery of ``group_testing[paper]``).
+    more samples, smaller error (strata drawn without replacement keep each
+    run's finite-population term, summed from ``info["pass_remainders"]``:
+    the runs' draws are independent, not one sequence). The values are then
+    computed from the merged statistics by the estimator's own final step
+    (e.g. the feasibility recovery of ``group_testing[paper]``).
 
     Parameters
     ----------
@@ -163,9 +168,17 @@ def merge_results(*results: ValuationResult) -> ValuationResult:
     per_run = ("stopped_by", "resumed_samples", "batch_size")
     info = {**{k: v for k, v in first.info.items() if k not in per_run}, "seeds": seeds}
     # how the samples were drawn may differ between runs that estimate the same strata (SVARM's allocation)
-    for key in ("allocation", "pilot", "size_probabilities"):
+    for key in ("allocation", "pilot", "size_probabilities", "without_replacement"):
         if any(r.info.get(key) != first.info.get(key) for r in results[1:]):
             info[key] = [r.info.get(key) for r in results]
+    # per-run terms of the variance that the merged state cannot give (SVARM's strata drawn without
+    # replacement): additive over independent runs, kept only where every run drew the same way
+    for key in SUMMED_INFO:
+        parts = [r.info.get(key) for r in results]
+        info.pop(key, None)
+        same = all(r.info.get("without_replacement") == first.info.get("without_replacement") for r in results)
+        if same and all(p is not None and np.shape(p) == np.shape(parts[0]) for p in parts):
+            info[key] = np.sum([np.asarray(p, dtype=float) for p in parts], axis=0)
     values, stderr, updates = finalize(state, info)
     info.update(updates)
     return ValuationResult(values=values, n_evaluations=sum(r.n_evaluations for r in results),

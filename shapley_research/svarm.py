@@ -21,6 +21,7 @@ ML games is between sizes).
 from __future__ import annotations
 
 import time
+from math import comb
 
 import numpy as np
 
@@ -28,6 +29,8 @@ from ._small_games import enumerated_result, enumeration_affordable
 from ._sampling import (MeanState, Pinned, aux_rng, default_batch_size, evaluate_anchors, open_checkpoint,
                         pinned_threads, run_sampling, units_from_budget)
 from ._subsets import random_subsets
+from ._without_replacement import (MAX_STRATUM, PILOT_PHASE, StratumPlan, draw_coalitions, size_rng,
+                                   pass_remainder, without_replacement_sizes)
 from ._validation import (check_choice, check_float, check_game, check_int, check_n_jobs, check_target,
                           check_target_rank_correlation, check_utilities)
 from .permutation import documents_sampling_options
@@ -229,8 +232,13 @@ def _evaluate_batch(game, masks: np.ndarray) -> np.ndarray:
 
 
 def _pilot(game, n: int, n_pilot: int, entropy: int, reference: float, batch_size: int, checkpoint,
-           n_jobs: int | None = None, progress: bool | None = None) -> MeanState:
+           n_jobs: int | None = None, progress: bool | None = None, plan: StratumPlan | None = None) -> MeanState:
     """Statistics of the pilot coalitions (default allocation, stream ``aux_rng(entropy, PILOT_STREAM)``).
+
+    With a ``plan`` (strata drawn without replacement), batch ``j``'s sizes
+    and offsets come from it and ``size_rng(entropy, j, PILOT_PHASE)``: the
+    pilot takes the first draws of every stratum's order and the sampling
+    batches continue them.
 
     The coalitions are drawn in order from that one stream, then evaluated in
     batches, in parallel with ``n_jobs`` (joblib), which changes no value; all
@@ -244,9 +252,14 @@ def _pilot(game, n: int, n_pilot: int, entropy: int, reference: float, batch_siz
     rng = aux_rng(entropy, PILOT_STREAM)
     probabilities, levels = svarm_size_probabilities(n), np.arange(2, n - 1)
     draws = []
-    for start in range(0, n_pilot, batch_size):
-        sizes = rng.choice(levels, size=min(batch_size, n_pilot - start), p=probabilities)
-        draws.append((sizes, random_subsets(rng, sizes, n)))
+    for j, start in enumerate(range(0, n_pilot, batch_size)):
+        if plan is None:
+            sizes = rng.choice(levels, size=min(batch_size, n_pilot - start), p=probabilities)
+            draws.append((sizes, random_subsets(rng, sizes, n)))
+        else:
+            sizes, offsets = plan.draw(size_rng(entropy, j, PILOT_PHASE), min(batch_size, n_pilot - start),
+                                       probabilities)
+            draws.append((sizes, draw_coalitions(rng, sizes, offsets, n, entropy)))
     if saved is not None:
         ends = np.cumsum([sizes.size for sizes, _ in draws])
         utilities = np.split(np.asarray(saved, dtype=float), ends[:-1])
@@ -302,7 +315,8 @@ def _finalize(state, info):
     values = np.zeros(n)
     variance = np.zeros(n)
     empty_strata = 0
-    for sign, (means, variances, counts) in ((1.0, plus), (-1.0, minus)):
+    remainders = _pass_remainders(state, info, n)
+    for sign, (means, variances, counts), fed in ((1.0, plus, -1), (-1.0, minus, 0)):
         filled = counts > 0
         empty_strata += int((~filled).sum())
         values += sign * _nearest_filled(means, filled).sum(axis=1)
@@ -311,8 +325,43 @@ def _finalize(state, info):
         if np.isfinite(pooled).any():  # sizes without any stratum of two samples: the largest pooled variance
             pooled = np.where(np.isnan(pooled), np.nanmax(pooled), pooled)
         stratum_var = np.where(np.isnan(variances), pooled[None, :], variances)
-        variance += np.where(sampled, stratum_var / np.maximum(counts, 1.0), 0.0).sum(axis=1)
-    return values / n, np.sqrt(variance) / n, {"empty_strata": empty_strata}
+        factor = 1.0 / np.maximum(counts, 1.0)  # Var(stratum mean) / S^2 with replacement (1 if empty)
+        if remainders is not None:  # without replacement: the remainder of the current pass, over m^2
+            levels = np.asarray(info["without_replacement"]) + fed
+            m = counts[:, levels]
+            factor[:, levels] = np.where(m > 0, remainders[fed + 1] / np.maximum(m, 1.0) ** 2, factor[:, levels])
+        variance += np.where(sampled, stratum_var * factor, 0.0).sum(axis=1)
+    updates = {"empty_strata": empty_strata}
+    if remainders is not None:
+        updates["pass_remainders"] = remainders
+    return values / n, np.sqrt(variance) / n, updates
+
+
+def _pass_remainders(state: MeanState, info: dict, n: int) -> np.ndarray | None:
+    r"""``(2, N, K)``: :func:`pass_remainder` of :math:`\phi^+_{i,k-1}` and :math:`\phi^-_{i,k}` per player.
+
+    One column per size ``k`` of ``info["without_replacement"]`` (``None``
+    without any). :math:`\phi^\pm_{i,\ell}` averages the
+    :math:`M = \binom{N-1}{\ell}` subsets of size :math:`\ell` of the other
+    players, a size-``k`` stratum's draws containing ``i`` (``+``) or not
+    (``-``); a complete pass over the stratum holds each of them once. Runs
+    merged by :func:`~shapley_research.merge_results` drew their orders
+    independently: the merged count is the sum of theirs, so the variance of
+    the pooled mean is the sum of their remainders over the squared count
+    (``merge_results`` sums them into ``info["pass_remainders"]``; runs
+    without them merge with the :math:`1/m` of sampling with replacement,
+    which overstates it).
+    """
+    sizes = info.get("without_replacement") or []
+    if not sizes or n < 4:
+        return None
+    if len(info.get("seeds") or ()) > 1:
+        return info.get("pass_remainders")
+    (c_in, _, _), (c_out, _, _) = _stratum_statistics(state, n)
+    k = np.asarray(sizes)
+    passes = np.rint(_size_sums(state.mean * state.count, n)[0])[k] // [comb(n, j) for j in sizes]
+    return np.stack([pass_remainder(c_in[:, k], passes, [comb(n - 1, j - 1) for j in sizes]),
+                     pass_remainder(c_out[:, k], passes, [comb(n - 1, j) for j in sizes])])
 
 
 @documents_sampling_options
@@ -341,6 +390,20 @@ def stratified_svarm_shapley(game, budget, seed=None, *, batch_size: int | None 
     The value is the mean over sizes of the stratum differences. Each stratum
     mean is a ratio estimate (unbiased given that the stratum was sampled); an
     unsampled stratum borrows the nearest sampled size of the same player.
+
+    *Small strata without replacement.* A size of at most
+    :data:`~shapley_research._without_replacement.MAX_STRATUM` (:math:`2^{20}`)
+    coalitions (every size up to ``N = 22``, beyond that the sizes near 2
+    and ``N - 2``) is read along seeded random orders of its coalitions
+    (:mod:`~shapley_research._without_replacement`), and a size that has given
+    every coalition once is skipped, its strata exact, until all the others
+    have too (sizes drawn from the allocation renormalised over the rest).
+    Stratum means stay unbiased and their variances take the
+    finite-population correction; the draws stay the same for any ``n_jobs``
+    and after a resume. Median relative :math:`\ell_2` error over 20 seeds
+    on the airport, glove and unanimity games of ``tests/games.py``, with
+    replacement then without: 0.042-0.053 then 0.0024-0.0045 at ``N = 10``
+    and 1,000 evaluations, 0.10-0.13 then 0.041-0.047 at ``N = 7`` and 100.
     It pays off on games whose marginal contributions are concentrated on
     some coalition sizes (e.g. the airport game); on the KNN benchmark of
     ``benchmarks/pydvl_comparison.py`` the default allocation is no better
@@ -411,8 +474,11 @@ def stratified_svarm_shapley(game, budget, seed=None, *, batch_size: int | None 
         counts the strata that had no sample; ``info["allocation"]`` is the
         allocation, and with ``"neyman"`` ``info["pilot"]`` the pilot
         coalitions and ``info["size_probabilities"]`` those of sizes
-        ``2..N-2`` after it (``n_samples`` counts the pilot). Runs with
-        different seeds combine with :func:`~shapley_research.merge_results`.
+        ``2..N-2`` after it (``n_samples`` counts the pilot);
+        ``info["without_replacement"]`` lists the sizes drawn without
+        replacement, and ``info["pass_remainders"]`` their strata's terms of
+        the variance. Runs with different seeds combine with
+        :func:`~shapley_research.merge_results`.
     """
     start = time.perf_counter()
     n = check_game(game)
@@ -446,6 +512,10 @@ def stratified_svarm_shapley(game, budget, seed=None, *, batch_size: int | None 
     n_pilot = 0 if allocation == "svarm" or n < 4 else pilot if n_units is None else min(pilot, n_units)
     fingerprint = {"method": "stratified_svarm", "n_players": n, "batch_size": batch_size,
                    "empty_utility": empty_utility}
+    levels = np.arange(2, n - 1)
+    exhaustive = without_replacement_sizes(n, levels)  # the strata read along random orders
+    if exhaustive:  # files of runs with replacement throughout (large N) stay valid
+        fingerprint["without_replacement"] = MAX_STRATUM
     if allocation != "svarm":  # the default's files stay those written before allocations existed
         fingerprint.update(allocation=allocation, pilot=n_pilot)
     entropy, ckpt = open_checkpoint(checkpoint, seed, dim=dim, interval=checkpoint_interval,
@@ -458,11 +528,11 @@ def stratified_svarm_shapley(game, budget, seed=None, *, batch_size: int | None 
     # utilities are stored centred, so that sums of squares keep their precision
     reference = 0.5 * (anchors.empty + anchors.full)
     probabilities = svarm_size_probabilities(n)
-    levels = np.arange(2, n - 1)
+    plan = StratumPlan(n, levels, exhaustive) if exhaustive else None
     head = None  # the pilot's statistics, merged before the sampled batches
     if n_pilot:
         with pinned_threads():  # its merges run in this process: the same threads as every batch
-            head = _pilot(game, n, n_pilot, entropy, reference, batch_size, ckpt, n_jobs, progress)
+            head = _pilot(game, n, n_pilot, entropy, reference, batch_size, ckpt, n_jobs, progress, plan)
             probabilities = neyman_size_probabilities(head, n)
         if n_units is not None:
             n_units -= n_pilot
@@ -474,15 +544,22 @@ def stratified_svarm_shapley(game, budget, seed=None, *, batch_size: int | None 
         both.merge(state)
         return both
 
-    def sample_batch(rng: np.random.Generator, size: int):
-        sizes = rng.choice(levels, size=size, p=probabilities)
-        masks = random_subsets(rng, sizes, n)
+    def plan_batch(batch: int, size: int):  # in this process, in batch order: the offsets follow the pilot's
+        return plan.draw(size_rng(entropy, batch), size, probabilities)
+
+    def sample_batch(rng: np.random.Generator, size: int, planned=None):
+        if planned is None:  # every stratum with replacement: sizes and coalitions from the batch's stream
+            sizes = rng.choice(levels, size=size, p=probabilities)
+            masks = random_subsets(rng, sizes, n)
+        else:
+            sizes, offsets = planned
+            masks = draw_coalitions(rng, sizes, offsets, n, entropy)
         return _batch_state(masks, sizes, _evaluate_batch(game, masks) - reference), size
 
     # the allocation is no option of the estimate (stratum means merge whatever the allocation)
     info = {"n_players": n, "options": {}, "batch_size": batch_size, "empty_utility": anchors.empty,
             "full_utility": anchors.full, "reference": reference, "singletons": singles,
-            "leave_one_out": leave, "allocation": allocation}
+            "leave_one_out": leave, "allocation": allocation, "without_replacement": exhaustive}
     if n_pilot:
         info.update(pilot=n_pilot, size_probabilities=probabilities.tolist())
 
@@ -490,7 +567,8 @@ def stratified_svarm_shapley(game, budget, seed=None, *, batch_size: int | None 
                            n_jobs=n_jobs, progress=progress, desc="stratified SVARM", unit="coalition",
                            checkpoint=ckpt, target_stderr=target_stderr,
                            target_rank_correlation=target_rank_correlation,
-                           estimates_of=lambda s: _finalize(with_pilot(s), info)[:2])
+                           estimates_of=lambda s: _finalize(with_pilot(s), info)[:2],
+                           plan=None if plan is None else plan_batch)
     info.update(outcome.summary())
     state = with_pilot(outcome.state)
     values, stderr, updates = _finalize(state, info)

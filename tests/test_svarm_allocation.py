@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import shapley_research as sr
+from shapley_research import _without_replacement
 from shapley_research._sampling import MeanState, aux_rng, batch_rng
 from shapley_research._subsets import random_subsets
 from shapley_research.svarm import PILOT_STREAM, neyman_size_probabilities, svarm_size_probabilities
@@ -105,8 +106,10 @@ class Recording(CountingGame):
         return super()._evaluate(masks)
 
 
-def test_default_is_the_papers_fixed_allocation():
+def test_default_is_the_papers_fixed_allocation(monkeypatch):
     # no pilot, every batch drawn from its own stream with svarm_size_probabilities, as before allocations
+    # (with replacement: the draws without it are tested in tests/test_without_replacement.py)
+    monkeypatch.setattr(_without_replacement, "MAX_STRATUM", 0)
     game = GAMES["unanimity"]
     n, p = game.n_players, svarm_size_probabilities(game.n_players)
     recording = Recording(game)
@@ -120,7 +123,8 @@ def test_default_is_the_papers_fixed_allocation():
     np.testing.assert_array_equal(same.values, result.values)
 
 
-def test_neyman_draws_a_pilot_then_its_recorded_probabilities():
+def test_neyman_draws_a_pilot_then_its_recorded_probabilities(monkeypatch):
+    monkeypatch.setattr(_without_replacement, "MAX_STRATUM", 0)  # as above
     game = GAMES["unanimity"]
     n = game.n_players
     recording = Recording(game)
