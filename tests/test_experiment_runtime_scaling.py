@@ -10,6 +10,7 @@ import pytest
 from shapley_research import (exact_shapley, group_testing_sample_size, largest_s_influence,
                               permutation_sample_size)
 from shapley_research.experiments import runtime_scaling as rs
+from shapley_research.experiments import runtime_scaling_large_n as rsl
 from shapley_research.influence import _Stratum
 
 
@@ -326,12 +327,30 @@ def test_quick_run_end_to_end(quick_run):
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["profile"] == "quick"
     claims = metrics["claims"]
-    assert len(claims) == 5
-    assert [entry["source"] for entry in claims] == ["paper"] * 3 + ["reproduction"] * 2
+    assert len(claims) == 8
+    assert [entry["source"] for entry in claims] == ["paper"] * 3 + ["reproduction"] * 2 + ["paper"] + \
+        ["reproduction"] * 2
     for entry in claims:
         assert {"claim", "statistic", "holds", "source", "criterion", "timing"} <= set(entry)
-        assert isinstance(entry["holds"], bool) and entry["timing"] is True
+        assert isinstance(entry["holds"], bool) and entry["timing"] is (entry in claims[:5])
         assert entry["statistic"]["value"] is not None and math.isfinite(entry["statistic"]["value"])
+    # the measured panel (public contract): every method on both games at the three quick N
+    records = metrics["measured_scaling"]
+    assert {r["method"] for r in records} == set(rsl.SCALING_METHODS)
+    for r in records:
+        assert {"method", "game", "n_players", "target_relative_error", "evaluations", "reached_fraction",
+                "seeds"} <= set(r)
+        assert r["seeds"] == 1 and r["reached_fraction"] in (0.0, 1.0)
+        assert (r["evaluations"] is None) == (r["reached_fraction"] == 0.0)
+    assert {(r["game"], r["n_players"]) for r in records if r["method"] == "permutation"} == \
+        {(g, n) for g in ("knn", "unanimity") for n in (40, 80, 160)}
+    assert all(r["evaluations"] is not None for r in records if r["method"] == "permutation")
+    exponents = metrics["scaling_exponents"]
+    assert set(exponents) == set(rsl.SCALING_METHODS)
+    assert all(isinstance(exponents["permutation"][g], float) for g in ("knn", "unanimity"))
+    assert metrics["scaling_exponent_basis"]["permutation"] == {"knn": "measured", "unanimity": "measured"}
+    for name in ("measured_scaling_runs.csv", "runtime_scaling_measured.png", "runtime_scaling_measured.pdf"):
+        assert (out / name).is_file(), name
     enumerated = metrics["all_s_enumerated_strata"]
     assert enumerated["n"] == 10 and enumerated["base_sets"] == 771
     assert f"{enumerated['rel_error_newton']:.2f}" in claims[4]["note"]

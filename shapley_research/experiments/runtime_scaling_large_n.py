@@ -234,14 +234,25 @@ def _rank(method: str) -> int:
     return SCALING_METHODS.index(method)
 
 
-def _seed_evaluations(trace: pd.DataFrame, target: float) -> tuple[float, float]:
-    """One seed: evaluations to ``target`` (inf if never) and the extrapolation from its last run."""
+DECAY_RATIO = 0.85  # an error still falling as 1/sqrt(B) shrinks by 1/sqrt(2) = 0.71 per doubling
+
+
+def _seed_evaluations(trace: pd.DataFrame, target: float) -> tuple[float, float | None]:
+    """One seed: evaluations to ``target`` (inf if never) and the extrapolation from its last run.
+
+    The extrapolation ``B (e / target)^2`` assumes the ``1/sqrt(B)`` decay of
+    an unbiased mean; it is None when the last doubling did not shrink the
+    error by at least :data:`DECAY_RATIO` (a biased estimator's plateau,
+    compressive sampling's for one) or when there is only one run.
+    """
     hit = trace[trace["relative_error"] <= target]
     if len(hit):
         first = float(hit["evaluations"].iloc[0])
         return first, first
-    last = trace.iloc[-1]
-    return np.inf, float(last["evaluations"] * (last["relative_error"] / target) ** 2)
+    errors = trace["relative_error"].to_numpy()
+    if len(errors) < 2 or errors[-1] > DECAY_RATIO * errors[-2]:
+        return np.inf, None
+    return np.inf, float(trace["evaluations"].iloc[-1] * (errors[-1] / target) ** 2)
 
 
 def summarise_scaling(runs: pd.DataFrame, targets) -> list[dict]:
@@ -251,7 +262,7 @@ def summarise_scaling(runs: pd.DataFrame, targets) -> list[dict]:
     reached counts as infinite; ``None`` if the median is), ``reached_fraction``
     the share of seeds that reached it, ``extrapolated_evaluations`` the
     median of measured counts and, for seeds that did not reach,
-    ``B_cap (e / target)^2``.
+    ``B_cap (e / target)^2`` (None if a seed's error had stopped falling).
     """
     records = []
     for (method, game, n), part in runs.groupby(["method", "game", "n_players"], sort=False):
@@ -259,12 +270,14 @@ def summarise_scaling(runs: pd.DataFrame, targets) -> list[dict]:
             per_seed = [_seed_evaluations(trace, target) for _, trace in part.groupby("seed")]
             measured = np.array([m for m, _ in per_seed])
             median = float(np.median(measured))
+            extrapolated = [e for _, e in per_seed]
             records.append({
                 "method": method, "game": game, "n_players": int(n), "target_relative_error": float(target),
                 "evaluations": None if not np.isfinite(median) else int(round(median)),
                 "reached_fraction": float(np.isfinite(measured).mean()), "seeds": len(per_seed),
                 "cap_evaluations": int(part["cap_evaluations"].iloc[0]),
-                "extrapolated_evaluations": int(round(float(np.median([e for _, e in per_seed])))),
+                "extrapolated_evaluations": (None if None in extrapolated
+                                             else int(round(float(np.median(extrapolated))))),
             })
     return sorted(records, key=lambda r: (_rank(r["method"]), r["game"], -r["target_relative_error"],
                                           r["n_players"]))
@@ -329,6 +342,9 @@ def theorem_exponents(ns, epsilon: float, delta: float, utility_range: float) ->
 def learner_seconds(records, fit_cost) -> pd.DataFrame:
     """Measured counts times the paper learner's measured cost per evaluation (CPU seconds).
 
+    Where the median did not reach the target, the extrapolated count is used
+    instead (``basis`` says which).
+
     The cost of one evaluation is the learner's training cost averaged over
     the coalition sizes the method evaluates: all prefix sizes for the
     permutation-based methods, the size distribution of each group-testing
@@ -345,8 +361,12 @@ def learner_seconds(records, fit_cost) -> pd.DataFrame:
             return group_testing_expected_cost(n, fit_cost, method.rsplit("_", 1)[1])
         return float(svarm_size_probabilities(n) @ fit_cost(np.arange(2, n - 1, dtype=float)))
 
-    rows = [{**r, "cpu_seconds": r["evaluations"] * per_evaluation(r["method"], r["n_players"])}
-            for r in records if r["evaluations"] is not None]
+    rows = []
+    for r in records:
+        count, basis = ((r["evaluations"], "measured") if r["evaluations"] is not None
+                        else (r.get("extrapolated_evaluations"), "extrapolated"))
+        if count is not None:
+            rows.append({**r, "basis": basis, "cpu_seconds": count * per_evaluation(r["method"], r["n_players"])})
     return pd.DataFrame(rows)
 
 
@@ -493,10 +513,11 @@ def plot_measured_scaling(records, learner_view: pd.DataFrame, theory: pd.DataFr
     """Evaluations to target against N per game, and the paper learner's time: bound beside behaviour.
 
     Filled markers: the median reached the target (solid line: the smaller
-    target, dashed: the larger); hollow markers at the cap: not reached. The
-    last panel repeats panel (b)'s theorem counts times measured cost (lines)
-    beside the measured counts at the smaller target times the same cost
-    (markers: filled KNN, hollow unanimity).
+    target, dashed: the larger); hollow markers on a dotted line: not reached
+    within the cap, drawn at the extrapolated count. The last panel repeats
+    panel (b)'s theorem counts times measured cost (lines) beside the counts
+    at the smaller target times the same cost (filled: measured, hollow:
+    extrapolated; large markers KNN, small unanimity).
     """
     import matplotlib.pyplot as plt
 
@@ -512,7 +533,8 @@ def plot_measured_scaling(records, learner_view: pd.DataFrame, theory: pd.DataFr
                 part = sorted((r for r in rows if r["method"] == method and r["target_relative_error"] == target),
                               key=lambda r: r["n_players"])
                 hit = [(r["n_players"], r["evaluations"]) for r in part if r["evaluations"] is not None]
-                miss = [(r["n_players"], r["cap_evaluations"]) for r in part if r["evaluations"] is None]
+                miss = [(r["n_players"], r["extrapolated_evaluations"]) for r in part
+                        if r["evaluations"] is None and r.get("extrapolated_evaluations") is not None]
                 slope = exponents.get(method, {}).get(game)
                 extrapolated = (basis or {}).get(method, {}).get(game) == "extrapolated"
                 label = (f"{LABELS[method]}" + (f" (slope {slope:.2f}{', extrapolated' if extrapolated else ''})"
@@ -522,16 +544,17 @@ def plot_measured_scaling(records, learner_view: pd.DataFrame, theory: pd.DataFr
                             alpha=1 if line == "-" else 0.5, label=label)
                     label = None
                 if miss and target == small:
-                    ax.plot(*zip(*miss), linestyle="none", marker=marker, ms=8, markerfacecolor="none",
-                            markeredgecolor=color, label=label or None)
+                    ax.plot(*zip(*miss), ":", color=color, marker=marker, ms=8, markerfacecolor="none",
+                            markeredgecolor=color, lw=0.9, label=label or None)
         base = [r for r in rows if r["method"] == "permutation" and r["target_relative_error"] == small
                 and r["evaluations"] is not None]
         if base:
             _guides(ax, base[0]["n_players"], base[0]["evaluations"], ns)
         ax.set(xscale="log", yscale="log", xlabel="number of players N",
                ylabel="utility evaluations to the target (median over seeds)",
-               title=f"({'de'[games.index(game)]}) {game} game: evaluations to relative l2 error {small:g} "
-                     f"(solid)\nand {large:g} (dashed); hollow: not reached within the cap (drawn at the cap)")
+               title=f"({'de'[games.index(game)]}) {game} game: evaluations to relative l2 error {small:g} (solid)"
+                     + (f", {large:g} (dashed)" if large != small else "")
+                     + "\nhollow, dotted: not reached within the cap, extrapolated as $B (e/target)^2$")
         ax.legend(fontsize=7, loc="upper left")
     ax = axes[-1]
     for method in ("permutation", "group_testing_paper", "group_testing_improved"):
@@ -539,15 +562,17 @@ def plot_measured_scaling(records, learner_view: pd.DataFrame, theory: pd.DataFr
         part = theory[theory["method"] == method].sort_values("n")
         if len(part):
             ax.plot(part["n"], part["seconds"], "-", color=color, lw=1.2, label=f"{LABELS[method]}: theorem count")
-        for game, fill in (("knn", color), ("unanimity", "none")):
+        for game, size in (("knn", 8), ("unanimity", 5)):
             pts = learner_view[(learner_view["method"] == method) & (learner_view["game"] == game)
                                & (learner_view["target_relative_error"] == small)] if len(learner_view) else []
-            if len(pts):
-                ax.plot(pts["n_players"], pts["cpu_seconds"], linestyle="none", marker=marker, ms=7,
-                        markerfacecolor=fill, markeredgecolor=color, label=f"{LABELS[method]}: measured, {game}")
+            for basis, fill in (("measured", color), ("extrapolated", "none")):
+                part = pts[pts["basis"] == basis] if len(pts) else pts
+                if len(part):
+                    ax.plot(part["n_players"], part["cpu_seconds"], linestyle="none", marker=marker, ms=size,
+                            markerfacecolor=fill, markeredgecolor=color, label=f"{LABELS[method]}: {game}, {basis}")
     ax.set(xscale="log", yscale="log", xlabel="number of data points N", ylabel="CPU seconds of the paper's learner",
            title="(f) bound beside behaviour: theorem counts (lines, panel b) and measured\n"
-                 f"evaluations to {small:g} (markers) times the measured cost of one evaluation")
+                 f"evaluations to {small:g} (markers; large: knn, small: unanimity) times one evaluation's cost")
     ax.legend(fontsize=7, loc="upper left")
     fig.tight_layout()
     return fig
