@@ -31,13 +31,13 @@ __all__ = [
     "UniformDivisionGuarantee", "UnanimitySumGame", "random_unanimity_sum",
 ]
 
-# --- ML utilities (issue 3): utility.py, learners.py ---
+# --- ML utilities (issue 3): utility.py, learners/ ---
 from .learners import LogisticRegressionUtility, RidgeUtility  # noqa: E402
 from .utility import ConstantPredictor, ModelUtility  # noqa: E402
 
 __all__ += ["ModelUtility", "ConstantPredictor", "LogisticRegressionUtility", "RidgeUtility"]
 
-# --- influence heuristics (issue 3): influence.py ---
+# --- influence heuristics (issue 3): influence/ ---
 from .influence import (LogisticObjective, all_s_influence, largest_s_influence,  # noqa: E402
                         largest_s_influence_general, neyman_allocation)
 

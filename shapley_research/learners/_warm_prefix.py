@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .learners import NEG_LOGIT, _data_hessian, _fix_null_directions
+from ._softmax import NEG_LOGIT, _data_hessian, _fix_null_directions
 
 __all__ = ["exact_prefix_utilities"]
 

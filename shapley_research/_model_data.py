@@ -1,0 +1,273 @@
+"""Data checks, metrics and the degenerate-coalition convention shared by every model utility.
+
+Holds what :class:`~shapley_research.utility.ModelUtility` and the batched
+learners of :mod:`shapley_research.learners` both need: validation of the
+train/test split, of the metric and of the degenerate-coalition options;
+:class:`TargetInfo` (targets prepared once for scoring); the metric helpers;
+:class:`ConstantPredictor` and the utilities of degenerate coalitions. The
+conventions are documented in :mod:`shapley_research.utility`. It sits below
+both so that imports point one way: ``utility -> learners -> _model_data``.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+from sklearn.base import BaseEstimator
+
+from ._validation import (check_choice, check_class_labels, check_features, check_float, check_int,
+                          check_label_kinds, check_target_vector)
+
+CLASSIFICATION_METRICS = ("accuracy", "neg_log_loss")
+REGRESSION_METRICS = ("neg_mean_squared_error", "neg_mean_absolute_error", "r2")
+_METRIC_ALIASES = {"neg_mse": "neg_mean_squared_error", "neg_mae": "neg_mean_absolute_error"}
+DEGENERATE_MODES = ("constant", "default", "raise")
+LOG_EPS = float(np.log(np.finfo(float).eps))  # sklearn's log_loss clips probabilities at eps
+LOG_ONE_MINUS_EPS = float(np.log1p(-np.finfo(float).eps))
+
+
+# --------------------------------------------------------------------------------------------
+# Validation of the data set, the metric and the degenerate-coalition options
+# --------------------------------------------------------------------------------------------
+
+def _check_targets(y, name: str, n_samples: int, X_name: str, task: str) -> np.ndarray:
+    y = check_target_vector(y, name, n_samples, X_name, noun="targets")
+    if task == "regression":
+        if y.dtype.kind in "cUS":
+            raise TypeError(f"{name} must be real numbers for a regression metric, got dtype {y.dtype}.")
+        try:
+            y = y.astype(float)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"{name} must be numeric for a regression metric.") from exc
+        if not np.isfinite(y).all():
+            raise ValueError(f"{name} contains NaN or infinite values.")
+        return y
+    return check_class_labels(y, name)
+
+
+def check_dataset(X_train, y_train, X_test, y_test, task: str):
+    """Validate a train/test split; return float features and 1-D targets."""
+    X_train = check_features(X_train, "X_train")
+    X_test = check_features(X_test, "X_test")
+    if X_train.shape[1] != X_test.shape[1]:
+        raise ValueError(f"X_train has {X_train.shape[1]} features but X_test has {X_test.shape[1]}.")
+    y_train = _check_targets(y_train, "y_train", X_train.shape[0], "X_train", task)
+    y_test = _check_targets(y_test, "y_test", X_test.shape[0], "X_test", task)
+    if task == "classification":
+        check_label_kinds(y_train, y_test)
+    return X_train, y_train, X_test, y_test
+
+
+def resolve_metric(metric) -> tuple[str | Callable, str | None]:
+    """Return ``(metric, task)``; ``task`` is None for a callable scorer."""
+    if callable(metric) and not isinstance(metric, str):
+        return metric, None
+    if not isinstance(metric, str):
+        raise TypeError(f"metric must be a string or a callable scorer(model, X, y), got {metric!r}.")
+    name = _METRIC_ALIASES.get(metric, metric)
+    if name in CLASSIFICATION_METRICS:
+        return name, "classification"
+    if name in REGRESSION_METRICS:
+        return name, "regression"
+    known = sorted(CLASSIFICATION_METRICS + REGRESSION_METRICS + tuple(_METRIC_ALIASES))
+    raise ValueError(f"metric must be one of {known} or a callable scorer(model, X_test, y_test); "
+                     f"got {metric!r}.")
+
+
+def check_degenerate_options(degenerate, default_utility, min_samples):
+    """Validate ``degenerate``, ``default_utility`` and ``min_samples``."""
+    check_choice(degenerate, "degenerate", DEGENERATE_MODES)
+    if degenerate == "default":
+        if default_utility is None:
+            raise ValueError("degenerate='default' needs a number as default_utility.")
+        default_utility = check_float(default_utility, "default_utility")
+    elif default_utility is not None:
+        raise ValueError(f"default_utility={default_utility!r} is only used with degenerate='default' "
+                         f"(got degenerate={degenerate!r}).")
+    return degenerate, default_utility, check_int(min_samples, "min_samples", minimum=1)
+
+
+# --------------------------------------------------------------------------------------------
+# Targets, metrics and the constant model of degenerate coalitions
+# --------------------------------------------------------------------------------------------
+
+class TargetInfo:
+    """Everything about the targets that scoring needs, computed once.
+
+    Classification: ``classes`` (sorted training labels), ``y_train_index``,
+    ``y_test_index`` (``-1`` for a test label absent from training),
+    ``train_onehot`` (N, K), ``prior`` and ``test_fraction`` per class.
+    Regression: ``y_train``, ``y_test``, ``ss_tot``.
+    """
+
+    def __init__(self, y_train: np.ndarray, y_test: np.ndarray, task: str):
+        self.task = task
+        self.y_train, self.y_test = y_train, y_test
+        if task == "classification":
+            self.classes = np.unique(y_train)
+            self.y_train_index = np.searchsorted(self.classes, y_train)
+            position = np.clip(np.searchsorted(self.classes, y_test), 0, len(self.classes) - 1)
+            self.y_test_index = np.where(self.classes[position] == y_test, position, -1)
+            k = len(self.classes)
+            self.train_onehot = np.zeros((len(y_train), k))
+            self.train_onehot[np.arange(len(y_train)), self.y_train_index] = 1.0
+            self.prior = self.train_onehot.mean(axis=0)
+            seen = self.y_test_index >= 0
+            self.test_fraction = np.bincount(self.y_test_index[seen], minlength=k) / len(y_test)
+            self.unseen_test_fraction = 1.0 - seen.mean()
+        else:
+            self.ss_tot = float(((y_test - y_test.mean()) ** 2).sum())
+
+    @property
+    def n_classes(self) -> int:
+        return len(self.classes)
+
+    def class_counts(self, masks: np.ndarray) -> np.ndarray:
+        """Number of points of each class in each coalition, shape (m, K)."""
+        return masks.astype(float) @ self.train_onehot
+
+
+def r2_from_sums(ss_res, ss_tot: float):
+    """``1 - ss_res / ss_tot`` with ``sklearn.metrics.r2_score``'s finite convention."""
+    ss_res = np.asarray(ss_res, dtype=float)
+    if ss_tot == 0.0:
+        return np.where(ss_res == 0.0, 1.0, 0.0)
+    return 1.0 - ss_res / ss_tot
+
+
+def regression_scores(predictions: np.ndarray, y_test: np.ndarray, metric: str, ss_tot: float) -> np.ndarray:
+    """Metric of each row of ``predictions`` (m, n_test) against ``y_test``."""
+    residual = np.atleast_2d(predictions) - y_test
+    if metric == "neg_mean_squared_error":
+        return -np.mean(residual**2, axis=1)
+    if metric == "neg_mean_absolute_error":
+        return -np.mean(np.abs(residual), axis=1)
+    return r2_from_sums(np.sum(residual**2, axis=1), ss_tot)
+
+
+def clipped_mean_log_probability(log_p_true: np.ndarray) -> np.ndarray:
+    """Row means of ``log p`` of the true labels, clipped like sklearn's log_loss."""
+    return np.mean(np.clip(log_p_true, LOG_EPS, LOG_ONE_MINUS_EPS), axis=-1)
+
+
+def constant_utilities(masks: np.ndarray, info: TargetInfo, metric, counts: np.ndarray | None = None,
+                       X_test: np.ndarray | None = None) -> np.ndarray:
+    """Utility of the constant model (see :class:`ConstantPredictor`) of each coalition."""
+    if callable(metric):
+        return np.array([float(metric(ConstantPredictor.from_coalition(mask, info), X_test, info.y_test))
+                         for mask in masks])
+    if info.task == "classification":
+        counts = info.class_counts(masks) if counts is None else counts
+        sizes = counts.sum(axis=1, keepdims=True)
+        freq = np.where(sizes > 0, counts / np.maximum(sizes, 1), info.prior)
+        if metric == "accuracy":
+            return info.test_fraction[np.argmax(freq, axis=1)]
+        with np.errstate(divide="ignore"):
+            log_freq = np.log(freq)
+        clipped = np.clip(log_freq, LOG_EPS, LOG_ONE_MINUS_EPS)
+        return clipped @ info.test_fraction + info.unseen_test_fraction * LOG_EPS
+    sizes = masks.sum(axis=1)
+    means = np.where(sizes > 0, (masks @ info.y_train) / np.maximum(sizes, 1), 0.0)
+    return regression_scores(np.repeat(means[:, None], len(info.y_test), axis=1), info.y_test, metric,
+                             info.ss_tot)
+
+
+class ConstantPredictor(BaseEstimator):
+    """The model of a degenerate coalition: it predicts from the labels of ``S`` alone.
+
+    Classification: probabilities = class frequencies in ``S`` (the training
+    prior when ``S`` is empty), label = most frequent class (ties to the
+    smallest label). Regression: the mean target of ``S`` (0 when ``S`` is
+    empty). Offers ``predict`` / ``predict_proba`` / ``classes_`` and
+    scikit-learn's estimator tags (a classifier when ``classes`` is given, a
+    regressor otherwise), so that a scorer object such as
+    ``sklearn.metrics.get_scorer("roc_auc_ovr")`` scores it like a fitted
+    estimator.
+
+    Parameters
+    ----------
+    classes : array of shape (n_classes,), optional
+        The class labels; ``None`` for regression.
+    probabilities : array of shape (n_classes,), optional
+        The predicted class probabilities (classification).
+    value : float
+        The predicted target (regression).
+    """
+
+    def __init__(self, classes=None, probabilities=None, value: float = 0.0):
+        self.classes = classes
+        self.probabilities = probabilities
+        self.value = value
+        if classes is not None:
+            self.classes_ = np.asarray(classes)
+        self._probabilities = None if probabilities is None else np.asarray(probabilities, dtype=float)
+        self._value = float(value)
+
+    @property
+    def _estimator_type(self) -> str:  # scikit-learn < 1.6 reads this instead of the tags
+        return "regressor" if self.classes is None else "classifier"
+
+    def __sklearn_tags__(self):
+        from sklearn.utils import ClassifierTags, RegressorTags
+
+        tags = super().__sklearn_tags__()
+        tags.estimator_type = self._estimator_type
+        if self.classes is None:
+            tags.regressor_tags = RegressorTags()
+        else:
+            tags.classifier_tags = ClassifierTags()
+        return tags
+
+    @classmethod
+    def from_coalition(cls, mask: np.ndarray, info: TargetInfo) -> "ConstantPredictor":
+        mask = np.asarray(mask, dtype=bool)
+        if info.task == "classification":
+            counts = info.train_onehot[mask].sum(axis=0)
+            freq = counts / counts.sum() if counts.sum() > 0 else info.prior
+            return cls(classes=info.classes, probabilities=freq)
+        return cls(value=float(info.y_train[mask].mean()) if mask.any() else 0.0)
+
+    def fit(self, X, y):  # pragma: no cover - present for the estimator protocol only
+        return self
+
+    def predict(self, X):
+        n = len(X)
+        if self.classes is None:
+            return np.full(n, self._value)
+        return np.repeat(self.classes_[np.argmax(self._probabilities)], n)
+
+    def predict_proba(self, X):
+        if self.classes is None:
+            raise AttributeError("a regression ConstantPredictor has no predict_proba.")
+        return np.tile(self._probabilities, (len(X), 1))
+
+
+# --------------------------------------------------------------------------------------------
+# Degenerate coalitions, shared by ModelUtility and the batched learners
+# --------------------------------------------------------------------------------------------
+
+def degenerate_rows(masks: np.ndarray, info: TargetInfo, min_samples: int,
+                    counts: np.ndarray | None = None) -> np.ndarray:
+    """Boolean per coalition: empty, fewer than ``min_samples`` points, or (classification) one class."""
+    sizes = masks.sum(axis=1)
+    degenerate = sizes < min_samples
+    if info.task == "classification":
+        counts = info.class_counts(masks) if counts is None else counts
+        degenerate |= (counts > 0).sum(axis=1) < 2
+    return degenerate
+
+
+def degenerate_utilities(masks: np.ndarray, info: TargetInfo, metric, mode: str, default_utility,
+                         counts=None, X_test=None, owner: str = "ModelUtility") -> np.ndarray:
+    """Utilities of degenerate coalitions under the ``degenerate`` convention."""
+    if masks.shape[0] == 0:
+        return np.empty(0)
+    if mode == "default":
+        return np.full(masks.shape[0], float(default_utility))
+    if mode == "raise":
+        size = int(masks[0].sum())
+        raise ValueError(f"{owner}: cannot fit a model on a degenerate coalition of {size} point(s) "
+                         "(empty, fewer than min_samples points, or a single class); pass "
+                         "degenerate='constant' or degenerate='default' to give it a utility.")
+    return constant_utilities(masks, info, metric, counts=counts, X_test=X_test)

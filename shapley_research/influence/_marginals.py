@@ -1,0 +1,63 @@
+"""Marginal contributions of players to one fitted base set, from influence updates.
+
+:func:`_marginals` gives, for a fitted base set, the influence-approximated
+marginal contribution of each player added to it or removed from it, with the
+exact convention utility :math:`U_0` for coalitions that miss a class; both
+largest-S (the whole set, ``"remove"``) and all-S influence (sampled base
+sets) use it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._objective import LogisticObjective
+
+UTILITY_CHANGES = ("linear", "evaluate")
+
+
+def _marginals(obj: LogisticObjective, theta, base, points, direction, approximation, utility_change,
+               u_base, H_inv=None):
+    """Marginal contributions of ``points`` to (``"add"``) or within (``"remove"``) ``base``.
+
+    ``"add"``: :math:`U(S\\cup\\{i\\}) - U(S)`; ``"remove"``:
+    :math:`U(T) - U(T\\setminus\\{j\\})`. Coalitions that miss a class have the
+    exact utility :math:`U_0`; all others are influence approximations.
+    Returns the marginals, the parameter steps (NaN rows where not used) and
+    counters.
+    """
+    points = np.asarray(points, dtype=np.intp)
+    m = points.size
+    out = np.zeros(m)
+    steps = np.full((m, obj.n_params), np.nan)
+    u0 = obj.degenerate_utility
+    counts = np.bincount(obj.codes[base], minlength=obj.n_classes)
+    base_degenerate = bool((counts == 0).any())
+    if direction == "add":
+        missing = np.flatnonzero(counts == 0)
+        # S + i has every class iff S misses none, or only the class of i.
+        if missing.size == 0:
+            target_ok = np.ones(m, dtype=bool)
+        elif missing.size == 1:
+            target_ok = obj.codes[points] == missing[0]
+        else:
+            target_ok = np.zeros(m, dtype=bool)
+    else:
+        if base_degenerate:  # T and every T - j miss a class: both utilities are U_0
+            return out, steps, {"n_influence_updates": 0}
+        # T - j misses a class iff j is the only member of its class in T.
+        target_ok = counts[obj.codes[points]] > 1
+    approx = np.flatnonzero(target_ok)
+    u_target = np.full(m, u0)
+    if approx.size:
+        if H_inv is None:
+            H_inv = obj.inverse_hessian(obj.hessian(theta, base))
+        d_theta = obj.newton_steps(theta, base, points[approx], direction=direction,
+                                   approximation=approximation, H_inv=H_inv)
+        steps[approx] = d_theta
+        if utility_change == "linear":
+            u_target[approx] = u_base + d_theta @ obj.utility_gradient(theta)
+        else:
+            u_target[approx] = obj.utilities(theta[None, :] + d_theta)
+    out = u_target - u_base if direction == "add" else u_base - u_target
+    return out, steps, {"n_influence_updates": int(approx.size)}

@@ -1,0 +1,128 @@
+"""Shared machinery of the batched learners: the design matrices and the common base class.
+
+:class:`_Design` holds the training and test features centred by the
+training mean with the intercept column appended, and the penalty pattern
+(the intercept unpenalised); :class:`_BatchedLearner` is the base of
+:class:`RidgeUtility` and :class:`LogisticRegressionUtility`: data and option
+checks, the degenerate coalitions (:mod:`shapley_research.utility`'s
+convention), chunking by working memory and the ``evaluate`` flow.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._model_data import (TargetInfo, check_dataset, check_degenerate_options, degenerate_rows,
+                           degenerate_utilities, resolve_metric)
+from .._validation import check_bool, check_features, check_int
+from ..games import Game
+
+_CHUNK_BYTES = 48 * 2**20  # working memory per chunk of coalitions
+
+
+class _Design:
+    """Centred design matrices with the intercept column, and the penalty pattern."""
+
+    def __init__(self, X_train: np.ndarray, X_test: np.ndarray, fit_intercept: bool):
+        self.fit_intercept = fit_intercept
+        self.n_features = X_train.shape[1]
+        self.mean = X_train.mean(axis=0) if fit_intercept else np.zeros(self.n_features)
+        self.train = self.transform(X_train)
+        self.test = self.transform(X_test)
+        self.q = self.train.shape[1]
+        self.penalty = np.ones(self.q)
+        if fit_intercept:
+            self.penalty[-1] = 0.0
+
+    def transform(self, X: np.ndarray) -> np.ndarray:
+        X = X - self.mean
+        if self.fit_intercept:
+            X = np.hstack([X, np.ones((X.shape[0], 1))])
+        return np.ascontiguousarray(X)
+
+    def to_original(self, theta: np.ndarray):
+        """``(coef, intercept)`` in the original feature coordinates from centred ``theta[..., q]``."""
+        coef = theta[..., :self.n_features]
+        if not self.fit_intercept:
+            return coef.copy(), np.zeros(theta.shape[:-1])
+        return coef.copy(), theta[..., -1] - coef @ self.mean
+
+
+def _check_features_like(X, design: _Design, name: str = "X") -> np.ndarray:
+
+    X = check_features(X, name)
+    if X.shape[1] != design.n_features:
+        raise ValueError(f"{name} has {X.shape[1]} features; the game was built with {design.n_features}.")
+    return design.transform(X)
+
+
+def _chunks(total: int, size: int):
+    for lo in range(0, total, size):
+        yield slice(lo, min(lo + size, total))
+
+
+class _BatchedLearner(Game):
+    """Data checks, degenerate coalitions and the evaluate flow shared by the learners."""
+
+    exact_prefixes = False
+
+    def _setup(self, X_train, y_train, X_test, y_test, metric, fit_intercept, degenerate, default_utility,
+               min_samples, batch_size, task):
+        self.metric, metric_task = resolve_metric(metric)
+        if callable(self.metric):
+            raise TypeError(f"{type(self).__name__} takes a metric name, not a callable "
+                            "(use ModelUtility for a custom scorer).")
+        if metric_task != task:
+            raise ValueError(f"{type(self).__name__} needs a {task} metric, got {metric!r}.")
+        self.task = task
+        self.X_train, self.y_train, self.X_test, self.y_test = check_dataset(X_train, y_train, X_test, y_test, task)
+        check_bool(fit_intercept, "fit_intercept")
+        self.degenerate, self.default_utility, self.min_samples = check_degenerate_options(
+            degenerate, default_utility, min_samples)
+        self.batch_size = None if batch_size is None else check_int(batch_size, "batch_size", minimum=1)
+        self.n_players = self.X_train.shape[0]
+        self.targets = TargetInfo(self.y_train, self.y_test, task)
+        self.design = _Design(self.X_train, self.X_test, bool(fit_intercept))
+        self.n_fits = 0
+
+    def _chunk_size(self, bytes_per_row: float, cap: int = 4096) -> int:
+        size = int(max(1, min(cap, _CHUNK_BYTES // max(bytes_per_row, 1))))
+        return size if self.batch_size is None else min(size, self.batch_size)
+
+    def _counts(self, masks):
+        return self.targets.class_counts(masks) if self.task == "classification" else None
+
+    def _evaluate(self, masks: np.ndarray) -> np.ndarray:
+        counts = self._counts(masks)
+        degenerate = degenerate_rows(masks, self.targets, self.min_samples, counts)
+        values = np.empty(masks.shape[0])
+        if degenerate.any():
+            values[degenerate] = degenerate_utilities(
+                masks[degenerate], self.targets, self.metric, self.degenerate, self.default_utility,
+                None if counts is None else counts[degenerate], owner=type(self).__name__)
+        fit = ~degenerate
+        if fit.any():
+            values[fit] = self._fitted_utilities(masks[fit], None if counts is None else counts[fit])
+            self.n_fits += int(fit.sum())
+        return values
+
+    def _prefix_degenerate(self, permutations: np.ndarray) -> np.ndarray:
+        """(m, n) booleans: is prefix ``k`` of permutation ``t`` degenerate."""
+        sizes = np.arange(1, self.n_players + 1)
+        degenerate = np.broadcast_to(sizes < self.min_samples, permutations.shape).copy()
+        if self.task == "classification":
+            labels = self.targets.y_train_index[permutations]
+            first = labels[:, :1]
+            degenerate |= np.logical_and.accumulate(labels == first, axis=1)
+        return degenerate
+
+    def _prefix_degenerate_utilities(self, permutations, degenerate) -> np.ndarray:
+        """Utilities of the degenerate prefixes (usually the first few of each permutation)."""
+        rows, cols = np.nonzero(degenerate)
+        if rows.size == 0:
+            return np.empty(0)
+        positions = np.empty_like(permutations)
+        np.put_along_axis(positions, permutations, np.arange(self.n_players)[None, :], axis=1)
+        masks = positions[rows] <= cols[:, None]
+        return degenerate_utilities(masks, self.targets, self.metric, self.degenerate, self.default_utility,
+                                    owner=type(self).__name__)

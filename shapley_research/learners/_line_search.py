@@ -1,0 +1,57 @@
+"""Batched backtracking line search and the stall tests shared by the Newton and L-BFGS solvers.
+
+:func:`_armijo` finds, per coalition of a chunk, the largest step ``2^-j``
+with sufficient decrease; :func:`_no_progress` and :func:`_stalled_converged`
+decide when a coalition whose objective no longer decreases counts as
+converged (at rounding level).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._softmax import _SoftmaxChunk
+
+
+def _armijo(chunk: _SoftmaxChunk, theta, f, g, direction, with_grad: bool, max_halvings: int = 40, slope=None):
+    """Backtracking line search: per coalition the largest ``t = 2^-j`` with sufficient decrease.
+
+    Returns the new parameters, objective, gradient (when ``with_grad``; the
+    gradient of the trial point comes with the same pass) and which
+    coalitions found a decrease.
+    """
+    if slope is None:
+        slope = np.einsum("bkq,bkq->b", g, direction)
+    step = np.ones(len(chunk))
+    accepted = np.zeros(len(chunk), dtype=bool)
+    new_theta, new_f = theta.copy(), f.copy()
+    new_g = g.copy() if with_grad else None
+    pending = np.arange(len(chunk))
+    for _ in range(max_halvings):
+        sub = chunk if pending.size == len(chunk) else chunk.take(pending)
+        trial = theta[pending] + step[pending, None, None] * direction[pending]
+        if with_grad:
+            f_trial, g_trial = sub.objective(trial)
+        else:
+            f_trial = sub.objective(trial, grad=False)
+        ok = np.isfinite(f_trial) & (f_trial <= f[pending] + 1e-4 * step[pending] * slope[pending])
+        done = pending[ok]
+        new_theta[done], new_f[done], accepted[done] = trial[ok], f_trial[ok], True
+        if with_grad:
+            new_g[done] = g_trial[ok]
+        pending = pending[~ok]
+        if pending.size == 0:
+            break
+        step[pending] *= 0.5
+    return new_theta, new_f, new_g, accepted
+
+
+def _no_progress(f_old, f_new) -> np.ndarray:
+    """Relative decrease below ``64 eps`` (scipy's L-BFGS ``ftol`` as scikit-learn sets it)."""
+    scale = np.maximum(np.maximum(np.abs(f_old), np.abs(f_new)), 1.0)
+    return (f_old - f_new) <= 64 * np.finfo(float).eps * scale
+
+
+def _stalled_converged(chunk: _SoftmaxChunk, g, tol: float) -> np.ndarray:
+    """Coalitions whose line search found no decrease: done if the gradient is at rounding level."""
+    return chunk.converged(g, 1e3 * tol)

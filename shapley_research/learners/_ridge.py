@@ -1,0 +1,174 @@
+"""Ridge regression utility trained for a whole batch of coalitions at once.
+
+:class:`RidgeUtility` solves the normal equations of every coalition in a
+batch from one matrix product of the masks with the packed per-point outer
+products, and walks permutations in one pass by Sherman-Morrison updates of
+the inverse (the mathematics is in :mod:`shapley_research.learners`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._model_data import degenerate_rows, regression_scores
+from .._validation import check_float, check_int, check_masks, check_permutations
+from ._base import _CHUNK_BYTES, _BatchedLearner, _check_features_like, _chunks
+
+
+class RidgeUtility(_BatchedLearner):
+    r"""Ridge regression utility, trained for a whole batch of coalitions at once.
+
+    ``U(S)`` is the ``metric`` on the test set of ``Ridge(alpha, fit_intercept)``
+    fitted on ``S``: the minimiser of :math:`\|y_S - X_S w - b\|^2 + \alpha\|w\|^2`
+    (intercept unpenalised), computed from the normal equations (module
+    docstring). Agrees with scikit-learn's ``Ridge`` to rounding (measured
+    about 1e-14 relative on diabetes; the tests check 1e-8).
+
+    Parameters
+    ----------
+    X_train, y_train, X_test, y_test : arrays
+        Training points (the players) and the fixed test set; finite, numeric.
+    metric : {"neg_mean_squared_error", "neg_mean_absolute_error", "r2"}, default "neg_mean_squared_error"
+        Also the aliases ``"neg_mse"``, ``"neg_mae"``.
+    alpha : float, default 1.0
+        Penalty strength, ``> 0`` (then every non-empty coalition has a unique fit).
+    fit_intercept : bool, default True
+    degenerate, default_utility, min_samples
+        Degenerate coalitions (here: fewer than ``min_samples`` points, the
+        empty set always) as in :mod:`shapley_research.utility`: by default the
+        mean target of ``S`` is predicted, 0 for the empty set.
+    batch_size : int, optional
+        Most coalitions (or permutations) trained together; by default as many
+        as fit in about 48 MiB of working memory.
+    refresh_every : int, default 64
+        Along a permutation, recompute the inverse exactly every so many points.
+
+    Attributes
+    ----------
+    n_fits : int
+        Models trained by :meth:`evaluate` and :meth:`evaluate_prefixes`
+        (non-degenerate coalitions; each prefix counts one).
+    """
+
+    exact_prefixes = True
+
+    def __init__(self, X_train, y_train, X_test, y_test, metric="neg_mean_squared_error", *, alpha: float = 1.0,
+                 fit_intercept: bool = True, degenerate: str = "constant", default_utility: float | None = None,
+                 min_samples: int = 1, batch_size: int | None = None, refresh_every: int = 64):
+        self._setup(X_train, y_train, X_test, y_test, metric, fit_intercept, degenerate, default_utility,
+                    min_samples, batch_size, "regression")
+        self.alpha = check_float(alpha, "alpha", minimum=0.0, strict=True)
+        self.refresh_every = check_int(refresh_every, "refresh_every", minimum=1)
+        q = self.design.q
+        self._upper = np.triu_indices(q)
+        self._ridge = self.alpha * np.diag(self.design.penalty)
+        self._rhs_rows = self.design.train * self.y_train[:, None]
+        packed_bytes = self.n_players * len(self._upper[0]) * 8
+        # per-point outer products, packed; kept when small, else rebuilt per player block
+        self._outer = self._outer_products(slice(None)) if packed_bytes <= 2 * _CHUNK_BYTES else None
+
+    def _outer_products(self, rows) -> np.ndarray:
+        X = self.design.train[rows]
+        return X[:, self._upper[0]] * X[:, self._upper[1]]
+
+    def _gram(self, masks: np.ndarray) -> np.ndarray:
+        """Regularised Gram matrices ``R + sum_i m_i x_i x_i^T``, shape (B, q, q)."""
+        weights = masks.astype(float)
+        if self._outer is not None:
+            packed = weights @ self._outer
+        else:
+            block = max(1, _CHUNK_BYTES // (8 * len(self._upper[0])))
+            packed = sum(weights[:, s] @ self._outer_products(s) for s in _chunks(self.n_players, block))
+        q = self.design.q
+        gram = np.empty((masks.shape[0], q, q))
+        gram[:, self._upper[0], self._upper[1]] = packed
+        gram[:, self._upper[1], self._upper[0]] = packed
+        return gram + self._ridge
+
+    def _thetas(self, masks: np.ndarray) -> np.ndarray:
+        q = self.design.q
+        out = np.empty((masks.shape[0], q))
+        for s in _chunks(masks.shape[0], self._chunk_size(8 * (3 * q * q + self.n_players))):
+            rhs = masks[s].astype(float) @ self._rhs_rows
+            out[s] = np.linalg.solve(self._gram(masks[s]), rhs[..., None])[..., 0]
+        return out
+
+    def fit_subsets(self, masks):
+        """Fitted ``(coef, intercept)`` of each coalition: arrays (m, d) and (m,).
+
+        Rows of degenerate coalitions (no model is fitted) are NaN.
+        """
+        masks = check_masks(masks, self.n_players)
+        theta = np.full((masks.shape[0], self.design.q), np.nan)
+        fit = ~degenerate_rows(masks, self.targets, self.min_samples)
+        theta[fit] = self._thetas(masks[fit])
+        return self.design.to_original(theta)
+
+    def predict(self, masks, X=None) -> np.ndarray:
+        """Predictions (m, n) on ``X`` (default: the test set) of each coalition's model.
+
+        Degenerate coalitions predict by the constant convention (mean of
+        ``y_S``, 0 for the empty set), whatever ``degenerate`` says.
+        """
+        masks = check_masks(masks, self.n_players)
+        X = self.design.test if X is None else _check_features_like(X, self.design)
+        fit = ~degenerate_rows(masks, self.targets, self.min_samples)
+        sizes = masks.sum(axis=1)
+        means = np.where(sizes > 0, (masks @ self.y_train) / np.maximum(sizes, 1), 0.0)
+        out = np.repeat(means[:, None], X.shape[0], axis=1)
+        out[fit] = self._thetas(masks[fit]) @ X.T
+        return out
+
+    def _fitted_utilities(self, masks, counts) -> np.ndarray:
+        return self._score_thetas(self._thetas(masks))
+
+    def _score_thetas(self, theta: np.ndarray) -> np.ndarray:
+        values = np.empty(theta.shape[0])
+        for s in _chunks(theta.shape[0], self._chunk_size(8 * len(self.y_test))):
+            values[s] = regression_scores(theta[s] @ self.design.test.T, self.y_test, self.metric,
+                                          self.targets.ss_tot)
+        return values
+
+    def evaluate_prefixes(self, permutations) -> np.ndarray:
+        """Utilities (m, n) of the prefixes of each permutation, in one pass each (exact).
+
+        ``A^{-1}`` of the first point is computed directly (the unpenalised
+        intercept makes ``R`` itself singular), then updated by Sherman-Morrison
+        for each added point and recomputed from the accumulated Gram matrix
+        every ``refresh_every`` points. ``O(n q^2)`` per permutation plus the
+        scoring of ``n`` models; agrees with :meth:`evaluate` on the prefix
+        masks to rounding (about 1e-12 relative).
+        """
+        n, q = self.n_players, self.design.q
+        permutations = check_permutations(permutations, n)
+        m = permutations.shape[0]
+        values = np.empty((m, n))
+        X, y = self.design.train, self.y_train
+        per_perm_bytes = 8 * (n * q + 3 * q * q + n)
+        for s in _chunks(m, self._chunk_size(per_perm_bytes, cap=256)):
+            perms = permutations[s]
+            b = perms.shape[0]
+            thetas = np.empty((b, n, q))
+            x = X[perms[:, 0]]
+            gram = np.einsum("bi,bj->bij", x, x)
+            inverse = np.linalg.inv(gram + self._ridge)
+            rhs = x * y[perms[:, 0], None]
+            thetas[:, 0] = np.einsum("bij,bj->bi", inverse, rhs)
+            for k in range(1, n):
+                x = X[perms[:, k]]
+                u = np.einsum("bij,bj->bi", inverse, x)
+                inverse -= np.einsum("bi,bj->bij", u, u / (1.0 + np.einsum("bi,bi->b", x, u))[:, None])
+                gram += np.einsum("bi,bj->bij", x, x)
+                rhs += x * y[perms[:, k], None]
+                if k % self.refresh_every == 0:
+                    inverse = np.linalg.inv(gram + self._ridge)
+                thetas[:, k] = np.einsum("bij,bj->bi", inverse, rhs)
+            values[s] = self._score_thetas(thetas.reshape(b * n, q)).reshape(b, n)
+        degenerate = self._prefix_degenerate(permutations)
+        if degenerate.any():
+            values[degenerate] = self._prefix_degenerate_utilities(permutations, degenerate)
+        self.n_fits += int((~degenerate).sum())
+        return values
+
+    def __repr__(self) -> str:
+        return f"RidgeUtility(n_players={self.n_players}, alpha={self.alpha}, metric={self.metric!r})"
