@@ -27,6 +27,7 @@ Bernoulli projections (compressive sampling). So one loop serves them all:
 
 from __future__ import annotations
 
+import sys
 import threading
 import warnings
 from contextlib import contextmanager
@@ -52,6 +53,25 @@ _pin_blas = None
 _pin_local = threading.local()  # pinned sections running in this thread (OpenMP's limit is per thread)
 
 
+_controller_state: dict = {}
+
+
+def _controller():
+    """threadpoolctl's view of the loaded thread pools, rescanned only when a module has been imported since.
+
+    A scan walks every loaded shared library (milliseconds, more with torch
+    loaded) and used to run twice per batch. New pools arrive with imports
+    (numpy's BLAS, torch, numba's threading layer), so the number of
+    imported modules tells when to rescan. Called under ``_pin_lock``.
+    """
+    from threadpoolctl import ThreadpoolController
+
+    if _controller_state.get("modules") != len(sys.modules):
+        _controller_state["controller"] = ThreadpoolController()
+        _controller_state["modules"] = len(sys.modules)
+    return _controller_state["controller"]
+
+
 @contextmanager
 def pinned_threads() -> Iterator[None]:
     """Hold the BLAS and OpenMP thread pools at :data:`BATCH_THREADS` threads.
@@ -69,15 +89,14 @@ def pinned_threads() -> Iterator[None]:
     so it is set and restored per thread.
     """
     global _pin_depth, _pin_blas
-    from threadpoolctl import threadpool_limits
-
     with _pin_lock:
+        controller = _controller()
         if _pin_depth == 0:
-            _pin_blas = threadpool_limits(limits=BATCH_THREADS, user_api="blas")
+            _pin_blas = controller.limit(limits=BATCH_THREADS, user_api="blas")
         _pin_depth += 1
     depth = getattr(_pin_local, "depth", 0)
     if depth == 0:
-        _pin_local.openmp = threadpool_limits(limits=BATCH_THREADS, user_api="openmp")
+        _pin_local.openmp = controller.limit(limits=BATCH_THREADS, user_api="openmp")
     _pin_local.depth = depth + 1
     try:
         yield
