@@ -27,100 +27,20 @@ Bernoulli projections (compressive sampling). So one loop serves them all:
 
 from __future__ import annotations
 
-import sys
-import threading
 import warnings
-from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
+from typing import Callable
 
 import numpy as np
 
 from ._checkpoint import Checkpoint
+from ._threads import BATCH_THREADS, Pinned, pinned_threads  # noqa: F401 - re-exported to the estimators
 from ._validation import check_float, check_int, check_seed, check_utilities
 
 BATCH_STREAM = 0  # spawn_key prefix of the per-batch sample streams
 AUX_STREAM = 1  # spawn_key prefix of auxiliary streams (e.g. a measurement matrix)
 SIZE_STREAM = 2  # spawn_key prefix of the planned coalition sizes (shapley_research._without_replacement)
 ORDER_STREAM = 3  # spawn_key prefix of the random orders of the size strata (likewise)
-
-
-BATCH_THREADS = 1  # BLAS/OpenMP threads while a batch is computed, wherever it runs
-
-_pin_lock = threading.Lock()
-_pin_depth = 0  # pinned sections running in this process (BLAS pools are process-wide)
-_pin_blas = None
-_pin_local = threading.local()  # pinned sections running in this thread (OpenMP's limit is per thread)
-
-
-_controller_state: dict = {}
-
-
-def _controller():
-    """threadpoolctl's view of the loaded thread pools, rescanned only when a module has been imported since.
-
-    A scan walks every loaded shared library (milliseconds, more with torch
-    loaded) and used to run twice per batch. New pools arrive with imports
-    (numpy's BLAS, torch, numba's threading layer), so the number of
-    imported modules tells when to rescan. Called under ``_pin_lock``.
-    """
-    from threadpoolctl import ThreadpoolController
-
-    if _controller_state.get("modules") != len(sys.modules):
-        _controller_state["controller"] = ThreadpoolController()
-        _controller_state["modules"] = len(sys.modules)
-    return _controller_state["controller"]
-
-
-@contextmanager
-def pinned_threads() -> Iterator[None]:
-    """Hold the BLAS and OpenMP thread pools at :data:`BATCH_THREADS` threads.
-
-    A matrix product split over more threads sums in another order (OpenBLAS
-    at ``(4096 x 1000) @ (1000 x 64)`` moves the result by about 5e-14), and
-    joblib's loky workers run with ``cpu_count // n_jobs`` threads, Dask's
-    with their own, the parent with all cores. Pinning every batch to the
-    same count makes the values bit-identical for any ``n_jobs`` and backend.
-
-    BLAS limits are process-wide, so they are counted per process: batches
-    running in several threads of one process (the threading backend, a
-    multi-threaded Dask worker) share the limit, and the original limits come
-    back when the last one ends. OpenMP's limit belongs to the calling thread,
-    so it is set and restored per thread.
-    """
-    global _pin_depth, _pin_blas
-    with _pin_lock:
-        controller = _controller()
-        if _pin_depth == 0:
-            _pin_blas = controller.limit(limits=BATCH_THREADS, user_api="blas")
-        _pin_depth += 1
-    depth = getattr(_pin_local, "depth", 0)
-    if depth == 0:
-        _pin_local.openmp = controller.limit(limits=BATCH_THREADS, user_api="openmp")
-    _pin_local.depth = depth + 1
-    try:
-        yield
-    finally:
-        _pin_local.depth -= 1
-        if _pin_local.depth == 0:
-            _pin_local.openmp.restore_original_limits()
-            del _pin_local.openmp
-        with _pin_lock:
-            _pin_depth -= 1
-            if _pin_depth == 0:
-                _pin_blas.restore_original_limits()
-                _pin_blas = None
-
-
-class Pinned:
-    """``fn`` called under :func:`pinned_threads` (picklable, for joblib and Dask workers)."""
-
-    def __init__(self, fn: Callable):
-        self.fn = fn
-
-    def __call__(self, *args, **kwargs):
-        with pinned_threads():
-            return self.fn(*args, **kwargs)
 
 
 def batch_rng(entropy: int, batch: int) -> np.random.Generator:

@@ -276,6 +276,21 @@ def cmd_stage(args) -> int:
     return EXIT_OK
 
 
+def cmd_compare(args) -> int:
+    """Print the differences between two runs, measured times aside; exit 1 if there are any."""
+    from .experiments._compare import compare_runs
+
+    try:
+        differences = compare_runs(args.first, args.second)
+    except ValueError as err:
+        raise ProjectError(str(err)) from None
+    for line in differences:
+        print(line)
+    if not differences:
+        print(f"{args.first} and {args.second} agree on every number but measured times")
+    return EXIT_FAILED if differences else EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="shapley-research",
@@ -320,6 +335,14 @@ def build_parser() -> argparse.ArgumentParser:
                           help="results directory, relative to the project (default: results)")
     p_report.add_argument("--readme", metavar="PATH", help="also refresh the marked section of this README")
     p_report.set_defaults(func=cmd_report)
+
+    p_compare = sub.add_parser("compare", help="check that two runs of an experiment agree but for measured times",
+                               description="Compare two OUTPUT_DIR/NAME directories: metrics.json without its "
+                                           "measured times, every CSV table without its time columns, every "
+                                           "cached .npz array, exactly. Exit status 1 if anything differs.")
+    p_compare.add_argument("first", metavar="FIRST", help="an experiment's output directory")
+    p_compare.add_argument("second", metavar="SECOND", help="another run's output directory")
+    p_compare.set_defaults(func=cmd_compare)
     return parser
 
 

@@ -68,6 +68,7 @@ from ._model_data import (CLASSIFICATION_METRICS, DEGENERATE_MODES, LOG_EPS, LOG
                           check_degenerate_options, clipped_mean_log_probability, constant_utilities,
                           degenerate_rows, degenerate_utilities, r2_from_sums, regression_scores,
                           resolve_metric)
+from ._threads import thread_controller
 from ._validation import check_bool, check_choice, check_int, check_n_jobs, check_real_scalar
 from .games import Game
 from .learners import learner_for, unsupported_reason
@@ -128,19 +129,6 @@ class CoalitionCache:
 
 # ModelUtility
 # --------------------------------------------------------------------------------------------
-
-_CONTROLLER = None
-
-
-def _thread_controller():
-    """One ``threadpoolctl.ThreadpoolController`` (scanning the loaded libraries costs milliseconds)."""
-    global _CONTROLLER
-    if _CONTROLLER is None:
-        from threadpoolctl import ThreadpoolController
-
-        _CONTROLLER = ThreadpoolController()
-    return _CONTROLLER
-
 
 def _is_classifier(model) -> bool:
     from sklearn.base import is_classifier
@@ -369,7 +357,7 @@ class ModelUtility(Game):
         """Fit and score one coalition per row of ``masks`` (all non-degenerate), in this process."""
         if self.blas_threads is None:
             return np.array([self._fit_and_score(mask) for mask in masks], dtype=float)
-        with _thread_controller().limit(limits=self.blas_threads):
+        with thread_controller().limit(limits=self.blas_threads):
             return np.array([self._fit_and_score(mask) for mask in masks], dtype=float)
 
     def _fit_and_score(self, mask: np.ndarray) -> float:

@@ -1,0 +1,98 @@
+"""Thread pools pinned while a batch is computed, so values do not depend on where it runs.
+
+A BLAS product split over more threads sums in another order, and joblib's
+workers, Dask's and the parent each run with their own thread counts. Every
+sampling batch therefore runs under :func:`pinned_threads`, with
+:data:`BATCH_THREADS` BLAS and OpenMP threads, wherever it runs.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from contextlib import contextmanager
+from typing import Callable, Iterator
+
+BATCH_THREADS = 1  # BLAS/OpenMP threads while a batch is computed, wherever it runs
+
+_pin_lock = threading.Lock()
+_pin_depth = 0  # pinned sections running in this process (BLAS pools are process-wide)
+_pin_blas = None
+_pin_local = threading.local()  # pinned sections running in this thread (OpenMP's limit is per thread)
+
+
+_controller_state: dict = {}
+
+
+def _controller():
+    """threadpoolctl's view of the loaded thread pools, rescanned only when a module has been imported since.
+
+    A scan walks every loaded shared library (milliseconds, more with torch
+    loaded) and used to run twice per batch. New pools arrive with imports
+    (numpy's BLAS, torch, numba's threading layer), so the number of
+    imported modules tells when to rescan. Called under ``_pin_lock``
+    (:func:`thread_controller` takes it).
+    """
+    from threadpoolctl import ThreadpoolController
+
+    if _controller_state.get("modules") != len(sys.modules):
+        _controller_state["controller"] = ThreadpoolController()
+        _controller_state["modules"] = len(sys.modules)
+    return _controller_state["controller"]
+
+
+def thread_controller():
+    """The shared, current ``threadpoolctl.ThreadpoolController`` (for limits other than the batch pin)."""
+    with _pin_lock:
+        return _controller()
+
+
+@contextmanager
+def pinned_threads() -> Iterator[None]:
+    """Hold the BLAS and OpenMP thread pools at :data:`BATCH_THREADS` threads.
+
+    A matrix product split over more threads sums in another order (OpenBLAS
+    at ``(4096 x 1000) @ (1000 x 64)`` moves the result by about 5e-14), and
+    joblib's loky workers run with ``cpu_count // n_jobs`` threads, Dask's
+    with their own, the parent with all cores. Pinning every batch to the
+    same count makes the values bit-identical for any ``n_jobs`` and backend.
+
+    BLAS limits are process-wide, so they are counted per process: batches
+    running in several threads of one process (the threading backend, a
+    multi-threaded Dask worker) share the limit, and the original limits come
+    back when the last one ends. OpenMP's limit belongs to the calling thread,
+    so it is set and restored per thread.
+    """
+    global _pin_depth, _pin_blas
+    with _pin_lock:
+        controller = _controller()
+        if _pin_depth == 0:
+            _pin_blas = controller.limit(limits=BATCH_THREADS, user_api="blas")
+        _pin_depth += 1
+    depth = getattr(_pin_local, "depth", 0)
+    if depth == 0:
+        _pin_local.openmp = controller.limit(limits=BATCH_THREADS, user_api="openmp")
+    _pin_local.depth = depth + 1
+    try:
+        yield
+    finally:
+        _pin_local.depth -= 1
+        if _pin_local.depth == 0:
+            _pin_local.openmp.restore_original_limits()
+            del _pin_local.openmp
+        with _pin_lock:
+            _pin_depth -= 1
+            if _pin_depth == 0:
+                _pin_blas.restore_original_limits()
+                _pin_blas = None
+
+
+class Pinned:
+    """``fn`` called under :func:`pinned_threads` (picklable, for joblib and Dask workers)."""
+
+    def __init__(self, fn: Callable):
+        self.fn = fn
+
+    def __call__(self, *args, **kwargs):
+        with pinned_threads():
+            return self.fn(*args, **kwargs)
