@@ -10,7 +10,7 @@ import pytest
 from shapley_research import (exact_shapley, group_testing_sample_size, largest_s_influence,
                               permutation_sample_size)
 from shapley_research.experiments import runtime_scaling as rs
-from shapley_research.experiments import runtime_scaling_large_n as rsl
+from shapley_research.experiments.runtime_scaling import large_n as rsl
 from shapley_research.influence import _Stratum
 
 

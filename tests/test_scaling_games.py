@@ -9,7 +9,7 @@ import pytest
 
 from shapley_research import (KNNUtility, UnanimitySumGame, ValuationResult, exact_shapley, knn_shapley,
                               random_unanimity_sum)
-from shapley_research.experiments import runtime_scaling_large_n as rsl
+from shapley_research.experiments.runtime_scaling import large_n as rsl
 from shapley_research.games import prefix_masks
 from shapley_research.knn import _neighbour_order
 

@@ -1,10 +1,12 @@
 """Experiments reproducing the paper's figures and claims.
 
 Each experiment NAME is ``notebooks/NAME.ipynb`` driven by ``conf/`` and run
-with ``shapley-research run NAME``; its logic lives in
-``shapley_research/experiments/NAME.py``. This package holds the helpers the
-notebooks share (:mod:`._common`), the notebook builder (:mod:`._notebook`)
-and the project layout and DVC conventions (:mod:`._project`).
+with ``shapley-research run NAME``; its logic lives in the package
+``shapley_research/experiments/NAME/``, split by role (data and game,
+measurement, claims, figures). This package holds the helpers the notebooks
+share (:mod:`._common`), the notebook builder (:mod:`._notebook`), the project
+layout and DVC conventions (:mod:`._project`) and the comparison of two runs
+(:mod:`._compare`).
 """
 
 #: The fixed experiment vocabulary, in the order they are listed.

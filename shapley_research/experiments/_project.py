@@ -246,9 +246,9 @@ def library_deps(root: Path, name: str) -> list[str]:
     """The package sources that can change experiment ``name``'s results, relative to ``root``.
 
     Every module of the library and the experiment helpers, and the
-    experiment's own module ``shapley_research/experiments/NAME.py`` if it
-    exists; never the other experiments' modules, so editing one experiment
-    re-runs only it.
+    experiment's own package ``shapley_research/experiments/NAME/`` (or module
+    ``NAME.py``) if it exists; never the other experiments' code, so editing
+    one experiment re-runs only it.
     """
     package = root / "shapley_research"
     if not package.is_dir():
@@ -263,9 +263,8 @@ def library_deps(root: Path, name: str) -> list[str]:
             deps.append(path)
     experiments = package / "experiments"
     deps += sorted(p for p in experiments.glob("*.py") if p.name.startswith("_"))
-    own = experiments / f"{name}.py"
-    if own.is_file():
-        deps.append(own)
+    own = [experiments / name, experiments / f"{name}.py"]
+    deps += [path for path in own if path.is_file() or (path.is_dir() and any(path.rglob("*.py")))]
     return [p.relative_to(root).as_posix() for p in deps]
 
 
@@ -325,9 +324,10 @@ AUX_STAGES: dict[str, dict[str, dict[str, Any]]] = {
         "adversarial_examples": {
             "cmd": "python -m shapley_research.experiments.adversarial generate",
             "deps": ["conf/config.yaml", "conf/profile/paper.yaml", "conf/experiment/adversarial.yaml",
-                     "conf/experiment_profile/adversarial/paper.yaml", "shapley_research/attacks.py",
+                     "conf/experiment_profile/adversarial/paper.yaml", "shapley_research/attacks",
                      "shapley_research/_validation.py", "shapley_research/experiments/_project.py",
-                     "shapley_research/experiments/_schema.py", "shapley_research/experiments/adversarial.py"],
+                     "shapley_research/experiments/_common.py", "shapley_research/experiments/_schema.py",
+                     "shapley_research/experiments/adversarial"],
             "outs": [{"data/adversarial": {"cache": False}}],
         },
     },

@@ -1,0 +1,201 @@
+"""Agreement with the reference: the tables, the pairwise distances, the summary and the t-intervals."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ... import ValuationResult
+
+#: Display label of every method, in the order of the figure and the tables.
+METHODS = {
+    "permutation": "(a) permutation sampling",
+    "gt_paper": "(b) group testing, paper (Alg. 1)",
+    "gt_improved": "(b') group testing, improved",
+    "all_s": "(c) all-S influence",
+    "largest_s": "(d) largest-S influence",
+    "all_s_first_order": "(c*) all-S, first-order influence",
+    "loo_exact": "(d*) largest-S scheme, exact LOO",
+}
+#: Methods drawn in the figure (the paper's four, both group-testing variants).
+MAIN_METHODS = ("permutation", "gt_paper", "gt_improved", "all_s", "largest_s")
+#: Methods with random draws (run once per repetition); the others are deterministic.
+RANDOM_METHODS = ("permutation", "gt_paper", "gt_improved", "all_s", "all_s_first_order")
+
+
+# ------------------------------------------------------------------------------------- agreement
+
+def agreement(values, reference) -> dict:
+    """Agreement of ``values`` with ``reference``.
+
+    Returns
+    -------
+    dict
+        ``spearman`` and its one-sided p-value ``spearman_p`` (H1: positive
+        rank correlation), ``pearson``, ``l2_error`` and ``rel_l2_error``
+        (:math:`\\|v - s\\|_2 / \\|s\\|_2`), ``max_abs_error``.
+    """
+    from scipy import stats
+
+    values, reference = np.asarray(values, dtype=float), np.asarray(reference, dtype=float)
+    if values.shape != reference.shape:
+        raise ValueError(f"values {values.shape} and reference {reference.shape} differ in shape.")
+    rho = stats.spearmanr(values, reference)
+    p_one_sided = rho.pvalue / 2 if rho.statistic > 0 else 1 - rho.pvalue / 2
+    error = values - reference
+    return {"spearman": float(rho.statistic), "spearman_p": float(p_one_sided),
+            "pearson": float(stats.pearsonr(values, reference).statistic),
+            "l2_error": float(np.linalg.norm(error)),
+            "rel_l2_error": float(np.linalg.norm(error) / np.linalg.norm(reference)),
+            "max_abs_error": float(np.abs(error).max())}
+
+
+def agreement_table(runs, reference: ValuationResult):
+    """One row per run: method, repetition, agreement with the reference, cost (CPU, wall, evaluations)."""
+    import pandas as pd
+
+    rows = []
+    for run in runs:
+        rows.append({"method": run.key, "label": METHODS[run.key], "repetition": run.repetition,
+                     "seed": run.seed, **agreement(run.result.values, reference.values),
+                     "cpu_time_s": run.cpu_time, "wall_time_s": run.result.wall_time,
+                     "n_evaluations": run.n_model_fits, "n_samples": int(run.result.n_samples)})
+    return pd.DataFrame(rows)
+
+
+def values_table(runs, reference: ValuationResult, y_train):
+    """Tidy values behind the figure: one row per (method, repetition, point), reference included."""
+    import pandas as pd
+
+    order = np.argsort(reference.values, kind="stable")
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    frames = []
+    entries = [("reference", 0, reference)] + [(run.key, run.repetition, run.result) for run in runs]
+    for key, repetition, result in entries:
+        stderr = result.stderr if result.stderr is not None else np.full(result.n_players, np.nan)
+        frames.append(pd.DataFrame({
+            "method": key, "repetition": repetition, "point": np.arange(result.n_players),
+            "label": np.asarray(y_train), "reference_rank": rank, "value": result.values, "stderr": stderr,
+            "reference_value": reference.values}))
+    return pd.concat(frames, ignore_index=True)
+
+
+def uniform_split_error(reference) -> float:
+    r"""Relative l2 error of the trivial baseline :math:`v_i = (U(I) - U(\emptyset))/N` (the uniform split)."""
+    reference = np.asarray(reference, dtype=float)
+    return float(np.linalg.norm(reference - reference.mean()) / np.linalg.norm(reference))
+
+
+def mean_estimate_error(runs, reference: ValuationResult) -> dict:
+    """Relative l2 error of each method's estimate averaged over its repetitions (a bias proxy)."""
+    by_key: dict[str, list] = {}
+    for run in runs:
+        by_key.setdefault(run.key, []).append(run.result.values)
+    norm = np.linalg.norm(reference.values)
+    return {key: float(np.linalg.norm(np.mean(v, axis=0) - reference.values) / norm) for key, v in by_key.items()}
+
+
+def mean_interval(samples, level: float = 0.95) -> tuple[float, float, float]:
+    r"""Mean and two-sided t-interval :math:`\bar x \pm t_{(1+\ell)/2,\,n-1}\, s / \sqrt n` of the samples.
+
+    Returns ``(mean, low, high)``; with a single sample the ends are NaN (nothing can be decided).
+    """
+    from scipy import stats
+
+    x = np.asarray(samples, dtype=float).ravel()
+    if x.size == 0 or not np.isfinite(x).all():
+        raise ValueError(f"samples must be a non-empty array of finite numbers, got {x!r}.")
+    if not 0 < level < 1:
+        raise ValueError(f"level must be in (0, 1), got {level!r}.")
+    mean = float(x.mean())
+    if x.size < 2:
+        return mean, float("nan"), float("nan")
+    half = float(stats.t.ppf((1 + level) / 2, x.size - 1) * x.std(ddof=1) / math.sqrt(x.size))
+    return mean, mean - half, mean + half
+
+
+def decide(low: float, high: float, threshold: float, side: str = "above"):
+    """Verdict on ``mean >= threshold`` (``side="above"``) or ``mean <= threshold`` (``"below"``).
+
+    True if the whole interval ``[low, high]`` is on the claimed side, False
+    if it is wholly on the other side, None (undecided) if it straddles the
+    threshold or is NaN.
+    """
+    if side == "above":
+        return True if low >= threshold else False if high < threshold else None
+    if side == "below":
+        return True if high <= threshold else False if low > threshold else None
+    raise ValueError(f"side must be 'above' or 'below', got {side!r}.")
+
+
+def repetitions_to_decide(sd: float, distance: float, level: float = 0.95, n_max: int = 10**7) -> int | None:
+    r"""Smallest ``n`` whose t-interval half-width :math:`t_{n-1}\,\mathrm{sd}/\sqrt n` is below ``|distance|``.
+
+    ``distance`` is the mean's distance from the threshold (None if 0 or more than ``n_max`` are needed).
+    """
+    from scipy import stats
+
+    distance = abs(float(distance))
+    if distance == 0 or not np.isfinite(sd):
+        return None
+    n = max(2, math.ceil((stats.norm.ppf((1 + level) / 2) * sd / distance) ** 2))
+    while n <= n_max and stats.t.ppf((1 + level) / 2, n - 1) * sd / math.sqrt(n) >= distance:
+        n += max(1, n // 50)
+    return n if n <= n_max else None
+
+
+def pairwise_distances(runs, reference: ValuationResult, methods=MAIN_METHODS, level: float = 0.95):
+    """Relative l2 distance :math:`\\|v_a - v_b\\|/\\|s\\|` between methods of the same repetition.
+
+    Deterministic methods (largest-S) are paired with every repetition.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``method_a``, ``method_b``, ``rel_distance`` (mean over
+        repetitions), ``ci_low``, ``ci_high`` (its t-interval at ``level``),
+        ``n_repetitions``; every unordered pair once.
+    """
+    import pandas as pd
+
+    norm = np.linalg.norm(reference.values)
+    by_rep: dict[int, dict[str, np.ndarray]] = {}
+    fixed = {}
+    for run in runs:
+        if run.key not in methods:
+            continue
+        if run.key in RANDOM_METHODS:
+            by_rep.setdefault(run.repetition, {})[run.key] = run.result.values
+        else:
+            fixed[run.key] = run.result.values
+    if not by_rep:
+        by_rep = {0: {}}
+    rows = []
+    for i, a in enumerate(methods):
+        for b in methods[i + 1:]:
+            distances = [np.linalg.norm(v[a] - v[b]) / norm
+                         for v in ({**fixed, **rep} for rep in by_rep.values()) if a in v and b in v]
+            if distances:
+                mean, low, high = mean_interval(distances, level)
+                rows.append({"method_a": a, "method_b": b, "rel_distance": mean, "ci_low": low, "ci_high": high,
+                             "n_repetitions": len(distances)})
+    return pd.DataFrame(rows)
+
+
+def summarise(table, level: float = 0.95):
+    """Per method: mean over repetitions of agreement and cost, and the t-interval at ``level`` of the
+    mean Spearman and mean relative error (``*_ci_low``, ``*_ci_high``; NaN with one repetition)."""
+    columns = ["spearman", "spearman_p", "pearson", "rel_l2_error", "l2_error", "cpu_time_s", "wall_time_s",
+               "n_evaluations"]
+    grouped = table.groupby("method", sort=False)
+    summary = grouped[columns].mean()
+    for column in ("spearman", "pearson", "rel_l2_error"):
+        summary[f"{column}_sd"] = grouped[column].std(ddof=1).fillna(0.0)
+    for column in ("spearman", "rel_l2_error"):
+        intervals = grouped[column].apply(lambda x: mean_interval(x, level))
+        summary[f"{column}_ci_low"] = intervals.map(lambda t: t[1])
+        summary[f"{column}_ci_high"] = intervals.map(lambda t: t[2])
+    summary["n_repetitions"] = grouped.size()
+    return summary

@@ -1,0 +1,145 @@
+"""The paper's claims, decided on t-intervals fixed before the run."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._common import claim
+from ._agreement import METHODS, decide, repetitions_to_decide
+
+#: The methods the paper says agree closely: (a)-(c).
+CLOSE_METHODS = ("permutation", "gt_paper", "gt_improved", "all_s")
+
+
+def _all(verdicts):
+    """Conjunction of three-valued verdicts: False if any is False, True if all are True, else None."""
+    return False if False in verdicts else True if all(v is True for v in verdicts) else None
+
+
+def _condition_text(name, mean, low, high, side, threshold, label, verdict, sd, level):
+    """``name mean [low, high] >= label`` (or ``<``, ...) and, when undecided, the repetitions that would decide."""
+    relation = {(True, "above"): ">=", (True, "below"): "<=", (False, "above"): "<", (False, "below"): ">",
+                (None, "above"): "straddles", (None, "below"): "straddles"}[verdict, side]
+    text = f"{name} {mean:.3f} [{low:.3f}, {high:.3f}] {relation} {label}"
+    if verdict is None:
+        needed = repetitions_to_decide(sd, mean - threshold, level)
+        text += f" (about {needed} repetitions would decide)" if needed else " (no practical number would decide)"
+    return text
+
+
+def evaluate_claims(summary, distances, *, uniform_error: float, spearman_threshold: float = 0.8,
+                    error_threshold: float = 0.25, ratio_threshold: float = 2.0,
+                    largest_error_threshold: float = 0.5, alpha: float = 0.05, level: float = 0.95):
+    r"""The claims, decided from the run on intervals fixed before running (see the module docstring).
+
+    1. (a), (b), (b'), (c) recover the SV: the ``level`` t-interval of the
+       mean Spearman lies at or above ``spearman_threshold``, that of the mean
+       relative l2 error at or below ``error_threshold`` and below the uniform
+       split's error ``uniform_error``.
+    2. (a)-(c) are closest to each other: every interval of a mean distance
+       within (a)-(c) lies below every interval of a distance from largest-S
+       to one of them.
+    3. Largest-S is correlated with the reference: Spearman > 0 with
+       one-sided p-value < ``alpha`` (a test against random values).
+    4. Largest-S does not recover the SV: its (deterministic) relative error
+       is ``>= largest_error_threshold`` and ``>= ratio_threshold`` times the
+       upper end of the worst (a)-(c) error interval.
+
+    ``summary`` is :func:`summarise`'s table (optionally with
+    ``rel_l2_error_of_mean``, :func:`mean_estimate_error`, used in notes),
+    ``distances`` :func:`pairwise_distances`'. An undecided verdict is
+    reported as ``holds=False`` with a note that says so.
+
+    Returns
+    -------
+    list of Claim
+    """
+    section = ("Section 5, 'Comparing Approximation Accuracy'; Figure 3(a) (fig:comp, the data values of each "
+               "method; the text cites it as fig:adv(d))")
+    level_text = f"{level:.0%} t-interval"
+    claims = []
+    for key in CLOSE_METHODS:
+        row = summary.loc[key]
+        n = int(row["n_repetitions"])
+        parts = [("mean Spearman", "spearman", "above", spearman_threshold, f"{spearman_threshold:g}"),
+                 ("mean relative l2 error", "rel_l2_error", "below", error_threshold, f"{error_threshold:g}"),
+                 ("mean relative l2 error", "rel_l2_error", "below", uniform_error,
+                  f"the uniform split's {uniform_error:.3f}")]
+        verdicts, texts = [], []
+        for name, column, side, threshold, label in parts:
+            low, high = row[f"{column}_ci_low"], row[f"{column}_ci_high"]
+            verdicts.append(decide(low, high, threshold, side))
+            texts.append(_condition_text(name, row[column], low, high, side, threshold, label, verdicts[-1],
+                                         row[f"{column}_sd"], level))
+        verdict = _all(verdicts)
+        note = f"{level:.0%} CIs over {n} repetitions: " + "; ".join(texts) + "."
+        if verdict is None:
+            note = "undecided: the interval straddles the threshold. " + note
+        elif verdict is False and "rel_l2_error_of_mean" in row and np.isfinite(row["rel_l2_error_of_mean"]):
+            variance = row["rel_l2_error_of_mean"] < 0.5 * row["rel_l2_error"]
+            note += (f" Cause: {'variance at the common budget, not bias' if variance else 'bias'}: the estimate "
+                     f"averaged over the {n} repetitions has relative error {row['rel_l2_error_of_mean']:.3f} "
+                     f"(one repetition's: {row['rel_l2_error']:.3f} on average, Spearman sd {row['spearman_sd']:.3f}).")
+        claims.append(claim(
+            f"{METHODS[key]} recovers the reference Shapley values at the common budget.",
+            "[mean Spearman, CI low, CI high, mean relative l2 error, CI low, CI high, uniform split's error]",
+            [row["spearman"], row["spearman_ci_low"], row["spearman_ci_high"], row["rel_l2_error"],
+             row["rel_l2_error_ci_low"], row["rel_l2_error_ci_high"], uniform_error], verdict is True,
+            source="reproduction" if key == "gt_improved" else "paper",
+            section=None if key == "gt_improved" else section,
+            criterion=(f"{level_text} of the mean Spearman over {n} repetitions >= {spearman_threshold}, and that "
+                       f"of the mean relative l2 error <= {error_threshold} and below the uniform split's "
+                       f"error ({uniform_error:.3f}); fails if an interval lies wholly on the wrong side."),
+            note=note))
+    pair_keys = distances[["method_a", "method_b"]]
+    within = distances[pair_keys.isin(CLOSE_METHODS).all(axis=1)]
+    to_largest = distances[pair_keys.isin(["largest_s"]).any(axis=1) & pair_keys.isin(CLOSE_METHODS).any(axis=1)]
+    far, near = within.loc[within.ci_high.idxmax()], to_largest.loc[to_largest.ci_low.idxmin()]
+    verdict = (True if within.ci_high.max() < to_largest.ci_low.min()
+               else False if within.ci_low.max() >= to_largest.ci_high.min() else None)
+    note = (f"highest {level:.0%} CI upper end within (a)-(c): {far.method_a}-{far.method_b} {far.rel_distance:.3f} "
+            f"[{far.ci_low:.3f}, {far.ci_high:.3f}] ({far.n_repetitions} repetitions); lowest lower end to "
+            f"largest-S: {near.method_a}-{near.method_b} {near.rel_distance:.3f} [{near.ci_low:.3f}, "
+            f"{near.ci_high:.3f}].")
+    claims.append(claim(
+        "The approximations (a)-(c) are closest to each other, farther from largest-S influence.",
+        "[max mean distance within (a)-(c), max CI high, min mean distance to largest-S, min CI low]",
+        [within.rel_distance.max(), within.ci_high.max(), to_largest.rel_distance.min(), to_largest.ci_low.min()],
+        verdict is True, source="paper", section=section,
+        criterion=(f"the upper ends of the {level_text}s of the mean relative l2 distances between two of (a)-(c) "
+                   "are all below the lower ends of those from largest-S to each of them; fails if some "
+                   "within-pair's lower end reaches some largest-S pair's upper end."),
+        note=note if verdict is not None else "undecided: the intervals overlap. " + note))
+    largest = summary.loc["largest_s"]
+    correlated = (largest["spearman"] > 0) and (largest["spearman_p"] < alpha)
+    claims.append(claim(
+        "Largest-S influence is correlated with the reference Shapley values.",
+        "[Spearman, one-sided p-value]", [largest["spearman"], largest["spearman_p"]], correlated,
+        source="paper", section=section,
+        criterion=(f"Spearman with the exact reference > 0 with one-sided p < {alpha} (largest-S is "
+                   "deterministic: one run; random values have Spearman 0 in expectation)."),
+        note=None if correlated else f"Spearman {largest['spearman']:.3f}, p = {largest['spearman_p']:.3g}."))
+    worst = summary.loc[list(CLOSE_METHODS)]
+    error = float(largest["rel_l2_error"])
+    verdict = (False if error < largest_error_threshold or error < ratio_threshold * worst.rel_l2_error_ci_low.max()
+               else True if error >= ratio_threshold * worst.rel_l2_error_ci_high.max() else None)
+    note = (f"largest-S error {error:.3f}; worst (a)-(c) mean error {worst.rel_l2_error.max():.3f}, {level:.0%} CI "
+            f"ends up to [{worst.rel_l2_error_ci_low.max():.3f}, {worst.rel_l2_error_ci_high.max():.3f}]; the "
+            f"uniform split's error is {uniform_error:.3f}.")
+    if verdict is False:
+        cause = (f"largest-S's error is below {largest_error_threshold}" if error < largest_error_threshold
+                 else f"(a)-(c) are not accurate enough to separate from largest-S by {ratio_threshold}x")
+        note = f"does not hold: {cause}; {note}"
+    if "loo_exact" in summary.index:
+        note += (f" The same scheme on exact leave-one-out marginals, (d*), has error "
+                 f"{summary.loc['loo_exact', 'rel_l2_error']:.3f}.")
+    claims.append(claim(
+        "Largest-S influence cannot recover the Shapley value.",
+        "[largest-S relative l2 error, worst (a)-(c) mean error, its CI high]",
+        [error, worst.rel_l2_error.max(), worst.rel_l2_error_ci_high.max()], verdict is True,
+        source="paper", section=section,
+        criterion=(f"largest-S relative l2 error >= {largest_error_threshold} and >= {ratio_threshold}x the "
+                   f"largest upper end of the (a)-(c) error {level_text}s; fails below {largest_error_threshold} "
+                   f"or below {ratio_threshold}x the largest lower end."),
+        note=note if verdict is not None else "undecided: the interval straddles the threshold. " + note))
+    return claims

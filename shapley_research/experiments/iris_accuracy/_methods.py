@@ -1,0 +1,155 @@
+"""The methods: the reference values, the randomised methods at a common budget and the largest-S scheme."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ... import (ValuationResult, all_s_influence, exact_shapley, group_testing_shapley, largest_s_influence,
+                 permutation_shapley)
+from .._common import progress
+from ._data import LN2
+
+
+# ------------------------------------------------------------------------------------- the methods
+
+def reference_values(game, method: str = "exact", n_permutations: int = 20000, seed: int = 0,
+                     n_jobs: int = 1) -> ValuationResult:
+    """The precise reference: exact enumeration, or permutation sampling with many permutations.
+
+    Parameters
+    ----------
+    method : {"exact", "permutation"}
+        ``"exact"`` evaluates all :math:`2^N` coalitions (``stderr`` zero);
+        ``"permutation"`` draws ``n_permutations`` permutations (the paper's
+        protocol, for ``N`` too large to enumerate) and keeps their standard
+        error.
+    """
+    if method == "exact":
+        result = exact_shapley(game, max_players=22)
+        result.stderr = np.zeros(result.n_players)
+        return result
+    if method == "permutation":
+        return permutation_shapley(game, n_permutations * game.n_players + 1, seed=seed, n_jobs=n_jobs,
+                                   progress=False)
+    raise ValueError(f"reference must be 'exact' or 'permutation', got {method!r}.")
+
+
+def leave_one_out_normalised(game, empty_utility: float | None = None) -> ValuationResult:
+    r"""The largest-S scheme with *exact* marginals: :math:`C_U\,[U(I) - U(I\setminus\{i\})]`.
+
+    :math:`C_U` rescales the leave-one-out marginals to sum to
+    :math:`U(I) - U(\emptyset)` (Theorem 6). It separates the error of the
+    scheme (one subset per point) from the error of the influence
+    approximation. ``N + 2`` evaluations.
+    """
+    start = time.perf_counter()
+    n = game.n_players
+    masks = np.ones((n + 2, n), dtype=bool)
+    masks[np.arange(n), np.arange(n)] = False
+    masks[n + 1] = False
+    u = game.evaluate(masks)
+    full, empty = u[n], (u[n + 1] if empty_utility is None else float(empty_utility))
+    marginals = full - u[:n]
+    c_u = (full - empty) / marginals.sum()
+    return ValuationResult(values=c_u * marginals, n_evaluations=n + 2, method="leave_one_out_normalised",
+                           wall_time=time.perf_counter() - start,
+                           info={"marginal_estimates": marginals, "normalization_constant": c_u})
+
+
+@dataclass
+class MethodRun:
+    """One method's result with the process CPU time it took (the machine is shared: wall time is inflated)."""
+
+    key: str
+    result: ValuationResult
+    cpu_time: float
+    repetition: int = 0
+    seed: int | None = None
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def n_model_fits(self) -> int:
+        """Models actually fitted (all-S, largest-S) or utility evaluations (the others)."""
+        return int(self.result.n_evaluations)
+
+
+def _timed(key, fn, repetition=0, seed=None) -> MethodRun:
+    start = time.process_time()
+    result = fn()
+    return MethodRun(key, result, time.process_time() - start, repetition, seed)
+
+
+def run_methods(game, data, *, C: float, budget: int, seed: int, repetition: int = 0,
+                methods=("permutation", "gt_paper", "gt_improved", "all_s"), n_jobs: int = 1) -> list[MethodRun]:
+    """Run the randomised methods once with the same ``budget``, all from ``seed``.
+
+    Parameters
+    ----------
+    game : ModelUtility
+        From :func:`make_game` (permutation sampling and group testing).
+    data : tuple
+        ``(X_train, y_train, X_test, y_test)`` (the influence methods refit
+        through :class:`~shapley_research.LogisticObjective`).
+    C : float
+        scikit-learn's ``C``, the same as the game's.
+    budget : int
+        Utility evaluations (permutation sampling, group testing) or sampled
+        base coalitions, one fit each (all-S influence).
+    seed : int
+        Seed of every method of this repetition.
+    methods : sequence of str
+        Keys among ``permutation``, ``gt_paper``, ``gt_improved``, ``all_s``,
+        ``all_s_first_order`` (all-S with the paper's first-order influence
+        formula: base-set Hessian, linearised utility change).
+
+    Returns
+    -------
+    list of MethodRun
+    """
+    calls = {
+        "permutation": lambda: permutation_shapley(game, budget, seed=seed, n_jobs=n_jobs, progress=False),
+        "gt_paper": lambda: group_testing_shapley(game, budget, seed=seed, variant="paper", n_jobs=n_jobs,
+                                                  progress=False),
+        "gt_improved": lambda: group_testing_shapley(game, budget, seed=seed, variant="improved", n_jobs=n_jobs,
+                                                     progress=False),
+        "all_s": lambda: all_s_influence(*data, budget, seed=seed, C=C, progress=False),
+        "all_s_first_order": lambda: all_s_influence(*data, budget, seed=seed, C=C, approximation="influence",
+                                                     utility_change="linear", progress=False),
+    }
+    unknown = set(methods) - set(calls)
+    if unknown:
+        raise ValueError(f"unknown methods {sorted(unknown)}; choose among {sorted(calls)}.")
+    return [_timed(key, calls[key], repetition, seed) for key in methods]
+
+
+def run_deterministic(game, data, *, C: float) -> list[MethodRun]:
+    """Largest-S influence (the paper's formula, normalised by :math:`C_U`) and its exact-LOO counterpart."""
+    # the influence module's U is unshifted: its U(empty) is -log 2 (only U(I) - U(empty) enters C_U)
+    return [_timed("largest_s", lambda: largest_s_influence(*data, C=C, empty_utility=-LN2)),
+            _timed("loo_exact", lambda: leave_one_out_normalised(game))]
+
+
+def repetition_seeds(seed: int, n_repetitions: int) -> list[int]:
+    """``n_repetitions`` distinct, reproducible seeds derived from ``seed``."""
+    return [int(s) for s in np.random.SeedSequence(seed).generate_state(n_repetitions)]
+
+
+def run_all(game, data, *, C: float, budget: int, seed: int, n_repetitions: int,
+            n_repetitions_all_s: int | None = None, first_order: bool = True, n_jobs: int = 1) -> list[MethodRun]:
+    """Every method: the cheap randomised ones ``n_repetitions`` times, all-S in the first
+    ``n_repetitions_all_s`` of them (default all; its fits cost ~100x more), its first-order variant once."""
+    n_all_s = n_repetitions if n_repetitions_all_s is None else n_repetitions_all_s
+    if not 1 <= n_all_s <= n_repetitions:
+        raise ValueError(f"n_repetitions_all_s must be in 1..n_repetitions={n_repetitions}, got {n_all_s}.")
+    runs = run_deterministic(game, data, C=C)
+    seeds = repetition_seeds(seed, n_repetitions)
+    for repetition in progress(range(n_repetitions), desc="repetitions"):
+        methods = ["permutation", "gt_paper", "gt_improved"] + ["all_s"] * (repetition < n_all_s)
+        if first_order and repetition == 0:
+            methods.append("all_s_first_order")
+        runs += run_methods(game, data, C=C, budget=budget, seed=seeds[repetition], repetition=repetition,
+                            methods=methods, n_jobs=n_jobs)
+    return runs

@@ -1,0 +1,140 @@
+"""Summary statistics of the levels table and the experiment's claims."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+def privacy_summary(levels, spearman_threshold: float = -0.8, excess_drop_min_se: float = 2.0) -> dict:
+    r"""Statistics of the claim "the value of the noisy half falls as the noise grows".
+
+    Computed on the finite privacy levels (the reference ``epsilon = inf`` is
+    excluded), from the ``levels`` table of :func:`run_privacy_noise`. The
+    trivial baseline is the uniform split of :math:`U(D) - U(\emptyset)`
+    (exact refits), whose share of the noisy half is
+    :math:`u = \frac{n_\text{noisy}}{N}\,(U(D) - U(\emptyset))`: it falls with
+    the noise too, because :math:`U(D)` does, but moves both halves alike.
+
+    Returns
+    -------
+    dict
+        ``spearman_sigma_vs_noisy_sum`` (per-point SVs summed over the noisy half),
+        ``spearman_sigma_vs_noisy_two_player`` (exact two-player SV) and
+        ``spearman_sigma_vs_uniform_noisy`` (the baseline's :math:`u`);
+        ``noisy_sum_least_noise``/``_most_noise`` with their standard errors,
+        ``prefix_path_efficiency_gap_max`` (largest ``|sum of both halves' SVs - (U(all) - U(0))|`` over
+        the levels, ``U`` by exact refits: the one-pass approximation's error on the full set),
+        ``drop`` (least minus most noise), ``drop_combined_se``
+        (``sqrt(se1^2 + se2^2)``), ``drop_in_se``, ``uniform_drop`` (the same
+        for :math:`u`, no Monte Carlo error), ``excess_drop = drop - uniform_drop``
+        and ``excess_drop_in_se``; booleans ``monotone_holds``,
+        ``two_player_holds``, ``drop_holds`` (``drop > drop_combined_se``) and
+        ``excess_drop_holds`` (``excess_drop_in_se > excess_drop_min_se``).
+    """
+    from scipy.stats import spearmanr
+
+    finite = levels[~levels["reference"]]
+    noisy = finite[finite["half"] == "noisy"].sort_values("sigma")
+    if len(noisy) < 2:
+        raise ValueError("need at least two finite privacy levels.")
+    n_total = finite.groupby("epsilon")["n_points"].sum()
+    uniform = noisy["n_points"] / noisy["epsilon"].map(n_total) * (noisy["accuracy_all"] - noisy["accuracy_empty"])
+
+    def rho(values):  # NaN (never "falls") for a constant series, without scipy's warning
+        constant = np.ptp(np.asarray(values, dtype=float)) == 0
+        return math.nan if constant else float(spearmanr(noisy["sigma"], values).statistic)
+
+    rho_sum, rho_two, rho_uniform = rho(noisy["sv_sum"]), rho(noisy["two_player_sv"]), rho(uniform)
+    least, most = noisy.iloc[0], noisy.iloc[-1]
+    # efficiency of the permutation estimate: the halves' sums add up to the one-pass path's U(all) - U(empty);
+    # its distance to the exact refit's U(all) - U(empty) measures the prefix approximation
+    by_level = levels.groupby("epsilon")
+    gap = (by_level["sv_sum"].sum() - (by_level["accuracy_all"].first() - by_level["accuracy_empty"].first())).abs()
+    drop = float(least["sv_sum"] - most["sv_sum"])
+    se = float(math.hypot(least["sv_sum_se"], most["sv_sum_se"]))
+    uniform_drop = float(uniform.iloc[0] - uniform.iloc[-1])
+    excess_in_se = (drop - uniform_drop) / se if se > 0 else math.copysign(math.inf, drop - uniform_drop)
+    return {"spearman_sigma_vs_noisy_sum": rho_sum, "spearman_sigma_vs_noisy_two_player": rho_two,
+            "spearman_sigma_vs_uniform_noisy": rho_uniform,
+            "noisy_sum_least_noise": float(least["sv_sum"]), "noisy_sum_least_noise_se": float(least["sv_sum_se"]),
+            "noisy_sum_most_noise": float(most["sv_sum"]), "noisy_sum_most_noise_se": float(most["sv_sum_se"]),
+            "sigma_least_noise": float(least["sigma"]), "sigma_most_noise": float(most["sigma"]),
+            "prefix_path_efficiency_gap_max": float(gap.max()),
+            "drop": drop, "drop_combined_se": se, "drop_in_se": drop / se if se > 0 else math.inf,
+            "uniform_drop": uniform_drop, "excess_drop": drop - uniform_drop, "excess_drop_in_se": excess_in_se,
+            "n_levels": int(len(noisy)),
+            "monotone_holds": bool(rho_sum <= spearman_threshold),
+            "two_player_holds": bool(rho_two <= spearman_threshold),
+            "drop_holds": bool(drop > se),
+            "excess_drop_holds": bool(excess_in_se > excess_drop_min_se)}
+
+
+def _largest_rise(noisy, column: str, se_column: str | None = None) -> str:
+    """Where a value that should fall with sigma rises most between neighbouring levels (the cause of a miss)."""
+    values = noisy[column].to_numpy()
+    j = int(np.argmax(np.diff(values)))
+    rise = float(values[j + 1] - values[j])
+    text = (f"it rises by {rise:.3g} from sigma = {noisy['sigma'].iloc[j]:.3g} to {noisy['sigma'].iloc[j + 1]:.3g}"
+            if rise > 0 else "it never rises but stays flat over too many levels")
+    if se_column is not None and rise > 0:
+        se = float(math.hypot(noisy[se_column].iloc[j], noisy[se_column].iloc[j + 1]))
+        text += f" ({rise / se:.1f} combined SE" + ("; within the Monte Carlo error)" if rise < 2 * se else ")")
+    return text
+
+
+SECTION = "Section 5 ('Value for Privacy-Preserving Data'), Figure 5b (fig:stable_noise)"
+
+
+def privacy_claims(levels, spearman_threshold: float = -0.8, excess_drop_min_se: float = 2.0):
+    """The claims of the experiment, judged on the ``levels`` table of :func:`run_privacy_noise`.
+
+    One is the paper's (the noisy half's SV falls as its noise grows); two are
+    this package's checks: the fall exceeds that of the uniform-split baseline
+    (so the SV singles out the noisy data), and the exact two-player SV of the
+    noisy half falls too. Returns ``(claims, summary)`` with
+    :func:`privacy_summary`'s statistics.
+    """
+    from .. import claim
+
+    summary = privacy_summary(levels, spearman_threshold, excess_drop_min_se)
+    noisy = levels[(levels["half"] == "noisy") & ~levels["reference"]].sort_values("sigma")
+    k, thr = summary["n_levels"], spearman_threshold
+    baseline = (f"The trivial baseline, the uniform split of U(D) - U(empty), has Spearman "
+                f"{summary['spearman_sigma_vs_uniform_noisy']:.2f}: it follows U(D), both halves alike; the next "
+                "claim checks that the SV singles out the noisy half.")
+    drops = (f"From sigma = {summary['sigma_least_noise']:.3g} to {summary['sigma_most_noise']:.3g} the noisy half's "
+             f"SV sum drops by {summary['drop']:.3f} (combined SE {summary['drop_combined_se']:.3f}), its uniform "
+             f"share by {summary['uniform_drop']:.3f}.")
+    claims = [
+        claim("The Shapley value of the noisy half of an MNIST training set decreases as its noise grows "
+              "(per-point values summed over the half).",
+              "spearman(sigma, noisy-half SV sum)", summary["spearman_sigma_vs_noisy_sum"], summary["monotone_holds"],
+              source="paper", section=SECTION,
+              criterion=f"Spearman correlation between the per-pixel noise sigma and the noisy half's summed "
+                        f"per-point SV (permutation sampling) over the {k} finite privacy levels <= {thr:g}.",
+              note=baseline if summary["monotone_holds"] else
+              f"{baseline} Cause of the miss: {_largest_rise(noisy, 'sv_sum', 'sv_sum_se')}."),
+        claim("The Shapley value singles out the noisy data: from the least to the most private level the noisy "
+              "half loses more value than its share of the uniform split of U(D) - U(empty) does.",
+              "(SV drop - uniform-split drop) / combined SE", summary["excess_drop_in_se"],
+              summary["excess_drop_holds"], source="reproduction",
+              criterion="(drop of the noisy half's SV sum - drop of its uniform share (n_noisy / N)(U(D) - U(empty)), "
+                        "exact refits) / combined standard error of the two SV sums > "
+                        f"{excess_drop_min_se:g}, between the least and the most private finite level.",
+              note=drops if summary["excess_drop_holds"] else
+              drops + (" Cause of the miss: the excess is within the Monte Carlo error." if summary["excess_drop"] > 0
+                       else " Cause of the miss: the SV lowers the noisy half no more than the uniform split does.")),
+        claim("The Shapley value of the noisy half, valued as one player against the clean half, decreases as "
+              "its noise grows.",
+              "spearman(sigma, exact two-player SV of the noisy half)", summary["spearman_sigma_vs_noisy_two_player"],
+              summary["two_player_holds"], source="reproduction",
+              criterion=f"Spearman correlation between sigma and the exact two-player SV of the noisy half (4 "
+                        f"coalitions, exact refits) over the {k} finite privacy levels <= {thr:g}.",
+              note=f"Baseline: the uniform split (U(D) - U(empty)) / 2 has Spearman "
+                   f"{summary['spearman_sigma_vs_uniform_noisy']:.2f}." + ("" if summary["two_player_holds"] else
+                   f" Cause of the miss: {_largest_rise(noisy, 'two_player_sv')} (exact values, no Monte Carlo "
+                   "error).")),
+    ]
+    return claims, summary

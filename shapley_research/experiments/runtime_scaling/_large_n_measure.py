@@ -1,0 +1,277 @@
+"""Large-N panel: doubling-budget runs of each estimator, evaluations to a target, and the fitted exponents."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pandas as pd
+
+from ... import compressive_shapley, group_testing_shapley, permutation_shapley, stratified_svarm_shapley
+from ._large_n_games import scaling_game
+
+SCALING_METHODS = ("permutation", "permutation_antithetic", "group_testing_paper", "group_testing_improved",
+                   "compressive", "svarm")
+MIN_POINTS_FOR_EXPONENT = 3
+
+
+# --------------------------------------------------------------------------------------------
+# Measurement
+# --------------------------------------------------------------------------------------------
+
+def _estimate(method: str, game, budget: int, seed: int):
+    options = {"seed": seed, "progress": False, "n_jobs": 1}
+    if method in ("permutation", "permutation_antithetic"):
+        return permutation_shapley(game, budget, antithetic=method == "permutation_antithetic", **options)
+    if method in ("group_testing_paper", "group_testing_improved"):
+        return group_testing_shapley(game, budget, variant=method.rsplit("_", 1)[1], **options)
+    if method == "compressive":
+        return compressive_shapley(game, budget, **options)
+    if method == "svarm":
+        return stratified_svarm_shapley(game, budget, **options)
+    raise ValueError(f"method must be one of {SCALING_METHODS}, got {method!r}.")
+
+
+def relative_error(estimate, exact) -> float:
+    """``||estimate - exact|| / ||exact||``."""
+    return float(np.linalg.norm(np.asarray(estimate) - exact) / np.linalg.norm(exact))
+
+
+def error_trace(method: str, game, exact, seed: int, *, target: float, cap: int, estimate=None) -> list[dict]:
+    """Errors of the doubling budgets ``2^j (N + 2)`` until the error is at most ``target`` or past ``cap``.
+
+    Budgets below a method's minimum are skipped. ``estimate(method, game,
+    budget, seed)`` returns a :class:`ValuationResult` (default: the public
+    estimators). Returns one record per run: budget, ``evaluations``
+    (``n_evaluations`` of the result), ``relative_error``, ``seconds``.
+    """
+    estimate = _estimate if estimate is None else estimate
+    trace, budget = [], game.n_players + 2
+    while budget <= cap:
+        try:
+            result = estimate(method, game, budget, seed)
+        except ValueError as exc:  # below the method's smallest budget: try the next
+            if "smaller than" not in str(exc):
+                raise
+        else:
+            error = relative_error(result.values, exact)
+            trace.append({"budget": budget, "evaluations": int(result.n_evaluations), "relative_error": error,
+                          "seconds": float(result.wall_time)})
+            if error <= target:
+                break
+        budget *= 2
+    return trace
+
+
+def largest_budget(n: int, cap: int) -> int:
+    """The largest budget ``2^j (N + 2)`` of the doubling schedule within ``cap``."""
+    budget = n + 2
+    while 2 * budget <= cap:
+        budget *= 2
+    return budget
+
+
+def scaling_plan(methods, games, ns, *, permutation_ns=None, caps: dict, max_work: dict | None = None,
+                 max_players: dict | None = None) -> list[tuple]:
+    """The ``(method, game, n, cap)`` runs: every method on every game at ``ns``.
+
+    ``permutation_ns`` adds larger N for the two permutation methods on the
+    unanimity game (the only game cheap there). A method's cap at N is
+    ``min(caps[method], max_work[method] // N)`` evaluations (``max_work``
+    bounds ``N`` times the evaluations, about the mask cells a run draws);
+    ``max_players[method]`` skips larger N (SVARM's state is ``O(N^2)``).
+    """
+    max_work, max_players = max_work or {}, max_players or {}
+    plan = []
+    for method in methods:
+        for game in games:
+            extra = permutation_ns if permutation_ns and game == "unanimity" and method.startswith("permutation") else []
+            for n in sorted(set(ns) | set(extra)):
+                if n > max_players.get(method, n):
+                    continue
+                cap = min(caps[method], max_work.get(method, caps[method] * n) // n)
+                plan.append((method, game, n, int(cap)))
+    return plan
+
+
+def uniform_split_errors(plan, *, knn_data=None, k: int = 5, game_seed: int = 0) -> dict:
+    """``{game: {N: relative error of the uniform split}}``: the trivial baseline every target must beat.
+
+    The uniform split gives every player ``(U(D) - U(empty)) / N``, the exact
+    values' mean (efficiency).
+    """
+    errors: dict = {}
+    for game, n in sorted({(g, n) for _, g, n, _ in plan}):
+        _, exact = scaling_game(game, n, knn_data=knn_data, k=k, seed=game_seed)
+        errors.setdefault(game, {})[str(n)] = relative_error(np.full(n, exact.mean()), exact)
+    return errors
+
+
+def _task(method, game_name, n, seed, target, cap, knn_data, k, game_seed):
+    game, exact = scaling_game(game_name, n, knn_data=knn_data, k=k, seed=game_seed)
+    start = time.process_time()
+    trace = error_trace(method, game, exact, seed, target=target, cap=cap)
+    return [{"method": method, "game": game_name, "n_players": n, "seed": seed,
+             "cap_evaluations": largest_budget(n, cap),
+             "cpu_seconds_total": time.process_time() - start, **row} for row in trace]
+
+
+def measure_scaling(plan, seeds, *, target: float, knn_data=None, k: int = 5, game_seed: int = 0,
+                    n_jobs: int = 1, progress=None) -> pd.DataFrame:
+    """Run :func:`error_trace` for every ``(method, game, n, cap)`` of ``plan`` (:func:`scaling_plan`) and seed.
+
+    Tasks run through joblib (largest first); the numbers do not depend on
+    ``n_jobs``. Returns every run, one row per budget.
+    """
+    from joblib import Parallel, delayed
+
+    tasks = sorted(((m, g, n, s, cap) for m, g, n, cap in plan for s in seeds), key=lambda t: -t[2] * t[4])
+    jobs = (delayed(_task)(m, g, n, s, target, cap, knn_data if g == "knn" else None, k, game_seed)
+            for m, g, n, s, cap in tasks)
+    runs = Parallel(n_jobs=n_jobs, return_as="generator")(jobs)
+    if progress is not None:
+        runs = progress(runs, total=len(tasks), desc="evaluations to target")
+    rows = [row for trace in runs for row in trace]
+    order = ["method", "game", "n_players", "seed", "budget"]
+    return pd.DataFrame(rows).sort_values(order, key=lambda c: c.map(_rank) if c.name == "method" else c,
+                                          ignore_index=True)
+
+
+def _rank(method: str) -> int:
+    return SCALING_METHODS.index(method)
+
+
+DECAY_RATIO = 0.85  # an error still falling as 1/sqrt(B) shrinks by 1/sqrt(2) = 0.71 per doubling
+
+
+def _seed_evaluations(trace: pd.DataFrame, target: float) -> tuple[float, float | None]:
+    """One seed: evaluations to ``target`` (inf if never) and the extrapolation from its last run.
+
+    The extrapolation ``B (e / target)^2`` assumes the ``1/sqrt(B)`` decay of
+    an unbiased mean; it is None when the last doubling did not shrink the
+    error by at least :data:`DECAY_RATIO` (a biased estimator's plateau,
+    compressive sampling's for one) or when there is only one run.
+    """
+    hit = trace[trace["relative_error"] <= target]
+    if len(hit):
+        first = float(hit["evaluations"].iloc[0])
+        return first, first
+    errors = trace["relative_error"].to_numpy()
+    if len(errors) < 2 or errors[-1] > DECAY_RATIO * errors[-2]:
+        return np.inf, None
+    return np.inf, float(trace["evaluations"].iloc[-1] * (errors[-1] / target) ** 2)
+
+
+def summarise_scaling(runs: pd.DataFrame, targets) -> list[dict]:
+    """The ``measured_scaling`` records: per method, game, N and target, the median over seeds.
+
+    ``evaluations`` is the median evaluations to the target (a seed that never
+    reached counts as infinite; ``None`` if the median is), ``reached_fraction``
+    the share of seeds that reached it, ``extrapolated_evaluations`` the
+    median of measured counts and, for seeds that did not reach,
+    ``B_cap (e / target)^2`` (None if a seed's error had stopped falling).
+    """
+    records = []
+    for (method, game, n), part in runs.groupby(["method", "game", "n_players"], sort=False):
+        for target in sorted(targets, reverse=True):
+            per_seed = [_seed_evaluations(trace, target) for _, trace in part.groupby("seed")]
+            measured = np.array([m for m, _ in per_seed])
+            median = float(np.median(measured))
+            extrapolated = [e for _, e in per_seed]
+            records.append({
+                "method": method, "game": game, "n_players": int(n), "target_relative_error": float(target),
+                "evaluations": None if not np.isfinite(median) else int(round(median)),
+                "reached_fraction": float(np.isfinite(measured).mean()), "seeds": len(per_seed),
+                "cap_evaluations": int(part["cap_evaluations"].iloc[0]),
+                "extrapolated_evaluations": (None if None in extrapolated
+                                             else int(round(float(np.median(extrapolated))))),
+            })
+    return sorted(records, key=lambda r: (_rank(r["method"]), r["game"], -r["target_relative_error"],
+                                          r["n_players"]))
+
+
+def fit_exponents(records, target: float, *, field: str = "evaluations") -> dict:
+    """``{method: {game: slope}}`` of log ``field`` on log N at ``target`` (None: fewer than 3 points)."""
+    exponents: dict = {}
+    for r in records:
+        exponents.setdefault(r["method"], {}).setdefault(r["game"], [])
+        if r["target_relative_error"] == target and r[field] is not None:
+            exponents[r["method"]][r["game"]].append((r["n_players"], r[field]))
+    return {method: {game: (float(np.polyfit(np.log([p[0] for p in pts]), np.log([p[1] for p in pts]), 1)[0])
+                            if len(pts) >= MIN_POINTS_FOR_EXPONENT else None)
+                     for game, pts in games.items()}
+            for method, games in exponents.items()}
+
+
+def scaling_exponents(records, target: float) -> tuple[dict, dict]:
+    """Exponents from measured counts where possible, else from the extrapolated ones; and their basis.
+
+    ``basis[method][game]`` is ``"measured"`` (at least
+    :data:`MIN_POINTS_FOR_EXPONENT` N reached the target), ``"extrapolated"``
+    (fitted to ``extrapolated_evaluations``, see :func:`summarise_scaling`)
+    or None (too few N run).
+    """
+    measured = fit_exponents(records, target)
+    extrapolated = fit_exponents(records, target, field="extrapolated_evaluations")
+    exponents, basis = {}, {}
+    for method, games in measured.items():
+        for game, value in games.items():
+            fallback = extrapolated[method][game]
+            exponents.setdefault(method, {})[game] = value if value is not None else fallback
+            basis.setdefault(method, {})[game] = ("measured" if value is not None
+                                                  else "extrapolated" if fallback is not None else None)
+    return exponents, basis
+
+
+def theorem_exponents(ns, epsilon: float, delta: float, utility_range: float) -> dict:
+    """Local log-log slope, over ``ns``, of the evaluations the theorems require (None: no theorem).
+
+    Permutation sampling (both forms): ``N`` times the Hoeffding count, about
+    ``N^2 log N``; group testing: Theorem 3 and Wang & Jia's bound, about
+    ``N (log N)^2``. Compressive sampling's Theorem 4 depends on an unknown
+    sparsity and constant, and SVARM is not in the paper: None.
+    """
+    from shapley_research import group_testing_sample_size, permutation_sample_size
+
+    ns = np.asarray(sorted(ns), dtype=float)
+    counts = {
+        "permutation": [n * permutation_sample_size(epsilon, delta, int(n), utility_range) for n in ns],
+        "group_testing_paper": [group_testing_sample_size(epsilon, delta, int(n), utility_range, variant="paper")
+                                for n in ns],
+        "group_testing_improved": [group_testing_sample_size(epsilon, delta, int(n), utility_range,
+                                                             variant="improved") for n in ns],
+    }
+    counts["permutation_antithetic"] = counts["permutation"]
+    slopes = {m: float(np.polyfit(np.log(ns), np.log(np.asarray(c, dtype=float)), 1)[0]) for m, c in counts.items()}
+    return {m: slopes.get(m) for m in SCALING_METHODS}
+
+
+def learner_seconds(records, fit_cost) -> pd.DataFrame:
+    """Measured counts times the paper learner's measured cost per evaluation (CPU seconds).
+
+    Where the median did not reach the target, the extrapolated count is used
+    instead (``basis`` says which).
+
+    The cost of one evaluation is the learner's training cost averaged over
+    the coalition sizes the method evaluates: all prefix sizes for the
+    permutation-based methods, the size distribution of each group-testing
+    variant, SVARM's size allocation.
+    """
+    from shapley_research.svarm import svarm_size_probabilities
+
+    from ._theory import group_testing_expected_cost, permutation_cost_per_permutation
+
+    def per_evaluation(method, n):
+        if method in ("permutation", "permutation_antithetic", "compressive"):
+            return permutation_cost_per_permutation(n, fit_cost) / n
+        if method.startswith("group_testing"):
+            return group_testing_expected_cost(n, fit_cost, method.rsplit("_", 1)[1])
+        return float(svarm_size_probabilities(n) @ fit_cost(np.arange(2, n - 1, dtype=float)))
+
+    rows = []
+    for r in records:
+        count, basis = ((r["evaluations"], "measured") if r["evaluations"] is not None
+                        else (r.get("extrapolated_evaluations"), "extrapolated"))
+        if count is not None:
+            rows.append({**r, "basis": basis, "cpu_seconds": count * per_evaluation(r["method"], r["n_players"])})
+    return pd.DataFrame(rows)

@@ -1,0 +1,47 @@
+r"""Runtime scaling, measured: utility evaluations to a target error as N grows to 10,000 and beyond.
+
+The paper's headline (Section 4, Theorems 2-3; Section 5, Figure 3b) compares
+*bounds*: permutation sampling needs :math:`O(N^2 \log N)` evaluations for an
+:math:`(\epsilon, \delta)` approximation, group testing
+:math:`O(N (\log N)^2)`. This module measures the behaviour instead: for each
+estimator, the evaluations it actually spends before its relative l2 error
+
+.. math:: e(B) = \frac{\lVert \hat s_B - s \rVert_2}{\lVert s \rVert_2}
+
+against exact values first falls below a target, on games whose exact values
+are cheap at any size:
+
+* ``knn``: the K-nearest-neighbour utility on MNIST features
+  (:class:`~shapley_research.KNNUtility`, exact values by
+  :func:`~shapley_research.knn_shapley`), with a one-pass prefix path;
+* ``unanimity``: a sum of ``N`` unanimity games on random sets of 1-3
+  players (:func:`~shapley_research.random_unanimity_sum`), values in closed
+  form.
+
+**Protocol (fixed before the run).** Budgets double, ``B_j = 2^j (N + 2)``,
+each a fresh call of the public estimator with the same seed (with the
+estimators' fixed batch layout the samples of ``B_j`` extend those of
+``B_{j-1}``), until the error is at most the smallest target or the method's
+cap is passed. The evaluations to a target are the ``n_evaluations`` of the
+first budget whose error is at most the target (first passage; resolution a
+factor 2); the median is over seeds, a seed that never reached counting as
+infinite, and ``None`` when the median is. The exponent is the least-squares
+slope of log(median evaluations) on log N over the N where the median was
+reached (at least :data:`MIN_POINTS_FOR_EXPONENT` of them). Where a run
+stopped at its cap, ``B_cap (e(B_cap) / target)^2`` (the ``1/sqrt(B)`` decay
+of an unbiased Monte Carlo mean) is reported beside it as an extrapolation,
+never used by a claim.
+"""
+
+from ._large_n_claims import ADVANTAGE, group_testing_advantage, large_n_claims
+from ._large_n_figure import LABELS, STYLE, plot_measured_scaling
+from ._large_n_games import SCALING_GAMES, knn_master_set, scaling_game
+from ._large_n_measure import (DECAY_RATIO, MIN_POINTS_FOR_EXPONENT, SCALING_METHODS, error_trace, fit_exponents,
+                               largest_budget, learner_seconds, measure_scaling, relative_error, scaling_exponents,
+                               scaling_plan, summarise_scaling, theorem_exponents, uniform_split_errors)
+
+__all__ = ["SCALING_METHODS", "SCALING_GAMES", "knn_master_set", "scaling_game", "error_trace",
+           "scaling_plan", "uniform_split_errors", "measure_scaling", "summarise_scaling", "fit_exponents",
+           "scaling_exponents", "theorem_exponents", "learner_seconds", "large_n_claims", "plot_measured_scaling",
+           "MIN_POINTS_FOR_EXPONENT", "LABELS", "STYLE", "relative_error", "largest_budget", "DECAY_RATIO",
+           "ADVANTAGE", "group_testing_advantage"]
