@@ -49,8 +49,8 @@ from threadpoolctl import threadpool_limits
 import shapley_research
 from shapley_research import (Game, compressive_shapley, group_testing_shapley,
                               permutation_shapley)
-from shapley_research import compressive as _compressive
-from shapley_research import group_testing as _group_testing
+from shapley_research.estimators import _compressive
+from shapley_research.estimators import _group_testing
 
 OVERHEAD_GOAL = 1.5
 RECOVERY_GOAL_S = 10.0  # "seconds": we read it as under ten seconds at N = 10,000

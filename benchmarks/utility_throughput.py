@@ -54,7 +54,7 @@ from threadpoolctl import threadpool_limits
 from shapley_research import LogisticRegressionUtility, ModelUtility
 from shapley_research.datasets import load_iris_split, load_mnist_subset, pca_features
 from shapley_research.games import prefix_masks
-from shapley_research.group_testing import group_testing_size_distribution
+from shapley_research.estimators import group_testing_size_distribution
 
 
 def draw_masks(rng, m, n, sizes):

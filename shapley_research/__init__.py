@@ -2,44 +2,49 @@
 
 Every estimator of Jia et al., "Towards Efficient Data Valuation Based on the
 Shapley Value" (AISTATS 2019), as functions that take a game first and return
-a :class:`ValuationResult`.
+a :class:`ValuationResult`. The layers, bottom up (imports point down only):
+
+* :mod:`.games`: the game protocol and games with closed-form values;
+* :mod:`.utilities`: games of machine learning (a model trained on each
+  coalition, batched learners, KNN);
+* :mod:`.estimators`: the estimators of the paper and after, over one shared
+  sampling loop, and the sample sizes of the paper's theorems;
+* :mod:`.influence`: the influence-function heuristics the paper compares with;
+* :class:`ValuationResult` (:mod:`.result`): what every estimator returns;
+* :mod:`.experiments`: the paper's experiments, run by ``shapley-research``.
 """
 
-from .bounds import (UniformDivisionGuarantee, compressive_sample_size, group_testing_q_tot,
-                     group_testing_sample_size, permutation_sample_size, stability_bound,
-                     uniform_division_guarantee)
-from .compressive import compressive_shapley
-from .exact import exact_shapley
-from .games import FunctionGame, Game, GameLike, as_game
-from .group_testing import FeasibilityError, group_testing_shapley
-from .knn import KNNUtility, knn_shapley
-from .permutation import permutation_shapley
-from ._checkpoint import CheckpointError
+# Games
+from .games import FunctionGame, Game, GameLike, UnanimitySumGame, as_game, random_unanimity_sum
+# Utilities of machine learning
+from .utilities import (ConstantPredictor, KNNUtility, LogisticRegressionUtility, ModelUtility, RidgeUtility,
+                        knn_shapley)
+# Estimators, and the sample sizes of the paper's theorems
+from .estimators import (CheckpointError, FeasibilityError, UniformDivisionGuarantee, compressive_sample_size,
+                         compressive_shapley, exact_shapley, group_testing_q_tot, group_testing_sample_size,
+                         group_testing_shapley, permutation_sample_size, permutation_shapley, stability_bound,
+                         stratified_svarm_shapley, uniform_division_guarantee, uniform_shapley)
+# Influence heuristics
+from .influence import (LogisticObjective, all_s_influence, largest_s_influence, largest_s_influence_general,
+                        neyman_allocation)
+# Results
 from .result import ValuationResult, merge_results
-from .svarm import stratified_svarm_shapley
-from .unanimity import UnanimitySumGame, random_unanimity_sum
-from .uniform import uniform_shapley
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Game", "GameLike", "FunctionGame", "as_game", "ValuationResult", "merge_results", "CheckpointError",
+    # games
+    "Game", "GameLike", "FunctionGame", "as_game", "UnanimitySumGame", "random_unanimity_sum",
+    # utilities
+    "ModelUtility", "ConstantPredictor", "LogisticRegressionUtility", "RidgeUtility", "KNNUtility", "knn_shapley",
+    # estimators
     "exact_shapley", "permutation_shapley", "group_testing_shapley", "compressive_shapley",
-    "stratified_svarm_shapley", "uniform_shapley", "knn_shapley", "KNNUtility", "FeasibilityError",
-    "permutation_sample_size", "group_testing_sample_size", "group_testing_q_tot",
-    "compressive_sample_size", "stability_bound", "uniform_division_guarantee",
-    "UniformDivisionGuarantee", "UnanimitySumGame", "random_unanimity_sum",
+    "stratified_svarm_shapley", "uniform_shapley", "FeasibilityError", "CheckpointError",
+    "permutation_sample_size", "group_testing_sample_size", "group_testing_q_tot", "compressive_sample_size",
+    "stability_bound", "uniform_division_guarantee", "UniformDivisionGuarantee",
+    # influence
+    "LogisticObjective", "largest_s_influence", "largest_s_influence_general", "all_s_influence",
+    "neyman_allocation",
+    # results
+    "ValuationResult", "merge_results",
 ]
-
-# --- ML utilities (issue 3): utility.py, learners/ ---
-from .learners import LogisticRegressionUtility, RidgeUtility  # noqa: E402
-from .utility import ConstantPredictor, ModelUtility  # noqa: E402
-
-__all__ += ["ModelUtility", "ConstantPredictor", "LogisticRegressionUtility", "RidgeUtility"]
-
-# --- influence heuristics (issue 3): influence/ ---
-from .influence import (LogisticObjective, all_s_influence, largest_s_influence,  # noqa: E402
-                        largest_s_influence_general, neyman_allocation)
-
-__all__ += ["LogisticObjective", "largest_s_influence", "largest_s_influence_general",
-            "all_s_influence", "neyman_allocation"]

@@ -18,12 +18,12 @@ def _sample_small_games():
     """Keep the samplers sampling on the zoo's small games, unless a test is marked ``enumeration``.
 
     A sampling estimator whose budget covers all 2^N coalitions returns the exact values
-    (``shapley_research._small_games``); most tests here study the sampling itself (unbiasedness,
+    (``shapley_research.estimators._small_games``); most tests here study the sampling itself (unbiasedness,
     standard errors, checkpoints, stopping rules) on games of 4 to 12 players with larger budgets, so
     the shortcut is off for them, from the first fixture on (session scope). ``tests/test_small_games.py``
     tests it; subprocess runs (the experiments, the README) always have it.
     """
-    from shapley_research import _small_games
+    from shapley_research.estimators import _small_games
 
     default = _small_games.ENUMERATION_MAX_PLAYERS
     _small_games.ENUMERATION_MAX_PLAYERS = 0
@@ -34,7 +34,7 @@ def _sample_small_games():
 @pytest.fixture(autouse=True)
 def _enumeration_where_marked(request, monkeypatch, _sample_small_games):
     if request.node.get_closest_marker("enumeration") is not None:
-        from shapley_research import _small_games
+        from shapley_research.estimators import _small_games
 
         monkeypatch.setattr(_small_games, "ENUMERATION_MAX_PLAYERS", _sample_small_games)
 

@@ -104,16 +104,50 @@ def test_no_import_cycles():
 
 def test_the_graph_sees_relative_lazy_and_parent_imports():
     """Guard against a vacuous check: known edges of each kind are found."""
-    graph = import_graph(PACKAGE)
-    assert "shapley_research._model_data" in graph["shapley_research.utility"]  # from ._model_data import ...
-    assert "shapley_research.learners" in graph["shapley_research.utility"]  # from .learners import ...
-    assert "shapley_research._model_data" in graph["shapley_research.learners._base"]  # from .._model_data
-    assert "shapley_research.learners._warm_prefix" in graph["shapley_research.learners._logistic"]
-    assert "shapley_research.experiments" in graph["shapley_research.experiments.privacy_noise._claims"]  # from ..
-    assert "shapley_research.learners" in graph["shapley_research.experiments.adversarial._run"]  # in a function
+    graph = {name.removeprefix("shapley_research."): {t.removeprefix("shapley_research.") for t in targets}
+             for name, targets in import_graph(PACKAGE).items()}
+    assert "utilities._model_data" in graph["utilities._model"]  # from ._model_data import ...
+    assert "utilities.learners" in graph["utilities._model"]  # from .learners import ...
+    assert "utilities._model_data" in graph["utilities.learners._base"]  # from .._model_data import ...
+    assert "utilities.learners._warm_prefix" in graph["utilities.learners._logistic"]
+    assert "experiments" in graph["experiments.privacy_noise._claims"]  # from .. import claim, in a function
+    assert "utilities.learners" in graph["experiments.adversarial._run"]  # from ...utilities.learners, likewise
     # a package re-exporting its own submodules is no edge
-    assert not any(t.startswith("shapley_research.learners.") for t in graph["shapley_research.learners"])
+    assert not any(t.startswith("utilities.learners.") for t in graph["utilities.learners"])
     assert not graph["shapley_research"]
+
+
+# The layers, bottom up: a module may import its own layer and the layers below it, never one above.
+LAYERS = (
+    {"_validation", "_threads", "result", "datasets"},
+    {"games"},
+    {"utilities", "attacks"},
+    {"estimators"},
+    {"influence"},
+    {"experiments"},
+    {"cli"},
+)
+
+
+def layer_of(module: str) -> int | None:
+    """The layer of a module of the package, from its first component under ``shapley_research``."""
+    parts = module.split(".")
+    if len(parts) == 1:  # the top-level __init__ re-exports every layer
+        return None
+    return next(i for i, layer in enumerate(LAYERS) if parts[1] in layer)
+
+
+def test_every_top_level_module_has_a_layer():
+    top = {p.stem for p in PACKAGE.glob("*.py") if p.stem != "__init__"} | {
+        p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()}
+    assert top == set().union(*LAYERS)
+
+
+def test_imports_point_down_the_layers():
+    upward = [f"{name} (layer {layer_of(name)}) imports {target} (layer {layer_of(target)})"
+              for name, targets in import_graph(PACKAGE).items() if layer_of(name) is not None
+              for target in targets if layer_of(target) is not None and layer_of(target) > layer_of(name)]
+    assert not upward, "imports pointing up the layers:\n" + "\n".join(upward)
 
 
 def test_a_cycle_through_a_lazy_import_is_found(tmp_path):

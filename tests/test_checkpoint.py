@@ -68,7 +68,7 @@ def test_killed_process_resumes_to_the_same_values(tmp_path):
         sys.path.insert(0, {str(Path(__file__).parent)!r})
         import shapley_research as sr
         from games import WeightedVotingGame
-        from shapley_research import _small_games
+        from shapley_research.estimators import _small_games
 
         _small_games.ENUMERATION_MAX_PLAYERS = 0  # sample the 8 players, as in the parent (tests/conftest.py)
 

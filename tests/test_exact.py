@@ -142,7 +142,7 @@ def test_refuses_games_above_max_players():
 
 def test_prefix_fast_paths_agree_with_masks():
     from shapley_research.games import prefix_masks
-    from shapley_research.permutation import random_permutations
+    from shapley_research.estimators import random_permutations
 
     perms = random_permutations(np.random.default_rng(0), 20, 9)
     for game in (AirportGame(np.random.default_rng(1).uniform(0, 5, 9)),

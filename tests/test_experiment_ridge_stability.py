@@ -13,7 +13,7 @@ from sklearn.linear_model import Ridge
 from shapley_research import RidgeUtility, exact_shapley, stability_bound
 from shapley_research.experiments import ridge_stability as rs
 from shapley_research.games import prefix_masks
-from shapley_research.permutation import random_permutations
+from shapley_research.estimators import random_permutations
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,9 @@ import pytest
 from sklearn.linear_model import lars_path
 
 from shapley_research import compressive_shapley
-from shapley_research._l1_homotopy import HomotopyError, _cholesky_delete, _small_integer_form, _solve, l1_homotopy
-from shapley_research.compressive import bernoulli_matrix, l1_recovery
+from shapley_research.estimators._l1_homotopy import (HomotopyError, _cholesky_delete, _small_integer_form, _solve,
+                                                     l1_homotopy)
+from shapley_research.estimators import bernoulli_matrix, l1_recovery
 
 
 def problem(m, n, nonzero, noise=0.05, seed=0, kind="bernoulli"):

@@ -100,7 +100,7 @@ def test_bit_identical_where_blas_threads_would_change_the_rounding(n_players, d
 def test_pinned_threads_nest_and_restore():
     from threadpoolctl import threadpool_info
 
-    from shapley_research._sampling import BATCH_THREADS, pinned_threads
+    from shapley_research.estimators._sampling._loop import BATCH_THREADS, pinned_threads
 
     before = [pool["num_threads"] for pool in threadpool_info()]
     with pinned_threads():

@@ -15,8 +15,9 @@ from scipy.stats import spearmanr
 
 import shapley_research as sr
 from games import AirportGame, CountingGame, Interrupted, InterruptingGame
-from shapley_research._sampling import (MIN_SAMPLES_FOR_PRECISION, RANK_DRAWS, expected_rank_correlation,
-                                        rank_noise, run_sampling, units_from_budget)
+from shapley_research.estimators._sampling._loop import (MIN_SAMPLES_FOR_PRECISION, RANK_DRAWS,
+                                                         expected_rank_correlation, rank_noise, run_sampling,
+                                                         units_from_budget)
 
 AIRPORT = AirportGame(np.arange(1.0, 11.0))  # ten players with distinct, well separated values
 N = AIRPORT.n_players
@@ -89,7 +90,7 @@ def test_draws_are_fixed_per_key_and_ranked_in_chunks(monkeypatch):
     first = expected_rank_correlation(values, stderr, key=3)
     assert expected_rank_correlation(values, stderr, key=3) == first  # a pure function
     assert not np.array_equal(rank_noise(4, 5, key=1), rank_noise(4, 5, key=2))
-    import shapley_research._sampling as sampling
+    import shapley_research.estimators._sampling._loop as sampling
 
     monkeypatch.setattr(sampling, "RANK_CHUNK_CELLS", 120)  # 2 draws per chunk instead of all 32
     assert expected_rank_correlation(values, stderr, key=3) == pytest.approx(first, abs=1e-12)

@@ -11,7 +11,7 @@ from shapley_research import (KNNUtility, UnanimitySumGame, ValuationResult, exa
                               random_unanimity_sum)
 from shapley_research.experiments.runtime_scaling import large_n as rsl
 from shapley_research.games import prefix_masks
-from shapley_research.knn import _neighbour_order
+from shapley_research.utilities._knn import _neighbour_order
 
 
 def brute_force_banzhaf(game) -> np.ndarray:

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 import shapley_research as sr
-from shapley_research import _without_replacement
-from shapley_research.svarm import MAX_PLAYERS, svarm_size_probabilities
+from shapley_research.estimators._sampling import _without_replacement
+from shapley_research.estimators._svarm import MAX_PLAYERS, svarm_size_probabilities
 from games import AirportGame, TableGame, random_unanimity_game, relative_l2
 
 AIRPORT = AirportGame(np.random.default_rng(0).uniform(0.0, 1.0, 12))

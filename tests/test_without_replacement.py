@@ -2,7 +2,8 @@
 
 Below 2^N evaluations the sampling estimators used to draw each coalition size's stratum with replacement.
 Stratified SVARM and group testing now read a small stratum along seeded random orders of its coalitions
-(``shapley_research._without_replacement``); SVARM also skips a size once it has given every coalition.
+(``shapley_research.estimators._sampling._without_replacement``); SVARM also skips a size once it has
+given every coalition.
 The with-replacement path stays available by setting ``MAX_STRATUM = 0``, and every comparison below is
 measured against it on the same games and seeds.
 """
@@ -16,8 +17,8 @@ import pytest
 from joblib import parallel_config
 
 import shapley_research as sr
-from shapley_research import _without_replacement as wor
-from shapley_research.svarm import _finalize, svarm_size_probabilities
+from shapley_research.estimators._sampling import _without_replacement as wor
+from shapley_research.estimators._svarm import _finalize, svarm_size_probabilities
 from games import (AirportGame, CountingGame, GloveGame, Interrupted, InterruptingGame, TableGame, UnanimityGame,
                    WeightedVotingGame, random_unanimity_game, relative_l2)
 
@@ -275,3 +276,14 @@ def test_group_testing_tests_take_each_coalition_once_per_pass():
         for p in range(full):  # every complete pass holds each coalition once, the partial one no repeat
             assert np.unique(codes[p * comb(n, k):(p + 1) * comb(n, k)]).size == comb(n, k)
         assert np.unique(codes[full * comb(n, k):]).size == rest
+
+
+def test_the_order_cache_stays_within_its_bound_and_gives_the_same_orders(monkeypatch):
+    monkeypatch.setattr(wor, "_orders", type(wor._orders)())
+    monkeypatch.setattr(wor, "_orders_held", [0])
+    monkeypatch.setattr(wor, "ORDER_CACHE_ENTRIES", 100)
+    first = [wor._order(7, 9, 3, p).copy() for p in range(5)]  # 84 entries each: one fits at a time
+    assert len(wor._orders) == 1 and wor._orders_held[0] == 84
+    for p in (4, 0, 2):  # evicted or not, an order is a function of its key alone
+        np.testing.assert_array_equal(wor._order(7, 9, 3, p), first[p])
+    assert wor._orders_held[0] == sum(a.size for a in wor._orders.values()) <= 100

@@ -13,7 +13,7 @@ import time
 
 import numpy as np
 
-from .._sampling import batch_rng
+from ..estimators._sampling._loop import batch_rng
 from .._validation import check_choice, check_int, check_seed
 from ..result import ValuationResult
 from ._allocation import _BIG, PRIOR_SETS, _draw_subsets, _Stratum, _stratum_std, neyman_allocation

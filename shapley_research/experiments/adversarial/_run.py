@@ -43,7 +43,7 @@ def run_valuation(data: AdversarialData, *, test_ratios, n_permutations: int, C:
     The same permutations serve both panels (the players correspond: the
     same benign images, and the same source images attacked two ways).
     """
-    from ...learners import LogisticRegressionUtility
+    from ...utilities.learners import LogisticRegressionUtility
 
     n_permutations = check_int(n_permutations, "n_permutations", minimum=4)
     if n_permutations % 2:

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..._validation import check_float, check_int
-from ...games import Game
-from ...learners import RidgeUtility
+from ...games._base import Game
+from ...utilities.learners import RidgeUtility
 
 #: How a coalition's penalty follows from the paper's lambda: main protocol first.
 CONVENTIONS = ("fixed_alpha", "per_coalition", "no_intercept")

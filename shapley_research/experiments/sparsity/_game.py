@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..._validation import check_int
-from ...games import Game
-from ...utility import TargetInfo, check_dataset, constant_utilities, degenerate_rows
+from ...games._base import Game
+from ...utilities._model import TargetInfo, check_dataset, constant_utilities, degenerate_rows
 
 
 def _check_permutations(permutations, n: int) -> np.ndarray:
@@ -31,7 +31,7 @@ class NearestCentroidUtility(Game):
     i.e. the largest score :math:`x^\top\mu_k - \|\mu_k\|^2/2`; this is
     ``sklearn.neighbors.NearestCentroid()`` (uniform priors). Coalitions with
     fewer than two classes are degenerate and follow the library's
-    ``"constant"`` convention (:mod:`shapley_research.utility`): one class
+    ``"constant"`` convention (:mod:`shapley_research.utilities._model`): one class
     predicts that class (as the centroid rule would), the empty set predicts
     the most frequent training class.
 
@@ -168,7 +168,7 @@ class PrefixCache(Game):
 
     def evaluate_prefixes(self, permutations) -> np.ndarray:
         """Prefix utilities (m, n), computing only permutations not seen before."""
-        from ...games import evaluate_prefixes
+        from ...games._base import evaluate_prefixes
 
         permutations = np.asarray(permutations)
         keys = [self._key(row) for row in permutations]
@@ -199,8 +199,8 @@ def compressive_permutations(seed: int, n_permutations: int, n_players: int, bat
     large batch. A mismatch would only cost time (cache misses), never change
     a result.
     """
-    from ..._sampling import batch_rng
-    from ...permutation import random_permutations
+    from ...estimators._sampling._loop import batch_rng
+    from ...estimators._permutation import random_permutations
 
     n_permutations = check_int(n_permutations, "n_permutations", minimum=1)
     batch_size = check_int(batch_size, "batch_size", minimum=1)

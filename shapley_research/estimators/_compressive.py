@@ -8,12 +8,12 @@ import numpy as np
 
 from ._l1_homotopy import HomotopyError, l1_homotopy
 from ._small_games import enumerated_result, enumeration_affordable
-from ._sampling import (aux_rng, default_batch_size, evaluate_anchors, open_checkpoint, run_sampling,
-                        units_from_budget)
-from ._validation import (check_choice, check_float, check_game, check_int, check_n_jobs, check_solver,
-                          check_target, check_target_rank_correlation)
-from .permutation import documents_sampling_options, marginal_contributions, random_permutations
-from .result import ValuationResult
+from ._sampling._loop import (aux_rng, default_batch_size, evaluate_anchors, open_checkpoint, run_sampling,
+                              units_from_budget)
+from .._validation import (check_choice, check_float, check_game, check_int, check_n_jobs, check_solver,
+                           check_target, check_target_rank_correlation)
+from ._permutation import documents_sampling_options, marginal_contributions, random_permutations
+from ..result import ValuationResult
 
 __all__ = ["compressive_shapley", "bernoulli_matrix", "l1_recovery"]
 
@@ -29,7 +29,7 @@ def l1_recovery(matrix: np.ndarray, measurements: np.ndarray, centre: np.ndarray
     r"""Solve :math:`\min \|\Delta\|_1` s.t. :math:`\|A(c + \Delta) - y\|_2 \le \epsilon`; return ``c + Delta``.
 
     ``method="homotopy"`` follows the lasso path to the point whose residual
-    is exactly ``epsilon`` (:func:`~shapley_research._l1_homotopy.l1_homotopy`:
+    is exactly ``epsilon`` (:func:`~shapley_research.estimators._l1_homotopy.l1_homotopy`:
     exact up to rounding, no solver tolerance, and certified by the lasso
     optimality conditions); ``"cvxpy"`` solves the second-order cone program
     with the cvxpy ``solver``. Returns the values and a status: ``"optimal"``

@@ -8,12 +8,12 @@ import numpy as np
 
 from . import _position_effects
 from ._small_games import enumerated_result, enumeration_affordable
-from ._sampling import (default_batch_size, evaluate_anchors, open_checkpoint, run_sampling,
-                        units_from_budget)
-from ._validation import (check_bool, check_game, check_int, check_n_jobs, check_target,
-                          check_target_rank_correlation)
-from .games import evaluate_prefixes
-from .result import ValuationResult, register_finalizer
+from ._sampling._loop import (default_batch_size, evaluate_anchors, open_checkpoint, run_sampling,
+                              units_from_budget)
+from .._validation import (check_bool, check_game, check_int, check_n_jobs, check_target,
+                           check_target_rank_correlation)
+from ..games._base import evaluate_prefixes
+from ..result import ValuationResult, register_finalizer
 
 __all__ = ["permutation_shapley", "random_permutations", "marginal_contributions"]
 
@@ -59,7 +59,7 @@ SAMPLING_PARAMETERS = r"""
         :math:`\rho_S` is the Pearson correlation of the ranks; a player with
         zero standard error keeps its rank. The :math:`z_r` come from a fixed
         generator keyed by the sample count
-        (:func:`shapley_research._sampling.expected_rank_correlation`), so the
+        (:func:`shapley_research.estimators._sampling._loop.expected_rank_correlation`), so the
         stop is a function of the samples only: the same for any ``n_jobs``
         and after a resume. ``budget`` is then a cap and may be ``None``.
         With ``target_stderr`` as well, the run stops when either is met.
@@ -157,7 +157,7 @@ def permutation_shapley(game, budget, seed=None, *, antithetic: bool = False, ro
         players, is estimated from all of them at once, at no extra
         evaluation. Efficiency still holds exactly; the estimate is
         consistent, with an :math:`O(1/T)` bias from fitting on the same
-        samples (see :mod:`shapley_research._position_effects`). With
+        samples (see :mod:`shapley_research.estimators._position_effects`). With
         ``antithetic``, on the benchmarks it reached the error of antithetic
         sampling alone with about half the evaluations (0.45-0.5x on a
         linear + sqrt(size) + unanimity game and on MNIST KNN). Not with

@@ -1,11 +1,11 @@
 """Data checks, metrics and the degenerate-coalition convention shared by every model utility.
 
-Holds what :class:`~shapley_research.utility.ModelUtility` and the batched
-learners of :mod:`shapley_research.learners` both need: validation of the
+Holds what :class:`~shapley_research.utilities._model.ModelUtility` and the batched
+learners of :mod:`shapley_research.utilities.learners` both need: validation of the
 train/test split, of the metric and of the degenerate-coalition options;
 :class:`TargetInfo` (targets prepared once for scoring); the metric helpers;
 :class:`ConstantPredictor` and the utilities of degenerate coalitions. The
-conventions are documented in :mod:`shapley_research.utility`. It sits below
+conventions are documented in :mod:`shapley_research.utilities._model`. It sits below
 both so that imports point one way: ``utility -> learners -> _model_data``.
 """
 
@@ -16,8 +16,8 @@ from typing import Callable
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from ._validation import (check_choice, check_class_labels, check_features, check_float, check_int,
-                          check_label_kinds, check_target_vector)
+from .._validation import (check_choice, check_class_labels, check_features, check_float, check_int,
+                           check_label_kinds, check_target_vector)
 
 CLASSIFICATION_METRICS = ("accuracy", "neg_log_loss")
 REGRESSION_METRICS = ("neg_mean_squared_error", "neg_mean_absolute_error", "r2")

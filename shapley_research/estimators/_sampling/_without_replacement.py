@@ -50,7 +50,7 @@ from math import comb
 
 import numpy as np
 
-from ._sampling import ORDER_STREAM, SIZE_STREAM
+from ._loop import ORDER_STREAM, SIZE_STREAM
 from ._subsets import random_subsets
 
 __all__ = ["MAX_STRATUM", "StratumPlan", "draw_coalitions", "pass_remainder", "size_rng",
@@ -61,6 +61,7 @@ ORDER_CACHE_ENTRIES = 2**23  # cached order entries per process (int32: 32 MiB);
 MAIN_PHASE, PILOT_PHASE = 0, 1  # size streams of the sampling batches and of a pilot's batches
 
 _orders: OrderedDict = OrderedDict()
+_orders_held = [0]  # entries held by _orders, kept as a running count (summing them per insert is quadratic)
 _orders_lock = threading.Lock()  # batches of the threading backend share the cache
 
 
@@ -88,7 +89,7 @@ def unrank(ranks, n_players: int, k: int) -> np.ndarray:
     the members of the subset; greedily, :math:`c_j` is the largest ``c`` with
     :math:`\binom cj \le r`, then :math:`r \mathrel{-}= \binom{c_j}{j}`. The
     rows are unranked on their small side, :math:`s = \min(k, N - k)`
-    (complemented where ``k > N // 2``, as :mod:`shapley_research._subsets`
+    (complemented where ``k > N // 2``, as :mod:`shapley_research.estimators._sampling._subsets`
     does), so ``ranks`` range over :math:`[0, \binom Nk)` and each is a
     distinct subset: a uniform rank is a uniform subset.
     """
@@ -117,10 +118,11 @@ def _order(entropy: int, n_players: int, k: int, pass_: int) -> np.ndarray:
     rng = np.random.default_rng(np.random.SeedSequence(entropy, spawn_key=(ORDER_STREAM, k, pass_)))
     order = rng.permutation(comb(n_players, k)).astype(np.int32)
     with _orders_lock:
-        _orders[key] = order
-        held = sum(a.size for a in _orders.values())
-        while held > ORDER_CACHE_ENTRIES and len(_orders) > 1:
-            held -= _orders.popitem(last=False)[1].size
+        if key not in _orders:  # another thread may have drawn the same order meanwhile
+            _orders[key] = order
+            _orders_held[0] += order.size
+        while _orders_held[0] > ORDER_CACHE_ENTRIES and len(_orders) > 1:
+            _orders_held[0] -= _orders.popitem(last=False)[1].size
     return order
 
 

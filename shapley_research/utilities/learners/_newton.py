@@ -3,7 +3,7 @@
 :func:`_newton` takes full Newton steps with the exact softmax Hessian,
 solved by :func:`_solve_spd` (batched Cholesky with vectorised substitutions),
 backtracking only the coalitions that fail the Armijo test; quadratic
-convergence, ``O(K^2 N q^2)`` per iteration (:mod:`shapley_research.learners`).
+convergence, ``O(K^2 N q^2)`` per iteration (:mod:`shapley_research.utilities.learners`).
 """
 
 from __future__ import annotations

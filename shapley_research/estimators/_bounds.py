@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._validation import check_choice, check_float, check_int
+from .._validation import check_choice, check_float, check_int
 
 __all__ = [
     "permutation_sample_size", "group_testing_sample_size", "group_testing_q_tot",

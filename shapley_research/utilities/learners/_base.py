@@ -4,7 +4,7 @@
 training mean with the intercept column appended, and the penalty pattern
 (the intercept unpenalised); :class:`_BatchedLearner` is the base of
 :class:`RidgeUtility` and :class:`LogisticRegressionUtility`: data and option
-checks, the degenerate coalitions (:mod:`shapley_research.utility`'s
+checks, the degenerate coalitions (:mod:`shapley_research.utilities._model`'s
 convention), chunking by working memory and the ``evaluate`` flow.
 """
 
@@ -14,8 +14,8 @@ import numpy as np
 
 from .._model_data import (TargetInfo, check_dataset, check_degenerate_options, degenerate_rows,
                            degenerate_utilities, resolve_metric)
-from .._validation import check_bool, check_features, check_int
-from ..games import Game
+from ..._validation import check_bool, check_features, check_int
+from ...games._base import Game
 
 _CHUNK_BYTES = 48 * 2**20  # working memory per chunk of coalitions
 

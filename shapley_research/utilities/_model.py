@@ -7,7 +7,7 @@ coalition :math:`S` of training points is
 
 the paper's :math:`U(S) = U_m(A(S))` (Section 4.1). :class:`ModelUtility`
 fits any scikit-learn style estimator once per coalition (a fresh
-``sklearn.base.clone`` each time); :mod:`shapley_research.learners` trains
+``sklearn.base.clone`` each time); :mod:`shapley_research.utilities.learners` trains
 many coalitions at once for L2 logistic regression and ridge regression.
 
 Metrics (higher is better; all finite)
@@ -68,9 +68,9 @@ from ._model_data import (CLASSIFICATION_METRICS, DEGENERATE_MODES, LOG_EPS, LOG
                           check_degenerate_options, clipped_mean_log_probability, constant_utilities,
                           degenerate_rows, degenerate_utilities, r2_from_sums, regression_scores,
                           resolve_metric)
-from ._threads import thread_controller
-from ._validation import check_bool, check_choice, check_int, check_n_jobs, check_real_scalar
-from .games import Game
+from .._threads import thread_controller
+from .._validation import check_bool, check_choice, check_int, check_n_jobs, check_real_scalar
+from ..games._base import Game
 from .learners import learner_for, unsupported_reason
 
 __all__ = ["ModelUtility", "ConstantPredictor", "CLASSIFICATION_METRICS", "REGRESSION_METRICS"]
@@ -190,12 +190,13 @@ class ModelUtility(Game):
         Most coalitions kept in the cache.
     fast : {False, "auto", True}, default False
         By default the estimator itself is cloned and fitted on every coalition,
-        so the utility is exactly that estimator's. Opt in to route to a batched learner of :mod:`shapley_research.learners`, which
+        so the utility is exactly that estimator's. Opt in to route to a batched learner of
+        :mod:`shapley_research.utilities.learners`, which
         trains a whole batch of coalitions at once: ``LogisticRegression``
         (L2 penalty, ``dual=False``, no ``class_weight``, finite ``C``, any
-        solver but ``liblinear``) to :class:`~shapley_research.learners.LogisticRegressionUtility`
+        solver but ``liblinear``) to :class:`~shapley_research.utilities.learners.LogisticRegressionUtility`
         and ``Ridge`` (scalar ``alpha > 0``, ``positive=False``) to
-        :class:`~shapley_research.learners.RidgeUtility`, with a string metric of
+        :class:`~shapley_research.utilities.learners.RidgeUtility`, with a string metric of
         the model's task. They minimise the same objective as scikit-learn:
         ridge agrees with ``Ridge`` to rounding (about 1e-14 relative); logistic
         regression is solved to ``min(model.tol, 1e-6)`` (tighter than the

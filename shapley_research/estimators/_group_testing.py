@@ -36,14 +36,15 @@ import time
 import numpy as np
 
 from ._small_games import enumerated_result, enumeration_affordable
-from ._sampling import (MeanState, default_batch_size, evaluate_anchors, evaluate_coalitions,
-                        open_checkpoint, run_sampling, units_from_budget)
-from ._validation import (check_choice, check_float, check_game, check_int, check_n_jobs, check_solver,
-                          check_target, check_target_rank_correlation)
-from ._subsets import SmallSides, draw_small_sides, random_subsets, small_sides_of
-from ._without_replacement import MAX_STRATUM, StratumPlan, draw_coalitions, size_rng, without_replacement_sizes
-from .permutation import documents_sampling_options
-from .result import ValuationResult, register_finalizer
+from ._sampling._loop import (MeanState, default_batch_size, evaluate_anchors, evaluate_coalitions,
+                              open_checkpoint, run_sampling, units_from_budget)
+from .._validation import (check_choice, check_float, check_game, check_int, check_n_jobs, check_solver,
+                           check_target, check_target_rank_correlation)
+from ._sampling._subsets import SmallSides, draw_small_sides, random_subsets, small_sides_of
+from ._sampling._without_replacement import (MAX_STRATUM, StratumPlan, draw_coalitions, size_rng,
+                                            without_replacement_sizes)
+from ._permutation import documents_sampling_options
+from ..result import ValuationResult, register_finalizer
 
 __all__ = ["group_testing_shapley", "group_testing_size_distribution", "FeasibilityError",
            "recover_from_differences", "random_subsets"]
@@ -96,7 +97,7 @@ def _contrast_moments(weight: np.ndarray, offset: np.ndarray, full: np.ndarray, 
     members: ``O(min(k, N - k))`` per test. Rows whose small side was drawn
     dense (no members listed) are added by a pass over the mask instead.
     """
-    from ._gt_kernels import add_dense_rows, scatter_small_sides
+    from ._sampling._gt_kernels import add_dense_rows, scatter_small_sides
 
     size = weight.shape[0]
     n = sides.masks.shape[1]
@@ -178,10 +179,10 @@ def group_testing_shapley(game, budget, seed=None, *, variant: str = "improved",
     r"""Shapley values by group testing.
 
     *Small games without replacement.* When every size's stratum holds at
-    most :data:`~shapley_research._without_replacement.MAX_STRATUM`
+    most :data:`~shapley_research.estimators._sampling._without_replacement.MAX_STRATUM`
     coalitions of the ``P`` players (``P <= 22``), the tests of each size are
     read along seeded random orders of that size's coalitions
-    (:mod:`~shapley_research._without_replacement`; the sizes are still
+    (:mod:`~shapley_research.estimators._sampling._without_replacement`; the sizes are still
     i.i.d. from :math:`q`, so every test keeps its law and the estimate stays
     unbiased). On the test games this cut the median relative error by
     15-30 % (improved) and 35-55 % (paper) at ``N = 7`` to 10. The standard

@@ -6,9 +6,9 @@ import time
 
 import numpy as np
 
-from ._sampling import evaluate_anchors
-from ._validation import check_game
-from .result import ValuationResult
+from ._sampling._loop import evaluate_anchors
+from .._validation import check_game
+from ..result import ValuationResult
 
 __all__ = ["uniform_shapley"]
 

@@ -2,7 +2,7 @@ r"""Batched learners: train many coalitions at once, score them like :class:`Mod
 
 Both games value training points by the test score of a linear model fitted
 on the coalition, with the metrics and the degenerate-coalition convention
-of :mod:`shapley_research.utility`, and they minimise exactly scikit-learn's
+of :mod:`shapley_research.utilities._model`, and they minimise exactly scikit-learn's
 objectives, so their utilities agree with ``ModelUtility(Ridge(alpha))`` and
 ``ModelUtility(LogisticRegression(C))``.
 
@@ -96,7 +96,7 @@ intercept absorbs :math:`\bar x^\top w`); it only improves conditioning.
     distance to exact refits.
 
     With ``prefix_path="exact"`` the pass is exact instead
-    (:mod:`shapley_research.learners._warm_prefix`): every prefix is iterated to the
+    (:mod:`shapley_research.utilities.learners._warm_prefix`): every prefix is iterated to the
     convergence test of :meth:`LogisticRegressionUtility.evaluate`, from the
     previous prefix's solution, by L-BFGS steps over the prefix's rows whose
     secant pairs carry over between prefixes, on top of the rescaled inverse
@@ -112,7 +112,7 @@ coalitions and its penalised softmax objective, gradient and Hessian),
 (the batched solvers), ``_online_prefix`` and ``_warm_prefix`` (the online
 and the exact one-pass prefix paths), ``_logistic``
 (:class:`LogisticRegressionUtility`) and ``_routing`` (which scikit-learn
-models :class:`~shapley_research.utility.ModelUtility` may route here).
+models :class:`~shapley_research.utilities._model.ModelUtility` may route here).
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from typing import Callable, Protocol, runtime_checkable
 
 import numpy as np
 
-from ._validation import check_bool, check_int, check_masks, check_real_scalar, check_utilities
+from .._validation import check_bool, check_int, check_masks, check_real_scalar, check_utilities
 
 __all__ = ["Game", "GameLike", "FunctionGame", "as_game", "prefix_masks"]
 

@@ -7,9 +7,9 @@ import time
 import numpy as np
 from scipy.special import comb
 
-from ._sampling import evaluate_coalitions
-from ._validation import check_float, check_game, check_int, check_utilities
-from .result import ValuationResult
+from ._sampling._loop import evaluate_coalitions
+from .._validation import check_float, check_game, check_int, check_utilities
+from ..result import ValuationResult
 
 __all__ = ["exact_shapley"]
 

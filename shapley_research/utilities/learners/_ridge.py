@@ -3,7 +3,7 @@
 :class:`RidgeUtility` solves the normal equations of every coalition in a
 batch from one matrix product of the masks with the packed per-point outer
 products, and walks permutations in one pass by Sherman-Morrison updates of
-the inverse (the mathematics is in :mod:`shapley_research.learners`).
+the inverse (the mathematics is in :mod:`shapley_research.utilities.learners`).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._model_data import degenerate_rows, regression_scores
-from .._validation import check_float, check_int, check_masks, check_permutations
+from ..._validation import check_float, check_int, check_masks, check_permutations
 from ._base import _CHUNK_BYTES, _BatchedLearner, _check_features_like, _chunks
 
 
@@ -35,7 +35,7 @@ class RidgeUtility(_BatchedLearner):
     fit_intercept : bool, default True
     degenerate, default_utility, min_samples
         Degenerate coalitions (here: fewer than ``min_samples`` points, the
-        empty set always) as in :mod:`shapley_research.utility`: by default the
+        empty set always) as in :mod:`shapley_research.utilities._model`: by default the
         mean target of ``S`` is predicted, 0 for the empty set.
     batch_size : int, optional
         Most coalitions (or permutations) trained together; by default as many

@@ -34,12 +34,12 @@ from typing import Callable
 import numpy as np
 
 from ._checkpoint import Checkpoint
-from ._threads import BATCH_THREADS, Pinned, pinned_threads  # noqa: F401 - re-exported to the estimators
-from ._validation import check_float, check_int, check_seed, check_utilities
+from ..._threads import BATCH_THREADS, Pinned, pinned_threads  # noqa: F401 - re-exported to the estimators
+from ..._validation import check_float, check_int, check_seed, check_utilities
 
 BATCH_STREAM = 0  # spawn_key prefix of the per-batch sample streams
 AUX_STREAM = 1  # spawn_key prefix of auxiliary streams (e.g. a measurement matrix)
-SIZE_STREAM = 2  # spawn_key prefix of the planned coalition sizes (shapley_research._without_replacement)
+SIZE_STREAM = 2  # spawn_key prefix of the planned coalition sizes (._without_replacement)
 ORDER_STREAM = 3  # spawn_key prefix of the random orders of the size strata (likewise)
 
 
@@ -399,7 +399,7 @@ def run_sampling(
     skips, whose plans are discarded), and its result is passed to
     ``sample_batch(rng, size, planned)``. It lets a batch depend on what
     earlier batches drew (e.g. where they left each stratum's order of
-    coalitions, :mod:`shapley_research._without_replacement`) without running
+    coalitions, :mod:`shapley_research.estimators._sampling._without_replacement`) without running
     them: plans are cheap, so replaying them keeps every batch the same for
     any ``n_jobs`` and after a resume.
     """

@@ -3,9 +3,9 @@
 :class:`LogisticRegressionUtility` fits scikit-learn's ``LogisticRegression``
 objective on a batch of coalitions with the batched Newton or L-BFGS solver,
 warm-started from the full-data solution, and scores the fits like
-:class:`~shapley_research.utility.ModelUtility`; its one-pass prefix paths
+:class:`~shapley_research.utilities._model.ModelUtility`; its one-pass prefix paths
 live in :mod:`._online_prefix` and :mod:`._warm_prefix` (the mathematics is in
-:mod:`shapley_research.learners`).
+:mod:`shapley_research.utilities.learners`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import warnings
 import numpy as np
 
 from .._model_data import clipped_mean_log_probability, degenerate_rows
-from .._validation import check_bool, check_choice, check_float, check_int, check_masks, check_permutations
+from ..._validation import check_bool, check_choice, check_float, check_int, check_masks, check_permutations
 from ._base import _CHUNK_BYTES, _BatchedLearner, _check_features_like, _chunks
 from ._lbfgs import _lbfgs
 from ._newton import _newton
@@ -58,7 +58,7 @@ class LogisticRegressionUtility(_BatchedLearner):
         ``"auto"`` uses Newton when ``n_classes * q`` is at most this.
     degenerate, default_utility, min_samples
         Degenerate coalitions (empty, one class, fewer than ``min_samples``
-        points) as in :mod:`shapley_research.utility`.
+        points) as in :mod:`shapley_research.utilities._model`.
     batch_size : int, optional
         Most coalitions (or permutations) trained together (default: about
         48 MiB of working memory).
@@ -74,7 +74,7 @@ class LogisticRegressionUtility(_BatchedLearner):
         What :meth:`evaluate_prefixes` computes. ``"online"``: one pass of
         chord steps, an approximation of refitting (fast). ``"exact"``: every
         prefix fitted to ``tol`` like :meth:`evaluate`, warm-started from the
-        previous prefix (:mod:`shapley_research.learners._warm_prefix`); the learner then
+        previous prefix (:mod:`shapley_research.utilities.learners._warm_prefix`); the learner then
         has ``exact_prefixes = True``, so ``permutation_shapley`` values equal
         those from refitting every prefix (to the solver tolerance).
 
@@ -299,7 +299,7 @@ class LogisticRegressionUtility(_BatchedLearner):
         With ``prefix_path="exact"`` every prefix is fitted to ``tol`` (the
         convergence test of :meth:`evaluate`), warm-started from the previous
         prefix's solution with quasi-Newton steps over the prefix's rows only
-        (:mod:`shapley_research.learners._warm_prefix`); the values agree with
+        (:mod:`shapley_research.utilities.learners._warm_prefix`); the values agree with
         :meth:`evaluate` on the prefix masks to the solver tolerance. The rest
         of this docstring is about the default ``prefix_path="online"``.
 

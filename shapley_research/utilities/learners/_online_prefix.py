@@ -5,7 +5,7 @@
 ``prefix_path="online"``: as each point joins the prefix, a few damped
 quasi-Newton (chord) steps from the previous prefix's parameters, with exact
 refits at geometrically spaced sizes and whenever the prefix's classes
-change. An approximation of refitting every prefix (:mod:`shapley_research.learners`).
+change. An approximation of refitting every prefix (:mod:`shapley_research.utilities.learners`).
 """
 
 from __future__ import annotations

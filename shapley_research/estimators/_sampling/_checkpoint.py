@@ -1,6 +1,6 @@
 """Checkpoint files of the sampling loop: resume a stopped run, lose nothing.
 
-A checkpoint holds what the loop of :mod:`shapley_research._sampling` needs
+A checkpoint holds what the loop of :mod:`shapley_research.estimators._sampling._loop` needs
 to continue: the merged :class:`MeanState` of the batches done, how many
 batches and evaluations that took, and the run's *context* (utilities of the
 anchors, evaluated once). Batch ``b`` always draws from the stream

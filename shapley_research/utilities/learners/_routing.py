@@ -1,4 +1,4 @@
-"""Routing from :class:`~shapley_research.utility.ModelUtility` to a batched learner.
+"""Routing from :class:`~shapley_research.utilities._model.ModelUtility` to a batched learner.
 
 :func:`unsupported_reason` says why a scikit-learn model has no batched
 learner (``None`` when it has one: an exact ``LogisticRegression`` with the
@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._model_data import CLASSIFICATION_METRICS, REGRESSION_METRICS
-from ..games import Game
+from ...games._base import Game
 from ._logistic import LogisticRegressionUtility
 from ._ridge import RidgeUtility
 

@@ -3,7 +3,7 @@
 :func:`_lbfgs` runs the two-loop recursion over each coalition's own secant
 pairs with backtracking Armijo steps, optionally on top of an initial
 inverse Hessian (the full-data Hessian scaled to the coalition): ``O(K N q)``
-per iteration, for models with many parameters (:mod:`shapley_research.learners`).
+per iteration, for models with many parameters (:mod:`shapley_research.utilities.learners`).
 """
 
 from __future__ import annotations

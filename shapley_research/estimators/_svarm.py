@@ -26,15 +26,15 @@ from math import comb
 import numpy as np
 
 from ._small_games import enumerated_result, enumeration_affordable
-from ._sampling import (MeanState, Pinned, aux_rng, default_batch_size, evaluate_anchors, open_checkpoint,
-                        pinned_threads, run_sampling, units_from_budget)
-from ._subsets import random_subsets
-from ._without_replacement import (MAX_STRATUM, PILOT_PHASE, StratumPlan, draw_coalitions, size_rng,
-                                   pass_remainder, without_replacement_sizes)
-from ._validation import (check_choice, check_float, check_game, check_int, check_n_jobs, check_target,
-                          check_target_rank_correlation, check_utilities)
-from .permutation import documents_sampling_options
-from .result import ValuationResult, register_finalizer
+from ._sampling._loop import (MeanState, Pinned, aux_rng, default_batch_size, evaluate_anchors, open_checkpoint,
+                              pinned_threads, run_sampling, units_from_budget)
+from ._sampling._subsets import random_subsets
+from ._sampling._without_replacement import (MAX_STRATUM, PILOT_PHASE, StratumPlan, draw_coalitions, size_rng,
+                                             pass_remainder, without_replacement_sizes)
+from .._validation import (check_choice, check_float, check_game, check_int, check_n_jobs, check_target,
+                           check_target_rank_correlation, check_utilities)
+from ._permutation import documents_sampling_options
+from ..result import ValuationResult, register_finalizer
 
 __all__ = ["neyman_size_probabilities", "stratified_svarm_shapley", "svarm_size_probabilities"]
 
@@ -392,10 +392,10 @@ def stratified_svarm_shapley(game, budget, seed=None, *, batch_size: int | None 
     unsampled stratum borrows the nearest sampled size of the same player.
 
     *Small strata without replacement.* A size of at most
-    :data:`~shapley_research._without_replacement.MAX_STRATUM` (:math:`2^{20}`)
+    :data:`~shapley_research.estimators._sampling._without_replacement.MAX_STRATUM` (:math:`2^{20}`)
     coalitions (every size up to ``N = 22``, beyond that the sizes near 2
     and ``N - 2``) is read along seeded random orders of its coalitions
-    (:mod:`~shapley_research._without_replacement`), and a size that has given
+    (:mod:`~shapley_research.estimators._sampling._without_replacement`), and a size that has given
     every coalition once is skipped, its strata exact, until all the others
     have too (sizes drawn from the allocation renormalised over the rest).
     Stratum means stay unbiased and their variances take the

@@ -26,11 +26,11 @@ import time
 
 import numpy as np
 
-from ._validation import (check_class_labels, check_features, check_int, check_label_kinds, check_permutations,
-                          check_target_vector)
-from ._game_kernels import knn_match_counts, knn_prefix_match_counts
-from .games import Game
-from .result import ValuationResult
+from .._validation import (check_class_labels, check_features, check_int, check_label_kinds, check_permutations,
+                           check_target_vector)
+from ..games._kernels import knn_match_counts, knn_prefix_match_counts
+from ..games._base import Game
+from ..result import ValuationResult
 
 __all__ = ["knn_shapley", "KNNUtility"]
 
@@ -103,7 +103,7 @@ class KNNUtility(Game):
     exact Shapley values.
 
     Evaluation is compiled and costs about ``O(N)`` per coalition (see
-    :mod:`shapley_research._game_kernels`); ``evaluate_prefixes`` walks a
+    :mod:`shapley_research.games._kernels`); ``evaluate_prefixes`` walks a
     permutation in one pass, ``O(T K)`` per added player for ``T`` test
     points, so permutation estimators pay ``O(N T K)`` per permutation.
     """

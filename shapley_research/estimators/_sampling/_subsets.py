@@ -2,13 +2,13 @@
 
 A subset is drawn as its *small side* (the subset or its complement, whichever
 has at most half of the players), in a compiled loop
-(:func:`shapley_research._gt_kernels.fill_small_sides`). Small sides of fewer
+(:func:`shapley_research.estimators._sampling._gt_kernels.fill_small_sides`). Small sides of fewer
 than ``DENSE_FRACTION`` of the players are drawn by Floyd's algorithm, one
 exactly uniform draw per member (``O(min(k, P - k))`` draws per row plus
 writing the row), and their members are listed; larger ones by a coin per
 player and a uniform fix-up of the count (from about a tenth of the players
 on, a random byte per player is cheaper than Floyd's draw per member; see
-:mod:`shapley_research._gt_kernels`). The draws come from an SFC64 generator
+:mod:`shapley_research.estimators._sampling._gt_kernels`). The draws come from an SFC64 generator
 (numpy's algorithm, run inside the loop) seeded with 256 bits of the caller's
 generator, so the same generator state gives the same subsets.
 """
@@ -75,7 +75,7 @@ def small_sides_of(masks: np.ndarray) -> SmallSides:
     """The :class:`SmallSides` of given subsets (the rows of ``masks``), every member listed.
 
     For subsets drawn elsewhere (e.g. along a stratum's order,
-    :mod:`shapley_research._without_replacement`): the same convention as
+    :mod:`shapley_research.estimators._sampling._without_replacement`): the same convention as
     :func:`draw_small_sides` (a row is flipped where its size exceeds half
     the players), no dense row, members in increasing order.
     """

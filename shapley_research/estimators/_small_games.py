@@ -16,7 +16,7 @@ import time
 
 import numpy as np
 
-from .result import ValuationResult
+from ..result import ValuationResult
 
 #: Largest game enumerated in place of sampling (2^20 evaluations, as ``exact_shapley``'s default limit).
 ENUMERATION_MAX_PLAYERS = 20
@@ -36,7 +36,7 @@ def enumerated_result(game, *, method: str, seed: int, empty_utility, start: flo
     ``info`` holds the estimator's own entries (its options), to which
     ``stopped_by="enumeration"`` and the anchors are added.
     """
-    from .exact import exact_shapley
+    from ._exact import exact_shapley
 
     n = game.n_players
     exact = exact_shapley(game, max_players=n, empty_utility=empty_utility)

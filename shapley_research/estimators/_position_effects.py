@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._sampling import MeanState
+from ._sampling._loop import MeanState
 
 EXACT_POSITIONS = 4  # distances from an end that get a bin of their own (the steepest part of learning curves)
 GROWTH = 1.5  # ratio of consecutive bin starts further in (bins widen geometrically)

@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._game_kernels import unanimity_prefix_utilities, unanimity_utilities
-from ._validation import check_int, check_permutations
-from .games import Game
+from ._kernels import unanimity_prefix_utilities, unanimity_utilities
+from .._validation import check_int, check_permutations
+from ._base import Game
 
 __all__ = ["UnanimitySumGame", "random_unanimity_sum"]
 

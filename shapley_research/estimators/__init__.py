@@ -1,0 +1,44 @@
+r"""Estimators of the Shapley value: a game in, one :class:`~shapley_research.ValuationResult` out.
+
+One private module per family of the paper, over the shared sampling loop in
+:mod:`._sampling`:
+
+* :func:`exact_shapley`: enumeration of all :math:`2^N` coalitions;
+* :func:`permutation_shapley`: the Monte Carlo baseline (Algorithm 3),
+  plain, antithetic or rotated, with an optional position adjustment;
+* :func:`group_testing_shapley`: Algorithm 1 (paper) and the improved
+  sampler of the appendix;
+* :func:`compressive_shapley`: Algorithm 2, for approximately sparse values;
+* :func:`stratified_svarm_shapley`: stratified SVARM (Kolpaczki et al. 2024),
+  a post-2019 method;
+* :func:`uniform_shapley`: the uniform split of the total utility
+  (Section 4.4), the trivial baseline;
+* the sample sizes of the paper's theorems (:func:`permutation_sample_size`,
+  :func:`group_testing_sample_size`, ...).
+
+Every sampling estimator takes a budget in utility evaluations, a seed, and
+``n_jobs``, ``checkpoint``, ``target_stderr`` and ``target_rank_correlation``;
+the same seed gives bit-identical values for any ``n_jobs`` or backend.
+"""
+
+from ._bounds import (UniformDivisionGuarantee, compressive_sample_size, group_testing_q_tot,
+                      group_testing_sample_size, permutation_sample_size, stability_bound,
+                      uniform_division_guarantee)
+from ._compressive import bernoulli_matrix, compressive_shapley, l1_recovery
+from ._exact import exact_shapley
+from ._group_testing import (FeasibilityError, group_testing_shapley, group_testing_size_distribution,
+                             random_subsets, recover_from_differences)
+from ._permutation import marginal_contributions, permutation_shapley, random_permutations
+from ._sampling._checkpoint import CheckpointError
+from ._svarm import neyman_size_probabilities, stratified_svarm_shapley, svarm_size_probabilities
+from ._uniform import uniform_shapley
+
+__all__ = [
+    "exact_shapley", "permutation_shapley", "group_testing_shapley", "compressive_shapley",
+    "stratified_svarm_shapley", "uniform_shapley", "FeasibilityError", "CheckpointError",
+    "permutation_sample_size", "group_testing_sample_size", "group_testing_q_tot", "compressive_sample_size",
+    "stability_bound", "uniform_division_guarantee", "UniformDivisionGuarantee",
+    "random_permutations", "marginal_contributions", "group_testing_size_distribution", "random_subsets",
+    "recover_from_differences", "bernoulli_matrix", "l1_recovery", "neyman_size_probabilities",
+    "svarm_size_probabilities",
+]

@@ -1,0 +1,16 @@
+"""Games: what an estimator values, and games whose values are known in closed form.
+
+A game has ``n_players`` and ``evaluate(masks)``, the utilities of a batch of
+coalitions (:class:`Game`, :func:`as_game`); a game may add
+``evaluate_prefixes(permutations)`` for the utilities of every prefix of a
+permutation in one pass. :class:`UnanimitySumGame` (a sum of unanimity games,
+whose Shapley values are the weights shared within each set) is cheap at any
+number of players and serves the tests and the measured scaling panel. Games
+built from trained models are in :mod:`shapley_research.utilities`.
+"""
+
+from ._base import FunctionGame, Game, GameLike, as_game, evaluate_prefixes, prefix_masks
+from ._unanimity import UnanimitySumGame, random_unanimity_sum
+
+__all__ = ["Game", "GameLike", "FunctionGame", "as_game", "prefix_masks", "evaluate_prefixes",
+           "UnanimitySumGame", "random_unanimity_sum"]

@@ -1,0 +1,18 @@
+r"""Utilities of machine learning: games whose coalitions are training sets.
+
+The utility of a coalition of training points is the test score of a model
+trained on it (the paper's Section 4.1). :class:`ModelUtility` fits any
+scikit-learn estimator, one clone per coalition, or routes to a batched
+learner of :mod:`.learners` that trains many coalitions at once
+(:class:`LogisticRegressionUtility`, :class:`RidgeUtility`).
+:class:`KNNUtility` is the K-nearest-neighbour utility, whose exact Shapley
+values :func:`knn_shapley` computes in :math:`O(N \log N)` per test point
+(Jia et al., VLDB 2019).
+"""
+
+from ._knn import KNNUtility, knn_shapley
+from ._model import CLASSIFICATION_METRICS, REGRESSION_METRICS, ConstantPredictor, ModelUtility
+from .learners import LogisticRegressionUtility, RidgeUtility
+
+__all__ = ["ModelUtility", "ConstantPredictor", "CLASSIFICATION_METRICS", "REGRESSION_METRICS",
+           "LogisticRegressionUtility", "RidgeUtility", "KNNUtility", "knn_shapley"]
