@@ -7,20 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..._validation import check_int
+from ..._validation import check_int, check_permutations
 from ...games._base import Game
 from ...utilities._model import TargetInfo, check_dataset, constant_utilities, degenerate_rows
-
-
-def _check_permutations(permutations, n: int) -> np.ndarray:
-    permutations = np.asarray(permutations)
-    if permutations.ndim != 2 or permutations.shape[1] != n:
-        raise ValueError(f"permutations must have shape (m, {n}), got {permutations.shape}.")
-    if not np.issubdtype(permutations.dtype, np.integer):
-        raise TypeError(f"permutations must be integers, got dtype {permutations.dtype}.")
-    if not (np.sort(permutations, axis=1) == np.arange(n)).all():
-        raise ValueError("each row of permutations must be a permutation of range(n_players).")
-    return permutations
 
 
 class NearestCentroidUtility(Game):
@@ -103,7 +92,7 @@ class NearestCentroidUtility(Game):
         point is correct when that score is the maximum over classes.
         """
         n = self.n_players
-        permutations = _check_permutations(permutations, n)
+        permutations = check_permutations(permutations, n)
         m = permutations.shape[0]
         info = self.targets
         K, d, n_test = info.n_classes, self.X_train.shape[1], len(self.y_test)
