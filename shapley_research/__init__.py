@@ -7,8 +7,9 @@ a :class:`ValuationResult`. The layers, bottom up (imports point down only):
 * :mod:`.games`: the game protocol and games with closed-form values;
 * :mod:`.utilities`: games of machine learning (a model trained on each
   coalition, batched learners, KNN);
-* :mod:`.estimators`: the estimators of the paper and after, over one shared
-  sampling loop, and the sample sizes of the paper's theorems;
+* :mod:`.estimators`: the estimators of the paper and after (Banzhaf and
+  Beta semivalues, truncated Monte Carlo, leave-one-out, Data-OOB), over one
+  shared sampling loop, and the sample sizes of the paper's theorems;
 * :mod:`.influence`: the influence-function heuristics the paper compares with;
 * :class:`ValuationResult` (:mod:`.result`): what every estimator returns;
 * :mod:`.experiments`: the paper's experiments, run by ``shapley-research``.
@@ -24,6 +25,9 @@ from .estimators import (CheckpointError, FeasibilityError, UniformDivisionGuara
                          compressive_shapley, exact_shapley, group_testing_q_tot, group_testing_sample_size,
                          group_testing_shapley, permutation_sample_size, permutation_shapley, stability_bound,
                          stratified_svarm_shapley, uniform_division_guarantee, uniform_shapley)
+# Beyond the Shapley value: semivalues, leave-one-out, Data-OOB
+from .estimators import (beta_shapley, data_oob, exact_banzhaf, exact_beta_shapley, leave_one_out,
+                         msr_banzhaf)
 # Influence heuristics
 from .influence import (LogisticObjective, all_s_influence, largest_s_influence, largest_s_influence_general,
                         neyman_allocation)
@@ -42,6 +46,8 @@ __all__ = [
     "stratified_svarm_shapley", "uniform_shapley", "FeasibilityError", "CheckpointError",
     "permutation_sample_size", "group_testing_sample_size", "group_testing_q_tot", "compressive_sample_size",
     "stability_bound", "uniform_division_guarantee", "UniformDivisionGuarantee",
+    # beyond the Shapley value
+    "exact_banzhaf", "msr_banzhaf", "exact_beta_shapley", "beta_shapley", "leave_one_out", "data_oob",
     # influence
     "LogisticObjective", "largest_s_influence", "largest_s_influence_general", "all_s_influence",
     "neyman_allocation",

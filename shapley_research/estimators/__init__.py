@@ -13,6 +13,12 @@ One private module per family of the paper, over the shared sampling loop in
   a post-2019 method;
 * :func:`uniform_shapley`: the uniform split of the total utility
   (Section 4.4), the trivial baseline;
+* beyond the Shapley value, the semivalues the field moved to after 2019:
+  :func:`exact_banzhaf` and :func:`msr_banzhaf` (Data Banzhaf, Wang & Jia
+  2023), :func:`exact_beta_shapley` and :func:`beta_shapley` (Kwon & Zou
+  2022); truncated Monte Carlo (``permutation_shapley(..., truncation=t)``,
+  Ghorbani & Zou 2019); :func:`leave_one_out`; and :func:`data_oob`
+  (Kwon & Zou 2023), which values points from a bagged model, not a game;
 * the sample sizes of the paper's theorems (:func:`permutation_sample_size`,
   :func:`group_testing_sample_size`, ...).
 
@@ -21,14 +27,18 @@ Every sampling estimator takes a budget in utility evaluations, a seed, and
 the same seed gives bit-identical values for any ``n_jobs`` or backend.
 """
 
+from ._banzhaf import exact_banzhaf, msr_banzhaf, random_coalitions
+from ._beta_shapley import beta_shapley, beta_weights, exact_beta_shapley
 from ._bounds import (UniformDivisionGuarantee, compressive_sample_size, group_testing_q_tot,
                       group_testing_sample_size, permutation_sample_size, stability_bound,
                       uniform_division_guarantee)
 from ._compressive import bernoulli_matrix, compressive_shapley, l1_recovery
+from ._data_oob import bootstrap_indices, data_oob
 from ._exact import exact_shapley
 from ._group_testing import (FeasibilityError, group_testing_shapley, group_testing_size_distribution,
                              random_subsets, recover_from_differences)
-from ._permutation import marginal_contributions, permutation_shapley, random_permutations
+from ._leave_one_out import leave_one_out
+from ._permutation import marginal_contributions, permutation_shapley, random_permutations, truncated_contributions
 from ._sampling._checkpoint import CheckpointError
 from ._svarm import neyman_size_probabilities, stratified_svarm_shapley, svarm_size_probabilities
 from ._uniform import uniform_shapley
@@ -40,5 +50,7 @@ __all__ = [
     "stability_bound", "uniform_division_guarantee", "UniformDivisionGuarantee",
     "random_permutations", "marginal_contributions", "group_testing_size_distribution", "random_subsets",
     "recover_from_differences", "bernoulli_matrix", "l1_recovery", "neyman_size_probabilities",
-    "svarm_size_probabilities",
+    "svarm_size_probabilities", "truncated_contributions",
+    "exact_banzhaf", "msr_banzhaf", "random_coalitions", "exact_beta_shapley", "beta_shapley", "beta_weights",
+    "leave_one_out", "data_oob", "bootstrap_indices",
 ]

@@ -1,21 +1,22 @@
-"""Permutation sampling: the Monte Carlo baseline (paper, Algorithm 3)."""
+"""Permutation sampling: the Monte Carlo baseline (paper, Algorithm 3), and its truncated variant (TMC)."""
 
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
 
 from . import _position_effects
 from ._small_games import enumerated_result, enumeration_affordable
-from ._sampling._loop import (default_batch_size, evaluate_anchors, open_checkpoint, run_sampling,
+from ._sampling._loop import (MeanState, default_batch_size, evaluate_anchors, open_checkpoint, run_sampling,
                               units_from_budget)
-from .._validation import (check_bool, check_game, check_int, check_n_jobs, check_target,
-                           check_target_rank_correlation)
+from .._validation import (check_bool, check_float, check_game, check_int, check_n_jobs, check_target,
+                           check_target_rank_correlation, check_utilities)
 from ..games._base import evaluate_prefixes
 from ..result import ValuationResult, register_finalizer
 
-__all__ = ["permutation_shapley", "random_permutations", "marginal_contributions"]
+__all__ = ["permutation_shapley", "random_permutations", "marginal_contributions", "truncated_contributions"]
 
 
 def random_permutations(rng: np.random.Generator, size: int, n_players: int) -> np.ndarray:
@@ -35,6 +36,87 @@ def marginal_contributions(game, permutations: np.ndarray, empty_utility: float)
     phi = np.empty_like(gains)
     np.put_along_axis(phi, permutations, gains, axis=1)
     return phi
+
+
+FIRST_CHUNK_SHARE = 32  # truncation evaluates positions 0..ceil(N/32)-1 first, ...
+CHUNK_GROWTH = 1.5  # ... then chunks that end at 1.5x the position reached: at most a third of the work is overshoot
+TRUNCATED_BATCHES = 32  # truncated runs default to batches of at most 1/32 of the units the budget pays for
+TALLY = 2  # coordinates a truncated run appends to each sample: its mean stop position and its evaluations
+
+
+def prefix_chunks(n_players: int) -> list[int]:
+    """Boundaries ``0 = b_0 < b_1 < ... = N`` of the chunks of positions that truncation evaluates together.
+
+    ``b_1 = ceil(N / 32)``, then ``b_{j+1} = max(b_j + b_1, ceil(1.5 b_j))``: about
+    ``log(32) / log(1.5) + 1 = 9`` calls of the game per batch whatever ``N``, and
+    a permutation that stops at position ``k`` evaluates at most about ``1.5 k``
+    (and ``k + N/32``) prefixes.
+    """
+    first = -(-n_players // FIRST_CHUNK_SHARE)
+    bounds = [0]
+    while bounds[-1] < n_players:
+        bounds.append(min(n_players, max(bounds[-1] + first, math.ceil(bounds[-1] * CHUNK_GROWTH))))
+    return bounds
+
+
+def truncated_contributions(game, permutations: np.ndarray, empty_utility: float, full_utility: float,
+                            tolerance: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    r"""Marginal contributions along permutations that stop once the utility is within ``tolerance`` of ``U(D)``.
+
+    Along each permutation the prefix utilities :math:`u_k = U(\{\pi_0..\pi_k\})`
+    are evaluated until the first :math:`k` with :math:`|U(D) - u_k| < \text{tolerance}`
+    (``k = -1``, the empty prefix, included); the players after that position
+    get contribution 0, the others :math:`u_k - u_{k-1}` as without truncation.
+    The last prefix is :math:`D` itself, whose utility ``full_utility`` is known
+    and never evaluated. The prefixes of the permutations still running are
+    evaluated through ``game.evaluate``, a chunk of positions at a time
+    (:func:`prefix_chunks`); the values do not depend on the chunks, only the
+    evaluations made past a stop within its chunk do.
+
+    Returns
+    -------
+    phi : ndarray (m, n)
+        Row ``t``: the contribution of each player (indexed by player) along permutation ``t``.
+    stops : ndarray (m,)
+        How many leading players of each permutation got a computed contribution (``n``: not truncated).
+    evaluations : ndarray (m,)
+        Utilities each permutation evaluated.
+    """
+    m, n = permutations.shape
+    dtype = np.int16 if n <= np.iinfo(np.int16).max else np.int32 if n <= np.iinfo(np.int32).max else np.int64
+    positions = np.empty((m, n), dtype=dtype)
+    np.put_along_axis(positions, permutations, np.arange(n, dtype=dtype)[None, :], axis=1)
+    gains = np.zeros((m, n))
+    evaluations = np.zeros(m, dtype=np.int64)
+    previous = np.full(m, float(empty_utility))
+    stops = np.full(m, 0 if abs(full_utility - empty_utility) < tolerance else n)
+    running = np.flatnonzero(stops == n)
+    bounds = prefix_chunks(n)
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        if running.size == 0:
+            break
+        evaluated = np.arange(lo, min(hi, n - 1), dtype=dtype)  # prefix n - 1 is D: its utility is known
+        utilities = np.empty((running.size, hi - lo))
+        if evaluated.size:
+            masks = positions[running][:, None, :] <= evaluated[None, :, None]
+            rows = running.size * evaluated.size
+            utilities[:, :evaluated.size] = check_utilities(game.evaluate(masks.reshape(rows, n)), rows,
+                                                            source=f"{type(game).__name__}.evaluate"
+                                                            ).reshape(running.size, evaluated.size)
+            evaluations[running] += evaluated.size
+        if hi == n:
+            utilities[:, -1] = full_utility
+        close = np.abs(full_utility - utilities) < tolerance
+        stopped = close.any(axis=1)
+        last = np.where(stopped, close.argmax(axis=1), hi - lo - 1)  # last position of the chunk that counts
+        chunk_gains = np.diff(utilities, axis=1, prepend=previous[running][:, None])
+        gains[running, lo:hi] = np.where(np.arange(hi - lo)[None, :] <= last[:, None], chunk_gains, 0.0)
+        stops[running[stopped]] = lo + last[stopped] + 1
+        previous[running] = utilities[:, -1]
+        running = running[~stopped]
+    phi = np.empty_like(gains)
+    np.put_along_axis(phi, permutations, gains, axis=1)
+    return phi, stops, evaluations
 
 
 SAMPLING_PARAMETERS = r"""
@@ -94,7 +176,8 @@ def documents_sampling_options(estimator):
 
 @documents_sampling_options
 def permutation_shapley(game, budget, seed=None, *, antithetic: bool = False, rotations: int = 1,
-                        position_adjustment: bool = False, batch_size: int | None = None,
+                        position_adjustment: bool = False, truncation: float | None = None,
+                        batch_size: int | None = None,
                         n_jobs: int | None = None, progress: bool | None = None, empty_utility: float | None = None,
                         target_stderr: float | None = None,
                         target_rank_correlation: float | None = None, checkpoint=None,
@@ -117,7 +200,8 @@ def permutation_shapley(game, budget, seed=None, *, antithetic: bool = False, ro
     budget : int or None
         Utility evaluations allowed: ``T = (budget - 1) // N`` permutations are
         drawn (``// (2N)`` pairs with ``antithetic``, ``// (mN)`` groups with
-        ``rotations=m``). Must afford at least one.
+        ``rotations=m``; with ``truncation``, as many as the evaluations
+        actually made allow, see there). Must afford at least one.
         ``None`` (no cap) only with a ``target_stderr`` or
         ``target_rank_correlation``.
     seed : int, optional
@@ -163,10 +247,57 @@ def permutation_shapley(game, budget, seed=None, *, antithetic: bool = False, ro
         linear + sqrt(size) + unanimity game and on MNIST KNN). Not with
         ``rotations`` (which stratify the positions instead). State:
         ``4 N B`` floats.
+    truncation : float, optional
+        Truncated Monte Carlo (Ghorbani and Zou, ICML 2019), a number ``t``
+        in ``[0, 1)``: a permutation stops being evaluated at the first
+        prefix :math:`P` with :math:`|U(D) - U(P)| < t\,|U(D)|` (the empty
+        prefix included), and the players after it get marginal contribution
+        0. :math:`U(D)` is evaluated once, as an anchor (the last prefix of
+        a permutation, :math:`D`, is then never evaluated). **The values are
+        biased**: a player after the stop gets 0 where its marginal
+        contribution :math:`U(P \cup \{i\}) - U(P)` need not be 0 (noise
+        of a learner near saturation, or a real effect), so the estimate
+        converges to the mean *truncated* contribution, not to :math:`s_i`;
+        the standard error measures only the sampling noise around that. The
+        bias vanishes on games whose utility stays put once within the
+        tolerance of :math:`U(D)` (e.g. a game that saturates exactly).
+        Efficiency becomes :math:`\sum_i \phi^t_i = U(P_{stop}) - U(\emptyset)`,
+        within :math:`t\,|U(D)|` of :math:`U(D) - U(\emptyset)`. The prefixes
+        of the permutations still running are evaluated a chunk of positions
+        at a time (about 9 calls of ``game.evaluate`` per batch, see
+        :func:`prefix_chunks`), so a permutation that stops at position ``k``
+        costs at most about ``1.5 k`` evaluations. The budget counts the
+        evaluations made: the run samples in rounds, each of the whole
+        batches the evaluations left pay for at the full cost of ``N`` per
+        permutation (one final partial batch when no whole batch is paid
+        for), until no further permutation is; so savings buy more
+        permutations, the budget is never exceeded, and the number of
+        permutations in every batch stays ``batch_size`` (the rounds are
+        reckoned from the evaluations of whole batches, a function of the
+        seed: identical for any ``n_jobs`` and after a resume).
+        ``info["truncation"]`` is ``t``, ``info["mean_truncation_position"]``
+        the mean number of leading players per permutation whose
+        contribution was computed (``N``: none truncated), and
+        ``info["evaluations_saved"]`` the prefix evaluations not made, next
+        to ``N`` per permutation (the anchor costs one more per run).
+        ``t = 0`` truncates nothing: plain permutation sampling with these
+        entries (no anchor; the same values and evaluations as
+        ``truncation=None``). Combines with ``antithetic`` (each permutation
+        of a pair stops on its own), ``rotations`` and
+        ``position_adjustment`` (consistent for the mean truncated
+        contribution). With ``t > 0`` not on a game with
+        ``evaluate_prefixes``: its one pass computes every prefix, the
+        evaluations truncation exists to skip.
     batch_size : int, optional
         Sampling units (permutations, pairs or groups of rotations) per
         batch; by default about ``2**22`` mask cells. Results depend on it
-        (it fixes the seed streams), never on ``n_jobs``.
+        (it fixes the seed streams), never on ``n_jobs``. With
+        ``truncation > 0`` and a budget, the default is at most ``T / 32``
+        (``T`` the units the budget pays for at full cost, at least 1): the
+        savings buy whole batches, and only what the last, partial batch
+        saves is left unspent (at most about a 32nd of the budget). That
+        default depends on the budget, so pass ``batch_size`` to continue a
+        checkpoint with another budget.
     n_jobs : int, optional
         Parallel batches through joblib (``None`` or 1: sequential; -1: all
         cores). ``joblib.parallel_config(backend="dask")`` runs them on a Dask
@@ -193,17 +324,23 @@ def permutation_shapley(game, budget, seed=None, *, antithetic: bool = False, ro
     if position_adjustment and rotations > 1:
         raise ValueError("position_adjustment and rotations > 1 cannot be combined: both deal with the positions "
                          "players join at (rotations stratify them, the adjustment regresses on them); pick one.")
+    truncation = _check_truncation(truncation, game)
+    stops_early = bool(truncation)  # t = 0 truncates nothing and needs no U(D)
     target_stderr = check_target(target_stderr)
     target_rank_correlation = check_target_rank_correlation(target_rank_correlation)
-    per_unit = (2 if antithetic else 1) * rotations * n
-    fixed = 0 if empty_utility is not None else 1
+    per_unit = (2 if antithetic else 1) * rotations * n  # with truncation: at most
+    fixed = (0 if empty_utility is not None else 1) + int(stops_early)
     what = "antithetic pair of permutations" if antithetic else "permutation"
     if rotations > 1:
         what = f"group of {rotations} rotated {'antithetic pairs' if antithetic else 'permutations'}"
     n_units = units_from_budget(budget, fixed, per_unit, what, target_stderr=target_stderr,
                                 target_rank_correlation=target_rank_correlation)
-    batch_size = (default_batch_size(n, per_unit) if batch_size is None
-                  else check_int(batch_size, "batch_size", minimum=1))
+    if batch_size is None:
+        batch_size = default_batch_size(n, per_unit)
+        if stops_early and n_units is not None:  # savings are spent in whole batches: keep batches small
+            batch_size = max(1, min(batch_size, n_units // TRUNCATED_BATCHES))
+    else:
+        batch_size = check_int(batch_size, "batch_size", minimum=1)
     options = {"antithetic": antithetic}
     if rotations > 1:  # only then: files and results of plain runs keep their fingerprint
         options["rotations"] = rotations
@@ -212,46 +349,88 @@ def permutation_shapley(game, budget, seed=None, *, antithetic: bool = False, ro
         options["position_adjustment"] = True
         bins, n_bins = _position_effects.position_bins(n, antithetic)
         dim = 2 * n * n_bins
+    if truncation is not None:  # likewise
+        options["truncation"] = truncation
+        dim += TALLY
     entropy, ckpt = open_checkpoint(checkpoint, seed, dim=dim, interval=checkpoint_interval, fingerprint={
         "method": "permutation", "n_players": n, "batch_size": batch_size, "empty_utility": empty_utility,
         **options})
     if enumeration_affordable(n, budget, empty_utility):
         return enumerated_result(game, method="permutation", seed=entropy, empty_utility=empty_utility, start=start,
                                  info={"options": options, **options})
-    anchors = evaluate_anchors(game, empty_utility, full=False, checkpoint=ckpt)
+    anchors = evaluate_anchors(game, empty_utility, full=stops_early, checkpoint=ckpt)
 
-    def contributions(perms: np.ndarray) -> np.ndarray:
-        """Marginal contributions along ``perms`` (averaged with the reverses with ``antithetic``)."""
+    def along(perms: np.ndarray):
+        """Contributions along ``perms``, how many leading players got one, and the evaluations, per row."""
+        if stops_early:
+            return truncated_contributions(game, perms, anchors.empty, anchors.full, truncation * abs(anchors.full))
+        every = np.full(len(perms), n)
+        return marginal_contributions(game, perms, anchors.empty), every, every
+
+    def contributions(perms: np.ndarray):
+        """As :func:`along` (averaged with the reverses with ``antithetic``; evaluations summed)."""
         if not antithetic:
-            return marginal_contributions(game, perms, anchors.empty)
-        phi = marginal_contributions(game, np.concatenate([perms, perms[:, ::-1]]), anchors.empty)
-        return 0.5 * (phi[:len(perms)] + phi[len(perms):])
+            return along(perms)
+        phi, stops, made = along(np.concatenate([perms, perms[:, ::-1]]))
+        m = len(perms)
+        return 0.5 * (phi[:m] + phi[m:]), 0.5 * (stops[:m] + stops[m:]), made[:m] + made[m:]
+
+    def tallied(samples, stops: np.ndarray, made: np.ndarray):
+        """With truncation, each sample carries its mean stop position and its evaluations (:data:`TALLY`)."""
+        if truncation is None:
+            return samples
+        extra = np.column_stack([stops, made]).astype(float)
+        if not isinstance(samples, MeanState):
+            return np.column_stack([samples, extra])
+        mean = extra.mean(axis=0)
+        return MeanState(samples.dim + TALLY, samples.count, np.concatenate([samples.mean, mean]),
+                         np.concatenate([samples.m2, ((extra - mean) ** 2).sum(axis=0)]))
 
     def sample_batch(rng: np.random.Generator, size: int):
         perms = random_permutations(rng, size, n)
         if rotations == 1:
-            phi = contributions(perms)
+            phi, stops, made = contributions(perms)
             if position_adjustment:  # reduce to the two-way fit's statistics, by each player's position
                 positions = np.empty_like(perms)
                 np.put_along_axis(positions, perms, np.arange(n)[None, :], axis=1)
                 phi = _position_effects.batch_state(phi, positions, bins, n_bins)
-            return phi, per_unit * size
+            return tallied(phi, stops, made), int(made.sum())
         phase = rng.integers(n, size=size)
-        total = np.zeros((size, n))
+        total, stops_total, made_total = np.zeros((size, n)), np.zeros(size), np.zeros(size, dtype=np.int64)
         for j in range(rotations):  # one rotation at a time: memory as for `size` permutations
             shift = (phase + j * n // rotations) % n
-            total += contributions(np.take_along_axis(perms, (shift[:, None] + np.arange(n)) % n, axis=1))
-        return total / rotations, per_unit * size
+            phi, stops, made = contributions(np.take_along_axis(perms, (shift[:, None] + np.arange(n)) % n, axis=1))
+            total += phi
+            stops_total += stops
+            made_total += made
+        return tallied(total / rotations, stops_total / rotations, made_total), int(made_total.sum())
 
-    # the stopping targets judge the fitted values, not the mean of the statistics
-    estimates_of = (lambda s: _position_effects.fit(s, bins, n_bins)) if position_adjustment else None
-    outcome = run_sampling(sample_batch, dim=dim, n_units=n_units, batch_size=batch_size, entropy=entropy,
-                           n_jobs=n_jobs, progress=progress, desc="permutation sampling",
-                           unit="group" if rotations > 1 else "pair" if antithetic else "perm",
-                           checkpoint=ckpt, target_stderr=target_stderr,
-                           target_rank_correlation=target_rank_correlation, estimates_of=estimates_of)
     info = {"options": options, **options, "batch_size": batch_size, "empty_utility": anchors.empty,
-            **({"n_players": n} if position_adjustment else {}), **outcome.summary()}
+            **({"full_utility": anchors.full} if stops_early else {}),
+            **({"n_players": n} if position_adjustment or truncation is not None else {})}
+    # the stopping targets judge the values (position-adjusted: the fit), not the mean of the statistics
+    if truncation is not None:
+        def estimates_of(state: MeanState):  # without the tally
+            return _finalize(state, info)[:2]
+    else:
+        estimates_of = (lambda s: _position_effects.fit(s, bins, n_bins)) if position_adjustment else None
+    sampling = dict(dim=dim, batch_size=batch_size, entropy=entropy, n_jobs=n_jobs, progress=progress,
+                    desc="permutation sampling" if truncation is None else "truncated permutation sampling",
+                    unit="group" if rotations > 1 else "pair" if antithetic else "perm",
+                    target_stderr=target_stderr, target_rank_correlation=target_rank_correlation,
+                    estimates_of=estimates_of)
+    if truncation is None:
+        outcome = run_sampling(sample_batch, n_units=n_units, checkpoint=ckpt, **sampling)
+    else:
+        def run_round(units: int | None, resume: _Resume):
+            # a round of one batch has nothing to share out: skip the workers' overhead (same values)
+            alone = units is not None and units - resume.count <= batch_size
+            return run_sampling(sample_batch, n_units=units, checkpoint=resume,
+                                **{**sampling, "n_jobs": None if alone else n_jobs})
+
+        outcome = _rounds_within_budget(run_round, budget=None if n_units is None else budget, fixed=fixed,
+                                        per_unit=per_unit, batch_size=batch_size, dim=dim, checkpoint=ckpt)
+    info.update(outcome.summary())
     values, stderr, updates = _finalize(outcome.state, info)
     return ValuationResult(
         values=values, n_evaluations=outcome.n_evaluations + anchors.n_evaluations, method="permutation",
@@ -261,11 +440,114 @@ def permutation_shapley(game, budget, seed=None, *, antithetic: bool = False, ro
     )
 
 
+def _check_truncation(truncation, game) -> float | None:
+    """``None`` or a share in ``[0, 1)``; a positive one not on a game with a one-pass ``evaluate_prefixes``."""
+    if truncation is None:
+        return None
+    truncation = check_float(truncation, "truncation", minimum=0.0)
+    if truncation >= 1.0:
+        raise ValueError(f"truncation must be in [0, 1) (a share of |U(D)|), got {truncation}.")
+    if truncation > 0 and getattr(game, "evaluate_prefixes", None) is not None:
+        raise ValueError(
+            f"truncation={truncation} cannot save evaluations on {type(game).__name__}: its evaluate_prefixes "
+            "computes every prefix of a permutation in one pass, the evaluations truncation skips. Use "
+            "truncation=None, or a game without evaluate_prefixes (e.g. ModelUtility(..., warm_prefixes=False), "
+            "or as_game(game.evaluate, game.n_players, vectorized=True) to evaluate prefixes as masks).")
+    return truncation
+
+
+class _Resume:
+    """Where a run sampled in rounds stands: :func:`run_sampling` resumes each round from it as from a file.
+
+    It keeps the state of every merged batch (what :meth:`Checkpoint.save` is given) and passes the writes
+    on to the run's checkpoint file, if any, so an interruption in any round leaves the file as usual.
+    """
+
+    def __init__(self, file, dim: int):
+        self.file = file
+        self.loaded = file is not None and file.loaded
+        if self.loaded:
+            self.mean, self.m2, self.count = file.mean, file.m2, file.count
+            self.n_evaluations, self.batches = file.n_evaluations, file.batches
+        else:
+            self.mean, self.m2, self.count, self.n_evaluations, self.batches = np.zeros(dim), np.zeros(dim), 0, 0, 0
+
+    def save(self, mean, m2, count: int, n_evaluations: int, batches: int, force: bool = False) -> bool:
+        self.mean, self.m2, self.count, self.n_evaluations, self.batches = mean, m2, count, n_evaluations, batches
+        self.loaded = True
+        if self.file is None:
+            return False
+        return self.file.save(mean, m2, count, n_evaluations, batches, force=force)
+
+    def refuse(self, why: str) -> Exception:
+        if self.file is not None:
+            return self.file.refuse(why)
+        return RuntimeError(f"truncated permutation sampling lost track of its rounds: the state {why}.")
+
+
+def _rounds_within_budget(run_round, *, budget, fixed: int, per_unit: int, batch_size: int, dim: int, checkpoint):
+    """Run ``run_round(n_units, resume)`` until the evaluations left pay for no further unit.
+
+    A truncated unit costs at most ``per_unit`` evaluations. Each round runs
+    the whole batches the evaluations left pay for at that cost or, when they
+    pay for none, one final partial batch of the units they pay for; the next
+    round reckons again from the evaluations made. Every round but the last
+    ends on a whole batch, so the batches are those of one run of the final
+    ``n_units`` (the same seed streams), and the rounds are a function of the
+    batches' evaluations: the same for any ``n_jobs`` and after a resume. When
+    the permutations save a share ``1 - c`` of their evaluations, each round
+    spends about ``c`` of what is left: about ``log(B / batch cost) / c``
+    rounds (a round costs a call of :func:`run_sampling`; with ``n_jobs``,
+    the last rounds have fewer batches than workers). The
+    checkpoint's context keeps the budget: a run that ended on a partial batch
+    is finished for that budget, and continuing it with another is refused (as
+    for every run that ends on a partial batch). ``budget=None``: one round,
+    stopped by a precision target.
+    """
+    resume = _Resume(checkpoint, dim)
+    if budget is None:
+        return run_round(None, resume)
+    # a file that ended on a partial batch for another budget: plan afresh, which run_sampling refuses if it
+    # would add to that batch
+    other_budget = checkpoint is not None and checkpoint.context.get("budget", budget) != budget
+    if checkpoint is not None:
+        checkpoint.context["budget"] = budget
+
+    # a unit is reckoned at least one evaluation, so that a run whose permutations stop before evaluating
+    # anything (U(empty) already within the tolerance of U(D), or N = 1) still ends
+    most = budget - fixed
+
+    def units_paid() -> int:
+        if resume.count % batch_size and not other_budget:  # ended on a partial batch: finished
+            return resume.count
+        left = budget - fixed - resume.n_evaluations
+        whole = min(left // (batch_size * per_unit), (most - resume.count) // batch_size)
+        return resume.count + (whole * batch_size if whole > 0 else min(left // per_unit, most - resume.count))
+
+    first = outcome = None
+    while outcome is None or (outcome.stopped_by == "budget" and units_paid() > resume.count):
+        outcome = run_round(units_paid(), resume)
+        first = first or outcome
+    outcome.resumed_samples = first.resumed_samples
+    return outcome
+
+
 @register_finalizer("permutation")
 def _finalize(state, info):
-    """The values are the mean marginal contributions (position-adjusted: the two-way fit)."""
-    if info.get("options", {}).get("position_adjustment"):
-        bins, n_bins = _position_effects.position_bins(info["n_players"], info["options"]["antithetic"])
+    """The values are the mean marginal contributions (position-adjusted: the two-way fit).
+
+    A truncated run's state ends with :data:`TALLY` coordinates, the mean stop
+    position and evaluations per sample, reported in ``info``.
+    """
+    options, updates = info.get("options", {}), {}
+    if "truncation" in options:
+        tally = state.mean[-TALLY:]
+        per_unit = (2 if options["antithetic"] else 1) * options.get("rotations", 1) * info["n_players"]
+        updates = {"mean_truncation_position": float(tally[0]),
+                   "evaluations_saved": state.count * per_unit - int(round(tally[1] * state.count))}
+        state = MeanState(state.dim - TALLY, state.count, state.mean[:-TALLY], state.m2[:-TALLY])
+    if options.get("position_adjustment"):
+        bins, n_bins = _position_effects.position_bins(info["n_players"], options["antithetic"])
         values, stderr = _position_effects.fit(state, bins, n_bins)
-        return values, stderr, {}
-    return state.mean.copy(), state.stderr, {}
+        return values, stderr, updates
+    return state.mean.copy(), state.stderr, updates

@@ -1,0 +1,321 @@
+r"""Data Banzhaf: exact by enumeration, and by maximum sample reuse (Wang & Jia, AISTATS 2023).
+
+The Banzhaf value weighs every coalition of the other players alike,
+
+.. math::
+
+    b_i = \frac{1}{2^{N-1}} \sum_{S \subseteq D \setminus \{i\}} \bigl[U(S \cup \{i\}) - U(S)\bigr]
+        = \mathbb E\,[U(S) \mid i \in S] - \mathbb E\,[U(S) \mid i \notin S],
+
+the second form for a coalition :math:`S` drawn uniformly among all
+:math:`2^N` (each player in independently with probability 1/2): given
+whether :math:`i` is in, the other players are still fair coins. So one
+evaluated coalition is a sample of one of the two means for *every* player,
+which is what maximum sample reuse (MSR) exploits. Unlike the Shapley value
+it is not efficient: :math:`\sum_i b_i \ne U(D) - U(\emptyset)` in general.
+Wang & Jia argue it is the semivalue whose ranking of the points is the most
+robust to noise in the utility (e.g. the randomness of training).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ._exact import _coalition_masks
+from ._permutation import SAMPLING_PARAMETERS
+from ._sampling._loop import (MeanState, default_batch_size, evaluate_coalitions, open_checkpoint, run_sampling,
+                              units_from_budget)
+from ._small_games import enumeration_affordable
+from .._validation import (check_float, check_game, check_int, check_n_jobs, check_target,
+                           check_target_rank_correlation, check_utilities)
+from ..result import ValuationResult, register_finalizer
+
+__all__ = ["exact_banzhaf", "msr_banzhaf", "random_coalitions"]
+
+
+def _utility_table(game, n: int, chunk_size: int, empty_utility: float | None) -> tuple[np.ndarray, int]:
+    """Utilities of all ``2^N`` coalitions, indexed by bit code (bit ``i``: player ``i``), and the evaluations made."""
+    total = 1 << n
+    utilities = np.empty(total)
+    n_evaluations = 0
+    for lo in range(0, total, chunk_size):
+        hi = min(lo + chunk_size, total)
+        masks = _coalition_masks(lo, hi, n)
+        if empty_utility is None:
+            utilities[lo:hi], made = check_utilities(game.evaluate(masks), hi - lo), hi - lo
+        else:
+            utilities[lo:hi], made = evaluate_coalitions(game, masks, empty_utility)
+        n_evaluations += made
+    return utilities, n_evaluations
+
+
+def exact_banzhaf(game, *, max_players: int = 20, chunk_size: int = 2**16,
+                  empty_utility: float | None = None) -> ValuationResult:
+    r"""Exact Banzhaf values by evaluating all :math:`2^N` coalitions.
+
+    .. math::
+
+        b_i = \frac{1}{2^{N-1}} \sum_{S \subseteq I \setminus \{i\}} \bigl[U(S \cup \{i\}) - U(S)\bigr]
+
+    Each coalition is evaluated once (in chunks, vectorised); the table of
+    utilities, viewed as an array of shape ``(2,) * N`` (one axis per
+    player), gives :math:`b_i` as the mean of its difference along player
+    ``i``'s axis: ``O(N 2^N)`` arithmetic, ``2^N`` evaluations.
+
+    Parameters
+    ----------
+    game : game
+        Object with ``n_players`` and ``evaluate(masks)``.
+    max_players : int, default 20
+        Refuse games with more players (``2^20`` evaluations is about the limit
+        of an interactive call); raise it deliberately for bigger games.
+    chunk_size : int, default 65536
+        Coalitions evaluated per call to ``game.evaluate``.
+    empty_utility : float, optional
+        Use this value as ``U(empty)`` instead of evaluating the game on the
+        empty coalition.
+
+    Returns
+    -------
+    ValuationResult
+        ``method="exact_banzhaf"``; ``n_evaluations`` is ``2^N`` (``2^N - 1``
+        if ``empty_utility`` is given); ``info`` holds ``U(empty)`` and ``U(D)``.
+    """
+    start = time.perf_counter()
+    n = check_game(game)
+    max_players = check_int(max_players, "max_players", minimum=1)
+    chunk_size = check_int(chunk_size, "chunk_size", minimum=1)
+    if n > max_players:
+        raise ValueError(
+            f"exact_banzhaf enumerates 2^N coalitions; the game has N={n} > max_players={max_players} "
+            f"(2^{n} = {2**n:.3g} evaluations). Use the sampling estimator msr_banzhaf, "
+            "or raise max_players deliberately."
+        )
+    if empty_utility is not None:
+        empty_utility = check_float(empty_utility, "empty_utility")
+    utilities, n_evaluations = _utility_table(game, n, chunk_size, empty_utility)
+    values = _banzhaf_from_table(utilities, n)
+    return ValuationResult(values=values, n_evaluations=n_evaluations, method="exact_banzhaf",
+                           wall_time=time.perf_counter() - start,
+                           info={"empty_utility": float(utilities[0]), "full_utility": float(utilities[-1])})
+
+
+def _banzhaf_from_table(utilities: np.ndarray, n: int) -> np.ndarray:
+    """Banzhaf values from the ``2^N`` utilities indexed by bit code."""
+    # in C order the flat index of (i_0, ..., i_{N-1}) is sum_k i_k 2^(N-1-k): axis k is player N-1-k
+    table = utilities.reshape((2,) * n)
+    values = np.empty(n)
+    for player in range(n):
+        axis = n - 1 - player
+        values[player] = (np.take(table, 1, axis=axis) - np.take(table, 0, axis=axis)).mean()
+    return values
+
+
+def random_coalitions(rng: np.random.Generator, size: int, n_players: int) -> np.ndarray:
+    """``size`` coalitions, each player in independently with probability 1/2 (uniform over all ``2^N``).
+
+    The bits of uniform random bytes: each is a fair coin, independent of the
+    others, and drawing them is several times faster than one draw per cell.
+    """
+    raw = rng.integers(0, 256, size=(size, (n_players + 7) // 8), dtype=np.uint8)
+    return np.unpackbits(raw, axis=1, count=n_players).view(bool)
+
+
+def _batch_state(masks: np.ndarray, utilities: np.ndarray) -> MeanState:
+    r"""Count, mean and M2 of the batch's per-coalition vectors, never formed.
+
+    Coalition :math:`S_t` with utility :math:`u_t` gives the vector
+    :math:`[u_t x_{ti}]_i, [x_{ti}]_i, [u_t (1 - x_{ti})]_i` with
+    :math:`x_{ti} = 1(i \in S_t)` (``3N`` entries). Its sums and sums of
+    squares are two products with the masks (:math:`x^2 = x`), so
+    :math:`M_2 = \sum y^2 - (\sum y)^2 / b` follows without the ``b x 3N`` array.
+    """
+    b = masks.shape[0]
+    inside = np.stack([utilities, utilities * utilities]) @ masks  # sums of u and u^2 over the coalitions holding i
+    counts = masks.sum(axis=0).astype(float)
+    total, total_sq = float(utilities.sum()), float(utilities @ utilities)
+    sums = np.concatenate([inside[0], counts, total - inside[0]])
+    squares = np.concatenate([inside[1], counts, total_sq - inside[1]])
+    return MeanState(sums.size, b, sums / b, np.maximum(squares - sums**2 / b, 0.0))
+
+
+def _side_statistics(state: MeanState):
+    r"""Per player and side (in, out): the count, the sum of the utilities and their sum of squared deviations.
+
+    With :math:`a = u x`, :math:`c = u (1 - x)` and the counts :math:`m_\pm`,
+    the cross moment :math:`\sum_t a_t x_t = \sum_t a_t` makes the within-side
+    sums of squares exact functions of the state:
+    :math:`SS_+ = M_2(a) - A^2 m_- / (m_+ m)` with :math:`A = \sum_t a_t`, and
+    likewise :math:`SS_- = M_2(c) - C^2 m_+ / (m_- m)`.
+    """
+    n, m = state.dim // 3, state.count
+    sums = state.mean * m
+    sum_in, sum_out = sums[:n], sums[2 * n:]
+    count_in = np.rint(sums[n:2 * n])
+    count_out = m - count_in
+    scale = max(m, 1)
+    ss_in = state.m2[:n] - sum_in**2 * count_out / (np.maximum(count_in, 1.0) * scale)
+    ss_out = state.m2[2 * n:] - sum_out**2 * count_in / (np.maximum(count_out, 1.0) * scale)
+    # an uncentred state: a utility offset c against a spread sigma costs about log10(c^2 / sigma^2) digits
+    # here (rounding can make a tiny SS negative), none in the values
+    return (count_in, sum_in, np.maximum(ss_in, 0.0)), (count_out, sum_out, np.maximum(ss_out, 0.0))
+
+
+@register_finalizer("msr_banzhaf")
+def _finalize(state, info):
+    r"""Values :math:`\bar u_{i,+} - \bar u_{i,-}` and standard errors :math:`\sqrt{s_+^2/m_+ + s_-^2/m_-}`.
+
+    A player without a sampled coalition on one side (never, or always, in so
+    far) gets the value 0, no evidence of a difference, and an infinite
+    standard error; one with a single coalition on a side has its value but
+    an infinite standard error (no variance to estimate). ``info`` gets
+    ``one_sided_players`` (the indices of the first kind) and
+    ``fewest_side_samples`` (the smallest :math:`\min(m_{i,+}, m_{i,-})`).
+    """
+    (m_in, sum_in, ss_in), (m_out, sum_out, ss_out) = _side_statistics(state)
+    both = (m_in > 0) & (m_out > 0)
+    values = np.where(both, sum_in / np.maximum(m_in, 1.0) - sum_out / np.maximum(m_out, 1.0), 0.0)
+    spread = (m_in > 1) & (m_out > 1)
+    variance = (ss_in / np.maximum(m_in - 1.0, 1.0) / np.maximum(m_in, 1.0)
+                + ss_out / np.maximum(m_out - 1.0, 1.0) / np.maximum(m_out, 1.0))
+    stderr = np.where(spread, np.sqrt(variance), np.inf)
+    fewest = int(np.minimum(m_in, m_out).min()) if m_in.size else 0
+    return values, stderr, {"one_sided_players": np.flatnonzero(~both).tolist(), "fewest_side_samples": fewest}
+
+
+def _documents_msr_options(estimator):
+    """Put the shared sampling options where the docstring says ``{sampling}``, enumerating with exact_banzhaf."""
+    if estimator.__doc__:  # None under python -OO
+        text = SAMPLING_PARAMETERS.replace("exact_shapley", "exact_banzhaf")
+        estimator.__doc__ = estimator.__doc__.replace("{sampling}", text)
+    return estimator
+
+
+@_documents_msr_options
+def msr_banzhaf(game, budget, seed=None, *, batch_size: int | None = None, n_jobs: int | None = None,
+                progress: bool | None = None, empty_utility: float | None = None,
+                target_stderr: float | None = None, target_rank_correlation: float | None = None,
+                checkpoint=None, checkpoint_interval: float = 60.0) -> ValuationResult:
+    r"""Banzhaf values by maximum sample reuse (Wang & Jia, "Data Banzhaf", AISTATS 2023).
+
+    Draws coalitions :math:`S_1, \dots, S_m` uniformly among all :math:`2^N`
+    (each player in independently with probability 1/2), evaluates each once,
+    and uses every evaluation for every player:
+
+    .. math::
+
+        \hat b_i = \frac{1}{m_{i,+}} \sum_{t:\, i \in S_t} U(S_t)
+                 - \frac{1}{m_{i,-}} \sum_{t:\, i \notin S_t} U(S_t),
+
+    with :math:`m_{i,+}` and :math:`m_{i,-} = m - m_{i,+}` the coalitions
+    holding and lacking :math:`i`.
+
+    *Bias.* :math:`\hat b_i` is a ratio estimator (its denominators are
+    random), yet given which coalitions hold :math:`i` the others are still
+    i.i.d. uniform draws of :math:`S \cup \{i\}` and of :math:`S`
+    (:math:`S \subseteq D \setminus \{i\}` uniform): each side's mean is an
+    unbiased mean of :math:`m_{i,\pm}` samples, so
+    :math:`\mathbb E[\hat b_i \mid m_{i,+}, m_{i,-}] = b_i` whenever both are
+    positive. The only bias is from a side without any coalition
+    (probability :math:`2^{1-m}`), where :math:`\hat b_i = 0` by convention:
+    at most :math:`2^{1-m} |b_i|`.
+
+    *Standard error.* :math:`\sqrt{s_{i,+}^2 / m_{i,+} + s_{i,-}^2 / m_{i,-}}`
+    with :math:`s^2_{i,\pm}` the unbiased variances of each side's
+    utilities: the delta-method variance of the ratio estimator, whose two
+    residuals :math:`x(u - \bar u_+)` and :math:`(1 - x)(u - \bar u_-)`
+    never overlap (no covariance term); given the counts it is the exact
+    variance of a difference of two independent means. It is infinite for a
+    player with fewer than two coalitions on a side, so ``target_stderr``
+    never stops before every player has two on each.
+
+    *State.* Per coalition the ``3N`` vector
+    :math:`[U(S) 1(i \in S)]_i, [1(i \in S)]_i, [U(S) 1(i \notin S)]_i`
+    (running means and sums of squared deviations): the counts, sums and
+    within-side sums of squares are exact functions of it, so merged or
+    resumed states give the same values. The sums of squares are formed
+    without centring: a utility offset ``c`` against a spread ``sigma``
+    between coalitions costs about :math:`\log_{10}(c^2/\sigma^2)` of the 16
+    digits of the standard errors (not of the values).
+
+    Parameters
+    ----------
+    game : game
+        Object with ``n_players`` and ``evaluate(masks)``.
+    budget : int or None
+        Utility evaluations allowed: one per sampled coalition, no fixed ones
+        (``U(empty)`` and ``U(D)`` are not needed; they are drawn like any
+        coalition, with probability :math:`2^{-N}` each). ``None`` (no cap)
+        only with a ``target_stderr`` or ``target_rank_correlation``.
+    seed : int, optional
+        Seed of the random streams; ``None`` draws one (kept on the result).
+    batch_size, n_jobs, progress
+        As in :func:`~shapley_research.permutation_shapley` (a batch holds
+        sampled coalitions).
+    empty_utility : float, optional
+        Use this value as ``U(empty)`` whenever the empty coalition is drawn,
+        instead of evaluating it (``n_evaluations`` then counts only the
+        coalitions evaluated).
+{sampling}
+        Both targets judge the values and standard errors this function
+        returns, recomputed from the state after each batch (``O(N)``).
+
+    Returns
+    -------
+    ValuationResult
+        ``method="msr_banzhaf"``; ``n_samples`` is the number of sampled
+        coalitions; ``info["one_sided_players"]`` lists the players never (or
+        always) sampled in so far, whose value is 0 and standard error
+        infinite, and ``info["fewest_side_samples"]`` is the smallest number
+        of coalitions on either side of any player. Runs with different
+        seeds combine with :func:`~shapley_research.merge_results`.
+    """
+    start = time.perf_counter()
+    n = check_game(game)
+    n_jobs = check_n_jobs(n_jobs)
+    target_stderr = check_target(target_stderr)
+    target_rank_correlation = check_target_rank_correlation(target_rank_correlation)
+    if empty_utility is not None:
+        empty_utility = check_float(empty_utility, "empty_utility")
+    n_units = units_from_budget(budget, 0, 1, "sampled coalition", target_stderr=target_stderr,
+                                target_rank_correlation=target_rank_correlation)
+    batch_size = (default_batch_size(n, 1) if batch_size is None
+                  else check_int(batch_size, "batch_size", minimum=1))
+    entropy, ckpt = open_checkpoint(checkpoint, seed, dim=3 * n, interval=checkpoint_interval, fingerprint={
+        "method": "msr_banzhaf", "n_players": n, "batch_size": batch_size, "empty_utility": empty_utility})
+    if enumeration_affordable(n, budget, empty_utility):
+        return _enumerated(game, n, entropy, empty_utility, start)
+
+    def sample_batch(rng: np.random.Generator, size: int):
+        masks = random_coalitions(rng, size, n)
+        if empty_utility is None:
+            utilities, made = check_utilities(game.evaluate(masks), size), size
+        else:
+            utilities, made = evaluate_coalitions(game, masks, empty_utility)
+        return _batch_state(masks, utilities), made
+
+    # a given U(empty) changes the game being valued: runs with and without one must not merge
+    options = {} if empty_utility is None else {"empty_utility": empty_utility}
+    info = {"n_players": n, "options": options, "batch_size": batch_size, "empty_utility": empty_utility}
+    outcome = run_sampling(sample_batch, dim=3 * n, n_units=n_units, batch_size=batch_size, entropy=entropy,
+                           n_jobs=n_jobs, progress=progress, desc="MSR Banzhaf", unit="coalition",
+                           checkpoint=ckpt, target_stderr=target_stderr,
+                           target_rank_correlation=target_rank_correlation,
+                           estimates_of=lambda state: _finalize(state, info)[:2])
+    info.update(outcome.summary())
+    values, stderr, updates = _finalize(outcome.state, info)
+    return ValuationResult(values=values, n_evaluations=outcome.n_evaluations, method="msr_banzhaf", seed=entropy,
+                           wall_time=time.perf_counter() - start, stderr=stderr, n_samples=outcome.state.count,
+                           info={**info, **updates}, state=outcome.state)
+
+
+def _enumerated(game, n: int, seed: int, empty_utility, start: float) -> ValuationResult:
+    """The exact values, reported as a sampling run would be (see :mod:`._small_games`)."""
+    exact = exact_banzhaf(game, max_players=n, empty_utility=empty_utility)
+    options = {} if empty_utility is None else {"empty_utility": empty_utility}
+    return ValuationResult(values=exact.values, n_evaluations=exact.n_evaluations, method="msr_banzhaf", seed=seed,
+                           wall_time=time.perf_counter() - start, stderr=np.zeros(n), n_samples=0,
+                           info={"n_players": n, "options": options, **exact.info, "stopped_by": "enumeration",
+                                 "resumed_samples": 0})
