@@ -17,8 +17,9 @@ import pytest
 import shapley_research as sr
 from games import (AdditiveGame, AirportGame, CountingGame, CountingPrefixGame, Interrupted, InterruptingGame,
                    MajorityGame, SizeAdditiveGame, random_unanimity_game)
-from shapley_research.estimators._permutation import (marginal_contributions, permutation_shapley, prefix_chunks,
-                                                      random_permutations, truncated_contributions)
+from shapley_research.estimators import (marginal_contributions, permutation_shapley, random_permutations,
+                                         truncated_contributions)
+from shapley_research.estimators._truncation import prefix_chunks
 from shapley_research.games import Game
 
 

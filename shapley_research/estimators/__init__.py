@@ -38,9 +38,10 @@ from ._exact import exact_shapley
 from ._group_testing import (FeasibilityError, group_testing_shapley, group_testing_size_distribution,
                              random_subsets, recover_from_differences)
 from ._leave_one_out import leave_one_out
-from ._permutation import marginal_contributions, permutation_shapley, random_permutations, truncated_contributions
+from ._permutation import marginal_contributions, permutation_shapley, random_permutations
 from ._sampling._checkpoint import CheckpointError
 from ._svarm import neyman_size_probabilities, stratified_svarm_shapley, svarm_size_probabilities
+from ._truncation import truncated_contributions
 from ._uniform import uniform_shapley
 
 __all__ = [

@@ -1,0 +1,193 @@
+r"""Truncated Monte Carlo (Ghorbani & Zou, ICML 2019) for :func:`~shapley_research.permutation_shapley`.
+
+A permutation stops being evaluated once its prefix utility is within
+``truncation * |U(D)|`` of ``U(D)``; its remaining players get contribution 0.
+The prefixes of the permutations still running are evaluated a chunk of
+positions at a time (:func:`prefix_chunks`), and since truncated permutations
+cost fewer evaluations than the budget reckons, a run samples in rounds
+(:func:`_rounds_within_budget`) so that the savings buy more permutations,
+with the batches, and so the values, of one run of the final size.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._validation import check_float, check_utilities
+
+__all__ = ["truncated_contributions", "prefix_chunks"]
+
+
+FIRST_CHUNK_SHARE = 32  # truncation evaluates positions 0..ceil(N/32)-1 first, ...
+CHUNK_GROWTH = 1.5  # ... then chunks that end at 1.5x the position reached: at most a third of the work is overshoot
+TRUNCATED_BATCHES = 32  # truncated runs default to batches of at most 1/32 of the units the budget pays for
+TALLY = 2  # coordinates a truncated run appends to each sample: its mean stop position and its evaluations
+
+
+def prefix_chunks(n_players: int) -> list[int]:
+    """Boundaries ``0 = b_0 < b_1 < ... = N`` of the chunks of positions that truncation evaluates together.
+
+    ``b_1 = ceil(N / 32)``, then ``b_{j+1} = max(b_j + b_1, ceil(1.5 b_j))``: about
+    ``log(32) / log(1.5) + 1 = 9`` calls of the game per batch whatever ``N``, and
+    a permutation that stops at position ``k`` evaluates at most about ``1.5 k``
+    (and ``k + N/32``) prefixes.
+    """
+    first = -(-n_players // FIRST_CHUNK_SHARE)
+    bounds = [0]
+    while bounds[-1] < n_players:
+        bounds.append(min(n_players, max(bounds[-1] + first, math.ceil(bounds[-1] * CHUNK_GROWTH))))
+    return bounds
+
+
+def truncated_contributions(game, permutations: np.ndarray, empty_utility: float, full_utility: float,
+                            tolerance: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    r"""Marginal contributions along permutations that stop once the utility is within ``tolerance`` of ``U(D)``.
+
+    Along each permutation the prefix utilities :math:`u_k = U(\{\pi_0..\pi_k\})`
+    are evaluated until the first :math:`k` with :math:`|U(D) - u_k| < \text{tolerance}`
+    (``k = -1``, the empty prefix, included); the players after that position
+    get contribution 0, the others :math:`u_k - u_{k-1}` as without truncation.
+    The last prefix is :math:`D` itself, whose utility ``full_utility`` is known
+    and never evaluated. The prefixes of the permutations still running are
+    evaluated through ``game.evaluate``, a chunk of positions at a time
+    (:func:`prefix_chunks`); the values do not depend on the chunks, only the
+    evaluations made past a stop within its chunk do.
+
+    Returns
+    -------
+    phi : ndarray (m, n)
+        Row ``t``: the contribution of each player (indexed by player) along permutation ``t``.
+    stops : ndarray (m,)
+        How many leading players of each permutation got a computed contribution (``n``: not truncated).
+    evaluations : ndarray (m,)
+        Utilities each permutation evaluated.
+    """
+    m, n = permutations.shape
+    dtype = np.int16 if n <= np.iinfo(np.int16).max else np.int32 if n <= np.iinfo(np.int32).max else np.int64
+    positions = np.empty((m, n), dtype=dtype)
+    np.put_along_axis(positions, permutations, np.arange(n, dtype=dtype)[None, :], axis=1)
+    gains = np.zeros((m, n))
+    evaluations = np.zeros(m, dtype=np.int64)
+    previous = np.full(m, float(empty_utility))
+    stops = np.full(m, 0 if abs(full_utility - empty_utility) < tolerance else n)
+    running = np.flatnonzero(stops == n)
+    bounds = prefix_chunks(n)
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        if running.size == 0:
+            break
+        evaluated = np.arange(lo, min(hi, n - 1), dtype=dtype)  # prefix n - 1 is D: its utility is known
+        utilities = np.empty((running.size, hi - lo))
+        if evaluated.size:
+            masks = positions[running][:, None, :] <= evaluated[None, :, None]
+            rows = running.size * evaluated.size
+            utilities[:, :evaluated.size] = check_utilities(game.evaluate(masks.reshape(rows, n)), rows,
+                                                            source=f"{type(game).__name__}.evaluate"
+                                                            ).reshape(running.size, evaluated.size)
+            evaluations[running] += evaluated.size
+        if hi == n:
+            utilities[:, -1] = full_utility
+        close = np.abs(full_utility - utilities) < tolerance
+        stopped = close.any(axis=1)
+        last = np.where(stopped, close.argmax(axis=1), hi - lo - 1)  # last position of the chunk that counts
+        chunk_gains = np.diff(utilities, axis=1, prepend=previous[running][:, None])
+        gains[running, lo:hi] = np.where(np.arange(hi - lo)[None, :] <= last[:, None], chunk_gains, 0.0)
+        stops[running[stopped]] = lo + last[stopped] + 1
+        previous[running] = utilities[:, -1]
+        running = running[~stopped]
+    phi = np.empty_like(gains)
+    np.put_along_axis(phi, permutations, gains, axis=1)
+    return phi, stops, evaluations
+
+
+def _check_truncation(truncation, game) -> float | None:
+    """``None`` or a share in ``[0, 1)``; a positive one not on a game with a one-pass ``evaluate_prefixes``."""
+    if truncation is None:
+        return None
+    truncation = check_float(truncation, "truncation", minimum=0.0)
+    if truncation >= 1.0:
+        raise ValueError(f"truncation must be in [0, 1) (a share of |U(D)|), got {truncation}.")
+    if truncation > 0 and getattr(game, "evaluate_prefixes", None) is not None:
+        raise ValueError(
+            f"truncation={truncation} cannot save evaluations on {type(game).__name__}: its evaluate_prefixes "
+            "computes every prefix of a permutation in one pass, the evaluations truncation skips. Use "
+            "truncation=None, or a game without evaluate_prefixes (e.g. ModelUtility(..., warm_prefixes=False), "
+            "or as_game(game.evaluate, game.n_players, vectorized=True) to evaluate prefixes as masks).")
+    return truncation
+
+
+class _Resume:
+    """Where a run sampled in rounds stands: :func:`run_sampling` resumes each round from it as from a file.
+
+    It keeps the state of every merged batch (what :meth:`Checkpoint.save` is given) and passes the writes
+    on to the run's checkpoint file, if any, so an interruption in any round leaves the file as usual.
+    """
+
+    def __init__(self, file, dim: int):
+        self.file = file
+        self.loaded = file is not None and file.loaded
+        if self.loaded:
+            self.mean, self.m2, self.count = file.mean, file.m2, file.count
+            self.n_evaluations, self.batches = file.n_evaluations, file.batches
+        else:
+            self.mean, self.m2, self.count, self.n_evaluations, self.batches = np.zeros(dim), np.zeros(dim), 0, 0, 0
+
+    def save(self, mean, m2, count: int, n_evaluations: int, batches: int, force: bool = False) -> bool:
+        self.mean, self.m2, self.count, self.n_evaluations, self.batches = mean, m2, count, n_evaluations, batches
+        self.loaded = True
+        if self.file is None:
+            return False
+        return self.file.save(mean, m2, count, n_evaluations, batches, force=force)
+
+    def refuse(self, why: str) -> Exception:
+        if self.file is not None:
+            return self.file.refuse(why)
+        return RuntimeError(f"truncated permutation sampling lost track of its rounds: the state {why}.")
+
+
+def _rounds_within_budget(run_round, *, budget, fixed: int, per_unit: int, batch_size: int, dim: int, checkpoint):
+    """Run ``run_round(n_units, resume)`` until the evaluations left pay for no further unit.
+
+    A truncated unit costs at most ``per_unit`` evaluations. Each round runs
+    the whole batches the evaluations left pay for at that cost or, when they
+    pay for none, one final partial batch of the units they pay for; the next
+    round reckons again from the evaluations made. Every round but the last
+    ends on a whole batch, so the batches are those of one run of the final
+    ``n_units`` (the same seed streams), and the rounds are a function of the
+    batches' evaluations: the same for any ``n_jobs`` and after a resume. When
+    the permutations save a share ``1 - c`` of their evaluations, each round
+    spends about ``c`` of what is left: about ``log(B / batch cost) / c``
+    rounds (a round costs a call of :func:`run_sampling`; with ``n_jobs``,
+    the last rounds have fewer batches than workers). The
+    checkpoint's context keeps the budget: a run that ended on a partial batch
+    is finished for that budget, and continuing it with another is refused (as
+    for every run that ends on a partial batch). ``budget=None``: one round,
+    stopped by a precision target.
+    """
+    resume = _Resume(checkpoint, dim)
+    if budget is None:
+        return run_round(None, resume)
+    # a file that ended on a partial batch for another budget: plan afresh, which run_sampling refuses if it
+    # would add to that batch
+    other_budget = checkpoint is not None and checkpoint.context.get("budget", budget) != budget
+    if checkpoint is not None:
+        checkpoint.context["budget"] = budget
+
+    # a unit is reckoned at least one evaluation, so that a run whose permutations stop before evaluating
+    # anything (U(empty) already within the tolerance of U(D), or N = 1) still ends
+    most = budget - fixed
+
+    def units_paid() -> int:
+        if resume.count % batch_size and not other_budget:  # ended on a partial batch: finished
+            return resume.count
+        left = budget - fixed - resume.n_evaluations
+        whole = min(left // (batch_size * per_unit), (most - resume.count) // batch_size)
+        return resume.count + (whole * batch_size if whole > 0 else min(left // per_unit, most - resume.count))
+
+    first = outcome = None
+    while outcome is None or (outcome.stopped_by == "budget" and units_paid() > resume.count):
+        outcome = run_round(units_paid(), resume)
+        first = first or outcome
+    outcome.resumed_samples = first.resumed_samples
+    return outcome
