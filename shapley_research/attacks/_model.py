@@ -117,7 +117,7 @@ def train_torch_logistic_regression(X, y, *, n_classes: int | None = None, C: fl
     \\frac12\\|W\\|_F^2` (intercepts unpenalised) exactly: damped Newton
     steps from zero until the step is at float64 rounding, so the weights do
     not depend on a tolerance or on the path of the optimiser (see the
-    module's Reproducibility section).
+    Reproducibility section of the package docstring).
 
     Parameters
     ----------

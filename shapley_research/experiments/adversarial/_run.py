@@ -38,7 +38,7 @@ class ValuationRun:
 
 def run_valuation(data: AdversarialData, *, test_ratios, n_permutations: int, C: float, seed: int,
                   n_jobs: int = 1, verbose: bool = True) -> ValuationRun:
-    """Both panels: swap-paired permutation sampling of every test set (see the module docstring).
+    """Both panels: swap-paired permutation sampling of every test set (see the package docstring).
 
     The same permutations serve both panels (the players correspond: the
     same benign images, and the same source images attacked two ways).

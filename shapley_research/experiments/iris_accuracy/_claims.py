@@ -30,7 +30,7 @@ def _condition_text(name, mean, low, high, side, threshold, label, verdict, sd, 
 def evaluate_claims(summary, distances, *, uniform_error: float, spearman_threshold: float = 0.8,
                     error_threshold: float = 0.25, ratio_threshold: float = 2.0,
                     largest_error_threshold: float = 0.5, alpha: float = 0.05, level: float = 0.95):
-    r"""The claims, decided from the run on intervals fixed before running (see the module docstring).
+    r"""The claims, decided from the run on intervals fixed before running (see the package docstring).
 
     1. (a), (b), (b'), (c) recover the SV: the ``level`` t-interval of the
        mean Spearman lies at or above ``spearman_threshold``, that of the mean

@@ -183,7 +183,7 @@ def clip_l2(X, clip_norm) -> np.ndarray:
 
 
 def privatize_images(X, epsilon, delta, clip_norm, rng, *, pixel_max: float = 1.0, clamp: bool = True):
-    """Release every image (row of ``X``) through the Gaussian mechanism; see the module docstring.
+    """Release every image (row of ``X``) through the Gaussian mechanism; see the package docstring.
 
     ``clip_l2`` to ``clip_norm``, add ``N(0, sigma^2)`` to every pixel with
     ``sigma = analytic_gaussian_sigma(epsilon, delta, l2_sensitivity(clip_norm, d, pixel_max))``,

@@ -38,7 +38,7 @@ def full_model_summary(data: RidgeData, lam: float) -> dict:
 
 
 def sigma_sup_bound(data: RidgeData, lam: float) -> dict:
-    r"""Rigorous upper bound on Theorem 5's :math:`\sigma` for fully penalised ridge (module docstring).
+    r"""Rigorous upper bound on Theorem 5's :math:`\sigma` for fully penalised ridge (package docstring).
 
     :math:`\sigma = 2\sup_{S\subseteq D}\max_z |x_z^\top\theta_S - y_z|\,\|x_z\|` (:math:`z` in train and
     test) and :math:`\|\theta_S\| \le \Theta = \|y_D\|/(2\sqrt{N\lambda})` for every coalition.
@@ -61,7 +61,7 @@ def stability_summary(sigma: float, lam: float, n_players: int, epsilon: float) 
     r"""Theorem 5's quantities from a Lipschitz constant ``sigma`` (the paper's form, containing :math:`\|x\|`).
 
     :math:`\beta = \sigma^2/(2\lambda N)` (valid for fully penalised ridge with :math:`\sigma` the supremum of
-    the module docstring, e.g. :func:`sigma_sup_bound`), :math:`C_{stab} = N\beta`, the bound
+    the package docstring, e.g. :func:`sigma_sup_bound`), :math:`C_{stab} = N\beta`, the bound
     :math:`B = 2C_{stab}(1+\log(N-1))/(N-1)` on every :math:`s_i - s_j`
     (:func:`~shapley_research.stability_bound`), the bound it implies on the uniform division's error,
     :math:`\|s - \bar s\mathbf 1\|_2 \le \sqrt N\,\frac{N-1}{N}B` (each

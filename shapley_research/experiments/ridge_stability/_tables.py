@@ -19,7 +19,7 @@ THEOREM5_COLUMNS = ["convention", "lambda", "theorem5_applies", "uniform_error",
                     "error_bound", "value_range", "pair_bound", "sigma", "beta", "max_residual", "coef_norm",
                     "sigma_sup", "kappa", "theta_bound", "beta_sup", "c_stab", "epsilon", "guarantee_threshold",
                     "guarantee_holds"]
-#: The convention that meets Theorem 5's hypotheses (fully penalised ridge; see the module docstring).
+#: The convention that meets Theorem 5's hypotheses (fully penalised ridge; see the package docstring).
 THEOREM5_CONVENTION = "no_intercept"
 
 
