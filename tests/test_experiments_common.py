@@ -17,9 +17,9 @@ from shapley_research.experiments import (EXPERIMENT_NAMES, Claim, claim, experi
 from shapley_research.experiments._notebook import build_notebook, notebook_defaults, write_notebook
 
 
-def test_experiment_names_are_the_fixed_six():
+def test_experiment_names_are_the_papers_six_and_data_cleaning():
     assert EXPERIMENT_NAMES == ("iris_accuracy", "runtime_scaling", "sparsity", "ridge_stability",
-                                "privacy_noise", "adversarial")
+                                "privacy_noise", "adversarial", "data_cleaning")
 
 
 def test_to_jsonable_converts_numpy_and_containers(tmp_path):

@@ -41,6 +41,17 @@ def test_report_lists_figures_claims_verdicts_and_times(tmp_path):
     assert "ridge_stability" not in text  # experiments without results are left out
 
 
+def test_claims_of_cited_papers_are_not_called_the_papers(tmp_path):
+    make_run(tmp_path, "sparsity", True)
+    make_run(tmp_path, "data_cleaning", True)
+    text = build_report(tmp_path)
+    cleaning = text[text.index("### data_cleaning"):]
+    assert "Claims of the papers it cites" in cleaning and "Claims of the paper:" not in cleaning
+    assert "Claims of the paper:" in text[text.index("### sparsity"):text.index("### data_cleaning")]
+    assert "| [data_cleaning](#data-cleaning) | 1 of 1 (cited papers) |" in text
+    assert "| [sparsity](#sparsity) | 1 of 1 |" in text
+
+
 def test_replace_section_keeps_the_rest_and_needs_markers():
     text = f"intro\n{BEGIN}\nold\n{END}\noutro\n"
     assert replace_section(text, "new\n") == f"intro\n{BEGIN}\nnew\n{END}\noutro\n"

@@ -161,6 +161,14 @@ SCHEMAS: dict[str, dict[str, Spec]] = {
         "cw_steps": COUNT, "cw_stepsize": POSITIVE, "cw_binary_search_steps": COUNT,
         "cw_confidence": number(0), "n_permutations": integer(2), "cache_dir": text(nullable=True),
     },
+    "data_cleaning": {
+        "datasets": list_of(text("breast_cancer", "digits")), "digit_classes": list_of(integer(0, 9), length=2),
+        "n_train": integer(4), "n_test": integer(2), "flip_fraction": FRACTION, "n_seeds": COUNT, "budget": COUNT,
+        "budget_grid": list_of(COUNT), "logistic_C": POSITIVE, "max_iter": COUNT, "knn_k": COUNT,
+        "truncation": number(0, 1, open_high=True), "beta_alpha": POSITIVE, "beta_beta": POSITIVE,
+        "oob_max_estimators": COUNT, "removal_fractions": list_of(number(0, 1, open_high=True)),
+        "addition_fractions": list_of(number(0, 1, open_low=True)),
+    },
 }
 
 

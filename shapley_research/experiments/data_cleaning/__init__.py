@@ -1,0 +1,51 @@
+r"""Experiment ``data_cleaning``: data values at work on mislabeled data, every method side by side.
+
+Since 2019 data values are judged by what they do: find mislabeled training
+points, and tell which points to remove or add. This experiment runs the
+Shapley value's estimators and their successors on that task, through the
+package's public API, at one common budget of utility evaluations.
+
+Protocol (every open choice is a parameter of ``conf/experiment/data_cleaning.yaml``):
+
+* **Data.** Two data sets that ship with scikit-learn: breast cancer (30
+  features) and the digits ``digit_classes`` (64 pixels), each split
+  stratified into ``n_train`` training and ``n_test`` test points,
+  standardised on the training features; ``flip_fraction`` of the training
+  labels flipped to another class at random (:func:`make_problem`); ``n_seeds``
+  repetitions of split and flips.
+* **Game.** ``ModelUtility(LogisticRegression(C), ..., metric="accuracy",
+  fast="auto")``: test accuracy, fitted by the package's batched learner.
+* **Methods** (:data:`METHODS`): exact KNN-Shapley, permutation Shapley (plain;
+  antithetic with position adjustment; truncated Monte Carlo), group testing
+  (improved), compressive, stratified SVARM, Data Banzhaf (MSR), Beta(16, 1),
+  leave-one-out, Data-OOB (``min(budget, oob_max_estimators)`` fits), all-S and
+  largest-S influence (accuracy utility), and random values as the floor. A
+  method that fails is recorded with its error, not hidden.
+* **Tasks** (:mod:`._measure`): detection AUROC of ranking by lowest value and
+  F1 of flagging the lowest ``k`` (``k`` = number flipped); test accuracy after
+  removing the lowest / highest-valued 5-30% and after adding points from the
+  highest value; wall time. Mean and Student-t 95% interval over seeds.
+* **Claims** (:mod:`._claims`): criteria fixed as module constants, each
+  comparing methods on the same (data set, seed).
+"""
+
+from ._claims import (ABOVE_RANDOM_MARGIN, DETECTION_TOLERANCE, REMOVAL_FRACTION, REMOVAL_METHOD, WALL_TIME_RATIO,
+                      above_random_claim, banzhaf_claim, beta_claim, data_cleaning_claims, oob_detection_claim,
+                      oob_wall_time_claim, paired_difference, removal_claim, removal_gain)
+from ._data import DATASETS, flip_labels, load_dataset, make_game, make_model, make_problem
+from ._figures import plot_curves, plot_detection, plot_detection_vs_evaluations
+from ._measure import (addition_masks, detection_auroc, detection_f1, lowest_k, mean_interval, problem_seed,
+                       removal_masks, run_data_cleaning, summarise, task_curves)
+from ._methods import (BUDGETED, DEFAULT_OPTIONS, LABELS, METHODS, RANDOM, SEMIVALUES, method_seed, run_method,
+                       run_methods, truncation_game)
+
+__all__ = [
+    "DATASETS", "load_dataset", "flip_labels", "make_problem", "make_model", "make_game",
+    "METHODS", "BUDGETED", "SEMIVALUES", "RANDOM", "LABELS", "DEFAULT_OPTIONS", "method_seed", "truncation_game",
+    "run_method", "run_methods", "detection_auroc", "detection_f1", "lowest_k", "removal_masks", "addition_masks",
+    "task_curves", "problem_seed", "run_data_cleaning", "mean_interval", "summarise",
+    "ABOVE_RANDOM_MARGIN", "DETECTION_TOLERANCE", "WALL_TIME_RATIO", "REMOVAL_FRACTION", "REMOVAL_METHOD",
+    "paired_difference", "removal_gain", "above_random_claim", "banzhaf_claim", "beta_claim",
+    "oob_detection_claim", "oob_wall_time_claim", "removal_claim", "data_cleaning_claims",
+    "plot_detection", "plot_detection_vs_evaluations", "plot_curves",
+]

@@ -1,0 +1,245 @@
+"""The tasks: detection of flipped labels, point removal and addition curves; the whole run; summaries."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..._validation import check_int
+from ._data import make_game, make_problem
+from ._methods import BUDGETED, DEFAULT_OPTIONS, METHODS, run_methods
+
+
+def _as_rankings(values) -> np.ndarray:
+    values = np.asarray(values, dtype=float)
+    if values.ndim not in (1, 2) or values.shape[-1] < 2 or not np.isfinite(values).all():
+        raise ValueError(f"values must be finite, of shape (N,) or (R, N) with N >= 2, got shape {values.shape}.")
+    return values
+
+
+def _as_positives(flipped, n: int) -> np.ndarray:
+    flipped = np.asarray(flipped, dtype=bool)
+    if flipped.shape != (n,):
+        raise ValueError(f"flipped must be a boolean array of shape ({n},), got shape {flipped.shape}.")
+    if flipped.all() or not flipped.any():
+        raise ValueError("flipped must hold both flipped and clean points.")
+    return flipped
+
+
+def detection_auroc(values, flipped) -> float | np.ndarray:
+    r"""AUROC of ranking points by *lowest* value as detecting the flipped ones.
+
+    The Mann-Whitney form: the probability that a flipped point has a lower
+    value than a clean one, ties counting one half,
+
+    .. math:: \mathrm{AUROC} = \frac{\sum_{i \in F} r_i - |F|(|F|+1)/2}{|F|\,(N - |F|)},
+
+    with :math:`r_i` the (average) rank of :math:`-v_i` among all points.
+    1 is perfect detection, 0.5 a random ranking. ``values`` may hold several
+    rankings as rows (one AUROC each).
+    """
+    from scipy.stats import rankdata
+
+    values = _as_rankings(values)
+    positives = _as_positives(flipped, values.shape[-1])
+    ranks = rankdata(-values, axis=-1)  # average ranks: ties count one half
+    n_pos, n_neg = int(positives.sum()), int((~positives).sum())
+    auroc = (ranks[..., positives].sum(axis=-1) - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg)
+    return float(auroc) if values.ndim == 1 else auroc
+
+
+def lowest_k(values, k: int) -> np.ndarray:
+    """Indices of the ``k`` lowest values; ties go to the lower index (a stable sort), so it is deterministic."""
+    values = _as_rankings(values)
+    return np.argsort(values, axis=-1, kind="stable")[..., :k]
+
+
+def detection_f1(values, flipped, k: int | None = None) -> float | np.ndarray:
+    """F1 score of flagging the ``k`` lowest-valued points as flipped (default ``k`` = the number flipped).
+
+    ``F1 = 2 TP / (k + |F|)``; with ``k = |F|`` precision, recall and F1 are equal.
+    """
+    values = _as_rankings(values)
+    positives = _as_positives(flipped, values.shape[-1])
+    k = int(positives.sum()) if k is None else check_int(k, "k", minimum=1)
+    flagged = lowest_k(values, k)
+    true_positives = positives[flagged].sum(axis=-1)
+    f1 = 2.0 * true_positives / (k + positives.sum())
+    return float(f1) if values.ndim == 1 else f1
+
+
+def removal_masks(values, fractions: Sequence[float], highest: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Coalitions left after removing the lowest- (or highest-) valued ``round(f N)`` points, per fraction.
+
+    Returns ``(masks, n_removed)``: ``masks`` of shape ``(len(fractions), N)``.
+    """
+    values = _as_rankings(values)
+    if values.ndim != 1:
+        raise ValueError("removal_masks takes one ranking, shape (N,).")
+    n = values.size
+    order = np.argsort(-values if highest else values, kind="stable")
+    n_removed = np.array([int(round(f * n)) for f in fractions])
+    if (n_removed < 0).any() or (n_removed >= n).any():
+        raise ValueError(f"fractions must remove between 0 and N - 1 points, got {list(fractions)!r}.")
+    masks = np.ones((len(fractions), n), dtype=bool)
+    for row, count in enumerate(n_removed):
+        masks[row, order[:count]] = False
+    return masks, n_removed
+
+
+def addition_masks(values, fractions: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+    """Coalitions of the ``ceil(f N)`` highest-valued points, per fraction (adding points from the highest).
+
+    Returns ``(masks, n_kept)``.
+    """
+    values = _as_rankings(values)
+    if values.ndim != 1:
+        raise ValueError("addition_masks takes one ranking, shape (N,).")
+    n = values.size
+    order = np.argsort(-values, kind="stable")
+    n_kept = np.array([min(n, max(1, math.ceil(f * n - 1e-9))) for f in fractions])
+    masks = np.zeros((len(fractions), n), dtype=bool)
+    for row, count in enumerate(n_kept):
+        masks[row, order[:count]] = True
+    return masks, n_kept
+
+
+def task_curves(game, values, removal_fractions: Sequence[float], addition_fractions: Sequence[float]) -> dict:
+    """Test accuracy of the model retrained on every coalition of the three curves, in one batched call.
+
+    Returns
+    -------
+    dict
+        ``{"remove_lowest": (n_changed, accuracy), "remove_highest": ..., "add_highest": ...}``:
+        ``n_changed`` the points removed (kept, for addition) at each fraction.
+    """
+    low, n_low = removal_masks(values, removal_fractions)
+    high, n_high = removal_masks(values, removal_fractions, highest=True)
+    add, n_add = addition_masks(values, addition_fractions)
+    accuracy = np.asarray(game.evaluate(np.vstack([low, high, add])), dtype=float)
+    a, b = len(low), 2 * len(low)
+    return {"remove_lowest": (n_low, accuracy[:a]), "remove_highest": (n_high, accuracy[a:b]),
+            "add_highest": (n_add, accuracy[b:])}
+
+
+def problem_seed(seed: int, dataset: str, repetition: int) -> int:
+    """The seed of one (data set, repetition): split, flips and every method's stream derive from it."""
+    entropy = [int(seed), int(repetition)] + list(dataset.encode())
+    return int(np.random.SeedSequence(entropy).generate_state(1, dtype=np.uint32)[0])
+
+
+def run_data_cleaning(*, datasets: Sequence[str], n_train: int, n_test: int, flip_fraction: float, n_seeds: int,
+                      budgets: Sequence[int], removal_fractions: Sequence[float],
+                      addition_fractions: Sequence[float], digit_classes=(3, 8), options: dict | None = None,
+                      methods: Sequence[str] = METHODS, seed: int = 0, progress=None):
+    """The whole experiment: every method on every (data set, repetition), then its tasks.
+
+    Parameters
+    ----------
+    budgets : sequence of int
+        Utility evaluations; the largest is the common budget the tasks are
+        judged at, the others give detection against evaluations spent.
+    options : dict, optional
+        Method options (:data:`DEFAULT_OPTIONS`: ``logistic_C``, ``max_iter``,
+        ``knn_k``, ``truncation``, ``beta_alpha``, ``beta_beta``,
+        ``oob_max_estimators``).
+    progress : callable, optional
+        ``progress(iterable, desc=...)``.
+
+    Returns
+    -------
+    detection : pandas.DataFrame
+        One row per (dataset, repetition, method, budget): ``main`` (at the
+        common budget), ``n_evaluations``, ``wall_time_s``, ``auroc``, ``f1``,
+        ``n_nan``, ``note``, ``error``.
+    curves : pandas.DataFrame
+        One row per (dataset, repetition, method, curve, fraction) at the
+        common budget: ``n_points`` (removed or kept), ``accuracy``.
+    values : pandas.DataFrame
+        The values at the common budget: ``dataset, repetition, method, point, flipped, value``.
+    info : dict
+        Per data set: ``full_accuracy`` and ``clean_accuracy`` (the model on all
+        noisy / all clean labels), mean over repetitions, and ``n_flipped``.
+    """
+    import pandas as pd
+
+    n_seeds = check_int(n_seeds, "n_seeds", minimum=1)
+    budgets = sorted(check_int(b, "budgets", minimum=1) for b in budgets)
+    options = {**DEFAULT_OPTIONS, **(options or {})}
+    main_budget = budgets[-1]
+    jobs = [(d, r) for d in datasets for r in range(n_seeds)]
+    detection, curves, values, info = [], [], [], {}
+    for dataset, repetition in (jobs if progress is None else progress(jobs, desc="data sets x seeds")):
+        pseed = problem_seed(seed, dataset, repetition)
+        problem = make_problem(dataset, n_train, n_test, flip_fraction, pseed, digit_classes)
+        game = make_game(problem, options["logistic_C"], options["max_iter"])
+        clean = make_game({**problem, "y_train": problem["y_clean"]}, options["logistic_C"], options["max_iter"])
+        full = np.ones((1, problem["y_train"].size), dtype=bool)
+        entry = info.setdefault(dataset, {"full_accuracy": [], "clean_accuracy": [],
+                                          "n_flipped": int(problem["flipped"].sum())})
+        entry["full_accuracy"].append(float(game.evaluate(full)[0]))
+        entry["clean_accuracy"].append(float(clean.evaluate(full)[0]))
+        flipped = problem["flipped"]
+        for row in run_methods(problem, budgets, pseed, options, methods):
+            main = row["budget"] is None or row["budget"] == main_budget
+            ok = row["values"] is not None
+            detection.append({"dataset": dataset, "repetition": repetition, "method": row["method"],
+                              "budget": row["budget"] if row["method"] in BUDGETED else main_budget, "main": main,
+                              "n_evaluations": row["n_evaluations"], "wall_time_s": row["wall_time_s"],
+                              "auroc": detection_auroc(row["values"], flipped) if ok else math.nan,
+                              "f1": detection_f1(row["values"], flipped) if ok else math.nan,
+                              "n_nan": row["n_nan"], "note": row["note"], "error": row["error"]})
+            if not (main and ok):
+                continue
+            for curve, (counts, accuracy) in task_curves(game, row["values"], removal_fractions,
+                                                         addition_fractions).items():
+                fractions = removal_fractions if curve.startswith("remove") else addition_fractions
+                curves += [{"dataset": dataset, "repetition": repetition, "method": row["method"], "curve": curve,
+                            "fraction": float(f), "n_points": int(c), "accuracy": float(a)}
+                           for f, c, a in zip(fractions, counts, accuracy)]
+            values.append(pd.DataFrame({"dataset": dataset, "repetition": repetition, "method": row["method"],
+                                        "point": np.arange(flipped.size), "flipped": flipped,
+                                        "value": row["values"]}))
+    for entry in info.values():
+        entry["full_accuracy"] = float(np.mean(entry["full_accuracy"]))
+        entry["clean_accuracy"] = float(np.mean(entry["clean_accuracy"]))
+    return (pd.DataFrame(detection), pd.DataFrame(curves),
+            pd.concat(values, ignore_index=True) if values else pd.DataFrame(), info)
+
+
+def mean_interval(samples, confidence: float = 0.95) -> tuple[float, float, float]:
+    """``(mean, low, high)``: the mean and its Student-t interval over the samples (NaN ignored).
+
+    One sample gives an interval of zero width (no spread to estimate); none gives NaNs.
+    """
+    from scipy.stats import t
+
+    x = np.asarray(samples, dtype=float)
+    x = x[np.isfinite(x)]
+    if x.size == 0:
+        return math.nan, math.nan, math.nan
+    mean = float(x.mean())
+    if x.size == 1:
+        return mean, mean, mean
+    half = float(t.ppf(0.5 + confidence / 2, x.size - 1) * x.std(ddof=1) / math.sqrt(x.size))
+    return mean, mean - half, mean + half
+
+
+def summarise(table, by: Sequence[str], columns: Sequence[str], confidence: float = 0.95):
+    """Mean and ``confidence`` interval over repetitions of every column, per group ``by``.
+
+    Returns a tidy frame with ``by`` plus ``COLUMN_mean, COLUMN_low, COLUMN_high`` and ``n_repetitions``.
+    """
+    import pandas as pd
+
+    rows = []
+    for key, group in table.groupby(list(by), sort=False, dropna=False):
+        row = dict(zip(by, key if isinstance(key, tuple) else (key,)))
+        for column in columns:
+            row[f"{column}_mean"], row[f"{column}_low"], row[f"{column}_high"] = mean_interval(group[column],
+                                                                                               confidence)
+        row["n_repetitions"] = int(group[columns[0]].notna().sum())
+        rows.append(row)
+    return pd.DataFrame(rows)

@@ -1,0 +1,288 @@
+"""Experiment ``data_cleaning``: data and flips, detection and curve measures, claims, and one quick end-to-end run."""
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from shapley_research.experiments import data_cleaning as dc
+from shapley_research.games import as_game
+
+# --- data ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("classes", [2, 5])
+def test_flip_labels_moves_the_chosen_labels_to_other_classes(classes):
+    y = np.arange(200) % classes
+    noisy, flipped = dc.flip_labels(y, 0.15, np.random.default_rng(0))
+    assert flipped.sum() == 30
+    assert (noisy[flipped] != y[flipped]).all() and (noisy[~flipped] == y[~flipped]).all()
+    assert set(noisy) <= set(range(classes))
+    if classes > 2:  # every other class is reached
+        assert len(set(zip(y[flipped], noisy[flipped]))) > classes
+
+
+def test_make_problem_splits_standardises_and_keeps_the_test_set_clean():
+    problem = dc.make_problem("breast_cancer", 60, 40, 0.2, seed=3)
+    assert problem["X_train"].shape == (60, 30) and problem["X_test"].shape == (40, 30)
+    np.testing.assert_allclose(problem["X_train"].mean(axis=0), 0.0, atol=1e-12)
+    assert problem["flipped"].sum() == 12
+    assert ((problem["y_train"] != problem["y_clean"]) == problem["flipped"]).all()
+    again = dc.make_problem("breast_cancer", 60, 40, 0.2, seed=3)
+    np.testing.assert_array_equal(again["y_train"], problem["y_train"])
+    digits = dc.make_problem("digits", 50, 30, 0.1, seed=0, digit_classes=(3, 8))
+    assert digits["X_train"].shape == (50, 64) and set(digits["y_test"]) == {0, 1}
+
+
+def test_make_problem_rejects_bad_input():
+    with pytest.raises(ValueError, match="name"):
+        dc.make_problem("mnist", 50, 30, 0.1, seed=0)
+    with pytest.raises(ValueError, match="too many"):
+        dc.make_problem("breast_cancer", 500, 100, 0.1, seed=0)
+    with pytest.raises(ValueError, match="digit_classes"):
+        dc.load_dataset("digits", (3, 3))
+
+
+# --- detection measures ----------------------------------------------------------------------
+
+def test_detection_auroc_on_hand_made_rankings():
+    flipped = np.array([True, False, False, False])
+    assert dc.detection_auroc([0.1, 0.5, 0.2, 0.9], flipped) == 1.0   # the flipped point is the lowest
+    assert dc.detection_auroc([0.9, 0.5, 0.2, 0.1], flipped) == 0.0   # the highest
+    assert dc.detection_auroc([0.3, 0.1, 0.5, 0.9], flipped) == pytest.approx(2 / 3)  # above one of three
+    assert dc.detection_auroc([1.0, 1.0, 1.0, 1.0], flipped) == 0.5   # ties count one half
+    rows = dc.detection_auroc(np.array([[0.1, 0.5, 0.2, 0.9], [0.9, 0.5, 0.2, 0.1]]), flipped)
+    np.testing.assert_array_equal(rows, [1.0, 0.0])
+
+
+def test_detection_auroc_matches_scikit_learn():
+    from sklearn.metrics import roc_auc_score
+
+    rng = np.random.default_rng(1)
+    flipped = rng.random(80) < 0.2
+    values = np.round(rng.normal(size=80) - flipped, 1)  # rounding makes ties
+    assert dc.detection_auroc(values, flipped) == pytest.approx(roc_auc_score(flipped, -values))
+
+
+def test_detection_f1_flags_the_lowest_k():
+    flipped = np.array([True, True, False, False, False])
+    assert dc.detection_f1([0.0, 0.1, 0.5, 0.6, 0.7], flipped) == 1.0
+    assert dc.detection_f1([0.0, 0.9, 0.5, 0.6, 0.1], flipped) == 0.5
+    assert dc.detection_f1([0.9, 0.8, 0.1, 0.2, 0.3], flipped) == 0.0
+    assert dc.detection_f1([0.0, 0.9, 0.5, 0.6, 0.1], flipped, k=1) == pytest.approx(2 / 3)  # P 1, R 1/2
+    np.testing.assert_array_equal(dc.lowest_k([0.2, 0.1, 0.1, 0.3], 2), [1, 2])  # ties: lower index first
+
+
+def test_detection_measures_reject_bad_input():
+    with pytest.raises(ValueError, match="both"):
+        dc.detection_auroc([0.1, 0.2], [False, False])
+    with pytest.raises(ValueError, match="shape"):
+        dc.detection_auroc([0.1, 0.2, 0.3], [True, False])
+    with pytest.raises(ValueError, match="finite"):
+        dc.detection_f1([0.1, np.nan], [True, False])
+
+
+# --- removal and addition curves -------------------------------------------------------------
+
+def test_removal_and_addition_masks():
+    values = np.array([0.5, -1.0, 2.0, 0.0, 1.0, 3.0, -2.0, 0.2, 0.1, 0.4])
+    masks, removed = dc.removal_masks(values, [0.0, 0.1, 0.3])
+    np.testing.assert_array_equal(removed, [0, 1, 3])
+    assert masks[0].all()
+    np.testing.assert_array_equal(np.flatnonzero(~masks[2]), [1, 3, 6])
+    masks, removed = dc.removal_masks(values, [0.2], highest=True)
+    np.testing.assert_array_equal(np.flatnonzero(~masks[0]), [2, 5])
+    masks, kept = dc.addition_masks(values, [0.05, 0.3, 1.0])
+    np.testing.assert_array_equal(kept, [1, 3, 10])
+    np.testing.assert_array_equal(np.flatnonzero(masks[1]), [2, 4, 5])
+    with pytest.raises(ValueError, match="fractions"):
+        dc.removal_masks(values, [1.0])
+
+
+def test_task_curves_evaluate_every_coalition_on_the_game():
+    weights = np.array([1.0, -2.0, 3.0, 0.5, -0.5, 2.0, 0.0, 1.5])
+    game = as_game(lambda masks: masks @ weights, 8, vectorized=True)
+    curves = dc.task_curves(game, weights, [0.0, 0.25], [0.25, 1.0])
+    counts, accuracy = curves["remove_lowest"]
+    np.testing.assert_array_equal(counts, [0, 2])
+    np.testing.assert_allclose(accuracy, [weights.sum(), weights.sum() + 2.5])  # -2 and -0.5 removed
+    np.testing.assert_allclose(curves["remove_highest"][1], [weights.sum(), weights.sum() - 5.0])
+    np.testing.assert_allclose(curves["add_highest"][1], [5.0, weights.sum()])
+
+
+def test_mean_interval_and_summarise():
+    mean, low, high = dc.mean_interval([1.0, 2.0, 3.0])
+    assert mean == 2.0 and high - mean == pytest.approx(4.302652729911275 / math.sqrt(3))  # t(0.975, 2)
+    assert dc.mean_interval([4.0]) == (4.0, 4.0, 4.0)
+    assert all(math.isnan(x) for x in dc.mean_interval([np.nan]))
+    table = pd.DataFrame({"g": ["a", "a", "b"], "x": [1.0, 3.0, 5.0]})
+    summary = dc.summarise(table, ["g"], ["x"]).set_index("g")
+    assert summary.loc["a", "x_mean"] == 2.0 and summary.loc["b", "n_repetitions"] == 1
+
+
+# --- methods ---------------------------------------------------------------------------------
+
+def test_truncation_runs_on_the_routed_game_or_a_wrapper():
+    problem = dc.make_problem("breast_cancer", 30, 40, 0.15, seed=0)
+    game = dc.make_game(problem)
+    target, how = dc.truncation_game(game)
+    assert target is game and "routed" in how  # the routed logistic game has no evaluate_prefixes
+
+    class WithPrefixes:
+        n_players = 3
+
+        def evaluate(self, masks):
+            return masks.sum(axis=1).astype(float)
+
+        def evaluate_prefixes(self, permutations):
+            return np.tile(np.arange(1.0, 4.0), (len(permutations), 1))
+
+    target, how = dc.truncation_game(WithPrefixes())
+    assert getattr(target, "evaluate_prefixes", None) is None and "wrapper" in how
+    np.testing.assert_array_equal(target.evaluate(np.array([[True, False, True]])), [2.0])
+
+
+def test_run_method_records_a_failure_instead_of_raising():
+    problem = dc.make_problem("breast_cancer", 30, 40, 0.15, seed=0)
+    row = dc.run_method("permutation", problem, 2, seed=0)  # cannot afford one permutation of 30 players
+    assert row["values"] is None and row["error"].startswith("ValueError")
+    row = dc.run_method("random", problem, 100, seed=0)
+    assert row["error"] is None and row["values"].shape == (30,) and row["n_evaluations"] == 0
+
+
+def test_run_data_cleaning_tables():
+    detection, curves, values, info = dc.run_data_cleaning(
+        datasets=["breast_cancer"], n_train=24, n_test=40, flip_fraction=0.25, n_seeds=2, budgets=[60, 120],
+        removal_fractions=[0.0, 0.1], addition_fractions=[0.5, 1.0],
+        methods=("random", "knn_shapley", "permutation", "leave_one_out"), seed=1)
+    assert len(detection) == 2 * (1 + 1 + 2 + 1)  # permutation at both budgets
+    assert detection["error"].isna().all() and detection["auroc"].between(0, 1).all()
+    assert set(detection.loc[detection["method"] == "permutation", "budget"]) == {60, 120}
+    main = detection[detection["main"]]
+    assert len(main) == 2 * 4 and (main.loc[main["method"] == "leave_one_out", "n_evaluations"] == 25).all()
+    assert len(curves) == 2 * 4 * (2 + 2 + 2)
+    full = curves[(curves["curve"] == "remove_lowest") & (curves["fraction"] == 0.0)]["accuracy"]
+    assert full.nunique() == 2  # one U(D) per seed, whatever the ranking
+    assert len(values) == 2 * 4 * 24 and values["flipped"].sum() == 2 * 4 * 6
+    assert 0 < info["breast_cancer"]["full_accuracy"] <= 1
+
+
+# --- claims ----------------------------------------------------------------------------------
+
+def fake_detection(aurocs: dict, datasets=("a", "b"), wall=None) -> pd.DataFrame:
+    """A detection table: ``aurocs[method]`` is the AUROC per seed (the same on every data set)."""
+    rows = []
+    for dataset in datasets:
+        for method, per_seed in aurocs.items():
+            for repetition, auroc in enumerate(per_seed):
+                rows.append({"dataset": dataset, "repetition": repetition, "method": method, "budget": 100,
+                             "main": True, "auroc": auroc, "f1": auroc, "wall_time_s": (wall or {}).get(method, 1.0),
+                             "error": None})
+    return pd.DataFrame(rows)
+
+
+GOOD = {"random": [0.5, 0.52, 0.48], "permutation": [0.8, 0.82, 0.78], "truncated_permutation": [0.8, 0.8, 0.8],
+        "msr_banzhaf": [0.85, 0.84, 0.83], "beta_shapley": [0.9, 0.88, 0.86], "data_oob": [0.95, 0.93, 0.94]}
+
+
+def test_above_random_claim():
+    assert dc.above_random_claim(fake_detection(GOOD)).holds
+    bad = dc.above_random_claim(fake_detection({**GOOD, "leave_one_out": [0.52, 0.5, 0.51]}))
+    assert not bad.holds and "leave_one_out" in bad.note
+    failed = fake_detection(GOOD)
+    failed.loc[failed["method"] == "beta_shapley", ["auroc", "error"]] = [np.nan, "ValueError: boom"]
+    verdict = dc.above_random_claim(failed)
+    assert verdict.holds and "beta_shapley" in verdict.note  # failed methods are named, not counted
+
+
+@pytest.mark.parametrize("claim_fn, method", [(dc.banzhaf_claim, "msr_banzhaf"), (dc.beta_claim, "beta_shapley")])
+def test_semivalue_claims_hold_and_fail(claim_fn, method):
+    verdict = claim_fn(fake_detection(GOOD))
+    assert verdict.holds and verdict.source == "paper" and verdict.section
+    worse = fake_detection({**GOOD, method: [0.7, 0.72, 0.74]})
+    verdict = claim_fn(worse)
+    assert not verdict.holds and "Cause of the miss" in verdict.note
+    assert verdict.value == pytest.approx(-0.08)
+    within = fake_detection({**GOOD, method: [0.79, 0.81, 0.77]})  # 0.01 below: within the tolerance
+    assert claim_fn(within).holds
+
+
+def test_semivalue_claim_fails_on_one_data_set():
+    table = fake_detection(GOOD)
+    table.loc[(table["dataset"] == "b") & (table["method"] == "msr_banzhaf"), "auroc"] = 0.6
+    assert not dc.banzhaf_claim(table).holds
+
+
+def test_oob_detection_claim():
+    assert dc.oob_detection_claim(fake_detection(GOOD)).holds
+    verdict = dc.oob_detection_claim(fake_detection({**GOOD, "data_oob": [0.8, 0.8, 0.8]}))
+    assert not verdict.holds and "beta_shapley" in verdict.note
+
+
+def test_oob_wall_time_claim_is_timed():
+    fast = dc.oob_wall_time_claim(fake_detection(GOOD, wall={"data_oob": 0.1}))
+    assert fast.holds and fast.timing and fast.value == pytest.approx(0.1)
+    slow = dc.oob_wall_time_claim(fake_detection(GOOD, wall={"data_oob": 3.0}))
+    assert not slow.holds and slow.value == pytest.approx(3.0)
+
+
+def fake_curves(gain: float) -> pd.DataFrame:
+    rows = []
+    for dataset in ("a", "b"):
+        for repetition in range(3):
+            for method, accuracy in (("random", 0.8), ("permutation", 0.8 + gain)):
+                rows.append({"dataset": dataset, "repetition": repetition, "method": method,
+                             "curve": "remove_lowest", "fraction": 0.1, "n_points": 10, "accuracy": accuracy})
+    return pd.DataFrame(rows)
+
+
+def test_removal_claim():
+    verdict = dc.removal_claim(fake_curves(0.05))
+    assert verdict.holds and verdict.value == pytest.approx(0.05)
+    verdict = dc.removal_claim(fake_curves(-0.02))
+    assert not verdict.holds and "Cause of the miss" in verdict.note
+    assert not dc.removal_claim(fake_curves(0.0)).holds
+    assert not dc.removal_claim(fake_curves(0.05), fraction=0.2).holds  # no curve at that fraction
+
+
+def test_plots_draw(tmp_path):
+    from shapley_research.experiments import save_figure, setup_matplotlib
+
+    setup_matplotlib()
+    import matplotlib.pyplot as plt
+
+    detection = fake_detection(GOOD)
+    detection["n_evaluations"] = 100
+    curves = pd.concat([fake_curves(0.05), fake_curves(0.05).assign(curve="add_highest", fraction=0.5)])
+    for stem, fig in (("detection", dc.plot_detection(detection)),
+                      ("evaluations", dc.plot_detection_vs_evaluations(detection)), ("curves", dc.plot_curves(curves))):
+        save_figure(fig, tmp_path, stem, pdf=False)
+        assert (tmp_path / f"{stem}.png").stat().st_size > 0
+    plt.close("all")
+
+
+# --- end to end ------------------------------------------------------------------------------
+
+def test_quick_run_end_to_end(quick_run):
+    proc, tmp_path = quick_run("data_cleaning")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    out = tmp_path / "data_cleaning"
+    metrics = json.loads((out / "metrics.json").read_text())
+    claims = metrics["claims"]
+    assert len(claims) == 6
+    for entry in claims:
+        assert isinstance(entry["holds"], bool) and entry["criterion"] and entry["statistic"]["name"]
+        assert entry["source"] == "reproduction" or entry["section"]
+    assert metrics["profile"] == "quick" and metrics["n_train"] == 40
+    assert set(metrics["auroc"]) == {"breast_cancer", "digits"}
+    for dataset, by_method in metrics["auroc"].items():
+        assert set(by_method) == set(dc.METHODS) - set(metrics["failed_methods"])
+        assert by_method["knn_shapley"] > by_method["random"]
+    for stem in ("detection", "detection_vs_evaluations", "removal_addition"):
+        assert (out / f"{stem}.png").exists() and (out / f"{stem}.pdf").exists()
+    detection = pd.read_csv(out / "detection.csv")
+    assert set(detection["method"]) == set(dc.METHODS)
+    for table in ("curves", "values", "detection_summary"):
+        assert len(pd.read_csv(out / f"{table}.csv")) > 0
