@@ -33,7 +33,7 @@ from pathlib import Path
 
 from .experiments import EXPERIMENT_NAMES
 from .experiments._common import METRICS_FILE, held_count, read_metrics
-from .experiments._report import RUN_INFO_FILE, write_report
+from .experiments._report import CITED_PAPERS_EXPERIMENTS, RUN_INFO_FILE, write_report
 from .experiments._schema import check_parameters
 from .experiments._project import (Project, ProjectError, check_declared, check_name, dvc_stage,
                                    notebook_parameters, write_dvc_stage)
@@ -181,7 +181,8 @@ def summarize(name: str, profile: str, run_dir: Path, metrics: dict, seconds: fl
     """The verdict lines printed after a run."""
     claims = metrics["claims"]
     counts = []
-    for source, label in (("paper", "claims of the paper"), ("reproduction", "checks of this reproduction")):
+    paper = "claims of the papers it cites" if name in CITED_PAPERS_EXPERIMENTS else "claims of the paper"
+    for source, label in (("paper", paper), ("reproduction", "checks of this reproduction")):
         held, total = held_count(claims, source)
         if total:
             counts.append(f"{held} of {total} {label} hold")

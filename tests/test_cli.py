@@ -216,3 +216,13 @@ def test_runs_use_local_sockets_so_the_kernel_does_not_warn_about_tcp(quick_run)
     proc, _ = quick_run
     assert proc.returncode == 0
     assert "IPKernelApp" not in proc.stderr and "without encryption" not in proc.stderr
+
+
+def test_summary_names_cited_papers_claims_as_such(tmp_path):
+    from shapley_research.cli import summarize
+    from shapley_research.experiments import claim
+
+    claims = [claim("c", "s", 1.0, True, source="paper", section="Kwon & Zou (2023)", criterion="s > 0").to_dict()]
+    cleaning = summarize("data_cleaning", "quick", tmp_path, {"claims": claims}, 1.0)
+    assert "1 of 1 claims of the papers it cites hold" in cleaning and "(Kwon & Zou (2023))" in cleaning
+    assert "1 of 1 claims of the paper hold" in summarize("sparsity", "quick", tmp_path, {"claims": claims}, 1.0)
