@@ -23,32 +23,16 @@ import time
 
 import numpy as np
 
-from ._exact import _coalition_masks
+from ._exact import check_enumeration, utility_table
 from ._permutation import SAMPLING_PARAMETERS
 from ._sampling._loop import (MeanState, default_batch_size, evaluate_coalitions, open_checkpoint, run_sampling,
                               units_from_budget)
-from ._small_games import enumeration_affordable
+from ._small_games import enumerated_result, enumeration_affordable
 from .._validation import (check_float, check_game, check_int, check_n_jobs, check_target,
                            check_target_rank_correlation, check_utilities)
 from ..result import ValuationResult, register_finalizer
 
 __all__ = ["exact_banzhaf", "msr_banzhaf", "random_coalitions"]
-
-
-def _utility_table(game, n: int, chunk_size: int, empty_utility: float | None) -> tuple[np.ndarray, int]:
-    """Utilities of all ``2^N`` coalitions, indexed by bit code (bit ``i``: player ``i``), and the evaluations made."""
-    total = 1 << n
-    utilities = np.empty(total)
-    n_evaluations = 0
-    for lo in range(0, total, chunk_size):
-        hi = min(lo + chunk_size, total)
-        masks = _coalition_masks(lo, hi, n)
-        if empty_utility is None:
-            utilities[lo:hi], made = check_utilities(game.evaluate(masks), hi - lo), hi - lo
-        else:
-            utilities[lo:hi], made = evaluate_coalitions(game, masks, empty_utility)
-        n_evaluations += made
-    return utilities, n_evaluations
 
 
 def exact_banzhaf(game, *, max_players: int = 20, chunk_size: int = 2**16,
@@ -85,17 +69,10 @@ def exact_banzhaf(game, *, max_players: int = 20, chunk_size: int = 2**16,
     """
     start = time.perf_counter()
     n = check_game(game)
-    max_players = check_int(max_players, "max_players", minimum=1)
-    chunk_size = check_int(chunk_size, "chunk_size", minimum=1)
-    if n > max_players:
-        raise ValueError(
-            f"exact_banzhaf enumerates 2^N coalitions; the game has N={n} > max_players={max_players} "
-            f"(2^{n} = {2**n:.3g} evaluations). Use the sampling estimator msr_banzhaf, "
-            "or raise max_players deliberately."
-        )
-    if empty_utility is not None:
-        empty_utility = check_float(empty_utility, "empty_utility")
-    utilities, n_evaluations = _utility_table(game, n, chunk_size, empty_utility)
+    chunk_size, empty_utility = check_enumeration(
+        n, max_players, chunk_size, empty_utility, method="exact_banzhaf",
+        alternative="Use the sampling estimator msr_banzhaf, or raise max_players deliberately.")
+    utilities, n_evaluations = utility_table(game, n, chunk_size, empty_utility)
     values = _banzhaf_from_table(utilities, n)
     return ValuationResult(values=values, n_evaluations=n_evaluations, method="exact_banzhaf",
                            wall_time=time.perf_counter() - start,
@@ -286,7 +263,9 @@ def msr_banzhaf(game, budget, seed=None, *, batch_size: int | None = None, n_job
     entropy, ckpt = open_checkpoint(checkpoint, seed, dim=3 * n, interval=checkpoint_interval, fingerprint={
         "method": "msr_banzhaf", "n_players": n, "batch_size": batch_size, "empty_utility": empty_utility})
     if enumeration_affordable(n, budget, empty_utility):
-        return _enumerated(game, n, entropy, empty_utility, start)
+        return enumerated_result(game, method="msr_banzhaf", seed=entropy, empty_utility=empty_utility, start=start,
+                                 info={"n_players": n, "options": {} if empty_utility is None
+                                       else {"empty_utility": empty_utility}}, exact=exact_banzhaf)
 
     def sample_batch(rng: np.random.Generator, size: int):
         masks = random_coalitions(rng, size, n)
@@ -309,13 +288,3 @@ def msr_banzhaf(game, budget, seed=None, *, batch_size: int | None = None, n_job
     return ValuationResult(values=values, n_evaluations=outcome.n_evaluations, method="msr_banzhaf", seed=entropy,
                            wall_time=time.perf_counter() - start, stderr=stderr, n_samples=outcome.state.count,
                            info={**info, **updates}, state=outcome.state)
-
-
-def _enumerated(game, n: int, seed: int, empty_utility, start: float) -> ValuationResult:
-    """The exact values, reported as a sampling run would be (see :mod:`._small_games`)."""
-    exact = exact_banzhaf(game, max_players=n, empty_utility=empty_utility)
-    options = {} if empty_utility is None else {"empty_utility": empty_utility}
-    return ValuationResult(values=exact.values, n_evaluations=exact.n_evaluations, method="msr_banzhaf", seed=seed,
-                           wall_time=time.perf_counter() - start, stderr=np.zeros(n), n_samples=0,
-                           info={"n_players": n, "options": options, **exact.info, "stopped_by": "enumeration",
-                                 "resumed_samples": 0})

@@ -34,15 +34,16 @@ their evaluations.
 from __future__ import annotations
 
 import time
+from functools import partial
 
 import numpy as np
 from scipy.special import betaln, gammaln
 
-from ._exact import _coalition_masks
+from ._exact import check_enumeration, semivalues_from_table, utility_table
 from ._permutation import documents_sampling_options, random_permutations
-from ._small_games import enumeration_affordable
-from ._sampling._loop import (default_batch_size, evaluate_anchors, evaluate_coalitions, open_checkpoint,
-                              run_sampling, units_from_budget)
+from ._small_games import enumerated_result, enumeration_affordable
+from ._sampling._loop import (default_batch_size, evaluate_anchors, open_checkpoint, run_sampling,
+                              units_from_budget)
 from .._validation import (check_bool, check_float, check_game, check_int, check_n_jobs, check_target,
                            check_target_rank_correlation, check_utilities)
 from ..games._base import evaluate_prefixes
@@ -100,35 +101,6 @@ def beta_weights(n_players: int, alpha: float, beta: float, *, log: bool = False
     return log_weights if log else np.exp(log_weights)
 
 
-def _enumerated_utilities(game, n: int, chunk_size: int, empty_utility) -> tuple[np.ndarray, int]:
-    """Utilities of all ``2^N`` coalitions, indexed by bit code (``U(empty)`` not evaluated when given)."""
-    total = 1 << n
-    utilities = np.empty(total)
-    n_evaluations = 0
-    for lo in range(0, total, chunk_size):
-        hi = min(lo + chunk_size, total)
-        masks = _coalition_masks(lo, hi, n)
-        if empty_utility is None:
-            utilities[lo:hi], made = check_utilities(game.evaluate(masks), hi - lo), hi - lo
-        else:
-            utilities[lo:hi], made = evaluate_coalitions(game, masks, empty_utility)
-        n_evaluations += made
-    return utilities, n_evaluations
-
-
-def _semivalues(utilities: np.ndarray, n: int, weights: np.ndarray) -> np.ndarray:
-    """``sum over S not containing i of weights[|S|] (U(S + i) - U(S))`` from the table of all utilities."""
-    codes = np.arange(1 << n, dtype=np.int64)
-    sizes = np.zeros(codes.size, dtype=np.int64)
-    for i in range(n):
-        sizes += (codes >> i) & 1
-    values = np.empty(n)
-    for i in range(n):
-        without_i = codes[((codes >> i) & 1) == 0]
-        values[i] = np.dot(weights[sizes[without_i]], utilities[without_i | (1 << i)] - utilities[without_i])
-    return values
-
-
 def exact_beta_shapley(game, alpha: float = 16.0, beta: float = 1.0, *, max_players: int = 20,
                        chunk_size: int = 2**16, empty_utility: float | None = None) -> ValuationResult:
     r"""Exact Beta(alpha, beta) Shapley values by evaluating all :math:`2^N` coalitions.
@@ -166,17 +138,11 @@ def exact_beta_shapley(game, alpha: float = 16.0, beta: float = 1.0, *, max_play
     start = time.perf_counter()
     n = check_game(game)
     alpha, beta = _check_shape(alpha, beta)
-    max_players = check_int(max_players, "max_players", minimum=1)
-    chunk_size = check_int(chunk_size, "chunk_size", minimum=1)
-    if n > max_players:
-        raise ValueError(
-            f"exact_beta_shapley enumerates 2^N coalitions; the game has N={n} > max_players={max_players} "
-            f"(2^{n} = {2**n:.3g} evaluations). Use beta_shapley (sampling), or raise max_players deliberately."
-        )
-    if empty_utility is not None:
-        empty_utility = check_float(empty_utility, "empty_utility")
-    utilities, n_evaluations = _enumerated_utilities(game, n, chunk_size, empty_utility)
-    values = _semivalues(utilities, n, beta_weights(n, alpha, beta))
+    chunk_size, empty_utility = check_enumeration(
+        n, max_players, chunk_size, empty_utility, method="exact_beta_shapley",
+        alternative="Use beta_shapley (sampling), or raise max_players deliberately.")
+    utilities, n_evaluations = utility_table(game, n, chunk_size, empty_utility)
+    values = semivalues_from_table(utilities, n, beta_weights(n, alpha, beta))
     return ValuationResult(values=values, n_evaluations=n_evaluations, method="exact_beta_shapley",
                            wall_time=time.perf_counter() - start,
                            info={"alpha": alpha, "beta": beta, "empty_utility": float(utilities[0]),
@@ -450,11 +416,8 @@ def beta_shapley(game, budget, seed=None, alpha: float = 16.0, beta: float = 1.0
         **options})
     info = {"options": options, **options, "unit_evaluations": per_unit, "layers": layout.layers}
     if enumeration_affordable(n, budget, empty_utility):  # the budget covers every coalition: exact values
-        exact = exact_beta_shapley(game, alpha, beta, max_players=n, empty_utility=empty_utility)
-        return ValuationResult(values=exact.values, n_evaluations=exact.n_evaluations, method="beta_shapley",
-                               seed=entropy, wall_time=time.perf_counter() - start, stderr=np.zeros(n),
-                               n_samples=0, info={**info, **exact.info, "stopped_by": "enumeration",
-                                                  "resumed_samples": 0})
+        return enumerated_result(game, method="beta_shapley", seed=entropy, empty_utility=empty_utility, start=start,
+                                 info=info, exact=partial(exact_beta_shapley, alpha=alpha, beta=beta))
     # U(D) tops the chains that end at D without starting at the empty coalition; Shapley's have none
     anchors = evaluate_anchors(game, empty_utility, full=layout.needs_full, checkpoint=ckpt)
 

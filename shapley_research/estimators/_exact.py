@@ -20,6 +20,57 @@ def _coalition_masks(start: int, stop: int, n: int) -> np.ndarray:
     return ((codes[:, None] >> np.arange(n, dtype=np.int64)) & 1).astype(bool)
 
 
+def check_enumeration(n: int, max_players, chunk_size, empty_utility, *, method: str,
+                      alternative: str) -> tuple[int, float | None]:
+    """Validate the options of an enumeration of all ``2^N`` coalitions; ``(chunk_size, empty_utility)``.
+
+    Refuses games of more than ``max_players`` players, naming ``method`` and
+    the ``alternative`` to use instead.
+    """
+    max_players = check_int(max_players, "max_players", minimum=1)
+    chunk_size = check_int(chunk_size, "chunk_size", minimum=1)
+    if n > max_players:
+        raise ValueError(
+            f"{method} enumerates 2^N coalitions; the game has N={n} > max_players={max_players} "
+            f"(2^{n} = {2**n:.3g} evaluations). {alternative}"
+        )
+    if empty_utility is not None:
+        empty_utility = check_float(empty_utility, "empty_utility")
+    return chunk_size, empty_utility
+
+
+def utility_table(game, n: int, chunk_size: int, empty_utility: float | None) -> tuple[np.ndarray, int]:
+    """Utilities of all ``2^N`` coalitions, indexed by bit code (bit ``i``: player ``i``), and the evaluations made.
+
+    Evaluated ``chunk_size`` coalitions per call; ``U(empty)`` is not evaluated when ``empty_utility`` is given.
+    """
+    total = 1 << n
+    utilities = np.empty(total)
+    n_evaluations = 0
+    for lo in range(0, total, chunk_size):
+        hi = min(lo + chunk_size, total)
+        masks = _coalition_masks(lo, hi, n)
+        if empty_utility is None:
+            utilities[lo:hi], made = check_utilities(game.evaluate(masks), hi - lo), hi - lo
+        else:
+            utilities[lo:hi], made = evaluate_coalitions(game, masks, empty_utility)
+        n_evaluations += made
+    return utilities, n_evaluations
+
+
+def semivalues_from_table(utilities: np.ndarray, n: int, weights: np.ndarray) -> np.ndarray:
+    """``sum over S not containing i of weights[|S|] (U(S + i) - U(S))`` from :func:`utility_table`'s table."""
+    codes = np.arange(1 << n, dtype=np.int64)
+    sizes = np.zeros(codes.size, dtype=np.int64)
+    for i in range(n):
+        sizes += (codes >> i) & 1
+    values = np.empty(n)
+    for i in range(n):
+        without_i = codes[((codes >> i) & 1) == 0]
+        values[i] = np.dot(weights[sizes[without_i]], utilities[without_i | (1 << i)] - utilities[without_i])
+    return values
+
+
 def exact_shapley(game, *, max_players: int = 20, chunk_size: int = 2**16,
                   empty_utility: float | None = None) -> ValuationResult:
     r"""Exact Shapley values by evaluating all :math:`2^N` coalitions.
@@ -53,40 +104,13 @@ def exact_shapley(game, *, max_players: int = 20, chunk_size: int = 2**16,
     """
     start = time.perf_counter()
     n = check_game(game)
-    max_players = check_int(max_players, "max_players", minimum=1)
-    chunk_size = check_int(chunk_size, "chunk_size", minimum=1)
-    if n > max_players:
-        raise ValueError(
-            f"exact_shapley enumerates 2^N coalitions; the game has N={n} > max_players={max_players} "
-            f"(2^{n} = {2**n:.3g} evaluations). Use a sampling estimator such as "
-            "permutation_shapley or group_testing_shapley, or raise max_players deliberately."
-        )
-    if empty_utility is not None:
-        empty_utility = check_float(empty_utility, "empty_utility")
-
-    total = 1 << n
-    utilities = np.empty(total)
-    n_evaluations = 0
-    for lo in range(0, total, chunk_size):
-        hi = min(lo + chunk_size, total)
-        masks = _coalition_masks(lo, hi, n)
-        if empty_utility is None:
-            utilities[lo:hi], made = check_utilities(game.evaluate(masks), hi - lo), hi - lo
-        else:
-            utilities[lo:hi], made = evaluate_coalitions(game, masks, empty_utility)
-        n_evaluations += made
-
-    codes = np.arange(total, dtype=np.int64)
-    sizes = np.zeros(total, dtype=np.int64)
-    for i in range(n):
-        sizes += (codes >> i) & 1
+    chunk_size, empty_utility = check_enumeration(
+        n, max_players, chunk_size, empty_utility, method="exact_shapley",
+        alternative="Use a sampling estimator such as permutation_shapley or group_testing_shapley, or raise "
+                    "max_players deliberately.")
+    utilities, n_evaluations = utility_table(game, n, chunk_size, empty_utility)
     # weight of a coalition S not containing i: |S|! (N-|S|-1)! / N! = 1 / (N * C(N-1, |S|))
-    weights = 1.0 / (n * comb(n - 1, np.arange(n), exact=False))
-    values = np.empty(n)
-    for i in range(n):
-        without_i = codes[((codes >> i) & 1) == 0]
-        gains = utilities[without_i | (1 << i)] - utilities[without_i]
-        values[i] = np.dot(weights[sizes[without_i]], gains)
+    values = semivalues_from_table(utilities, n, 1.0 / (n * comb(n - 1, np.arange(n), exact=False)))
     return ValuationResult(values=values, n_evaluations=n_evaluations, method="exact",
                            wall_time=time.perf_counter() - start,
                            info={"empty_utility": float(utilities[0]), "full_utility": float(utilities[-1])})

@@ -30,16 +30,20 @@ def enumeration_affordable(n_players: int, budget, empty_utility) -> bool:
 
 
 def enumerated_result(game, *, method: str, seed: int, empty_utility, start: float,
-                      info: dict | None = None) -> ValuationResult:
+                      info: dict | None = None, exact=None) -> ValuationResult:
     """The exact values of ``game``, reported as the sampling estimator ``method`` would report them.
 
     ``info`` holds the estimator's own entries (its options), to which
-    ``stopped_by="enumeration"`` and the anchors are added.
+    ``stopped_by="enumeration"`` and the anchors are added. ``exact`` computes
+    the values, called as ``exact(game, max_players=N, empty_utility=...)``;
+    the default is :func:`~shapley_research.exact_shapley`, and a semivalue's
+    sampler passes its own exact enumeration.
     """
-    from ._exact import exact_shapley
+    if exact is None:
+        from ._exact import exact_shapley as exact
 
     n = game.n_players
-    exact = exact_shapley(game, max_players=n, empty_utility=empty_utility)
+    exact = exact(game, max_players=n, empty_utility=empty_utility)
     return ValuationResult(values=exact.values, n_evaluations=exact.n_evaluations, method=method, seed=seed,
                            wall_time=time.perf_counter() - start, stderr=np.zeros(n), n_samples=0,
                            info={**(info or {}), **exact.info, "stopped_by": "enumeration", "resumed_samples": 0})
