@@ -16,6 +16,9 @@ from sklearn.linear_model import LogisticRegression, Ridge
 from shapley_research import (LogisticRegressionUtility, ModelUtility, RidgeUtility, as_game,
                               permutation_shapley)
 from shapley_research.games import prefix_masks
+from shapley_research.utilities.learners._binary import _BinaryChunk
+from shapley_research.utilities.learners._newton import _newton
+from shapley_research.utilities.learners._softmax import _SoftmaxChunk
 
 
 @pytest.fixture(scope="module")
@@ -137,6 +140,30 @@ def test_binary_logistic_agrees_with_sklearn(iris, solver):
         np.testing.assert_allclose(coef[r], model.coef_[0], rtol=rtol, atol=rtol * np.abs(model.coef_).max())
         np.testing.assert_allclose(intercept[r], model.intercept_[0], rtol=rtol, atol=rtol)
         np.testing.assert_allclose(proba[r], model.predict_proba(X_test), rtol=rtol, atol=1e-10)
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_binary_newton_takes_the_steps_of_the_two_class_softmax(iris, fit_intercept):
+    """Newton on the binary objective and on the symmetric softmax at C/2: same iterations, same fits."""
+    X_train, y_train, X_test, y_test = iris
+    y_train, y_test = (y_train == 2).astype(int), (y_test == 2).astype(int)
+    game = LogisticRegressionUtility(X_train, y_train, X_test, y_test, C=3.0, fit_intercept=fit_intercept)
+    masks = random_masks(np.random.default_rng(16), 40, len(y_train), min_size=6)
+    masks = masks[[len(np.unique(y_train[m])) == 2 for m in masks]]
+    counts = game.targets.class_counts(masks)
+    start = np.zeros((len(masks), 2, game.design.q)) + game._warm_start()
+    softmax = _SoftmaxChunk.from_masks(game._softmax_data, masks, counts, game.C)
+    theta, iterations, converged = _newton(softmax, start.copy(), game.tol, game.max_iter)  # it works in place
+    binary = _BinaryChunk.from_masks(game._softmax_data, masks, game.C)
+    v, binary_iterations, binary_converged = _newton(binary, _BinaryChunk.binary_parameters(start), game.tol,
+                                                     game.max_iter)
+    assert converged.all() and binary_converged.all()
+    np.testing.assert_array_equal(binary_iterations, iterations)
+    scale = np.abs(theta).max()
+    np.testing.assert_allclose(_BinaryChunk.softmax_parameters(v), theta, rtol=0, atol=1e-12 * scale)
+    # and the learner's fits are the binary path's
+    np.testing.assert_allclose(game._fit_thetas(masks, counts), _BinaryChunk.softmax_parameters(v), rtol=0,
+                               atol=1e-15 * scale)
 
 
 @pytest.mark.parametrize("solver", ["newton", "lbfgs"])

@@ -55,7 +55,11 @@ intercept absorbs :math:`\bar x^\top w`); it only improves conditioning.
       harmless by a rank-one term that does not change the step); a full step
       evaluated together with the next gradient, backtracking only where the
       Armijo test fails. Quadratic convergence: 3-5 iterations from the warm
-      start, but ``O(K^2 N q^2)`` per iteration;
+      start, but ``O(K^2 N q^2)`` per iteration. On two-class problems it
+      runs on the binary objective in :math:`v` instead (``_binary``): the
+      same steps and convergence test (the symmetric softmax iterates are
+      :math:`\pm v/2`), with ``q`` unknowns instead of ``2q``: a quarter of
+      the Hessian product and an eighth of its factorisation;
     * ``"lbfgs"``: limited-memory BFGS (10 pairs, two-loop recursion) with
       backtracking Armijo steps: ``O(K N q)`` per iteration, for models with
       many parameters (MNIST after PCA: ``K q = 510``), where one Hessian costs
@@ -108,6 +112,7 @@ Private modules, from the bottom up: ``_base`` (centred design matrices and
 the base class of both learners: data checks, degenerate coalitions, the
 evaluate flow), ``_ridge`` (:class:`RidgeUtility`), ``_softmax`` (a chunk of
 coalitions and its penalised softmax objective, gradient and Hessian),
+``_binary`` (the binary objective Newton uses on two-class problems),
 ``_line_search`` (batched Armijo backtracking), ``_newton`` and ``_lbfgs``
 (the batched solvers), ``_online_prefix`` and ``_warm_prefix`` (the online
 and the exact one-pass prefix paths), ``_logistic``

@@ -17,6 +17,7 @@ import numpy as np
 from .._model_data import clipped_mean_log_probability, degenerate_rows
 from ..._validation import check_bool, check_choice, check_float, check_int, check_masks, check_permutations
 from ._base import _CHUNK_BYTES, _BatchedLearner, _check_features_like, _chunks
+from ._binary import _BinaryChunk
 from ._lbfgs import _lbfgs
 from ._newton import _newton
 from ._online_prefix import online_prefix_utilities
@@ -200,6 +201,12 @@ class LogisticRegressionUtility(_BatchedLearner):
         converged = np.ones(m, dtype=bool)
         newton = self._use_newton()
         for rows in _chunks(m, self._chunk_size(self._row_bytes())):
+            if newton and K == 2:  # every fitted coalition holds both classes: Newton on the binary objective
+                binary = _BinaryChunk.from_masks(self._softmax_data, masks[rows], self.C)
+                v, iterations[rows], converged[rows] = _newton(binary, _BinaryChunk.binary_parameters(theta[rows]),
+                                                               self.tol, self.max_iter)
+                theta[rows] = _BinaryChunk.softmax_parameters(v)  # centred intercepts already
+                continue
             chunk = _SoftmaxChunk.from_masks(self._softmax_data, masks[rows], counts[rows], self.C)
             th = theta[rows] * chunk.present[:, :, None]
             if newton:
