@@ -24,10 +24,10 @@ import scipy.sparse
 from sklearn.linear_model import LogisticRegression, Ridge
 
 from shapley_research import (KNNUtility, LogisticObjective, LogisticRegressionUtility, ModelUtility,
-                              RidgeUtility, all_s_influence, as_game, compressive_sample_size,
+                              RidgeUtility, all_s_influence, as_game, beta_shapley, compressive_sample_size,
                               compressive_shapley, exact_shapley, group_testing_q_tot,
                               group_testing_sample_size, group_testing_shapley, knn_shapley,
-                              largest_s_influence, largest_s_influence_general, neyman_allocation,
+                              largest_s_influence, largest_s_influence_general, msr_banzhaf, neyman_allocation,
                               permutation_sample_size, permutation_shapley, stability_bound,
                               stratified_svarm_shapley,
                               uniform_division_guarantee, uniform_shapley)
@@ -267,6 +267,16 @@ SAMPLERS = {
     "compressive": (lambda g, **kw: compressive_shapley(g, **{"budget": 40, "seed": 0, **kw}), N + 2),
     # N = 3: every stratum is exact, so one pass is the 2N + 2 exact evaluations
     "svarm": (lambda g, **kw: stratified_svarm_shapley(g, **{"budget": 40, "seed": 0, **kw}), 2 * N + 2),
+    # U(empty) and U(D) anchor the truncation; a unit is charged N although prefix N - 1 (D) is never evaluated
+    "permutation_truncated": (lambda g, **kw: permutation_shapley(
+        g, **{"budget": 40, "seed": 0, "truncation": 0.2, **kw}), N + 2),
+    # one coalition per unit, no anchors
+    "msr_banzhaf": (lambda g, **kw: msr_banzhaf(g, **{"budget": 40, "seed": 0, **kw}), 1),
+    # Beta(16, 1) at N = 3: U(empty), U(D) and a unit of at most N evaluations (info["unit_evaluations"])
+    "beta_shapley": (lambda g, **kw: beta_shapley(g, **{"budget": 40, "seed": 0, **kw}), N + 2),
+    # Beta(1, 1), the Shapley value: every unit is one permutation, so no U(D)
+    "beta_shapley_1_1": (lambda g, **kw: beta_shapley(g, **{"budget": 40, "seed": 0, "alpha": 1, "beta": 1, **kw}),
+                         N + 1),
 }
 
 
@@ -342,6 +352,32 @@ SPECIFIC_PARAMETERS = {
         ("solver_not_a_string", {"solver": 3}, TypeError, "solver must be the name"),
         ("recovery_unknown", {"recovery": "lars"}, ValueError, "recovery must be one of"),
         ("recovery_not_a_string", {"recovery": 1}, ValueError, "recovery must be one of"),
+    ],
+    "permutation_truncated": [
+        ("truncation_negative", {"truncation": -0.1}, ValueError, "truncation must be >= 0"),
+        ("truncation_one", {"truncation": 1.0}, ValueError, r"truncation must be in \[0, 1\)"),
+        ("truncation_above_one", {"truncation": 2}, ValueError, r"truncation must be in \[0, 1\)"),
+        ("truncation_nan", {"truncation": np.nan}, ValueError, "truncation must be finite"),
+        ("truncation_inf", {"truncation": np.inf}, ValueError, "truncation must be finite"),
+        ("truncation_string", {"truncation": "0.2"}, TypeError, "truncation must be a real number"),
+        ("truncation_bool", {"truncation": True}, TypeError, "truncation must be a real number"),
+        ("truncation_list", {"truncation": [0.2]}, TypeError, "truncation must be a real number"),
+    ],
+    "beta_shapley": [
+        ("alpha_zero", {"alpha": 0}, ValueError, "alpha must be > 0"),
+        ("alpha_negative", {"alpha": -1.0}, ValueError, "alpha must be > 0"),
+        ("alpha_nan", {"alpha": np.nan}, ValueError, "alpha must be finite"),
+        ("alpha_inf", {"alpha": np.inf}, ValueError, "alpha must be finite"),
+        ("alpha_string", {"alpha": "16"}, TypeError, "alpha must be a real number"),
+        ("alpha_bool", {"alpha": True}, TypeError, "alpha must be a real number"),
+        ("alpha_none", {"alpha": None}, TypeError, "alpha must be a real number"),
+        ("beta_zero", {"beta": 0.0}, ValueError, "beta must be > 0"),
+        ("beta_negative", {"beta": -2}, ValueError, "beta must be > 0"),
+        ("beta_nan", {"beta": np.nan}, ValueError, "beta must be finite"),
+        ("beta_inf", {"beta": np.inf}, ValueError, "beta must be finite"),
+        ("beta_string", {"beta": "1"}, TypeError, "beta must be a real number"),
+        ("beta_bool", {"beta": False}, TypeError, "beta must be a real number"),
+        ("beta_list", {"beta": [1.0]}, TypeError, "beta must be a real number"),
     ],
 }
 

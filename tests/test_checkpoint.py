@@ -35,6 +35,14 @@ RUNS = {
     "compressive": lambda g, **kw: sr.compressive_shapley(g, kw.pop("budget", 2 + 8 * 40), batch_size=1, **kw),
     "svarm": lambda g, **kw: sr.stratified_svarm_shapley(g, kw.pop("budget", 2 * N + 2 + 25 * 40), batch_size=25,
                                                          **kw),
+    # U(empty), U(D) and 40 permutations at full cost; the savings buy more, in later rounds
+    "truncated": lambda g, **kw: sr.permutation_shapley(g, kw.pop("budget", 2 + 8 * 40), batch_size=1,
+                                                        truncation=0.2, **kw),
+    "msr_banzhaf": lambda g, **kw: sr.msr_banzhaf(g, kw.pop("budget", 25 * 40), batch_size=25, **kw),
+    # Beta(16, 1): units of at most N + 1 evaluations at N = 8 (info["unit_evaluations"]), plus U(empty) and U(D)
+    "beta_shapley": lambda g, **kw: sr.beta_shapley(g, kw.pop("budget", 2 + (N + 1) * 40), batch_size=1, **kw),
+    "beta_shapley_1_1": lambda g, **kw: sr.beta_shapley(g, kw.pop("budget", 1 + N * 40), alpha=1, beta=1,
+                                                        batch_size=1, **kw),
 }
 
 

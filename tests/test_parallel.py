@@ -37,6 +37,14 @@ RUNS = {
                                                                    batch_size=1_000, variant="paper"),
     "compressive": lambda n_jobs: sr.compressive_shapley(GAME, 6_002, seed=3, n_jobs=n_jobs, batch_size=20),
     "svarm": lambda n_jobs: sr.stratified_svarm_shapley(GAME, 20_062, seed=3, n_jobs=n_jobs, batch_size=1_000),
+    # GAME has no evaluate_prefixes, so truncation may skip prefixes; the savings buy batches in later rounds
+    "truncated": lambda n_jobs: sr.permutation_shapley(GAME, 30_002, seed=3, n_jobs=n_jobs, batch_size=50,
+                                                       truncation=0.2),
+    "msr_banzhaf": lambda n_jobs: sr.msr_banzhaf(GAME, 20_000, seed=3, n_jobs=n_jobs, batch_size=1_000),
+    # Beta(16, 1): units of at most 33 evaluations at N = 30, plus U(empty) and U(D)
+    "beta_shapley": lambda n_jobs: sr.beta_shapley(GAME, 2 + 33 * 1_000, seed=3, n_jobs=n_jobs, batch_size=50),
+    "beta_shapley_1_1": lambda n_jobs: sr.beta_shapley(GAME, 30_001, seed=3, alpha=1, beta=1, n_jobs=n_jobs,
+                                                       batch_size=50),
 }
 
 
