@@ -137,7 +137,8 @@ def machine_info() -> dict:
         except ImportError:
             versions[name] = "not installed"
     return {"cpu": cpu, "cores": os.cpu_count(), "machine": platform.machine(), "system": platform.platform(),
-            "versions": versions, "library": library_provenance(), "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
+            "versions": versions, "library": library_provenance(),
+            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
 
 
 def library_provenance() -> dict:
@@ -950,8 +951,8 @@ def report(info, load, throughput, explained, gt, gt_tests, errors, checks, wall
     for g in errors:
         out.append("")
         out.append(f"   {g['name']}, seeds {len(g['seeds'])}:")
-        headers = (["library", "estimator"] + [f"budget {b:,} ({t:g} x N)" for b, t in zip(g["budgets"], g["permutations"])]
-                   + ["s per run (its largest budget run)"])
+        budgets = [f"budget {b:,} ({t:g} x N)" for b, t in zip(g["budgets"], g["permutations"])]
+        headers = ["library", "estimator"] + budgets + ["s per run (its largest budget run)"]
         rows = []
         for r in g["rows"]:
             cells = []
@@ -969,8 +970,9 @@ def report(info, load, throughput, explained, gt, gt_tests, errors, checks, wall
         out.append("   (\"evals used\": TMC checks its budget after whole truncated permutations; VRDSSampler is "
                    "finite, budget / 2N samples per index, and stops when they are spent)")
         if g["screen_top"]:
-            out.append(f"   (screening: every estimator ran at the smallest budget both libraries run (ours also at half "
-                       f"of it), the {g['screen_top']} best of each library by mean error there at the larger ones)")
+            out.append(f"   (screening: every estimator ran at the smallest budget both libraries run (ours also at "
+                       f"half of it), the {g['screen_top']} best of each library by mean error there at the larger "
+                       "ones)")
         ratios, extrapolated, parts = [], [], []  # extrapolated: the kind of each ratio
         for j in range(len(g["budgets"])):
             ran = [r for r in g["rows"] if r["library"] == "pyDVL" and len(r["errors"]) > j

@@ -1,4 +1,4 @@
-"""Architecture of the package: imports point one way, and no module grows past a readable length.
+"""Architecture of the package: imports point one way, and no module grows past a readable length or width.
 
 Import graph: every module of ``shapley_research`` is parsed with :mod:`ast`
 (nothing is imported), and every ``import`` / ``from ... import`` of a
@@ -19,6 +19,7 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "shapley_research"
 MAX_LINES = 600
+MAX_WIDTH = 120  # characters per line, in the package, the tests and the benchmarks
 
 # ----------------------------------------------------------------------------- the import graph
 
@@ -196,3 +197,25 @@ def test_the_length_check_counts_lines():
     """Guard against a vacuous check: the package has many modules, and the longest is near the limit."""
     counts = _line_counts()
     assert len(counts) > 50 and max(counts.values()) > MAX_LINES // 2
+
+
+def _wide_lines(root: Path) -> dict[str, list[int]]:
+    wide = {}
+    for folder in ("shapley_research", "tests", "benchmarks"):
+        for path in sorted((root / folder).rglob("*.py")):
+            lines = path.read_text(encoding="utf-8").splitlines()
+            numbers = [i for i, line in enumerate(lines, 1) if len(line) > MAX_WIDTH]
+            if numbers:
+                wide[path.relative_to(root).as_posix()] = numbers
+    return wide
+
+
+def test_no_line_is_too_wide():
+    wide = _wide_lines(PACKAGE.parent)
+    assert not wide, f"lines over {MAX_WIDTH} characters (file: line numbers): {wide}"
+
+
+def test_the_width_check_sees_a_wide_line(tmp_path):
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_x.py").write_text("x = 1\n" + "y = '" + "a" * MAX_WIDTH + "'\n")
+    assert _wide_lines(tmp_path) == {"tests/test_x.py": [2]}

@@ -186,7 +186,8 @@ def test_multinomial_logistic_agrees_with_sklearn(iris, solver):
         np.testing.assert_allclose(proba[r], full_proba(model, X_test, labels), rtol=rtol, atol=1e-9)
         present = np.searchsorted(labels, model.classes_)
         if len(present) == 2:  # sklearn's binary model: coef_ = coef[c1] - coef[c0]
-            ours, ours_b = coef[r, present[1]] - coef[r, present[0]], intercept[r, present[1]] - intercept[r, present[0]]
+            ours = coef[r, present[1]] - coef[r, present[0]]
+            ours_b = intercept[r, present[1]] - intercept[r, present[0]]
             np.testing.assert_allclose(ours, model.coef_[0], rtol=rtol, atol=rtol * np.abs(model.coef_).max())
             np.testing.assert_allclose(ours_b, model.intercept_[0], rtol=rtol, atol=rtol)
         else:

@@ -65,7 +65,8 @@ def test_passes_take_every_coalition_once_in_fresh_orders():
         assert np.unique(row).size == total
     assert not np.array_equal(passes[0], passes[1]) and not np.array_equal(passes[1], passes[2])
     # the order is a function of (seed, size, pass) alone: any split of the offsets gives the same coalitions
-    again = np.concatenate([wor.stratum_coalitions(123, n, k, part) for part in np.array_split(np.arange(3 * total), 7)])
+    parts = np.array_split(np.arange(3 * total), 7)
+    again = np.concatenate([wor.stratum_coalitions(123, n, k, part) for part in parts])
     np.testing.assert_array_equal(again.astype(np.int64) @ (1 << np.arange(n)), codes)
 
 

@@ -55,8 +55,8 @@ def _claims_table(claims: list[dict], source: str, cited: bool = False) -> list[
     tag = "P" if source == "paper" else "R"
     if source == "paper":
         title = "Claims of the papers it cites (where: the paper):" if cited else "Claims of the paper:"
-        lines = [title, "",
-                 "| | claim | where | criterion (fixed before the run) | statistic | verdict |", "|---|---|---|---|---|---|"]
+        lines = [title, "", "| | claim | where | criterion (fixed before the run) | statistic | verdict |",
+                 "|---|---|---|---|---|---|"]
     else:
         lines = ["Checks this reproduction adds (not claims of the paper):", "",
                  "| | check | criterion (fixed before the run) | statistic | verdict |", "|---|---|---|---|---|"]

@@ -291,9 +291,9 @@ class ModelUtility(Game):
         self.warm_prefixes = check_bool(warm_prefixes, "warm_prefixes")
         self.learner_ = self._route(fast)
         if self.warm_prefixes and getattr(self.learner_, "prefix_path", None) != "exact":
+            routing = "not routed" if self.learner_ is None else "routed to " + type(self.learner_).__name__
             raise ValueError(f"warm_prefixes=True needs a LogisticRegression routed to the batched learner "
-                             f"(fast='auto' or True); this {type(model).__name__} with fast={fast!r} is "
-                             f"{'not routed' if self.learner_ is None else 'routed to ' + type(self.learner_).__name__}.")
+                             f"(fast='auto' or True); this {type(model).__name__} with fast={fast!r} is {routing}.")
         if self.learner_ is not None and hasattr(self.learner_, "evaluate_prefixes") and self.learner_.exact_prefixes:
             # only an exact one-pass path is exposed: an approximate one would silently change U
             self.evaluate_prefixes = self._evaluate_prefixes

@@ -90,7 +90,8 @@ def summarize(run: ValuationRun, data: AdversarialData):
     -------
     dict
         ``trends`` {(train, test, group or "gap"): ratio_trend}, ``matches`` {train: attack_match of the
-        gap}, ``totals`` {(train, test): U(D) - U(empty) at the lowest and highest ratio}, ``mean_values`` and ``point_values`` (DataFrames).
+        gap}, ``totals`` {(train, test): U(D) - U(empty) at the lowest and highest ratio},
+        ``mean_values`` and ``point_values`` (DataFrames).
     """
     import pandas as pd
 

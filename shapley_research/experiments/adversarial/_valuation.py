@@ -225,7 +225,8 @@ def attack_match(group_samples: np.ndarray, sets, train_attack: str, what: str =
     values = series(group_samples, what)
     ratio = max(s["ratio"] for s in sets) if ratio is None else ratio
     others = [a for a in ATTACKS if a != train_attack]
-    same = [s for s, spec in enumerate(sets) if spec["test_attack"] == train_attack and np.isclose(spec["ratio"], ratio)]
+    same = [s for s, spec in enumerate(sets)
+            if spec["test_attack"] == train_attack and np.isclose(spec["ratio"], ratio)]
     other = [s for s, spec in enumerate(sets) if spec["test_attack"] in others and np.isclose(spec["ratio"], ratio)]
     if len(same) != 1 or len(other) != 1:
         raise ValueError(f"need exactly one test set per attack at ratio {ratio}.")

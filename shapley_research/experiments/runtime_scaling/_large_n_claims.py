@@ -69,7 +69,8 @@ def large_n_claims(records, exponents: dict, basis: dict, theorem: dict, *, targ
 
     games = sorted({r["game"] for r in records})
     advantage = {g: group_testing_advantage(records, g, target) for g in games}
-    decided = {g: a for g, a in advantage.items() if a is not None and (a["ratio"] is not None or a["bound"] < ADVANTAGE)}
+    decided = {g: a for g, a in advantage.items()
+               if a is not None and (a["ratio"] is not None or a["bound"] < ADVANTAGE)}
     failing = [g for g, a in decided.items() if (a["ratio"] if a["ratio"] is not None else a["bound"]) < ADVANTAGE]
     holds = not failing and len(decided) == len(games)
     worst = min([a["ratio"] if a["ratio"] is not None else a["bound"] for a in advantage.values() if a] or [np.nan])

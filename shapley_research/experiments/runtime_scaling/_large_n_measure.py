@@ -85,7 +85,8 @@ def scaling_plan(methods, games, ns, *, permutation_ns=None, caps: dict, max_wor
     plan = []
     for method in methods:
         for game in games:
-            extra = permutation_ns if permutation_ns and game == "unanimity" and method.startswith("permutation") else []
+            extra = (permutation_ns if permutation_ns and game == "unanimity" and method.startswith("permutation")
+                     else [])
             for n in sorted(set(ns) | set(extra)):
                 if n > max_players.get(method, n):
                     continue
