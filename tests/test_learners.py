@@ -166,6 +166,17 @@ def test_binary_newton_takes_the_steps_of_the_two_class_softmax(iris, fit_interc
                                atol=1e-15 * scale)
 
 
+@pytest.mark.parametrize("n_classes,solver", [(2, "newton"), (3, "lbfgs")])
+def test_auto_counts_the_unknowns_of_the_newton_system(n_classes, solver):
+    """99 features: 100 unknowns for two classes (binary objective), 300 for three; the threshold is 160."""
+    rng = np.random.default_rng(3)
+    X, y = rng.normal(size=(60, 99)), np.arange(60) % n_classes
+    game = LogisticRegressionUtility(X[:40], y[:40], X[40:], y[40:])
+    assert game.n_params == (100 if n_classes == 2 else 300)
+    game.evaluate(np.ones((1, 40), dtype=bool))
+    assert game.last_fit_info_["solver"] == solver
+
+
 @pytest.mark.parametrize("solver", ["newton", "lbfgs"])
 def test_multinomial_logistic_agrees_with_sklearn(iris, solver):
     X_train, y_train, X_test, y_test = iris

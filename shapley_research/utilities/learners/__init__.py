@@ -68,7 +68,8 @@ intercept absorbs :math:`\bar x^\top w`); it only improves conditioning.
       through one eigendecomposition of :math:`H_D` (a random coalition's
       curvature is on average :math:`|S|/N` of the whole set's): about three
       times fewer iterations on MNIST;
-    * ``"auto"``: Newton when ``K q <= newton_max_params``, else L-BFGS.
+    * ``"auto"``: Newton when its system has at most ``newton_max_params``
+      unknowns (``q`` for two classes, ``K q`` otherwise), else L-BFGS.
 
     Warm start: every fit starts from the full-data solution (fitted once,
     like :math:`H_D`).

@@ -56,7 +56,8 @@ class LogisticRegressionUtility(_BatchedLearner):
     solver : {"auto", "newton", "lbfgs"}, default "auto"
         See the module docstring.
     newton_max_params : int, default 160
-        ``"auto"`` uses Newton when ``n_classes * q`` is at most this.
+        ``"auto"`` uses Newton when a fit's Newton system has at most this
+        many unknowns (:attr:`n_params`).
     degenerate, default_utility, min_samples
         Degenerate coalitions (empty, one class, fewer than ``min_samples``
         points) as in :mod:`shapley_research.utilities._model`.
@@ -123,7 +124,9 @@ class LogisticRegressionUtility(_BatchedLearner):
 
     @property
     def n_params(self) -> int:
-        return self.targets.n_classes * self.design.q
+        """Unknowns of one Newton fit: ``q`` for two classes (the binary objective), ``n_classes * q`` otherwise."""
+        K = self.targets.n_classes
+        return self.design.q if K == 2 else K * self.design.q
 
     def _use_newton(self) -> bool:
         # "auto" also needs the (N, q^2) per-point outer products of the Hessian product to stay small
