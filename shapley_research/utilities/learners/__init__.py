@@ -51,7 +51,7 @@ intercept absorbs :math:`\bar x^\top w`); it only improves conditioning.
       :math:`\sum_i m_i(\operatorname{diag} p_i - p_i p_i^\top) \otimes \tilde x_i\tilde x_i^\top`,
       built for a whole chunk by one product ``(B K^2, N) @ (N, q^2)`` of
       class-pair weights with the per-point outer products; ``(B, Kq, Kq)``
-      batched Cholesky solves (the null direction of the intercepts is made
+      batched LU solves (the null direction of the intercepts is made
       harmless by a rank-one term that does not change the step); a full step
       evaluated together with the next gradient, backtracking only where the
       Armijo test fails. Quadratic convergence: 3-5 iterations from the warm
