@@ -293,7 +293,8 @@ def beta_shapley(game, budget, seed=None, alpha: float = 16.0, beta: float = 1.0
     r"""Beta(alpha, beta) Shapley values by sampling, one contribution per player and unit.
 
     The value is an expectation over sizes,
-    :math:`\phi_i = \sum_k p(k) \bar\Delta_i(k)` (module docstring). A
+    :math:`\phi_i = \sum_k p(k) \bar\Delta_i(k)`
+    (:mod:`shapley_research.estimators._beta_shapley`). A
     sampling *unit* gives every player exactly one marginal contribution, to
     a coalition whose size is drawn from :math:`p` and which, given its size,
     is a uniform random subset of the other players; the unit's sample

@@ -205,7 +205,8 @@ def group_testing_shapley(game, budget, seed=None, *, variant: str = "improved",
         Seed of the random streams; ``None`` draws one (kept on the result).
     variant : {"improved", "paper"}, default "improved"
         ``"paper"`` is Algorithm 1; ``"improved"`` is Wang & Jia (2023) with a
-        null player and no feasibility problem (see the module docstring).
+        null player and no feasibility problem
+        (:mod:`shapley_research.estimators._group_testing`).
     centering : {"none", "linear"}, optional
         Subtract a function of the drawn size from each utility (unbiased
         variance reduction). Default: ``"linear"`` for ``"improved"``,

@@ -373,7 +373,8 @@ def stratified_svarm_shapley(game, budget, seed=None, *, batch_size: int | None 
                              pilot: int | None = None) -> ValuationResult:
     r"""Shapley values by Stratified SVARM (Kolpaczki et al., AAAI 2024).
 
-    Estimates the strata :math:`\phi^{\pm}_{i,\ell}` of the module docstring:
+    Estimates the strata :math:`\phi^{\pm}_{i,\ell}` of
+    :mod:`shapley_research.estimators._svarm`:
 
     1. exactly, the sizes where a stratum is a handful of coalitions:
        :math:`U(\emptyset)`, :math:`U(D)`, every :math:`U(\{i\})` and every

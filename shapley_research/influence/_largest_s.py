@@ -138,7 +138,8 @@ def largest_s_influence(X_train, y_train, X_test, y_test, *, C=1.0, fit_intercep
 
     Fits scikit-learn's ``LogisticRegression(C=C)`` objective once on all
     ``N`` points (:class:`LogisticObjective`, Newton's method), approximates
-    for every point ``i`` the parameters without it (module docstring,
+    for every point ``i`` the parameters without it
+    (:mod:`shapley_research.influence._largest_s`,
     ``direction="remove"``) and its marginal contribution to the largest
     coalition, :math:`\Delta_i \approx U(I) - U(I\setminus\{i\})`. A point
     whose removal leaves a class empty gets the exact

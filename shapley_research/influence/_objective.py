@@ -36,7 +36,7 @@ class LogisticObjective:
 
         F_S(\theta) = C \sum_{j \in S} \ell(z_j, \theta) + \tfrac12 \lVert w \rVert^2
 
-    (see the module docstring for :math:`\ell`, the parameter layout and the
+    (see :mod:`shapley_research.influence._objective` for :math:`\ell`, the parameter layout and the
     degenerate-subset convention). Parameters are flat vectors of length
     ``n_params = K' * q`` holding a ``(K', q)`` matrix row by row: ``K' = 1``
     for two classes, ``K`` for more; ``q = d + 1`` with an intercept (last
@@ -57,7 +57,7 @@ class LogisticObjective:
     fit_intercept : bool, default True
         Fit an unpenalised intercept (per class).
     utility : {"neg_log_loss", "accuracy"}, default "neg_log_loss"
-        Test utility (module docstring).
+        Test utility (:mod:`shapley_research.influence._objective`).
     """
 
     def __init__(self, X_train, y_train, X_test, y_test, *, C=1.0, fit_intercept=True,

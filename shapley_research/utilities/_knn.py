@@ -1,23 +1,7 @@
 r"""Exact Shapley values of the K-nearest-neighbour utility (Jia et al., VLDB 2019).
 
-For one test point :math:`(x, y)` the utility of a training set :math:`S` is
-
-.. math:: U(S) = \frac1K \sum_{j \in \text{the } \min(K, |S|) \text{ nearest points of } S} \mathbb 1[y_j = y],
-
-and the utility over a test set is the mean over its points. With training
-points sorted by distance to :math:`x`, :math:`\alpha_1` nearest, the exact
-Shapley values follow from the recursion
-
-.. math::
-
-    s_{\alpha_N} = \frac{\mathbb 1[y_{\alpha_N} = y]}{N}\,\frac{\min(K, N)}{K}, \qquad
-    s_{\alpha_j} = s_{\alpha_{j+1}} + \frac{\mathbb 1[y_{\alpha_j} = y] -
-    \mathbb 1[y_{\alpha_{j+1}} = y]}{K}\,\frac{\min(K, j)}{j},
-
-computed here for blocks of test points at once as a reversed cumulative sum:
-``O(N log N)`` per test point, no utility evaluation, which makes it the exact
-ground truth at thousands of points. Ties in distance are broken by index, in
-both :func:`knn_shapley` and :class:`KNNUtility`, so the two agree exactly.
+:func:`knn_shapley` (its docstring has the recursion) and :class:`KNNUtility`, the
+game whose exact values it computes.
 """
 
 from __future__ import annotations
@@ -56,7 +40,26 @@ def _neighbour_order(X_train: np.ndarray, X_test: np.ndarray) -> np.ndarray:
 
 
 def knn_shapley(X_train, y_train, X_test, y_test, k, *, block_size: int = 256) -> ValuationResult:
-    """Exact Shapley values of the KNN classification utility (see module docstring).
+    r"""Exact Shapley values of the KNN classification utility.
+
+    For one test point :math:`(x, y)` the utility of a training set :math:`S` is
+
+    .. math:: U(S) = \frac1K \sum_{j \in \text{the } \min(K, |S|) \text{ nearest points of } S} \mathbb 1[y_j = y],
+
+    and the utility over a test set is the mean over its points. With training
+    points sorted by distance to :math:`x`, :math:`\alpha_1` nearest, the exact
+    Shapley values follow from the recursion
+
+    .. math::
+
+        s_{\alpha_N} = \frac{\mathbb 1[y_{\alpha_N} = y]}{N}\,\frac{\min(K, N)}{K}, \qquad
+        s_{\alpha_j} = s_{\alpha_{j+1}} + \frac{\mathbb 1[y_{\alpha_j} = y] -
+        \mathbb 1[y_{\alpha_{j+1}} = y]}{K}\,\frac{\min(K, j)}{j},
+
+    computed here for blocks of test points at once as a reversed cumulative sum:
+    ``O(N log N)`` per test point, no utility evaluation, which makes it the exact
+    ground truth at thousands of points. Ties in distance are broken by index, in
+    both :func:`knn_shapley` and :class:`KNNUtility`, so the two agree exactly.
 
     Parameters
     ----------

@@ -10,47 +10,8 @@ fits any scikit-learn style estimator once per coalition (a fresh
 ``sklearn.base.clone`` each time); :mod:`shapley_research.utilities.learners` trains
 many coalitions at once for L2 logistic regression and ridge regression.
 
-Metrics (higher is better; all finite)
---------------------------------------
-``"accuracy"``
-    :math:`\frac1m\sum_j 1[\hat y_j = y_j]`.
-``"neg_log_loss"``
-    :math:`\frac1m\sum_j \log \operatorname{clip}(p_{j, y_j}, \epsilon, 1-\epsilon)`
-    with :math:`\epsilon` the float64 machine epsilon, exactly as
-    ``-sklearn.metrics.log_loss``. A class the model never saw gets
-    probability 0, i.e. :math:`\log\epsilon \approx -36.04`.
-``"neg_mean_squared_error"`` (alias ``"neg_mse"``), ``"neg_mean_absolute_error"`` (``"neg_mae"``)
-    :math:`-\frac1m\sum_j (\hat y_j - y_j)^2` and :math:`-\frac1m\sum_j |\hat y_j - y_j|`.
-``"r2"``
-    :math:`1 - \mathrm{SS}_{res}/\mathrm{SS}_{tot}`, as ``sklearn.metrics.r2_score``
-    (1 if both are 0, 0 if only :math:`\mathrm{SS}_{tot}` is).
-a callable ``scorer(model, X_test, y_test) -> float``
-    e.g. an ``sklearn.metrics.get_scorer`` object (:class:`ModelUtility` only).
-
-Degenerate coalitions
----------------------
-A coalition is *degenerate* when a model cannot be fitted on it: the empty
-set, any coalition with fewer than ``min_samples`` points, and for
-classification any coalition holding fewer than two classes. Degenerate
-coalitions are never passed to the estimator (so they never crash and never
-hang); their utility follows ``degenerate``:
-
-``"constant"`` (default)
-    Score the constant model of :class:`ConstantPredictor`, the model that
-    knows only the labels of ``S``: for classification it predicts the class
-    frequencies of ``S`` as probabilities and the most frequent class of ``S``
-    as label (ties to the smallest label), like
-    ``DummyClassifier(strategy="prior")``; for the empty set it uses the class
-    frequencies of the whole training set (the prior). For regression it
-    predicts the mean of the targets of ``S``, and ``0`` for the empty set.
-``"default"``
-    Every degenerate coalition gets the number ``default_utility``.
-``"raise"``
-    Raise a ``ValueError`` naming the coalition.
-
-Errors raised while fitting a *non-degenerate* coalition are real errors and
-propagate (with a note giving the coalition size); raise ``min_samples`` for
-models that need more points (e.g. ``KNeighborsClassifier(n_neighbors=5)``).
+The metrics and the convention for degenerate coalitions are documented in
+:class:`ModelUtility` (Notes), which the batched learners share.
 """
 
 from __future__ import annotations
@@ -158,7 +119,7 @@ class ModelUtility(Game):
     deep copy for non-scikit-learn objects with ``fit``/``predict``), fitted on
     the rows of ``S`` and scored on the fixed test set. The metrics and the
     convention for degenerate coalitions (empty, a single class, fewer than
-    ``min_samples`` points) are those of the module docstring.
+    ``min_samples`` points) are in the Notes below.
 
     Parameters
     ----------
@@ -178,7 +139,7 @@ class ModelUtility(Game):
         ``"classification"`` for scikit-learn classifiers, else ``"regression"``.
         It decides what counts as degenerate and what the constant model predicts.
     degenerate : {"constant", "default", "raise"}, default "constant"
-        Utility of coalitions no model can be fitted on (module docstring).
+        Utility of coalitions no model can be fitted on (Notes).
     default_utility : float, optional
         The utility of degenerate coalitions with ``degenerate="default"``.
     min_samples : int, default 1
@@ -243,6 +204,49 @@ class ModelUtility(Game):
         The batched learner when the model was routed to one, else None.
     cache_ : CoalitionCache or None
         With ``hits`` and ``misses`` counters.
+
+    Notes
+    -----
+    **Metrics** (higher is better; all finite):
+
+    ``"accuracy"``
+        :math:`\frac1m\sum_j 1[\hat y_j = y_j]`.
+    ``"neg_log_loss"``
+        :math:`\frac1m\sum_j \log \operatorname{clip}(p_{j, y_j}, \epsilon, 1-\epsilon)`
+        with :math:`\epsilon` the float64 machine epsilon, exactly as
+        ``-sklearn.metrics.log_loss``. A class the model never saw gets
+        probability 0, i.e. :math:`\log\epsilon \approx -36.04`.
+    ``"neg_mean_squared_error"`` (``"neg_mse"``), ``"neg_mean_absolute_error"`` (``"neg_mae"``)
+        :math:`-\frac1m\sum_j (\hat y_j - y_j)^2` and :math:`-\frac1m\sum_j |\hat y_j - y_j|`.
+    ``"r2"``
+        :math:`1 - \mathrm{SS}_{res}/\mathrm{SS}_{tot}`, as ``sklearn.metrics.r2_score``
+        (1 if both are 0, 0 if only :math:`\mathrm{SS}_{tot}` is).
+    a callable ``scorer(model, X_test, y_test) -> float``
+        e.g. an ``sklearn.metrics.get_scorer`` object (:class:`ModelUtility` only).
+
+    **Degenerate coalitions.** A coalition is *degenerate* when a model cannot
+    be fitted on it: the empty set, any coalition with fewer than
+    ``min_samples`` points, and for classification any coalition holding fewer
+    than two classes. Degenerate
+    coalitions are never passed to the estimator (so they never crash and never
+    hang); their utility follows ``degenerate``:
+
+    ``"constant"`` (default)
+        Score the constant model of :class:`ConstantPredictor`, the model that
+        knows only the labels of ``S``: for classification it predicts the class
+        frequencies of ``S`` as probabilities and the most frequent class of ``S``
+        as label (ties to the smallest label), like
+        ``DummyClassifier(strategy="prior")``; for the empty set it uses the class
+        frequencies of the whole training set (the prior). For regression it
+        predicts the mean of the targets of ``S``, and ``0`` for the empty set.
+    ``"default"``
+        Every degenerate coalition gets the number ``default_utility``.
+    ``"raise"``
+        Raise a ``ValueError`` naming the coalition.
+
+    Errors raised while fitting a *non-degenerate* coalition are real errors and
+    propagate (with a note giving the coalition size); raise ``min_samples`` for
+    models that need more points (e.g. ``KNeighborsClassifier(n_neighbors=5)``).
 
     Examples
     --------

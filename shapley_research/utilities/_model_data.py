@@ -1,11 +1,11 @@
 """Data checks, metrics and the degenerate-coalition convention shared by every model utility.
 
-Holds what :class:`~shapley_research.utilities._model.ModelUtility` and the batched
+Holds what :class:`~shapley_research.ModelUtility` and the batched
 learners of :mod:`shapley_research.utilities.learners` both need: validation of the
 train/test split, of the metric and of the degenerate-coalition options;
 :class:`TargetInfo` (targets prepared once for scoring); the metric helpers;
 :class:`ConstantPredictor` and the utilities of degenerate coalitions. The
-conventions are documented in :mod:`shapley_research.utilities._model`. It sits below
+conventions are documented in :class:`~shapley_research.ModelUtility` (Notes). It sits below
 both so that imports point one way: ``utility -> learners -> _model_data``.
 """
 

@@ -20,7 +20,7 @@ class NearestCentroidUtility(Game):
     i.e. the largest score :math:`x^\top\mu_k - \|\mu_k\|^2/2`; this is
     ``sklearn.neighbors.NearestCentroid()`` (uniform priors). Coalitions with
     fewer than two classes are degenerate and follow the library's
-    ``"constant"`` convention (:mod:`shapley_research.utilities._model`): one class
+    ``"constant"`` convention (:class:`~shapley_research.ModelUtility`, Notes): one class
     predicts that class (as the centroid rule would), the empty set predicts
     the most frequent training class.
 

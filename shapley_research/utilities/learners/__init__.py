@@ -2,7 +2,7 @@ r"""Batched learners: train many coalitions at once, score them like :class:`Mod
 
 Both games value training points by the test score of a linear model fitted
 on the coalition, with the metrics and the degenerate-coalition convention
-of :mod:`shapley_research.utilities._model`, and they minimise exactly scikit-learn's
+of :class:`~shapley_research.ModelUtility` (its Notes), and they minimise exactly scikit-learn's
 objectives, so their utilities agree with ``ModelUtility(Ridge(alpha))`` and
 ``ModelUtility(LogisticRegression(C))``.
 
@@ -118,7 +118,7 @@ coalitions and its penalised softmax objective, gradient and Hessian),
 (the batched solvers), ``_online_prefix`` and ``_warm_prefix`` (the online
 and the exact one-pass prefix paths), ``_logistic``
 (:class:`LogisticRegressionUtility`) and ``_routing`` (which scikit-learn
-models :class:`~shapley_research.utilities._model.ModelUtility` may route here).
+models :class:`~shapley_research.ModelUtility` may route here).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
 training mean with the intercept column appended, and the penalty pattern
 (the intercept unpenalised); :class:`_BatchedLearner` is the base of
 :class:`RidgeUtility` and :class:`LogisticRegressionUtility`: data and option
-checks, the degenerate coalitions (:mod:`shapley_research.utilities._model`'s
+checks, the degenerate coalitions (:class:`~shapley_research.ModelUtility`'s
 convention), chunking by working memory and the ``evaluate`` flow.
 """
 

@@ -3,7 +3,7 @@
 :class:`LogisticRegressionUtility` fits scikit-learn's ``LogisticRegression``
 objective on a batch of coalitions with the batched Newton or L-BFGS solver,
 warm-started from the full-data solution, and scores the fits like
-:class:`~shapley_research.utilities._model.ModelUtility`; its one-pass prefix paths
+:class:`~shapley_research.ModelUtility`; its one-pass prefix paths
 live in :mod:`._online_prefix` and :mod:`._warm_prefix` (the mathematics is in
 :mod:`shapley_research.utilities.learners`).
 """
@@ -33,7 +33,7 @@ class LogisticRegressionUtility(_BatchedLearner):
     lbfgs-type solvers) fitted on ``S``: the minimiser of
     :math:`C\sum_{i\in S}\ell_i + \frac12\sum_k\|w_k\|^2`, binary for coalitions
     with two classes, multinomial over the present classes otherwise (see
-    the module docstring). Solved to ``tol`` per coalition, tighter than
+    :mod:`shapley_research.utilities.learners`). Solved to ``tol`` per coalition, tighter than
     scikit-learn's default ``1e-4``. Measured against scikit-learn's newton-cg
     at ``tol=1e-12`` on iris: at the default ``tol=1e-6`` coefficients agree
     to about 1e-5 relative and probabilities to about 1e-4; at ``tol=1e-10``
@@ -54,13 +54,14 @@ class LogisticRegressionUtility(_BatchedLearner):
     max_iter : int, default 500
         Iteration cap per coalition (a ``ConvergenceWarning`` says how many hit it).
     solver : {"auto", "newton", "lbfgs"}, default "auto"
-        See the module docstring.
+        Batched Newton or L-BFGS (:mod:`shapley_research.utilities.learners`);
+        ``"auto"``: Newton up to ``newton_max_params`` unknowns.
     newton_max_params : int, default 160
         ``"auto"`` uses Newton when a fit's Newton system has at most this
         many unknowns (:attr:`n_params`).
     degenerate, default_utility, min_samples
         Degenerate coalitions (empty, one class, fewer than ``min_samples``
-        points) as in :mod:`shapley_research.utilities._model`.
+        points) as in :class:`~shapley_research.ModelUtility` (Notes).
     batch_size : int, optional
         Most coalitions (or permutations) trained together (default: about
         48 MiB of working memory).
@@ -313,7 +314,7 @@ class LogisticRegressionUtility(_BatchedLearner):
         :meth:`evaluate` on the prefix masks to the solver tolerance. The rest
         of this docstring is about the default ``prefix_path="online"``.
 
-        What it computes (module docstring): when point ``k`` joins the prefix,
+        What it computes (:mod:`shapley_research.utilities.learners`): when point ``k`` joins the prefix,
         one quasi-Newton step on the prefix objective from the previous
         prefix's parameters, ``theta -= (k_ref / k) H_ref^{-1} grad f_k(theta)``,
         with the exact gradient of the whole prefix and the Hessian ``H_ref``

@@ -35,7 +35,7 @@ class RidgeUtility(_BatchedLearner):
     fit_intercept : bool, default True
     degenerate, default_utility, min_samples
         Degenerate coalitions (here: fewer than ``min_samples`` points, the
-        empty set always) as in :mod:`shapley_research.utilities._model`: by default the
+        empty set always) as in :class:`~shapley_research.ModelUtility` (Notes): by default the
         mean target of ``S`` is predicted, 0 for the empty set.
     batch_size : int, optional
         Most coalitions (or permutations) trained together; by default as many

@@ -1,4 +1,4 @@
-"""Routing from :class:`~shapley_research.utilities._model.ModelUtility` to a batched learner.
+"""Routing from :class:`~shapley_research.ModelUtility` to a batched learner.
 
 :func:`unsupported_reason` says why a scikit-learn model has no batched
 learner (``None`` when it has one: an exact ``LogisticRegression`` with the
