@@ -83,6 +83,10 @@ def blas_runs(n_players: int) -> dict:
                                                             batch_size=700),
         "svarm_neyman": lambda n_jobs: sr.stratified_svarm_shapley(game, 3_001 + 7 * n, seed=5, n_jobs=n_jobs,
                                                                    batch_size=300, allocation="neyman"),
+        "truncated": lambda n_jobs: sr.permutation_shapley(game, 37 * n + 2, seed=5, n_jobs=n_jobs, batch_size=7,
+                                                           truncation=0.2),
+        "msr_banzhaf": lambda n_jobs: sr.msr_banzhaf(game, 3_001, seed=5, n_jobs=n_jobs, batch_size=700),
+        "beta_shapley": lambda n_jobs: sr.beta_shapley(game, 37 * (n + 3) + 2, seed=5, n_jobs=n_jobs, batch_size=7),
     }
 
 
