@@ -39,23 +39,32 @@ def check_enumeration(n: int, max_players, chunk_size, empty_utility, *, method:
     return chunk_size, empty_utility
 
 
-def utility_table(game, n: int, chunk_size: int, empty_utility: float | None) -> tuple[np.ndarray, int]:
-    """Utilities of all ``2^N`` coalitions, indexed by bit code (bit ``i``: player ``i``), and the evaluations made.
+def evaluate_in_chunks(game, n_rows: int, chunk_size: int, masks_of, empty_utility: float | None
+                       ) -> tuple[np.ndarray, int]:
+    """Utilities of a listed family of coalitions, ``chunk_size`` per call, and the evaluations made.
 
-    Evaluated ``chunk_size`` coalitions per call; ``U(empty)`` is not evaluated when ``empty_utility`` is given.
+    ``masks_of(start, stop)`` builds the masks of rows ``start..stop-1``; the
+    empty coalition is not evaluated when ``empty_utility`` is given.
     """
-    total = 1 << n
-    utilities = np.empty(total)
+    utilities = np.empty(n_rows)
     n_evaluations = 0
-    for lo in range(0, total, chunk_size):
-        hi = min(lo + chunk_size, total)
-        masks = _coalition_masks(lo, hi, n)
+    for lo in range(0, n_rows, chunk_size):
+        hi = min(lo + chunk_size, n_rows)
+        masks = masks_of(lo, hi)
         if empty_utility is None:
             utilities[lo:hi], made = check_utilities(game.evaluate(masks), hi - lo), hi - lo
         else:
             utilities[lo:hi], made = evaluate_coalitions(game, masks, empty_utility)
         n_evaluations += made
     return utilities, n_evaluations
+
+
+def utility_table(game, n: int, chunk_size: int, empty_utility: float | None) -> tuple[np.ndarray, int]:
+    """Utilities of all ``2^N`` coalitions, indexed by bit code (bit ``i``: player ``i``), and the evaluations made.
+
+    Evaluated ``chunk_size`` coalitions per call; ``U(empty)`` is not evaluated when ``empty_utility`` is given.
+    """
+    return evaluate_in_chunks(game, 1 << n, chunk_size, lambda lo, hi: _coalition_masks(lo, hi, n), empty_utility)
 
 
 def semivalues_from_table(utilities: np.ndarray, n: int, weights: np.ndarray) -> np.ndarray:

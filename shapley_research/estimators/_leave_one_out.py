@@ -6,8 +6,8 @@ import time
 
 import numpy as np
 
-from ._sampling._loop import evaluate_coalitions
-from .._validation import check_float, check_game, check_int, check_utilities
+from ._exact import evaluate_in_chunks
+from .._validation import check_float, check_game, check_int
 from ..result import ValuationResult
 
 __all__ = ["leave_one_out"]
@@ -70,16 +70,9 @@ def leave_one_out(game, *, chunk_size: int | None = None,
     if chunk_size is None:
         chunk_size = max(1, MAX_MASK_CELLS // n)
 
-    utilities = np.empty(rows)
-    n_evaluations = 0
-    for lo in range(0, rows, chunk_size):
-        hi = min(lo + chunk_size, rows)
-        masks = _leave_one_out_masks(lo, hi, n)
-        if empty_utility is None:
-            utilities[lo:hi], made = check_utilities(game.evaluate(masks), hi - lo), hi - lo
-        else:  # N = 1: the row D - {0} is the empty coalition, whose utility is given
-            utilities[lo:hi], made = evaluate_coalitions(game, masks, empty_utility)
-        n_evaluations += made
+    # with N = 1 and empty_utility given, the row D - {0} is the empty coalition and is not evaluated
+    utilities, n_evaluations = evaluate_in_chunks(game, rows, chunk_size,
+                                                  lambda lo, hi: _leave_one_out_masks(lo, hi, n), empty_utility)
     full = float(utilities[n])
     info = {"full_utility": full}
     if n == 1:
