@@ -368,6 +368,8 @@ def write_table(df, output_dir: str | os.PathLike, name: str) -> Path:
 
     Tidy: one row per observation, one column per variable, no index. A dict
     of columns or a list of row dicts is accepted and turned into a DataFrame.
+    A column of integers with missing cells, which pandas holds as floats, is
+    written as integers (:func:`_integers_kept`).
 
     Raises
     ------
@@ -385,8 +387,34 @@ def write_table(df, output_dir: str | os.PathLike, name: str) -> Path:
     if len(set(columns)) != len(columns):
         raise ValueError(f"a tidy table needs unique column names, got {columns!r}.")
     path = experiment_dir(output_dir) / f"{name}.csv"
-    df.to_csv(path, index=False)
+    _integers_kept(df).to_csv(path, index=False)
     return path
+
+
+# Floats above 2**53 are not all integers that a float can tell apart: such a column stays float.
+_EXACT_INTEGER_LIMIT = 2.0**53
+
+
+def _integers_kept(df):
+    """``df`` with each float column that is integers with missing cells as pandas' nullable ``Int64``.
+
+    pandas has no integer NaN: a column of integers with one missing cell (a
+    row without a seed, a frame without that column in a ``pd.concat``) is
+    stored as float64, and CSV would show ``seed`` as ``736450847.0``. Such a
+    column (finite whole numbers below 2**53 beside at least one missing cell)
+    is written as integers with empty cells. A float column without missing
+    cells is left alone, so a measured ``1.0`` stays ``1.0``.
+    """
+    converted = {}
+    for column in df.columns:
+        if df[column].dtype.kind != "f":
+            continue
+        values = df[column].to_numpy(dtype=float, na_value=np.nan)
+        present = values[~np.isnan(values)]
+        whole = bool(np.all(np.abs(present) < _EXACT_INTEGER_LIMIT) and np.all(present == np.trunc(present)))
+        if whole and 0 < present.size < values.size:
+            converted[column] = df[column].astype("Int64")
+    return df.assign(**converted) if converted else df
 
 
 def setup_matplotlib() -> None:
