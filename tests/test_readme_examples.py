@@ -1,10 +1,18 @@
-"""Every python block of the README runs as pasted: in order, in one fresh interpreter, from a script file.
+"""Every python block of the README runs as pasted: as a script, and line by line into the Python prompt.
 
 A reader pastes the blocks one after another into one session, so a block may use what an earlier
-one defined and nothing else: the blocks are joined into one script and run by a new Python process
-in an empty directory (where the checkpoint example writes its file).
+one defined and nothing else. Both ways run in a new Python process in an empty directory (where the
+checkpoint example writes its file):
+
+* as a script: the blocks joined into one file;
+* at the interactive prompt: each line fed to :class:`code.InteractiveConsole`, as the standard
+  prompt reads a paste, then one empty line after each block (the reader's Enter). The prompt is
+  stricter than a script: a compound statement (``with``, ``for``, ``def``) ends only at an empty
+  line, so a dedented line straight after one, or an empty line inside one, is a SyntaxError there.
+  Any SyntaxError or exception fails the test.
 """
 
+import json
 import re
 import subprocess
 import sys
@@ -12,9 +20,38 @@ from pathlib import Path
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
+# Feeds the blocks (a JSON list in argv[1]) to an interactive console; exits 1 at the first error.
+CONSOLE = '''
+import code, json, sys
+
+class Console(code.InteractiveConsole):
+    def showsyntaxerror(self, *args, **kwargs):
+        super().showsyntaxerror(*args, **kwargs)
+        raise SystemExit(f"SyntaxError at the prompt, README block {block}, line {line}: {text!r}")
+
+    def showtraceback(self, *args, **kwargs):
+        super().showtraceback(*args, **kwargs)
+        raise SystemExit(f"exception at the prompt, README block {block}, line {line}: {text!r}")
+
+console = Console()
+for block, source in enumerate(json.loads(open(sys.argv[1]).read())):
+    for line, text in enumerate([*source.splitlines(), ""], start=1):
+        console.push(text)
+'''
+
 
 def python_blocks() -> list[str]:
     return re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
+
+
+def _run(args: list[str], cwd: Path) -> list[str]:
+    proc = subprocess.run([sys.executable, *args], cwd=cwd, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-5000:]
+    printed = proc.stdout.splitlines()
+    assert len(printed) >= len(python_blocks())
+    assert "Dask run identical: True" in printed  # the Dask example ran on its cluster, bit-identical
+    assert (cwd / "gt.ckpt").is_file()  # the checkpoint example wrote where it said
+    return printed
 
 
 def test_the_readme_has_its_examples():
@@ -23,12 +60,25 @@ def test_the_readme_has_its_examples():
     assert all("print(" in block for block in blocks), "every example prints its result"
 
 
-def test_every_python_block_runs_as_pasted(tmp_path):
+def test_every_python_block_runs_as_a_script(tmp_path):
     script = tmp_path / "readme_examples.py"
     script.write_text("\n\n".join(f"# --- README block {i} ---\n{block}" for i, block in enumerate(python_blocks())))
-    proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-5000:]
-    printed = proc.stdout.splitlines()
-    assert len(printed) >= len(python_blocks())
-    assert "Dask run identical: True" in printed  # the Dask example ran on its cluster, bit-identical
-    assert (tmp_path / "gt.ckpt").is_file()  # the checkpoint example wrote where it said
+    _run([str(script)], tmp_path)
+
+
+def test_every_python_block_runs_pasted_into_the_interactive_prompt(tmp_path):
+    (tmp_path / "console.py").write_text(CONSOLE)
+    (tmp_path / "blocks.json").write_text(json.dumps(python_blocks()))
+    _run([str(tmp_path / "console.py"), str(tmp_path / "blocks.json")], tmp_path)
+
+
+def test_the_console_harness_fails_where_the_prompt_fails(tmp_path):
+    """The README's old example 3: a line straight after a ``with`` block is a SyntaxError at the prompt."""
+    (tmp_path / "console.py").write_text(CONSOLE)
+    for source, error in (("with open('f', 'w') as f:\n    f.write('x')\nprint('done')\n", "SyntaxError"),
+                          ("x = 1\nprint(y)\n", "exception")):
+        (tmp_path / "blocks.json").write_text(json.dumps([source]))
+        proc = subprocess.run([sys.executable, str(tmp_path / "console.py"), str(tmp_path / "blocks.json")],
+                              cwd=tmp_path, capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 1 and f"{error} at the prompt, README block 0, line" in proc.stderr, proc.stderr
+        compile(source, "script", "exec")  # while the same lines are a valid script
