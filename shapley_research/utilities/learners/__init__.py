@@ -117,15 +117,18 @@ coalitions and its penalised softmax objective, gradient and Hessian),
 ``_line_search`` (batched Armijo backtracking), ``_newton`` and ``_lbfgs``
 (the batched solvers), ``_online_prefix`` and ``_warm_prefix`` (the online
 and the exact one-pass prefix paths), ``_logistic``
-(:class:`LogisticRegressionUtility`) and ``_routing`` (which scikit-learn
-models :class:`~shapley_research.ModelUtility` may route here).
+(:class:`LogisticRegressionUtility`), ``_cost`` (the predicted seconds per
+coalition that ``fast="auto"`` routes by) and ``_routing`` (which scikit-learn
+models :class:`~shapley_research.ModelUtility` may route here, and whether it does).
 """
 
 from __future__ import annotations
 
 from ._logistic import LogisticRegressionUtility
 from ._ridge import RidgeUtility
-from ._routing import learner_for, unsupported_reason
+from ._cost import RouteDecision, route_by_cost
+from ._routing import learner_for, route_decision, unsupported_reason
 from ._softmax import NEG_LOGIT  # noqa: F401  (the logit of absent classes; was a module constant here)
 
-__all__ = ["LogisticRegressionUtility", "RidgeUtility", "unsupported_reason", "learner_for"]
+__all__ = ["LogisticRegressionUtility", "RidgeUtility", "unsupported_reason", "learner_for", "route_decision",
+           "route_by_cost", "RouteDecision"]

@@ -2,9 +2,10 @@
 
 :func:`unsupported_reason` says why a scikit-learn model has no batched
 learner (``None`` when it has one: an exact ``LogisticRegression`` with the
-L2 penalty, or ``Ridge``, with supported parameters and metric), and
-:func:`learner_for` builds the equivalent :class:`RidgeUtility` or
-:class:`LogisticRegressionUtility`.
+L2 penalty, or ``Ridge``, with supported parameters and metric),
+:func:`route_decision` decides ``fast``'s route (for ``"auto"`` by the cost
+model of :mod:`._cost`) and says why, and :func:`learner_for` builds the
+equivalent :class:`RidgeUtility` or :class:`LogisticRegressionUtility`.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import numpy as np
 
 from .._model_data import CLASSIFICATION_METRICS, REGRESSION_METRICS
 from ...games._base import Game
+from ._cost import RouteDecision, route_by_cost
 from ._logistic import LogisticRegressionUtility
 from ._ridge import RidgeUtility
 
@@ -50,6 +52,43 @@ def unsupported_reason(model, metric) -> str | None:
             return "positive=True is not supported"
         return None
     return "only sklearn.linear_model.LogisticRegression and Ridge have batched learners"
+
+
+def route_decision(model, metric, fast, n_samples: int, n_features: int, n_classes: int | None = None,
+                   warm_prefixes: bool = False) -> RouteDecision:
+    """Where ``ModelUtility(model, ..., fast=fast)`` fits its coalitions, and why.
+
+    ``fast`` is ``False`` (always per subset), ``True`` (the batched learner;
+    a ``ValueError`` naming the reason if the model has none) or ``"auto"``:
+    an unsupported model goes per subset; a supported one goes batched when
+    :func:`~._cost.route_by_cost` predicts it at least
+    :data:`~._cost.SAFETY_MARGIN` times faster per coalition, or when
+    ``warm_prefixes`` asks for the logistic learner's exact one-pass path, or
+    when the training labels hold one class (every coalition is degenerate:
+    nothing is fitted).
+    """
+    from sklearn.linear_model import LogisticRegression
+
+    if isinstance(fast, (bool, np.bool_)):
+        fast = bool(fast)
+    if not (fast is True or fast is False or (isinstance(fast, str) and fast == "auto")):
+        raise ValueError(f"fast must be 'auto', True or False, got {fast!r}.")
+    if fast is False:
+        return RouteDecision(False, "per-subset fits: fast=False fits the estimator on every coalition")
+    reason = unsupported_reason(model, metric)
+    if reason is not None:
+        if fast is True:
+            raise ValueError(f"fast=True but {type(model).__name__} has no batched learner here: {reason}. "
+                             "Pass fast='auto' or fast=False to fit the estimator itself.")
+        return RouteDecision(False, f"per-subset fits: {type(model).__name__} has no batched learner ({reason})")
+    if fast is True:
+        return RouteDecision(True, "batched: fast=True forces the batched learner")
+    logistic = type(model) is LogisticRegression
+    if logistic and warm_prefixes:
+        return RouteDecision(True, "batched: warm_prefixes=True asks for the logistic learner's exact one-pass path")
+    if logistic and n_classes is not None and n_classes < 2:
+        return RouteDecision(True, "batched: the training labels hold one class, so no coalition is fitted")
+    return route_by_cost(model, n_samples, n_features, n_classes)
 
 
 def learner_for(model, X_train, y_train, X_test, y_test, metric, **options) -> Game:
