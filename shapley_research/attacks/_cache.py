@@ -79,14 +79,36 @@ def read_cache(path: str | os.PathLike) -> tuple[dict[str, np.ndarray], dict[str
     return arrays, meta
 
 
+# Every member of a cache file carries this date instead of the time of writing (zip's earliest date).
+_ZIP_DATE = (1980, 1, 1, 0, 0, 0)
+
+
+def _write_npz(path: str | os.PathLike, arrays: Mapping[str, np.ndarray]) -> None:
+    """An uncompressed ``.npz`` whose bytes depend only on ``arrays`` (names, order, dtypes, values).
+
+    ``np.savez`` dates every member with the time of writing, and deflate's
+    output can depend on the zlib build, so identical arrays gave a new file
+    on every run; the pipeline records the file's hash (``dvc.lock``), and
+    only a change of the arrays should change it.
+    """
+    import zipfile
+
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED) as archive:
+        for name, array in arrays.items():
+            member = zipfile.ZipInfo(f"{name}.npy", date_time=_ZIP_DATE)
+            with archive.open(member, "w", force_zip64=True) as out:
+                np.lib.format.write_array(out, np.asanyarray(array), allow_pickle=False)
+
+
 def load_or_generate(cache_path: str | os.PathLike | None, params: Mapping[str, Any],
                      generate: Callable[[], Mapping[str, Any]], *, inputs: Mapping[str, Any] | None = None,
                      ) -> tuple[dict[str, np.ndarray], bool]:
     """Arrays from ``cache_path`` if it was made with these ``params`` and ``inputs``; else generate and save.
 
-    The file (``.npz``, compressed) stores the arrays that ``generate()``
-    returns together with ``params`` as JSON, the SHA-256 of ``inputs``
-    (:func:`array_digest`) and the key combining both (:func:`cache_key`).
+    The file (``.npz``, uncompressed, the same bytes for the same arrays:
+    :func:`_write_npz`) stores the arrays that ``generate()`` returns together
+    with ``params`` as JSON, the SHA-256 of ``inputs`` (:func:`array_digest`)
+    and the key combining both (:func:`cache_key`).
     It is regenerated only when that key differs, or the file is missing or
     unreadable. It is written to a temporary file first and renamed, so an
     interrupted run never leaves a truncated cache.
@@ -129,8 +151,8 @@ def load_or_generate(cache_path: str | os.PathLike | None, params: Mapping[str, 
         fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}-", suffix=".npz", dir=path.parent)
         os.close(fd)
         try:
-            np.savez_compressed(tmp, **arrays, **{_PARAMS_FIELD: np.array(_params_json(params)),
-                                                  _KEY_FIELD: np.array(key), _INPUTS_FIELD: np.array(inputs_sha)})
+            _write_npz(tmp, {**arrays, _PARAMS_FIELD: np.array(_params_json(params)), _KEY_FIELD: np.array(key),
+                             _INPUTS_FIELD: np.array(inputs_sha)})
             umask = os.umask(0)
             os.umask(umask)
             os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; give the file the usual permissions

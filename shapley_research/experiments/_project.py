@@ -319,6 +319,8 @@ REPORT_STAGE = "report"
 
 # Inputs an experiment generates once and caches as pipeline outputs, so that they are
 # regenerated only when what they are made from changes: experiment -> {stage: definition}.
+# Unlike the results they are kept out of git (.gitignore) and out of DVC's cache: they move
+# between machines by rounding only, and a fresh clone's `dvc repro` regenerates them.
 AUX_STAGES: dict[str, dict[str, dict[str, Any]]] = {
     "adversarial": {
         "adversarial_examples": {
