@@ -32,7 +32,7 @@ from ._model_data import (CLASSIFICATION_METRICS, DEGENERATE_MODES, LOG_EPS, LOG
 from .._threads import thread_controller
 from .._validation import check_bool, check_choice, check_int, check_n_jobs, check_real_scalar
 from ..games._base import Game
-from .learners import learner_for, unsupported_reason
+from .learners import learner_for, route_decision
 
 __all__ = ["ModelUtility", "ConstantPredictor", "CLASSIFICATION_METRICS", "REGRESSION_METRICS"]
 
@@ -165,9 +165,17 @@ class ModelUtility(Game):
         with a tightly converged scikit-learn fit to about 1e-5 relative and
         probabilities to about 1e-4, and differ from a default fit by that
         solver's own stopping error (accuracy can then differ on test points
-        lying that close to a decision boundary). ``"auto"`` routes only supported models
-        (exact type, supported parameters), ``True`` raises if the model is not
-        supported, ``False`` always fits the estimator itself. A routed ridge
+        lying that close to a decision boundary). ``"auto"`` routes a supported model
+        (exact type, supported parameters) only where it is predicted to be faster:
+        the batched learner's predicted seconds per coalition must be at least 1.5
+        times below one scikit-learn fit's, by a formula in the shapes, solvers and
+        iterations calibrated on measured timings
+        (:mod:`shapley_research.utilities.learners._cost`); iris goes batched,
+        10-class digits (300 points, 64 features, L-BFGS) per subset.
+        ``warm_prefixes=True`` routes any supported ``LogisticRegression``.
+        ``True`` forces the batched learner (raises if the model is not
+        supported), ``False`` always fits the estimator itself. ``route_`` states
+        the route taken and why (``str(game.route_)``). A routed ridge
         game also gets the learner's exact one-pass ``evaluate_prefixes``; the
         logistic learner's one-pass path is an approximation of refitting, so it
         is not exposed here (use ``game.learner_.evaluate_prefixes`` knowingly),
@@ -304,17 +312,15 @@ class ModelUtility(Game):
 
     # -- routing to the batched learners ------------------------------------------------------
     def _route(self, fast):
+        """The batched learner or None, by :func:`~.learners.route_decision`; the decision is kept as ``route_``."""
         if isinstance(fast, (bool, np.bool_)):
             fast = bool(fast)
         elif not (isinstance(fast, str) and fast == "auto"):  # a membership test would let 1 and 0 through
             raise ValueError(f"fast must be 'auto', True or False, got {fast!r}.")
-        if fast is False:
-            return None
-        reason = unsupported_reason(self.model, self.metric)
-        if reason is not None:
-            if fast is True:
-                raise ValueError(f"fast=True but {type(self.model).__name__} has no batched learner here: {reason}. "
-                                 "Pass fast='auto' or fast=False to fit the estimator itself.")
+        n_classes = len(self.targets.classes) if self.task == "classification" else None
+        self.route_ = route_decision(self.model, self.metric, fast, self.n_players, self.X_train.shape[1],
+                                     n_classes, warm_prefixes=self.warm_prefixes)
+        if not self.route_.batched:
             return None
         from sklearn.linear_model import LogisticRegression
 
