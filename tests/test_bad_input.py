@@ -289,8 +289,8 @@ SAMPLERS = {
     # U(empty) and U(D) anchor the truncation; a unit is charged N although prefix N - 1 (D) is never evaluated
     "permutation_truncated": (lambda g, **kw: permutation_shapley(
         g, **{"budget": 40, "seed": 0, "truncation": 0.2, **kw}), N + 2),
-    # one coalition per unit, no anchors
-    "msr_banzhaf": (lambda g, **kw: msr_banzhaf(g, **{"budget": 40, "seed": 0, **kw}), 1),
+    # one coalition per unit, no anchors; two at least, so that a player can be sampled in and out
+    "msr_banzhaf": (lambda g, **kw: msr_banzhaf(g, **{"budget": 40, "seed": 0, **kw}), 2),
     # Beta(16, 1) at N = 3: U(empty), U(D) and a unit of at most N evaluations (info["unit_evaluations"])
     "beta_shapley": (lambda g, **kw: beta_shapley(g, **{"budget": 40, "seed": 0, **kw}), N + 2),
     # Beta(1, 1), the Shapley value: every unit is one permutation, so no U(D)
@@ -420,6 +420,7 @@ def test_sampler_rejects_bad_parameter_before_evaluating(sampler, kwargs, error,
 
 
 @pytest.mark.parametrize("sampler", sorted(SAMPLERS))
+@pytest.mark.filterwarnings("ignore:msr_banzhaf. .* players were sampled only in:UserWarning")
 def test_budget_of_exactly_one_pass_works(sampler):
     call, one_pass = SAMPLERS[sampler]
     result = call(DuckGame(), budget=one_pass)

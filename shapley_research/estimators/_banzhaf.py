@@ -20,19 +20,23 @@ robust to noise in the utility (e.g. the randomness of training).
 from __future__ import annotations
 
 import time
+import warnings
 
 import numpy as np
 
 from ._exact import check_enumeration, utility_table
 from ._permutation import SAMPLING_PARAMETERS
-from ._sampling._loop import (MeanState, default_batch_size, evaluate_coalitions, open_checkpoint, run_sampling,
-                              units_from_budget)
+from ._sampling._loop import (MeanState, default_batch_size, evaluate_coalitions, evaluations_text, open_checkpoint,
+                              run_sampling, units_from_budget)
 from ._small_games import enumerated_result, enumeration_affordable
 from .._validation import (check_float, check_game, check_int, check_n_jobs, check_target,
                            check_target_rank_correlation, check_utilities)
 from ..result import ValuationResult, register_finalizer
 
 __all__ = ["exact_banzhaf", "msr_banzhaf", "random_coalitions"]
+
+#: Smallest budget of msr_banzhaf: two coalitions, so that a player can be seen both in and out of one.
+MSR_MIN_BUDGET = 2
 
 
 def exact_banzhaf(game, *, max_players: int = 20, chunk_size: int = 2**16,
@@ -162,6 +166,17 @@ def _finalize(state, info):
     return values, stderr, {"one_sided_players": np.flatnonzero(~both).tolist(), "fewest_side_samples": fewest}
 
 
+def _warn_one_sided(players: list, n: int, m: int) -> None:
+    """Warn when some player was sampled only in, or only out, of the ``m`` coalitions (value 0 by convention)."""
+    if not players:
+        return
+    enough = MSR_MIN_BUDGET + int(np.ceil(np.log2(max(n, 1)))) + 10  # then P(any one-sided) <= N 2^(1-m) < 0.1%
+    warnings.warn(f"msr_banzhaf: {len(players)} of {n} players were sampled only in, or only out of, all {m} "
+                  "coalitions, so their values are 0 with an infinite standard error "
+                  f"(info['one_sided_players']). A player is one-sided with probability 2^(1-budget): a budget of "
+                  f"{enough} or more makes it unlikely for any of the {n}.", UserWarning, stacklevel=3)
+
+
 def _documents_msr_options(estimator):
     """Put the shared sampling options where the docstring says ``{sampling}``, enumerating with exact_banzhaf."""
     if estimator.__doc__:  # None under python -OO
@@ -224,8 +239,13 @@ def msr_banzhaf(game, budget, seed=None, *, batch_size: int | None = None, n_job
     budget : int or None
         Utility evaluations allowed: one per sampled coalition, no fixed ones
         (``U(empty)`` and ``U(D)`` are not needed; they are drawn like any
-        coalition, with probability :math:`2^{-N}` each). ``None`` (no cap)
-        only with a ``target_stderr`` or ``target_rank_correlation``.
+        coalition, with probability :math:`2^{-N}` each). At least 2 (one
+        coalition holds or lacks every player alike, which estimates nothing;
+        a ``ValueError`` says so), unless it pays for enumerating the game.
+        A player still sampled on one side only after the run (probability
+        :math:`2^{1-m}` each, so likely below about :math:`\log_2 N` coalitions)
+        gets the value 0 and a ``UserWarning`` names how many. ``None`` (no
+        cap) only with a ``target_stderr`` or ``target_rank_correlation``.
     seed : int, optional
         Seed of the random streams; ``None`` draws one (kept on the result).
     batch_size, n_jobs, progress
@@ -256,6 +276,11 @@ def msr_banzhaf(game, budget, seed=None, *, batch_size: int | None = None, n_job
     target_rank_correlation = check_target_rank_correlation(target_rank_correlation)
     if empty_utility is not None:
         empty_utility = check_float(empty_utility, "empty_utility")
+    if (budget is not None and check_int(budget, "budget", minimum=0) < MSR_MIN_BUDGET
+            and not enumeration_affordable(n, budget, empty_utility)):
+        raise ValueError(f"budget={budget} is smaller than one sampled coalition per side: msr_banzhaf needs at "
+                         f"least {evaluations_text(MSR_MIN_BUDGET)}, so that a player can be sampled both in "
+                         "and out of a coalition (one coalition says nothing about any player).")
     n_units = units_from_budget(budget, 0, 1, "sampled coalition", target_stderr=target_stderr,
                                 target_rank_correlation=target_rank_correlation)
     batch_size = (default_batch_size(n, 1) if batch_size is None
@@ -280,11 +305,13 @@ def msr_banzhaf(game, budget, seed=None, *, batch_size: int | None = None, n_job
     info = {"n_players": n, "options": options, "batch_size": batch_size, "empty_utility": empty_utility}
     outcome = run_sampling(sample_batch, dim=3 * n, n_units=n_units, batch_size=batch_size, entropy=entropy,
                            n_jobs=n_jobs, progress=progress, desc="MSR Banzhaf", unit="coalition",
+                           evaluations_per_unit=1,
                            checkpoint=ckpt, target_stderr=target_stderr,
                            target_rank_correlation=target_rank_correlation,
                            estimates_of=lambda state: _finalize(state, info)[:2])
     info.update(outcome.summary())
     values, stderr, updates = _finalize(outcome.state, info)
+    _warn_one_sided(updates["one_sided_players"], n, outcome.state.count)
     return ValuationResult(values=values, n_evaluations=outcome.n_evaluations, method="msr_banzhaf", seed=entropy,
                            wall_time=time.perf_counter() - start, stderr=stderr, n_samples=outcome.state.count,
                            info={**info, **updates}, state=outcome.state)

@@ -178,6 +178,7 @@ def compressive_shapley(game, budget, seed=None, n_measurements: int | None = No
 
     outcome = run_sampling(sample_batch, dim=n + m, n_units=n_units, batch_size=batch_size, entropy=entropy,
                            n_jobs=n_jobs, progress=progress, desc="compressive sampling", unit="perm",
+                           evaluations_per_unit=n,
                            checkpoint=ckpt, target_stderr=target_stderr,
                            target_rank_correlation=target_rank_correlation, watch=slice(0, n))
     state = outcome.state

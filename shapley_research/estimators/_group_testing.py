@@ -309,6 +309,7 @@ def group_testing_shapley(game, budget, seed=None, *, variant: str = "improved",
 
     outcome = run_sampling(sample_batch, dim=n, n_units=n_units, batch_size=batch_size, entropy=entropy,
                            n_jobs=n_jobs, progress=progress, desc=f"group testing ({variant})", unit="test",
+                           evaluations_per_unit=1,
                            checkpoint=ckpt, target_stderr=target_stderr,
                            target_rank_correlation=target_rank_correlation,
                            estimates_of=lambda s: (values_of(s), s.stderr),

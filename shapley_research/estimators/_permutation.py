@@ -79,6 +79,11 @@ SAMPLING_PARAMETERS = r"""
     checkpoint_interval : float, default 60
         Minimum seconds between two writes of the checkpoint.
 
+    A ``budget`` must pay for the estimator's fixed evaluations and one
+    sample (one permutation, test, unit or coalition; ``msr_banzhaf``: two
+    coalitions, one with and one without a player); a smaller one raises a
+    ``ValueError`` naming the minimum.
+
     A ``budget`` that covers every coalition (``2^N`` evaluations, ``2^N - 1``
     with ``empty_utility``; ``N <= 20``) buys the exact values: the game is
     enumerated once (:func:`~shapley_research.exact_shapley`) instead of
@@ -223,7 +228,15 @@ def permutation_shapley(game, budget, seed=None, *, antithetic: bool = False, ro
         cores). ``joblib.parallel_config(backend="dask")`` runs them on a Dask
         cluster.
     progress : bool, optional
-        Show a progress bar (default: only on an interactive terminal).
+        Show progress, counted in utility evaluations with their rate and the
+        time left: ``None`` (default) shows a live bar on an interactive
+        terminal and in a notebook, and in a log (stderr redirected to a file
+        or a pipe) one plain line every 30 s once a run has lasted that long;
+        ``True`` shows it from the start everywhere; ``False`` never. The bar
+        moves after every batch and, with ``n_jobs`` of ``None`` or 1, as a
+        game that fits per coalition reports rows
+        (:func:`~shapley_research.games._progress.report_evaluated`); batches
+        run by workers move it once each. It never changes a number.
     empty_utility : float, optional
         Use this value as ``U(empty)`` instead of evaluating it.
 {sampling}
@@ -338,7 +351,7 @@ def permutation_shapley(game, budget, seed=None, *, antithetic: bool = False, ro
                     desc="permutation sampling" if truncation is None else "truncated permutation sampling",
                     unit="group" if rotations > 1 else "pair" if antithetic else "perm",
                     target_stderr=target_stderr, target_rank_correlation=target_rank_correlation,
-                    estimates_of=estimates_of)
+                    estimates_of=estimates_of, evaluations_per_unit=per_unit)
     if truncation is None:
         outcome = run_sampling(sample_batch, n_units=n_units, checkpoint=ckpt, **sampling)
     else:

@@ -27,13 +27,15 @@ import numpy as np
 
 from ._small_games import enumerated_result, enumeration_affordable
 from ._sampling._loop import (MeanState, Pinned, aux_rng, default_batch_size, evaluate_anchors, open_checkpoint,
-                              pinned_threads, run_sampling, units_from_budget)
+                              evaluations_text, pinned_threads, run_sampling, units_from_budget)
+from ._sampling._progress import progress_bar
 from ._sampling._subsets import random_subsets
 from ._sampling._without_replacement import (MAX_STRATUM, PILOT_PHASE, StratumPlan, draw_coalitions, size_rng,
                                              pass_remainder, without_replacement_sizes)
 from .._validation import (check_choice, check_float, check_game, check_int, check_n_jobs, check_target,
                            check_target_rank_correlation, check_utilities)
 from ._permutation import documents_sampling_options
+from ..games._progress import reporting_to
 from ..result import ValuationResult, register_finalizer
 
 __all__ = ["neyman_size_probabilities", "stratified_svarm_shapley", "svarm_size_probabilities"]
@@ -246,7 +248,8 @@ def _pilot(game, n: int, n_pilot: int, entropy: int, reference: float, batch_siz
     coalitions at N = 2,048). Their utilities are kept in the checkpoint's
     context, so a resumed run redraws the same coalitions from the seed and
     needs no evaluation (nor a noisy game to repeat itself). A progress bar
-    (``progress`` as for the sampling loop) counts the evaluated coalitions.
+    (``progress`` as for the sampling loop) counts the evaluated coalitions,
+    within a batch too where the game reports them and ``n_jobs`` is 1.
     """
     saved = None if checkpoint is None else checkpoint.context.get("pilot_utilities")
     rng = aux_rng(entropy, PILOT_STREAM)
@@ -264,8 +267,6 @@ def _pilot(game, n: int, n_pilot: int, entropy: int, reference: float, batch_siz
         ends = np.cumsum([sizes.size for sizes, _ in draws])
         utilities = np.split(np.asarray(saved, dtype=float), ends[:-1])
     else:
-        from tqdm.auto import tqdm
-
         evaluate = Pinned(_evaluate_batch)  # the same BLAS threads in every worker: identical values
         if n_jobs in (None, 1) or len(draws) == 1:
             results = (evaluate(game, masks) for _, masks in draws)
@@ -274,12 +275,12 @@ def _pilot(game, n: int, n_pilot: int, entropy: int, reference: float, batch_siz
 
             results = Parallel(n_jobs=n_jobs, batch_size=1, return_as="generator")(
                 delayed(evaluate)(game, masks) for _, masks in draws)
-        utilities = []
-        with tqdm(total=n_pilot, desc="SVARM pilot", unit="coalition", leave=False,
-                  disable=None if progress is None else not progress) as bar:
+        utilities, done, bar = [], 0, progress_bar(progress, total=n_pilot, desc="SVARM pilot")
+        with bar, reporting_to(None if bar.disable else bar.update):
             for u in results:  # in batch order, whatever the backend
                 utilities.append(u)
-                bar.update(u.size)
+                done += u.size
+                bar.update(done - bar.n)  # only what the game has not reported
     state = MeanState(3 * (n + 1) ** 2)
     for (sizes, masks), u in zip(draws, utilities):
         state.merge(_batch_state(masks, sizes, u - reference))
@@ -502,7 +503,7 @@ def stratified_svarm_shapley(game, budget, seed=None, *, batch_size: int | None 
     else:  # every stratum is exact: the budget need only cover them
         if budget is not None and check_int(budget, "budget", minimum=0) < fixed:
             raise ValueError(f"budget={budget} is smaller than one pass over the exact strata of a "
-                             f"{n}-player game: it needs {fixed} utility evaluations.")
+                             f"{n}-player game: it needs {evaluations_text(fixed)}.")
         if budget is None and not targeted:
             units_from_budget(budget, fixed, 1, "")  # raises the usual TypeError
         n_units = 0
@@ -566,6 +567,7 @@ def stratified_svarm_shapley(game, budget, seed=None, *, batch_size: int | None 
 
     outcome = run_sampling(sample_batch, dim=dim, n_units=n_units, batch_size=batch_size, entropy=entropy,
                            n_jobs=n_jobs, progress=progress, desc="stratified SVARM", unit="coalition",
+                           evaluations_per_unit=1,
                            checkpoint=ckpt, target_stderr=target_stderr,
                            target_rank_correlation=target_rank_correlation,
                            estimates_of=lambda s: _finalize(with_pilot(s), info)[:2],

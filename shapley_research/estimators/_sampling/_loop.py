@@ -34,6 +34,8 @@ from typing import Callable
 import numpy as np
 
 from ._checkpoint import Checkpoint
+from ._progress import progress_bar, set_total
+from ...games._progress import reporting_to
 from ..._threads import BATCH_THREADS, Pinned, pinned_threads  # noqa: F401 - re-exported to the estimators
 from ..._validation import check_float, check_int, check_seed, check_utilities
 
@@ -191,11 +193,15 @@ def units_from_budget(budget, fixed: int, per_unit: int, what: str, *,
     budget = check_int(budget, "budget", minimum=0)
     n_units = (budget - fixed) // per_unit if budget >= fixed else 0
     if n_units < 1:
-        raise ValueError(
-            f"budget={budget} is smaller than one {what}: it needs at least "
-            f"{fixed + per_unit} utility evaluations ({fixed} fixed + {per_unit} per {what})."
-        )
+        parts = f"{fixed} fixed + {per_unit} per {what}" if fixed else f"{per_unit} per {what}"
+        raise ValueError(f"budget={budget} is smaller than one {what}: it needs at least "
+                         f"{evaluations_text(fixed + per_unit)} ({parts}).")
     return n_units
+
+
+def evaluations_text(count: int) -> str:
+    """``"1 utility evaluation"``, ``"2 utility evaluations"``: a count of evaluations for a message."""
+    return f"{count} utility evaluation{'' if count == 1 else 's'}"
 
 
 def open_checkpoint(checkpoint, seed, *, fingerprint: dict, dim: int,
@@ -355,6 +361,7 @@ def run_sampling(
     target_rank_correlation: float | None = None,
     estimates_of: Callable[[MeanState], tuple[np.ndarray, np.ndarray]] | None = None,
     plan: Callable[[int, int], object] | None = None,
+    evaluations_per_unit: float | None = None,
 ) -> SamplingOutcome:
     """Draw samples in batches and accumulate their mean.
 
@@ -402,8 +409,20 @@ def run_sampling(
     coalitions, :mod:`shapley_research.estimators._sampling._without_replacement`) without running
     them: plans are cheap, so replaying them keeps every batch the same for
     any ``n_jobs`` and after a resume.
+
+    *Progress* (``progress``: :func:`~._progress.progress_bar`) counts
+    utility evaluations, so that its rate and time left are those of the
+    evaluations; ``unit`` names the samples, whose count is shown beside it.
+    Its total is the samples planned times ``evaluations_per_unit`` (the
+    nominal cost of a sample) until a batch has measured the cost. It moves
+    after every batch and, in this process (``n_jobs`` of ``None`` or 1),
+    whenever the game reports rows evaluated within a batch
+    (:func:`~shapley_research.games._progress.report_evaluated`, e.g. a model
+    fitted per coalition); a batch's update adds only the evaluations not
+    reported yet. Batches run by workers (``n_jobs > 1``) move it once per
+    batch. Reports never change what ``game.evaluate`` is asked, so neither
+    does the bar change any number.
     """
-    from tqdm.auto import tqdm
 
     state, n_evaluations, first = MeanState(dim), 0, 0
     if checkpoint is not None and checkpoint.loaded:
@@ -467,8 +486,14 @@ def run_sampling(
         needed = max(needed, MIN_SAMPLES_FOR_PRECISION, state.count)
         return needed if n_units is None else min(needed, n_units)
 
-    bar = tqdm(total=expected_total(), initial=state.count, desc=desc, unit=unit, leave=False,
-               disable=None if progress is None else not progress)
+    def expected_evaluations() -> int | None:
+        units = expected_total()
+        per_unit = n_evaluations / state.count if state.count and n_evaluations else evaluations_per_unit
+        if units is None or per_unit is None:
+            return None
+        return max(int(round(units * per_unit)), n_evaluations)
+
+    bar = progress_bar(progress, total=expected_evaluations(), initial=n_evaluations, desc=desc)
     snapshot = (state.mean.copy(), state.m2.copy(), state.count, n_evaluations, first)
     stopped_by = reached()
 
@@ -493,7 +518,7 @@ def run_sampling(
         else:
             results = iter(())
         try:
-            with bar:
+            with bar, reporting_to(None if bar.disable else bar.update):
                 for batch, (samples, evaluations) in enumerate(results, start=first):
                     if isinstance(samples, MeanState):
                         state.merge(samples)
@@ -503,16 +528,15 @@ def run_sampling(
                     snapshot = (state.mean.copy(), state.m2.copy(), state.count, n_evaluations, batch + 1)
                     if checkpoint is not None:
                         checkpoint.save(*snapshot)
-                    bar.total = expected_total()
-                    bar.update(state.count - bar.n)
-                    postfix = {}
+                    set_total(bar, expected_evaluations())
+                    bar.update(n_evaluations - bar.n)  # only what the game has not reported within the batch
+                    postfix = {f"{unit}s": state.count}
                     if target_stderr is not None:
                         postfix.update(stderr=f"{precision():.3g}", target=f"{target_stderr:.3g}")
                     if target_rank_correlation is not None and not bar.disable:
                         postfix.update(rank_corr=f"{rank_correlation():.4g}",
                                        rank_target=f"{target_rank_correlation:.4g}")
-                    if postfix:
-                        bar.set_postfix(postfix, refresh=False)
+                    bar.set_postfix(postfix, refresh=False)
                     stopped_by = reached()
                     if stopped_by is not None:
                         break

@@ -1,0 +1,95 @@
+"""The estimators' progress bars: live in terminals and notebooks, plain lines in logs.
+
+:func:`progress_bar` picks by where the bar would be seen:
+
+* in a Jupyter kernel (with ``ipywidgets``), ``tqdm.auto``'s notebook widget;
+* on an interactive terminal, tqdm's live bar, redrawn in place;
+* anywhere else (stderr redirected to a log file or a pipe, a CI job, a
+  papermill run without widgets), one plain line every :data:`LOG_INTERVAL`
+  seconds and a last one at the end, never carriage returns. With
+  ``progress=None`` (the default) such lines start only once a run has taken
+  :data:`LOG_INTERVAL` seconds, so quick runs print nothing; ``progress=True``
+  prints a line from the start.
+
+``progress=False`` shows nothing anywhere. The bars count utility
+evaluations, so tqdm's rate and time left are evaluations per second and the
+time the remaining evaluations take at that rate.
+"""
+
+from __future__ import annotations
+
+import sys
+
+#: Seconds between two lines of a bar written to a log (a file or a pipe rather than a terminal).
+LOG_INTERVAL = 30.0
+
+
+class LineWriter:
+    """A file for tqdm that turns each redraw into one plain line (no carriage returns)."""
+
+    def __init__(self, stream):
+        self.stream = stream
+
+    def write(self, text: str) -> None:
+        line = str(text).replace("\r", "").rstrip()
+        if line:
+            self.stream.write(line + "\n")
+
+    def flush(self) -> None:
+        getattr(self.stream, "flush", lambda: None)()
+
+
+def _interactive(stream) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
+def progress_bar(progress: bool | None, *, total: float | None, desc: str, unit: str = "eval",
+                 initial: float = 0, file=None):
+    """A tqdm bar for ``progress`` (``None``: as the module describes; ``False``: disabled).
+
+    Parameters
+    ----------
+    progress : bool or None
+        Whether to show it; ``None`` shows it in terminals and notebooks, and
+        in logs once the run has lasted :data:`LOG_INTERVAL` seconds.
+    total, desc, unit, initial
+        As in ``tqdm``.
+    file : file-like, optional
+        Where a text bar goes (default ``sys.stderr``).
+
+    Returns
+    -------
+    tqdm.tqdm
+        Use it as a context manager; ``bar.disable`` tells whether it shows.
+    """
+    import tqdm.auto
+    from tqdm.std import tqdm as text_tqdm
+
+    common = dict(total=total, initial=initial, desc=desc, unit=unit)
+    if progress is not None and not progress:
+        return text_tqdm(disable=True, **common)
+    if getattr(tqdm.auto, "notebook_tqdm", text_tqdm) is not text_tqdm:  # a Jupyter kernel with widgets
+        return tqdm.auto.tqdm(leave=False, disable=False, **common)
+    stream = sys.stderr if file is None else file
+    if _interactive(stream):
+        return text_tqdm(leave=False, disable=False, file=stream, **common)
+    return text_tqdm(leave=True, disable=False, file=LineWriter(stream), mininterval=LOG_INTERVAL,
+                     maxinterval=LOG_INTERVAL, miniters=1, delay=LOG_INTERVAL if progress is None else 0.0,
+                     **common)
+
+
+def set_total(bar, total: float | None) -> None:
+    """Change ``bar``'s total (a notebook widget's length too) without redrawing it."""
+    if total == bar.total:
+        return
+    widget = getattr(bar, "container", None)  # tqdm.notebook's bar: its length is the widget's maximum
+    if widget is not None and total is not None and not bar.disable:
+        meter = widget.children[1]
+        meter.max = total
+        meter.bar_style = ""
+        if not bar.total:
+            meter.layout.width = None
+    bar.total = total
