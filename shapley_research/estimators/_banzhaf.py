@@ -113,9 +113,13 @@ def _batch_state(masks: np.ndarray, utilities: np.ndarray) -> MeanState:
     squares are two products with the masks (:math:`x^2 = x`), so
     :math:`M_2 = \sum y^2 - (\sum y)^2 / b` follows without the ``b x 3N`` array.
     """
+    from ._sampling._gt_kernels import add_masked_moments  # numba loads on first use
+
     b = masks.shape[0]
-    inside = np.stack([utilities, utilities * utilities]) @ masks  # sums of u and u^2 over the coalitions holding i
-    counts = masks.sum(axis=0).astype(float)
+    moments = np.zeros((3, masks.shape[1]))  # sums of u, u^2 and 1 over the coalitions holding i
+    add_masked_moments(np.ascontiguousarray(masks).view(np.uint8), np.ascontiguousarray(utilities, dtype=float),
+                       moments)
+    inside, counts = moments[:2], moments[2]
     total, total_sq = float(utilities.sum()), float(utilities @ utilities)
     sums = np.concatenate([inside[0], counts, total - inside[0]])
     squares = np.concatenate([inside[1], counts, total_sq - inside[1]])
@@ -278,9 +282,10 @@ def msr_banzhaf(game, budget, seed=None, *, batch_size: int | None = None, n_job
         empty_utility = check_float(empty_utility, "empty_utility")
     if (budget is not None and check_int(budget, "budget", minimum=0) < MSR_MIN_BUDGET
             and not enumeration_affordable(n, budget, empty_utility)):
-        raise ValueError(f"budget={budget} is smaller than one sampled coalition per side: msr_banzhaf needs at "
-                         f"least {evaluations_text(MSR_MIN_BUDGET)}, so that a player can be sampled both in "
-                         "and out of a coalition (one coalition says nothing about any player).")
+        raise ValueError(f"budget={budget} is smaller than one sampled coalition per side: it needs at least "
+                         f"{evaluations_text(MSR_MIN_BUDGET)} (1 per sampled coalition), so that msr_banzhaf can "
+                         "sample a player both in and out of a coalition (one coalition says nothing about any "
+                         "player).")
     n_units = units_from_budget(budget, 0, 1, "sampled coalition", target_stderr=target_stderr,
                                 target_rank_correlation=target_rank_correlation)
     batch_size = (default_batch_size(n, 1) if batch_size is None
