@@ -253,7 +253,8 @@ def is_timing_key(key: str) -> bool:
     """Whether a metrics key or table column holds a measured time or a number derived from one.
 
     By convention such names contain one of :data:`TIMING_WORDS`; every other
-    number an experiment writes must be the same in every run of the same seed.
+    number an experiment writes must be the same, bit for bit, in every run of
+    the same seed on the same machine.
     """
     lowered = key.lower()
     return any(word in lowered for word in TIMING_WORDS)
