@@ -44,7 +44,7 @@ SAMPLING_PARAMETERS = r"""
         Stop as soon as the largest standard error of the values is at most
         this (checked after each batch, from 30 samples on); ``budget`` is
         then a cap and may be ``None`` (no cap). The progress bar estimates
-        the samples still needed.
+        the evaluations still needed.
     target_rank_correlation : float, optional
         Stop as soon as the ranking of the players is stable: after each
         batch (from 30 samples on), with the current values :math:`v` and
