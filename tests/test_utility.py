@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -204,16 +205,24 @@ def test_degenerate_default_and_raise(iris):
         strict.evaluate(empty)
 
 
-def test_real_fit_errors_surface_and_min_samples_makes_them_degenerate(iris):
+def test_models_that_cannot_fit_a_small_coalition_get_the_degenerate_utility_with_a_warning(iris):
+    """k-NN needs n_neighbors points: smaller coalitions are never fitted, get the constant model and a warning."""
     X_train, y_train, X_test, y_test = iris
     mask = np.zeros(len(y_train), dtype=bool)
     mask[np.flatnonzero(y_train == 0)[:2]] = True
     mask[np.flatnonzero(y_train == 1)[:1]] = True  # 3 points, 2 classes: not degenerate by default
     knn = KNeighborsClassifier(n_neighbors=5)
-    with pytest.raises(ValueError, match="n_neighbors"):
-        ModelUtility(knn, X_train, y_train, X_test, y_test)(mask)
-    game = ModelUtility(knn, X_train, y_train, X_test, y_test, min_samples=5)
-    assert game(mask) == np.mean(y_test == 0)  # constant model: majority label of S
+    game = ModelUtility(knn, X_train, y_train, X_test, y_test)
+    with pytest.warns(UserWarning, match="min_samples=5") as record:
+        value = game(mask)
+    assert value == np.mean(y_test == 0)  # constant model: majority label of S
+    assert game.n_fits == 0 and len([w for w in record if "min_samples" in str(w.message)]) == 1
+    quiet = ModelUtility(knn, X_train, y_train, X_test, y_test, min_samples=5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert quiet(mask) == value
+    with pytest.raises(ValueError, match="n_neighbors=5"):
+        ModelUtility(knn, X_train, y_train, X_test, y_test, degenerate="raise")(mask)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -16,7 +16,9 @@ The metrics and the convention for degenerate coalitions are documented in
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import warnings
 from collections import OrderedDict
 from typing import Callable
 
@@ -27,8 +29,10 @@ import numpy as np
 from ._model_data import (CLASSIFICATION_METRICS, DEGENERATE_MODES, LOG_EPS, LOG_ONE_MINUS_EPS,  # noqa: F401
                           REGRESSION_METRICS, ConstantPredictor, TargetInfo, check_dataset,
                           check_degenerate_options, clipped_mean_log_probability, constant_utilities,
-                          degenerate_rows, degenerate_utilities, r2_from_sums, regression_scores,
-                          resolve_metric)
+                          degenerate_rows, degenerate_utilities, is_frame, r2_from_sums, regression_scores,
+                          resolve_metric, take_rows)
+from ._coalition_fits import (CoalitionFitWarning, collected_warnings, describe_error, fit_size_limit,
+                              unfit_message, with_all_classes)
 from .._threads import thread_controller
 from .._validation import check_bool, check_choice, check_int, check_n_jobs, check_real_scalar
 from ..games._base import Game
@@ -117,9 +121,10 @@ class ModelUtility(Game):
     Players are the training points (``n_players = len(X_train)``). Every
     non-degenerate coalition gets a fresh ``sklearn.base.clone(model)`` (or a
     deep copy for non-scikit-learn objects with ``fit``/``predict``), fitted on
-    the rows of ``S`` and scored on the fixed test set. The metrics and the
+    the rows of ``S`` and scored on the fixed test set. The metrics, the
     convention for degenerate coalitions (empty, a single class, fewer than
-    ``min_samples`` points) are in the Notes below.
+    ``min_samples`` points, or none the model can be fitted on), the classes a
+    coalition missed and the warnings of coalition fits are in the Notes below.
 
     Parameters
     ----------
@@ -127,13 +132,19 @@ class ModelUtility(Game):
         Any object with ``fit(X, y)`` and ``predict(X)`` (and ``predict_proba``
         for ``metric="neg_log_loss"``). Never modified.
     X_train, y_train : arrays of shape (N, d) and (N,)
-        The players. Features must be finite; labels may be any sortable values.
+        The players. Arrays, lists and DataFrames of finite numbers are
+        converted to float arrays; a DataFrame with a non-numeric column or
+        missing values goes to the model as it is (rows taken by position), for
+        instance raw data for a ``Pipeline`` with a ``ColumnTransformer``, and
+        ``X_test`` must then be a DataFrame with the same columns. Labels may be
+        any sortable values (a list or Series too).
     X_test, y_test : arrays of shape (m, d) and (m,)
-        The fixed test set.
+        The fixed test set, of the same kind as ``X_train``.
     metric : str or callable, default "accuracy"
         ``"accuracy"``, ``"neg_log_loss"``, ``"neg_mean_squared_error"``
         (``"neg_mse"``), ``"neg_mean_absolute_error"`` (``"neg_mae"``), ``"r2"``,
-        or ``scorer(model, X_test, y_test) -> float``.
+        or ``scorer(model, X_test, y_test) -> float``, such as any scorer of
+        ``sklearn.metrics.get_scorer`` (see Notes for coalitions that miss a class).
     task : {"auto", "classification", "regression"}, default "auto"
         With a string metric the task follows from it; with a callable it is
         ``"classification"`` for scikit-learn classifiers, else ``"regression"``.
@@ -158,7 +169,8 @@ class ModelUtility(Game):
         solver but ``liblinear``) to :class:`~shapley_research.utilities.learners.LogisticRegressionUtility`
         and ``Ridge`` (scalar ``alpha > 0``, ``positive=False``) to
         :class:`~shapley_research.utilities.learners.RidgeUtility`, with a string metric of
-        the model's task. They minimise the same objective as scikit-learn:
+        the model's task, on numeric features (``"auto"`` fits DataFrames given as
+        they are with the model itself). They minimise the same objective as scikit-learn:
         ridge agrees with ``Ridge`` to rounding (about 1e-14 relative); logistic
         regression is solved to ``min(model.tol, 1e-6)`` (tighter than the
         default ``tol=1e-4`` of ``LogisticRegression``), so coefficients agree
@@ -207,7 +219,8 @@ class ModelUtility(Game):
     ----------
     n_players : int
     n_fits : int
-        Models fitted so far (non-degenerate coalitions actually trained).
+        Models fitted so far (non-degenerate coalitions actually trained, and
+        the one fit of the full training set described in Notes).
     learner_ : Game or None
         The batched learner when the model was routed to one, else None.
     cache_ : CoalitionCache or None
@@ -232,6 +245,18 @@ class ModelUtility(Game):
     a callable ``scorer(model, X_test, y_test) -> float``
         e.g. an ``sklearn.metrics.get_scorer`` object (:class:`ModelUtility` only).
 
+    **Classes a coalition missed** (classification with a callable metric). A
+    model fitted on a coalition that holds some training classes but not all
+    knows only those. The scorer then gets the fitted model seen with every
+    class of the training set: ``classes_`` is the full set, ``predict_proba``
+    gives a missed class probability 0 (so the scorer
+    ``get_scorer("neg_log_loss")`` equals ``"neg_log_loss"``),
+    ``predict_log_proba`` gives it ``-inf``, ``decision_function`` gives it the
+    lowest score of the row minus ``1 + |lowest|`` (finite, ranked last, as
+    probability 0 is), and ``predict`` and every other attribute are the fitted
+    model's (which is ``coalition_model_``). A coalition that holds every class
+    is scored with the fitted model itself.
+
     **Degenerate coalitions.** A coalition is *degenerate* when a model cannot
     be fitted on it: the empty set, any coalition with fewer than
     ``min_samples`` points, and for classification any coalition holding fewer
@@ -252,9 +277,26 @@ class ModelUtility(Game):
     ``"raise"``
         Raise a ``ValueError`` naming the coalition.
 
-    Errors raised while fitting a *non-degenerate* coalition are real errors and
-    propagate (with a note giving the coalition size); raise ``min_samples`` for
-    models that need more points (e.g. ``KNeighborsClassifier(n_neighbors=5)``).
+    **Coalitions the model cannot be fitted on.** A model with a known minimum
+    (``KNeighborsClassifier`` / ``KNeighborsRegressor``, also as a
+    ``Pipeline``'s final step, needs ``n_neighbors`` points) is never handed a
+    smaller coalition; any other error raised while fitting or scoring a
+    coalition is caught. Such coalitions get the utility of a degenerate
+    coalition under ``degenerate`` (``"raise"`` raises the error), and each
+    ``evaluate`` call that met some gives one ``UserWarning`` with their count,
+    their causes and the ``min_samples`` that would make them degenerate up
+    front (and silent). An error is the user's to see, and is raised with a
+    note, when the full training set cannot be fitted and scored either: at
+    the first caught error the full training set is fitted once to find out
+    (and a model whose minimum exceeds ``N`` is refused when the game is built).
+
+    **Warnings of coalition fits.** Warnings raised while fitting and scoring
+    the coalitions of one ``evaluate`` call (in this process or in its joblib
+    workers) are collected and shown once per kind (category and message, its
+    numbers aside), with the first message and how often it was raised, at the
+    place it was first raised: filters on category, message or module apply as
+    to the warning itself (e.g. ``warnings.filterwarnings("ignore",
+    category=ConvergenceWarning)``).
 
     Examples
     --------
@@ -288,10 +330,16 @@ class ModelUtility(Game):
             raise TypeError(f"metric='neg_log_loss' needs a model with predict_proba; "
                             f"{type(model).__name__} has none.")
         self.X_train, self.y_train, self.X_test, self.y_test = check_dataset(
-            X_train, y_train, X_test, y_test, task)
+            X_train, y_train, X_test, y_test, task, tables=True)
         self.degenerate, self.default_utility, self.min_samples = check_degenerate_options(
             degenerate, default_utility, min_samples)
         self.n_players = self.X_train.shape[0]
+        self._fit_limit = fit_size_limit(model)
+        if self._fit_limit is not None and self.min_samples <= self.n_players < self._fit_limit[0]:
+            raise ValueError(f"{self._fit_limit[1]} but X_train has {self.n_players}: no coalition could be "
+                             "fitted. Lower n_neighbors, or raise min_samples above the number of points to "
+                             "treat every coalition as degenerate.")
+        self._full_set_fits: bool | None = None  # found out at the first coalition that cannot be fitted
         self.targets = TargetInfo(self.y_train, self.y_test, task)
         cache = check_bool(cache, "cache")
         self.cache_ = CoalitionCache(check_int(cache_size, "cache_size", minimum=1)) if cache else None
@@ -301,7 +349,7 @@ class ModelUtility(Game):
         self.n_jobs = check_n_jobs(n_jobs)
         self.n_fits = 0
         self.warm_prefixes = check_bool(warm_prefixes, "warm_prefixes")
-        self.learner_ = self._route(fast)
+        self.learner_ = self._route_tables(fast) if is_frame(self.X_train) else self._route(fast)
         if self.warm_prefixes and getattr(self.learner_, "prefix_path", None) != "exact":
             routing = "not routed" if self.learner_ is None else "routed to " + type(self.learner_).__name__
             raise ValueError(f"warm_prefixes=True needs a LogisticRegression routed to the batched learner "
@@ -330,6 +378,16 @@ class ModelUtility(Game):
                            self.metric, degenerate=self.degenerate,
                            default_utility=self.default_utility, min_samples=self.min_samples, **options)
 
+    def _route_tables(self, fast):
+        """Routing for DataFrames given as they are: the batched learners compute on numeric X only."""
+        if isinstance(fast, (bool, np.bool_)) and fast:
+            raise ValueError("fast=True needs numeric features, but X_train and X_test are DataFrames with "
+                             "non-numeric columns or missing values, which go to the model as they are. "
+                             "Pass fast='auto' or fast=False to fit the model itself.")
+        if (isinstance(fast, (bool, np.bool_)) and not fast) or (isinstance(fast, str) and fast == "auto"):
+            return None
+        return self._route(fast)  # refuses any other value with its own message
+
     # -- evaluation -------------------------------------------------------------------------
     def _evaluate(self, masks: np.ndarray) -> np.ndarray:
         if self.cache_ is not None:
@@ -342,51 +400,118 @@ class ModelUtility(Game):
             values = self.learner_.evaluate(masks)
             self.n_fits += self.learner_.n_fits - before
             return values
+        with collected_warnings() as tally:
+            values, unfit = self._compute_rows(masks, tally)
+        tally.emit(masks.shape[0])  # outside the collection: the user's filters decide
+        if unfit is not None:
+            warnings.warn(unfit, CoalitionFitWarning, stacklevel=4)
+        return values
+
+    def _compute_rows(self, masks: np.ndarray, tally) -> tuple[np.ndarray, str | None]:
+        """Utilities of ``masks`` and the message about coalitions that could not be fitted (or None)."""
         counts = self.targets.class_counts(masks) if self.task == "classification" else None
         degenerate = degenerate_rows(masks, self.targets, self.min_samples, counts)
         values = np.empty(masks.shape[0])
         if degenerate.any():
-            values[degenerate] = degenerate_utilities(
-                masks[degenerate], self.targets, self.metric, self.degenerate, self.default_utility,
-                None if counts is None else counts[degenerate], self.X_test)
-        rows = np.flatnonzero(~degenerate)
-        if rows.size < 2 or self.n_jobs in (None, 1):
-            values[rows] = self._fit_rows(masks[rows])
-            return values
-        from joblib import Parallel, delayed, effective_n_jobs
+            values[degenerate] = self._degenerate_utilities(masks, degenerate, counts)
+        too_small = np.zeros_like(degenerate)
+        if self._fit_limit is not None:  # known before the fit: never handed to the model
+            too_small = ~degenerate & (masks.sum(axis=1) < self._fit_limit[0])
+        rows = np.flatnonzero(~degenerate & ~too_small)
+        values[rows], errors = self._fit_batches(masks[rows], tally)
+        failed = rows[sorted(errors)]
+        if not too_small.any() and failed.size == 0:
+            return values, None
+        causes: dict[str, int] = {}
+        if too_small.any():
+            causes[self._fit_limit[1]] = int(too_small.sum())
+        for error in errors.values():
+            causes[describe_error(error)] = causes.get(describe_error(error), 0) + 1
+        self._check_unfit(masks, too_small, failed, [errors[i] for i in sorted(errors)], tally)
+        unfit = too_small.copy()
+        unfit[failed] = True
+        values[unfit] = self._degenerate_utilities(masks, unfit, counts)
+        largest = int(masks[unfit].sum(axis=1).max())
+        suggested = max(largest + 1, self._fit_limit[0] if too_small.any() else 0)
+        return values, unfit_message(int(unfit.sum()), masks.shape[0], causes, largest, suggested, self.degenerate)
 
-        # a few chunks per worker: process overhead stays small next to the fits, load stays balanced
-        chunks = np.array_split(rows, min(rows.size, 4 * effective_n_jobs(self.n_jobs)))
-        worker = copy.copy(self)
-        worker.cache_, worker.n_jobs = None, None  # no cache to ship; no parallelism inside workers
-        parts = Parallel(n_jobs=self.n_jobs)(delayed(worker._fit_rows)(masks[chunk]) for chunk in chunks)
-        values[rows] = np.concatenate(parts)
-        self.n_fits += rows.size
-        return values
+    def _degenerate_utilities(self, masks: np.ndarray, rows: np.ndarray, counts) -> np.ndarray:
+        return degenerate_utilities(masks[rows], self.targets, self.metric, self.degenerate, self.default_utility,
+                                    None if counts is None else counts[rows], self.X_test)
 
-    def _fit_rows(self, masks: np.ndarray) -> np.ndarray:
-        """Fit and score one coalition per row of ``masks`` (all non-degenerate), in this process."""
-        if self.blas_threads is None:
-            return np.array([self._fit_and_score(mask) for mask in masks], dtype=float)
-        with thread_controller().limit(limits=self.blas_threads):
-            return np.array([self._fit_and_score(mask) for mask in masks], dtype=float)
+    def _check_unfit(self, masks: np.ndarray, too_small: np.ndarray, failed: np.ndarray, errors: list, tally) -> None:
+        """Raise when coalitions that could not be fitted must not get the degenerate utility.
 
-    def _fit_and_score(self, mask: np.ndarray) -> float:
-        model = _fresh_copy(self.model)
-        try:
-            model.fit(self.X_train[mask], self.y_train[mask])
-        except Exception as exc:
-            if hasattr(exc, "add_note"):
-                exc.add_note(f"ModelUtility: while fitting {type(self.model).__name__} on a coalition of "
-                             f"{int(mask.sum())} points; raise min_samples to treat such coalitions as "
-                             "degenerate if the model cannot be fitted on them.")
-            raise
-        self.n_fits += 1
-        return self.score(model)
+        Errors are the user's to see when the full training set cannot be fitted
+        and scored either, and with ``degenerate="raise"``.
+        """
+        if errors:
+            if self._full_set_fits is None:  # one probe per game: a fit of the full training set
+                _, probe_errors = self._fit_batches(np.ones((1, self.n_players), dtype=bool), tally)
+                self._full_set_fits = not probe_errors
+            if not self._full_set_fits or self.degenerate == "raise":
+                error = errors[0]
+                why = ("the full training set cannot be fitted and scored either, so this is no small-coalition "
+                       "problem" if not self._full_set_fits else "degenerate='raise'")
+                if hasattr(error, "add_note"):
+                    error.add_note(f"ModelUtility: while fitting and scoring {type(self.model).__name__} on a "
+                                   f"coalition of {int(masks[failed[0]].sum())} points; raised because {why}. "
+                                   "Coalitions that only small sizes fail on get the degenerate utility "
+                                   "(raise min_samples to make them degenerate up front).")
+                raise error
+        if self.degenerate == "raise" and too_small.any():
+            size = int(masks[too_small][0].sum())
+            raise ValueError(f"ModelUtility: cannot fit a coalition of {size} point(s): {self._fit_limit[1]}; "
+                             f"pass min_samples={self._fit_limit[0]}, or degenerate='constant' or 'default'.")
+
+    def _fit_batches(self, masks: np.ndarray, tally) -> tuple[np.ndarray, dict[int, Exception]]:
+        """Fit and score every row of ``masks``, in joblib workers with ``n_jobs``: values and errors by row."""
+        if masks.shape[0] < 2 or self.n_jobs in (None, 1):
+            parts = [self._fit_rows(masks)]
+        else:
+            from joblib import Parallel, delayed, effective_n_jobs
+
+            # a few chunks per worker: process overhead stays small next to the fits, load stays balanced
+            chunks = np.array_split(np.arange(masks.shape[0]), min(masks.shape[0], 4 * effective_n_jobs(self.n_jobs)))
+            worker = copy.copy(self)
+            worker.cache_, worker.n_jobs = None, None  # no cache to ship; no parallelism inside workers
+            parts = Parallel(n_jobs=self.n_jobs)(delayed(worker._fit_rows)(masks[chunk]) for chunk in chunks)
+        values, errors, offset = [np.empty(0)], {}, 0
+        for part_values, part_errors, n_fitted, part_tally in parts:
+            values.append(part_values)
+            errors.update({offset + row: error for row, error in part_errors.items()})
+            offset += len(part_values)
+            self.n_fits += n_fitted
+            tally.merge(part_tally)
+        return np.concatenate(values), errors
+
+    def _fit_rows(self, masks: np.ndarray):
+        """Fit and score one coalition per row of ``masks``, in this process.
+
+        Returns the utilities (NaN where it failed), the errors by row, the
+        number of models fitted and the warnings raised (a worker's own).
+        """
+        values, errors, n_fitted = np.full(masks.shape[0], np.nan), {}, 0
+        limit = (contextlib.nullcontext() if self.blas_threads is None
+                 else thread_controller().limit(limits=self.blas_threads))
+        with collected_warnings() as tally, limit:
+            for row, mask in enumerate(masks):
+                model = _fresh_copy(self.model)
+                try:
+                    model.fit(take_rows(self.X_train, mask), self.y_train[mask])
+                    n_fitted += 1
+                    values[row] = self.score(model)
+                except MemoryError:
+                    raise
+                except Exception as error:  # noqa: BLE001 - judged in _check_unfit, against the full training set
+                    errors[row] = error
+        return values, errors, n_fitted, tally
 
     def score(self, model) -> float:
         """The metric of a fitted ``model`` on the test set."""
         if callable(self.metric):
+            if self.task == "classification":  # a column for every training class (Notes)
+                model = with_all_classes(model, self.targets.classes)
             return check_real_scalar(self.metric(model, self.X_test, self.y_test), "metric: the scorer")
         if self.task == "regression":
             predictions = np.asarray(model.predict(self.X_test), dtype=float).reshape(1, -1)

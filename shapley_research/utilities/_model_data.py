@@ -46,12 +46,59 @@ def _check_targets(y, name: str, n_samples: int, X_name: str, task: str) -> np.n
     return check_class_labels(y, name)
 
 
-def check_dataset(X_train, y_train, X_test, y_test, task: str):
-    """Validate a train/test split; return float features and 1-D targets."""
-    X_train = check_features(X_train, "X_train")
-    X_test = check_features(X_test, "X_test")
-    if X_train.shape[1] != X_test.shape[1]:
-        raise ValueError(f"X_train has {X_train.shape[1]} features but X_test has {X_test.shape[1]}.")
+def is_frame(X) -> bool:
+    """Whether ``X`` is a 2-D pandas-like table (rows selected by position with ``.iloc``)."""
+    return hasattr(X, "iloc") and hasattr(X, "columns") and getattr(X, "ndim", None) == 2
+
+
+def is_raw_table(X) -> bool:
+    """A DataFrame that is not a finite numeric table (text, categories, missing values): given as is."""
+    if not is_frame(X):
+        return False
+    try:
+        check_features(X, "X")
+    except (TypeError, ValueError):
+        return True
+    return False
+
+
+def _check_tables(X_train, X_test):
+    """Two DataFrames with the same columns and at least one row and column each, left as they are."""
+    for name, X in (("X_train", X_train), ("X_test", X_test)):
+        if not is_frame(X):
+            raise TypeError(f"{name} must be a DataFrame when the other features are a DataFrame with "
+                            f"non-numeric columns or missing values (both go to the model as they are), "
+                            f"got {type(X).__name__}.")
+        if X.shape[0] == 0:
+            raise ValueError(f"{name} is empty: it must contain at least one sample.")
+        if X.shape[1] == 0:
+            raise ValueError(f"{name} has no features (shape {X.shape}).")
+    if list(X_train.columns) != list(X_test.columns):
+        raise ValueError(f"X_test must have the columns of X_train in the same order; got "
+                         f"{list(X_test.columns)[:10]} against {list(X_train.columns)[:10]}.")
+    return X_train, X_test
+
+
+def take_rows(X, mask: np.ndarray):
+    """The rows of ``mask``: ``X[mask]`` for arrays, by position for DataFrames."""
+    return X.iloc[np.flatnonzero(mask)] if is_frame(X) else X[mask]
+
+
+def check_dataset(X_train, y_train, X_test, y_test, task: str, *, tables: bool = False):
+    """Validate a train/test split; return float features and 1-D targets.
+
+    With ``tables=True`` a DataFrame that is not a finite numeric table (see
+    :func:`is_raw_table`) is kept as it is, for a model to take it (X_test
+    then must be a DataFrame with the same columns); anything else is checked
+    and converted to float exactly as without it.
+    """
+    if tables and (is_raw_table(X_train) or is_raw_table(X_test)):
+        X_train, X_test = _check_tables(X_train, X_test)
+    else:
+        X_train = check_features(X_train, "X_train")
+        X_test = check_features(X_test, "X_test")
+        if X_train.shape[1] != X_test.shape[1]:
+            raise ValueError(f"X_train has {X_train.shape[1]} features but X_test has {X_test.shape[1]}.")
     y_train = _check_targets(y_train, "y_train", X_train.shape[0], "X_train", task)
     y_test = _check_targets(y_test, "y_test", X_test.shape[0], "X_test", task)
     if task == "classification":

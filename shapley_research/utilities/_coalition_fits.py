@@ -1,0 +1,233 @@
+"""What surrounds one coalition's fit in :class:`~shapley_research.ModelUtility`.
+
+* :func:`with_all_classes`: a fitted classifier seen with the classes of the
+  whole training set, so that scorer objects score coalitions that miss a class;
+* :func:`fit_size_limit`: the smallest coalition a model is known to need;
+* :func:`collected_warnings` and :class:`WarningTally`: the warnings raised
+  while fitting and scoring coalitions, reported once per kind with a count;
+* :class:`CoalitionFitWarning` and :func:`unfit_message`: the one warning about
+  coalitions that could not be fitted.
+
+The conventions themselves are documented once, in :class:`~shapley_research.ModelUtility` (Notes).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import sys
+import threading
+import warnings
+from numbers import Integral
+from typing import Iterator
+
+import numpy as np
+from sklearn.utils.metaestimators import available_if
+
+__all__ = ["AllClassesModel", "with_all_classes", "fit_size_limit", "collected_warnings", "WarningTally",
+           "CoalitionFitWarning", "unfit_message", "describe_error"]
+
+
+# --------------------------------------------------------------------------------------------
+# Every class of the training set
+# --------------------------------------------------------------------------------------------
+
+def _inner_has(method: str):
+    return lambda self: hasattr(self.coalition_model_, method)
+
+
+class AllClassesModel:
+    """A fitted classifier that answers with a column for every class of the training set.
+
+    The convention for the classes the coalition missed is documented in
+    :class:`~shapley_research.ModelUtility` (Notes, "Classes a coalition missed").
+    """
+
+    _estimator_type = "classifier"  # scikit-learn < 1.6 reads this instead of the tags
+
+    def __init__(self, model, classes: np.ndarray):
+        self.coalition_model_ = model
+        self.classes_ = np.asarray(classes)
+        self._columns = np.searchsorted(self.classes_, np.asarray(model.classes_))
+
+    def __sklearn_tags__(self):
+        from sklearn.utils import get_tags
+
+        return get_tags(self.coalition_model_)
+
+    def __getattr__(self, name: str):
+        if name.startswith("__") or name in ("coalition_model_", "classes_", "_columns"):
+            raise AttributeError(name)  # never recurse while unpickling or half-built
+        return getattr(self.coalition_model_, name)
+
+    def predict(self, X) -> np.ndarray:
+        return self.coalition_model_.predict(X)
+
+    @available_if(_inner_has("predict_proba"))
+    def predict_proba(self, X) -> np.ndarray:
+        return self._spread(self.coalition_model_.predict_proba(X), 0.0)
+
+    @available_if(_inner_has("predict_log_proba"))
+    def predict_log_proba(self, X) -> np.ndarray:
+        return self._spread(self.coalition_model_.predict_log_proba(X), -np.inf)
+
+    @available_if(_inner_has("decision_function"))
+    def decision_function(self, X) -> np.ndarray:
+        scores = np.asarray(self.coalition_model_.decision_function(X), dtype=float)
+        if scores.ndim == 1:  # two classes: the score of classes_[1]; classes_[0]'s is its negation (sklearn's rule)
+            scores = np.column_stack([-scores, scores])
+        lowest = scores.min(axis=1, keepdims=True)
+        return self._spread(scores, lowest - 1.0 - np.abs(lowest))
+
+    def _spread(self, values, fill) -> np.ndarray:
+        values = np.asarray(values, dtype=float)
+        out = np.empty((values.shape[0], len(self.classes_)))
+        out[...] = fill
+        out[:, self._columns] = values
+        return out
+
+
+def with_all_classes(model, classes: np.ndarray):
+    """``model`` itself when it knows every class in ``classes``, else an :class:`AllClassesModel`."""
+    seen = getattr(model, "classes_", None)
+    if seen is None:
+        return model
+    seen = np.asarray(seen)
+    if seen.ndim != 1 or len(seen) == len(classes) or len(seen) == 0:
+        return model
+    position = np.clip(np.searchsorted(classes, seen), 0, len(classes) - 1)
+    if not np.array_equal(classes[position], seen):  # labels the training set does not hold: leave it alone
+        return model
+    return AllClassesModel(model, classes)
+
+
+# --------------------------------------------------------------------------------------------
+# Models known to need a minimum number of points
+# --------------------------------------------------------------------------------------------
+
+def fit_size_limit(model) -> tuple[int, str] | None:
+    """``(k, reason)`` when ``model`` (or a Pipeline's final step) cannot be used on fewer than ``k`` points."""
+    from sklearn.neighbors import KNeighborsClassifier, KNeighborsRegressor
+    from sklearn.pipeline import Pipeline
+
+    final = model
+    while isinstance(final, Pipeline) and final.steps:
+        final = final.steps[-1][1]
+    if isinstance(final, (KNeighborsClassifier, KNeighborsRegressor)):
+        k = final.n_neighbors
+        if isinstance(k, Integral) and not isinstance(k, bool) and k > 1:
+            return int(k), f"{type(final).__name__}(n_neighbors={k}) needs at least {k} points"
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# Warnings raised while fitting and scoring coalitions
+# --------------------------------------------------------------------------------------------
+
+_NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
+_modules_by_file: dict[str, str | None] = {}
+
+
+def _module_of(filename: str) -> str | None:
+    """The imported module that ``filename`` is (so that filters by module still match a summary)."""
+    if filename not in _modules_by_file:
+        _modules_by_file[filename] = next((name for name, module in list(sys.modules.items())
+                                           if getattr(module, "__file__", None) == filename), None)
+    return _modules_by_file[filename]
+
+
+class WarningTally:
+    """Warnings counted by kind: category and message text with its numbers replaced by ``#``."""
+
+    def __init__(self):
+        self.kinds: dict[tuple, list] = {}  # key -> [category, first text, filename, lineno, module, count]
+
+    def add(self, message, category, filename: str, lineno: int) -> None:
+        text = str(message)
+        key = (category.__module__, category.__qualname__, _NUMBER.sub("#", text))
+        if key in self.kinds:
+            self.kinds[key][-1] += 1
+        else:
+            self.kinds[key] = [category, text, filename, lineno, _module_of(filename), 1]
+
+    def merge(self, other: "WarningTally") -> None:
+        for key, (category, text, filename, lineno, module, count) in other.kinds.items():
+            if key in self.kinds:
+                self.kinds[key][-1] += count
+            else:
+                self.kinds[key] = [category, text, filename, lineno, module, count]
+
+    def emit(self, n_coalitions: int) -> None:
+        """One warning per kind, of its category and at its first place, so the user's filters apply."""
+        for category, text, filename, lineno, module, count in self.kinds.values():
+            summary = (f"{text}\n[ModelUtility: raised {count} time(s) while fitting and scoring "
+                       f"{n_coalitions} coalition(s) of one evaluate call; shown once, with the first message.]")
+            warnings.warn_explicit(summary, category, filename, lineno, module=module, registry=None)
+
+
+_lock = threading.Lock()
+_active = {"depth": 0, "saved": None}
+_local = threading.local()
+
+
+def _show(message, category, filename, lineno, file=None, line=None) -> None:
+    tally = getattr(_local, "tally", None)
+    if tally is not None:
+        tally.add(message, category, filename, lineno)
+    elif _active["saved"] is not None:  # another thread's warning while this thread collects: shown as before
+        _active["saved"][1](message, category, filename, lineno, file, line)
+
+
+@contextlib.contextmanager
+def collected_warnings() -> Iterator[WarningTally]:
+    """Collect every warning raised in this thread into a :class:`WarningTally` instead of showing it.
+
+    Thread-safe: the first collection in the process installs the hook (every
+    warning recorded, ``"always"``) and the last one restores the filters; a
+    thread collects into its own tally.
+    """
+    tally, outer = WarningTally(), getattr(_local, "tally", None)
+    with _lock:
+        if _active["depth"] == 0:
+            context = warnings.catch_warnings()
+            context.__enter__()
+            _active["saved"] = (context, warnings.showwarning)
+            warnings.simplefilter("always")
+            warnings.showwarning = _show
+        _active["depth"] += 1
+    _local.tally = tally
+    try:
+        yield tally
+    finally:
+        _local.tally = outer
+        with _lock:
+            _active["depth"] -= 1
+            if _active["depth"] == 0:
+                context, _ = _active["saved"]
+                _active["saved"] = None
+                context.__exit__(None, None, None)
+
+
+# --------------------------------------------------------------------------------------------
+# Coalitions that could not be fitted
+# --------------------------------------------------------------------------------------------
+
+class CoalitionFitWarning(UserWarning):
+    """Some coalitions could not be fitted or scored and got the utility of a degenerate coalition."""
+
+
+def unfit_message(n_unfit: int, n_coalitions: int, causes: dict[str, int], largest: int, min_samples: int,
+                  degenerate: str) -> str:
+    """The one warning of an evaluate call about coalitions that could not be fitted or scored."""
+    listed = "; ".join(f"{count} x {cause}" for cause, count in causes.items())
+    return (f"ModelUtility: {n_unfit} of {n_coalitions} coalition(s) of this evaluate call could not be fitted "
+            f"and scored, and got the utility of a degenerate coalition (degenerate={degenerate!r}): {listed}. "
+            f"The largest had {largest} point(s): pass min_samples={min_samples} to treat coalitions that "
+            "small as degenerate without this warning.")
+
+
+def describe_error(error: BaseException) -> str:
+    """``"Type: first line of the message"``, numbers replaced by ``#``, to count errors by kind."""
+    lines = str(error).strip().splitlines()
+    first = _NUMBER.sub("#", lines[0] if lines else "")
+    return f"{type(error).__name__}: {first[:160]}"

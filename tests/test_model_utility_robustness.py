@@ -1,0 +1,345 @@
+"""ModelUtility on what a run meets: every scorer, coalitions no model can be fitted on, warnings, raw data.
+
+Coalitions that miss a class, models that need more points than a coalition
+has, fits that raise, the warnings of hundreds of fits, and DataFrames with
+text columns: none may kill a run, and real errors must still surface.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.compose import ColumnTransformer
+from sklearn.datasets import load_iris
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.impute import SimpleImputer
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import get_scorer, get_scorer_names, top_k_accuracy_score
+from sklearn.neighbors import KNeighborsClassifier
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import OneHotEncoder, StandardScaler
+
+from shapley_research import ModelUtility, permutation_shapley
+
+
+@pytest.fixture(scope="module")
+def multiclass():
+    X, y = load_iris(return_X_y=True)
+    order = np.random.default_rng(0).permutation(len(y))
+    train, test = order[:30], order[30:90]
+    return X[train], y[train], X[test], y[test]
+
+
+@pytest.fixture(scope="module")
+def binary():
+    X, y = load_iris(return_X_y=True)
+    X, y = X[y > 0], y[y > 0] - 1  # versicolor against virginica: overlapping, so scores are not all 1
+    order = np.random.default_rng(1).permutation(len(y))
+    train, test = order[:30], order[30:90]
+    return X[train], y[train], X[test], y[test]
+
+
+def masks_missing_a_class(y_train):
+    """The full set, then coalitions without the largest, without the smallest, and with one class only."""
+    return np.array([np.ones(len(y_train), bool), y_train != y_train.max(), y_train != y_train.min(),
+                     y_train == y_train[0]])
+
+
+# ---------------------------------------------------------------------------------------------
+# Every classification scorer of scikit-learn
+# ---------------------------------------------------------------------------------------------
+
+def scorer_kind(name):
+    """The rule for which scorers are classification scorers: where their score function lives.
+
+    Regression metrics (``sklearn.metrics._regression``) need real-valued
+    predictions and clustering metrics (``sklearn.metrics.cluster``) compare
+    partitions; every other scorer is scored on a classifier here.
+    """
+    module = get_scorer(name)._score_func.__module__
+    if module.startswith("sklearn.metrics._regression"):
+        return "regression"
+    if module.startswith("sklearn.metrics.cluster"):
+        return "clustering"
+    return "classification"
+
+
+SKIPPED = {
+    "regression": {"d2_absolute_error_score", "explained_variance", "neg_max_error", "neg_mean_absolute_error",
+                   "neg_mean_absolute_percentage_error", "neg_mean_gamma_deviance", "neg_mean_poisson_deviance",
+                   "neg_mean_squared_error", "neg_mean_squared_log_error", "neg_median_absolute_error",
+                   "neg_root_mean_squared_error", "neg_root_mean_squared_log_error", "r2"},
+    "clustering": {"adjusted_mutual_info_score", "adjusted_rand_score", "completeness_score",
+                   "fowlkes_mallows_score", "homogeneity_score", "mutual_info_score",
+                   "normalized_mutual_info_score", "rand_score", "v_measure_score"},
+}
+CLASSIFICATION_SCORERS = [name for name in get_scorer_names() if scorer_kind(name) == "classification"]
+
+
+def test_only_regression_and_clustering_scorers_are_skipped():
+    """A scorer scikit-learn adds is either tested below or must be added here knowingly."""
+    names = set(get_scorer_names())
+    for kind, expected in SKIPPED.items():
+        assert {name for name in names if scorer_kind(name) == kind} == expected & names, kind
+    assert {"accuracy", "neg_log_loss", "roc_auc_ovr", "top_k_accuracy"} <= set(CLASSIFICATION_SCORERS)
+
+
+@pytest.mark.parametrize("data", ["binary", "multiclass"])
+@pytest.mark.parametrize("name", CLASSIFICATION_SCORERS)
+def test_every_classification_scorer_survives_coalitions_missing_a_class(request, data, name):
+    """Finite utilities, the direct score on the full set; a scorer that does not apply fails as sklearn does."""
+    X_train, y_train, X_test, y_test = request.getfixturevalue(data)
+    scorer, model = get_scorer(name), LogisticRegression()
+    masks = masks_missing_a_class(y_train)
+    game = ModelUtility(model, X_train, y_train, X_test, y_test, scorer)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # UndefinedMetricWarning of one-class predictions
+        try:
+            direct = scorer(clone(model).fit(X_train, y_train), X_test, y_test)
+        except ValueError as error:  # a binary-only or multilabel scorer on these labels: every coalition fails
+            with pytest.raises(ValueError, match=re.escape(str(error).splitlines()[0][:40])):
+                game.evaluate(masks)
+            return
+        values = game.evaluate(masks)
+    assert np.isfinite(values).all()
+    assert values[0] == pytest.approx(direct, rel=1e-12, abs=1e-12)
+
+
+def test_neg_log_loss_scorer_follows_the_string_metric_convention(multiclass):
+    """A class the coalition never saw has probability 0, clipped at machine epsilon, for both."""
+    X_train, y_train, X_test, y_test = multiclass
+    masks = masks_missing_a_class(y_train)
+    scorer = ModelUtility(LogisticRegression(), X_train, y_train, X_test, y_test, get_scorer("neg_log_loss"))
+    string = ModelUtility(LogisticRegression(), X_train, y_train, X_test, y_test, "neg_log_loss")
+    np.testing.assert_allclose(scorer.evaluate(masks), string.evaluate(masks), rtol=1e-10)
+
+
+def test_classes_a_coalition_missed_rank_last(multiclass):
+    """With two of three classes fitted, the top-2 classes are those two: top-2 accuracy is their test share."""
+    X_train, y_train, X_test, y_test = multiclass
+    seen = y_train != 2
+    for response in ("decision_function", "predict_proba"):
+        def top2(model, X, y, response=response):
+            assert list(model.classes_) == [0, 1, 2]
+            scores = getattr(model, response)(X)
+            assert scores.shape == (len(X), 3) and np.isfinite(scores).all()
+            return top_k_accuracy_score(y, scores, k=2, labels=model.classes_)
+
+        game = ModelUtility(LogisticRegression(), X_train, y_train, X_test, y_test, top2)
+        assert game(seen) == pytest.approx(np.mean(y_test != 2))
+
+
+def test_a_coalition_that_holds_every_class_gets_the_fitted_model_itself(multiclass):
+    X_train, y_train, X_test, y_test = multiclass
+    types = []
+    game = ModelUtility(LogisticRegression(), X_train, y_train, X_test, y_test,
+                        lambda model, X, y: types.append(type(model)) or 0.0)
+    game.evaluate(masks_missing_a_class(y_train)[:2])
+    assert types[0] is LogisticRegression and types[1] is not LogisticRegression
+    assert game.n_fits == 2
+
+
+# ---------------------------------------------------------------------------------------------
+# Coalitions a model cannot be fitted on
+# ---------------------------------------------------------------------------------------------
+
+class NeedsPoints(ClassifierMixin, BaseEstimator):
+    """A classifier whose fit raises below ``minimum`` points (a model's own limit, unknown to the utility)."""
+
+    def __init__(self, minimum=6):
+        self.minimum = minimum
+
+    def fit(self, X, y):
+        if len(X) < self.minimum:
+            raise ValueError(f"NeedsPoints needs {self.minimum} points, got {len(X)}")
+        self.classes_ = np.unique(y)
+        self.majority_ = self.classes_[np.argmax([np.sum(y == c) for c in self.classes_])]
+        return self
+
+    def predict(self, X):
+        return np.full(len(X), self.majority_)
+
+
+def two_class_prefixes(y_train, sizes):
+    """Coalitions of the given sizes holding classes 0 and 1 (alternating while both last, then class 1)."""
+    zeros, ones = np.flatnonzero(y_train == 0), np.flatnonzero(y_train == 1)
+    k = min(len(zeros), len(ones))
+    order = np.concatenate([np.ravel(np.column_stack([zeros[:k], ones[:k]])), zeros[k:], ones[k:]])
+    masks = np.zeros((len(sizes), len(y_train)), dtype=bool)
+    for row, size in zip(masks, sizes):
+        row[order[:size]] = True
+    return masks
+
+
+def fit_warnings(record):
+    return [w for w in record if "min_samples" in str(w.message)]
+
+
+@pytest.mark.parametrize("model, limit", [
+    (KNeighborsClassifier(n_neighbors=5), 5),
+    (make_pipeline(StandardScaler(), KNeighborsClassifier(n_neighbors=4)), 4),  # the limit of the final step
+    (NeedsPoints(minimum=6), 6),  # caught at the fit
+])
+@pytest.mark.parametrize("n_jobs", [None, 2])
+def test_small_coalitions_get_the_degenerate_utility_and_one_warning(multiclass, model, limit, n_jobs):
+    X_train, y_train, X_test, y_test = multiclass
+    masks = two_class_prefixes(y_train, range(2, 12))
+    game = ModelUtility(model, X_train, y_train, X_test, y_test, n_jobs=n_jobs)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        values = game.evaluate(masks)
+    (warning,) = fit_warnings(record)  # one per evaluate call
+    n_small = limit - 2
+    assert f"{n_small} of 10 coalition(s)" in str(warning.message)
+    assert f"min_samples={limit}" in str(warning.message)
+    constant = ModelUtility(model, X_train, y_train, X_test, y_test, min_samples=limit, n_jobs=n_jobs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)  # min_samples as the warning says: no warning
+        expected = constant.evaluate(masks)
+    np.testing.assert_array_equal(values, expected)
+    assert game.n_fits == 10 - n_small + isinstance(model, NeedsPoints)  # + one fit of the full training set
+
+
+def test_unfit_coalitions_follow_default_and_raise(multiclass):
+    X_train, y_train, X_test, y_test = multiclass
+    masks = two_class_prefixes(y_train, [3, 8])
+    game = ModelUtility(NeedsPoints(), X_train, y_train, X_test, y_test, degenerate="default", default_utility=-2.0)
+    with pytest.warns(UserWarning, match="min_samples=4"):
+        values = game.evaluate(masks)
+    assert values[0] == -2.0 and values[1] != -2.0
+    strict = ModelUtility(NeedsPoints(), X_train, y_train, X_test, y_test, degenerate="raise")
+    with pytest.raises(ValueError, match="needs 6 points") as info:
+        strict.evaluate(masks)
+    assert any("degenerate='raise'" in note for note in getattr(info.value, "__notes__", []))
+
+
+def test_a_model_that_fails_on_the_full_training_set_raises(multiclass):
+    """Failing everywhere is the user's bug, never silently a degenerate utility."""
+    X_train, y_train, X_test, y_test = multiclass
+    game = ModelUtility(NeedsPoints(minimum=1000), X_train, y_train, X_test, y_test)
+    with pytest.raises(ValueError, match="needs 1000 points") as info:
+        game.evaluate(two_class_prefixes(y_train, [4, 8]))
+    assert any("full training set" in note for note in getattr(info.value, "__notes__", []))
+    with pytest.raises(ValueError, match="n_neighbors=50"):  # known before any fit
+        ModelUtility(KNeighborsClassifier(n_neighbors=50), X_train, y_train, X_test, y_test)
+
+
+def test_a_run_with_a_model_that_needs_points_finishes(multiclass):
+    X_train, y_train, X_test, y_test = multiclass
+    game = ModelUtility(KNeighborsClassifier(n_neighbors=5), X_train, y_train, X_test, y_test, cache=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        result = permutation_shapley(game, budget=4 * len(y_train), seed=0)
+    assert np.isfinite(result.values).all()
+
+
+# ---------------------------------------------------------------------------------------------
+# Warnings of coalition fits: once per kind, with a count
+# ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("n_jobs", [None, 2])
+def test_convergence_warnings_are_reported_once_with_their_count(multiclass, n_jobs):
+    X_train, y_train, X_test, y_test = multiclass
+    masks = two_class_prefixes(y_train, range(6, 26, 2))
+    game = ModelUtility(LogisticRegression(max_iter=1), X_train, y_train, X_test, y_test, n_jobs=n_jobs)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        game.evaluate(masks)
+    convergence = [w for w in record if issubclass(w.category, ConvergenceWarning)]
+    assert len(convergence) == 1
+    assert f"raised {game.n_fits} time(s)" in str(convergence[0].message) and game.n_fits == len(masks)
+    assert "max_iter" in str(convergence[0].message)  # the first message itself, in full
+    with warnings.catch_warnings(record=True) as record:  # the user's filters apply to the summary
+        warnings.simplefilter("always")
+        warnings.filterwarnings("ignore", category=ConvergenceWarning)
+        game.evaluate(masks)
+    assert not [w for w in record if issubclass(w.category, ConvergenceWarning)]
+
+
+def test_collecting_warnings_in_threads_counts_each_thread_and_restores_the_filters(multiclass):
+    X_train, y_train, X_test, y_test = multiclass
+    masks = two_class_prefixes(y_train, range(6, 14))
+    game = ModelUtility(LogisticRegression(max_iter=1), X_train, y_train, X_test, y_test)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        before = list(warnings.filters), warnings.showwarning
+        with ThreadPoolExecutor(4) as pool:
+            list(pool.map(lambda _: game.evaluate(masks), range(8)))
+        assert (list(warnings.filters), warnings.showwarning) == before
+    counts = [int(re.search(r"raised (\d+) time", str(w.message)).group(1)) for w in record
+              if issubclass(w.category, ConvergenceWarning)]
+    assert sum(counts) == 8 * len(masks) and len(counts) <= 8
+
+
+# ---------------------------------------------------------------------------------------------
+# Raw data through a Pipeline, and the inputs that already worked
+# ---------------------------------------------------------------------------------------------
+
+def raw_frames(multiclass, missing=False):
+    X_train, y_train, X_test, y_test = multiclass
+    colours = np.array(["red", "green", "blue"])
+
+    def frame(X, y, seed):
+        df = pd.DataFrame(X[:, :2], columns=["length", "width"])
+        df["colour"] = colours[(y + np.random.default_rng(seed).integers(0, 2, len(y))) % 3]  # text, informative
+        if missing:
+            df.loc[::7, "length"] = np.nan
+        return df
+
+    return frame(X_train, y_train, 0), y_train, frame(X_test, y_test, 1), y_test
+
+
+def raw_pipeline(missing=False):
+    numbers = make_pipeline(SimpleImputer(), StandardScaler()) if missing else StandardScaler()
+    columns = ColumnTransformer([("numbers", numbers, ["length", "width"]),
+                                 ("text", OneHotEncoder(handle_unknown="ignore"), ["colour"])])
+    return make_pipeline(columns, LogisticRegression())
+
+
+@pytest.mark.parametrize("missing", [False, True])
+def test_a_pipeline_is_valued_on_raw_data_as_scikit_learn_fits_it(multiclass, missing):
+    X_train, y_train, X_test, y_test = raw_frames(multiclass, missing)
+    model = raw_pipeline(missing)
+    game = ModelUtility(model, X_train, y_train, X_test, y_test, fast="auto")
+    assert game.learner_ is None and game.X_train is X_train  # given to the model as it is
+    masks = two_class_prefixes(y_train, [10, 20])
+    masks = np.vstack([masks, np.ones(len(y_train), bool)])
+    expected = [clone(model).fit(X_train[m], y_train[m]).score(X_test, y_test) for m in masks]
+    np.testing.assert_array_equal(game.evaluate(masks), expected)
+    result = permutation_shapley(game, budget=2 * len(y_train), seed=0)
+    assert np.isfinite(result.values).all()
+
+
+def test_raw_data_refuses_fast_and_mismatched_test_features(multiclass):
+    X_train, y_train, X_test, y_test = raw_frames(multiclass)
+    model = raw_pipeline()
+    with pytest.raises(ValueError, match="fast=True needs numeric features"):
+        ModelUtility(LogisticRegression(), X_train, y_train, X_test, y_test, fast=True)
+    with pytest.raises(TypeError, match="X_test must be a DataFrame"):
+        ModelUtility(model, X_train, y_train, X_test.to_numpy(), y_test)
+    with pytest.raises(ValueError, match="X_test must have the columns of X_train"):
+        ModelUtility(model, X_train, y_train, X_test[["width", "length", "colour"]], y_test)
+    with pytest.raises(ValueError, match="fast must be 'auto', True or False"):
+        ModelUtility(model, X_train, y_train, X_test, y_test, fast="yes")
+
+
+def test_numeric_frames_series_lists_and_string_labels_give_the_array_values(multiclass):
+    """Inputs that worked before go the same way as arrays: the same numbers, bit for bit."""
+    X_train, y_train, X_test, y_test = multiclass
+    names = np.array(["setosa", "versicolor", "virginica"])
+    masks = np.vstack([two_class_prefixes(y_train, [8, 14]), np.ones(len(y_train), bool)])
+    for metric in ("accuracy", "neg_log_loss", get_scorer("roc_auc_ovr")):
+        reference = ModelUtility(LogisticRegression(), X_train, y_train, X_test, y_test, metric).evaluate(masks)
+        frames = ModelUtility(LogisticRegression(), pd.DataFrame(X_train), pd.Series(names[y_train]),
+                              pd.DataFrame(X_test), pd.Series(names[y_test]), metric)
+        assert isinstance(frames.X_train, np.ndarray)
+        lists = ModelUtility(LogisticRegression(), X_train.tolist(), y_train.tolist(), X_test.tolist(),
+                             y_test.tolist(), metric)
+        np.testing.assert_array_equal(frames.evaluate(masks), reference)
+        np.testing.assert_array_equal(lists.evaluate(masks), reference)
