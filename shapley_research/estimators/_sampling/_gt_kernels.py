@@ -199,3 +199,24 @@ def scatter_small_sides(y, drawn, flip, indptr, vals, sums):
         if e < stop:
             sums[vals[e], 0] += a
             sums[vals[e], 1] += b
+
+
+@numba.njit(cache=True, nogil=True)
+def add_masked_moments(masks, y, sums):
+    """``sums[0, i] += sum_t y_t x_ti``, ``sums[1, i] += sum_t y_t^2 x_ti``, ``sums[2, i] += sum_t x_ti``.
+
+    ``masks``: ``(b, N)`` uint8 (0/1). One pass over the rows in order (so the
+    sums are the same on every machine and thread count), each row a
+    vectorised sweep of the players: about 0.3 ns per cell, where casting the
+    masks to float for a BLAS product costs several times more than a cheap
+    game's own evaluation of them (MSR Banzhaf's batch statistics).
+    """
+    for t in range(masks.shape[0]):
+        a = y[t]
+        a2 = a * a
+        row = masks[t]
+        for i in range(masks.shape[1]):
+            x = np.float64(row[i])
+            sums[0, i] += a * x
+            sums[1, i] += a2 * x
+            sums[2, i] += x
