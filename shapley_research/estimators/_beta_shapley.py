@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import time
 from functools import partial
+from typing import NamedTuple
 
 import numpy as np
 from scipy.special import betaln, gammaln
@@ -46,7 +47,7 @@ from ._sampling._loop import (default_batch_size, evaluate_anchors, open_checkpo
                               units_from_budget)
 from .._validation import (check_bool, check_float, check_game, check_int, check_n_jobs, check_target,
                            check_target_rank_correlation, check_utilities)
-from ..games._base import evaluate_prefixes
+from ..games._base import PREFIX_MASK_CELLS, evaluate_prefixes
 from ..result import ValuationResult, register_finalizer
 
 __all__ = ["beta_weights", "exact_beta_shapley", "beta_shapley"]
@@ -230,57 +231,102 @@ def _most_extra_evaluations(layout: _Layout) -> int:
     return int(most)
 
 
+class _Chains(NamedTuple):
+    """The chains of a batch of units: runs of slots of one layer at consecutive sizes.
+
+    Chain ``c`` covers slots ``heads[c] .. heads[c] + lengths[c] - 1`` (players
+    ``members[slot]`` join it in that order), starts from a base of ``low[c]``
+    players and belongs to unit ``unit[c]``.
+    """
+
+    heads: np.ndarray
+    lengths: np.ndarray
+    low: np.ndarray
+    unit: np.ndarray
+    members: np.ndarray
+    n: int
+
+
+def _chains(perms: np.ndarray, layer: np.ndarray, chain_size: np.ndarray) -> _Chains:
+    """Cut the units' slots into chains (every unit's first slot starts one)."""
+    n = perms.shape[1]
+    first = np.ones(layer.size, dtype=bool)
+    first[1:] = (layer[1:] != layer[:-1]) | (chain_size[1:] != chain_size[:-1] + 1)
+    first[::n] = True
+    heads = np.flatnonzero(first)
+    lengths = np.diff(np.append(heads, layer.size))
+    return _Chains(heads, lengths, chain_size[heads], heads // n, perms.ravel(), n)
+
+
+def _segments(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For runs of ``counts`` entries: each entry's run and its position within the run."""
+    owner = np.repeat(np.arange(counts.size), counts)
+    return owner, np.arange(owner.size) - np.repeat(np.cumsum(counts) - counts, counts)
+
+
+def _chain_ranks(chains: _Chains, which: np.ndarray) -> np.ndarray:
+    """``(len(which), N)`` ranks: 0 in the base of chain ``c``, ``j`` if a player joins it ``j``-th, else ``N + 1``.
+
+    The base of a chain of first size ``s`` is the ``s`` players after it in
+    its unit's permutation (cyclically). Built for the chains ``which`` only,
+    so the buffer is as large as the masks evaluated from it.
+    """
+    n = chains.n
+    dtype = np.int16 if n + 1 <= np.iinfo(np.int16).max else np.int32  # the gather below is rows x N of them
+    rank = np.full((which.size, n), n + 1, dtype=dtype)
+    owner, step = _segments(chains.lengths[which])
+    rank[owner, chains.members[chains.heads[which][owner] + step]] = step + 1
+    based = np.flatnonzero(chains.low[which] > 0)
+    if based.size:
+        c = which[based]
+        owner, step = _segments(chains.low[c])
+        start = chains.unit[c][owner] * n  # the unit's first slot
+        position = start + (chains.heads[c][owner] - start + chains.lengths[c][owner] + step) % n
+        rank[based[owner], chains.members[position]] = 0
+    return rank
+
+
+def _evaluate_chain_rows(game, chains: _Chains, row_chain: np.ndarray, row_step: np.ndarray) -> np.ndarray:
+    """Utilities of coalition ``row_step`` of chain ``row_chain`` (rows ordered by chain), about
+    ``PREFIX_MASK_CELLS`` mask cells per ``game.evaluate`` call: memory ``O(N)`` per row at any ``N``."""
+    step = max(1, PREFIX_MASK_CELLS // chains.n)
+    utilities = np.empty(row_chain.size)
+    for first in range(0, row_chain.size, step):
+        rows = slice(first, first + step)
+        which, local = np.unique(row_chain[rows], return_inverse=True)
+        masks = _chain_ranks(chains, which)[local] <= row_step[rows, None]
+        utilities[rows] = check_utilities(game.evaluate(masks), masks.shape[0])
+    return utilities
+
+
 def _unit_samples(game, rng: np.random.Generator, size: int, layout: _Layout, anchors) -> tuple[np.ndarray, int]:
     """``(size, N)`` samples, one marginal contribution per player and unit, and the evaluations made.
 
     Draws the units' permutations, then their slot offsets (see
-    :func:`beta_shapley`); evaluates every chain's coalitions in one call of
+    :func:`beta_shapley`); evaluates the chains' coalitions through
     ``game.evaluate`` (whole permutations through ``evaluate_prefixes``).
     """
     n = layout.n
     perms = random_permutations(rng, size, n)
     cells = layout.slots(rng.integers(layout.scale, size=size, dtype=np.int64)).ravel()
-    layer, chain_size = layout.cell_layer[cells], layout.cell_size[cells]
-    # a chain is a run of slots of one layer at consecutive sizes (every unit's first slot starts one)
-    first = np.ones(cells.size, dtype=bool)
-    first[1:] = (layer[1:] != layer[:-1]) | (chain_size[1:] != chain_size[:-1] + 1)
-    first[::n] = True
-    heads = np.flatnonzero(first)
-    lengths = np.diff(np.append(heads, cells.size))
-    low, high = chain_size[heads], chain_size[heads] + lengths  # sizes of its first and last coalitions
-    chain_of_slot = np.repeat(np.arange(heads.size), lengths)
-    unit_of_chain = heads // n
-    members = perms.ravel()  # slot t of unit u is taken by player perms[u, t]
-    # rank[c, i]: 0 in the base of chain c, j if i joins it j-th, n + 1 if never in it
-    dtype = np.int16 if n + 1 <= np.iinfo(np.int16).max else np.int32  # the gather below is rows x N of them
-    rank = np.full((heads.size, n), n + 1, dtype=dtype)
-    rank[chain_of_slot, members] = np.arange(cells.size) - heads[chain_of_slot] + 1
-    # the base of a chain of first size s: the s players after it in the unit's permutation (cyclically)
-    based = np.flatnonzero(low > 0)
-    if based.size:
-        step = np.arange(n)[None, :]
-        start = unit_of_chain[based, None] * n  # the unit's first slot
-        position = start + (heads[based, None] - start + lengths[based, None] + step) % n
-        chain, _ = np.nonzero(step < low[based, None])
-        rank[based[chain], members[position[step < low[based, None]]]] = 0
-    # coalition j of chain c (j = 0..length): rank <= j, of size low + j; known at the empty set and at D
-    row_chain = np.repeat(np.arange(heads.size), lengths + 1)
-    row_step = np.arange(row_chain.size) - np.repeat(np.cumsum(lengths + 1) - (lengths + 1), lengths + 1)
-    row_size = low[row_chain] + row_step
+    chains = _chains(perms, layout.cell_layer[cells], layout.cell_size[cells])
+    # coalition j of chain c (j = 0..length): its base and first j joiners; known at the empty set and at D
+    row_chain, row_step = _segments(chains.lengths + 1)
+    row_size = chains.low[row_chain] + row_step
     utilities = np.where(row_size == 0, anchors.empty, anchors.full)
-    whole = (low == 0) & (high == n)
+    whole = (chains.low == 0) & (chains.low + chains.lengths == n)
     in_whole = whole[row_chain] & (row_step > 0)
     made = 0
     if whole.any():  # whole permutations: the game's prefix path
-        utilities[in_whole] = evaluate_prefixes(game, perms[unit_of_chain[whole]]).ravel()
+        utilities[in_whole] = evaluate_prefixes(game, perms[chains.unit[whole]]).ravel()
         made += int(in_whole.sum())
     todo = ~in_whole & (row_size > 0) & (row_size < n)
     if todo.any():
-        masks = rank[row_chain[todo]] <= row_step[todo, None]
-        utilities[todo] = check_utilities(game.evaluate(masks), masks.shape[0])
+        utilities[todo] = _evaluate_chain_rows(game, chains, row_chain[todo], row_step[todo])
         made += int(todo.sum())
     gains = np.diff(utilities)[row_step[1:] > 0]  # U(coalition j) - U(coalition j - 1), slot by slot
-    samples = np.bincount((np.arange(cells.size) // n) * n + members, weights=gains, minlength=size * n)
+    samples = np.bincount((np.arange(cells.size) // n) * n + chains.members, weights=gains,
+                          minlength=size * n)
     return samples.reshape(size, n), made
 
 

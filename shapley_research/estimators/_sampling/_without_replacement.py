@@ -53,7 +53,7 @@ import numpy as np
 from ._loop import ORDER_STREAM, SIZE_STREAM
 from ._subsets import random_subsets
 
-__all__ = ["MAX_STRATUM", "StratumPlan", "draw_coalitions", "pass_remainder", "size_rng",
+__all__ = ["MAX_STRATUM", "StratumPlan", "draw_coalitions", "pass_remainder", "size_rng", "small_stratum_reach",
            "stratum_coalitions", "unrank", "without_replacement_sizes"]
 
 MAX_STRATUM = 2**20  # largest stratum (coalitions of one size) drawn without replacement
@@ -65,9 +65,36 @@ _orders_held = [0]  # entries held by _orders, kept as a running count (summing 
 _orders_lock = threading.Lock()  # batches of the threading backend share the cache
 
 
+def small_stratum_reach(n_players: int, limit: int | None = None) -> int:
+    r"""The largest :math:`s \le N/2` with :math:`\binom Ns \le` ``limit`` (``-1`` if none).
+
+    ``limit`` defaults to :data:`MAX_STRATUM`, read at call time.
+    :math:`\binom Nk` rises with ``k`` up to :math:`N/2` and is symmetric, so
+    the strata of at most ``limit`` coalitions are exactly the sizes
+    :math:`k \le s` and :math:`k \ge N - s`. The ratio
+    :math:`\binom N{k+1} / \binom Nk = (N-k)/(k+1)` is at least 2 below
+    :math:`N/3`, so the exact integer walk takes at most about
+    :math:`\log_2` ``limit`` + 1 steps past the first, whatever ``N``: no
+    binomial of ``N`` is ever computed in full.
+    """
+    limit = MAX_STRATUM if limit is None else limit  # tests switch the strata off by setting it to 0
+    reach, count = -1, 1  # count = C(N, reach + 1)
+    while reach + 1 <= n_players // 2 and count <= limit:
+        reach += 1
+        count = count * (n_players - reach) // (reach + 1)
+    return reach
+
+
 def without_replacement_sizes(n_players: int, levels) -> list[int]:
-    r"""The sizes among ``levels`` whose strata are drawn without replacement: :math:`\binom Nk \le` ``MAX_STRATUM``."""
-    return [int(k) for k in levels if 0 <= k <= n_players and comb(n_players, int(k)) <= MAX_STRATUM]
+    r"""The sizes among ``levels`` whose strata are drawn without replacement: :math:`\binom Nk \le` ``MAX_STRATUM``.
+
+    ``O(len(levels))`` after :func:`small_stratum_reach`'s few steps.
+    """
+    n_players = int(n_players)
+    reach = small_stratum_reach(n_players)
+    k = np.asarray(levels, dtype=np.int64).ravel()
+    chosen = (k >= 0) & (k <= n_players) & ((k <= reach) | (k >= n_players - reach))
+    return k[chosen].tolist()
 
 
 def size_rng(entropy: int, batch: int, phase: int = MAIN_PHASE) -> np.random.Generator:
