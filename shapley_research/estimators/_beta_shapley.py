@@ -473,7 +473,7 @@ def beta_shapley(game, budget, seed=None, alpha: float = 16.0, beta: float = 1.0
 
     outcome = run_sampling(sample_batch, dim=n, n_units=n_units, batch_size=batch_size, entropy=entropy,
                            n_jobs=n_jobs, progress=progress, desc="Beta Shapley sampling", unit="unit",
-                           checkpoint=ckpt, target_stderr=target_stderr,
+                           evaluations_per_unit=per_unit, checkpoint=ckpt, target_stderr=target_stderr,
                            target_rank_correlation=target_rank_correlation)
     info.update(batch_size=batch_size, empty_utility=anchors.empty, **outcome.summary())
     if layout.needs_full:
