@@ -129,6 +129,7 @@ def test_classes_a_coalition_missed_rank_last(multiclass):
             assert list(model.classes_) == [0, 1, 2]
             scores = getattr(model, response)(X)
             assert scores.shape == (len(X), 3) and np.isfinite(scores).all()
+            np.testing.assert_array_equal(model.classes_[np.argmax(scores, axis=1)], model.predict(X))
             return top_k_accuracy_score(y, scores, k=2, labels=model.classes_)
 
         game = ModelUtility(LogisticRegression(), X_train, y_train, X_test, y_test, top2)

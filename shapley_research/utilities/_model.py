@@ -253,9 +253,10 @@ class ModelUtility(Game):
     ``get_scorer("neg_log_loss")`` equals ``"neg_log_loss"``),
     ``predict_log_proba`` gives it ``-inf``, ``decision_function`` gives it the
     lowest score of the row minus ``1 + |lowest|`` (finite, ranked last, as
-    probability 0 is), and ``predict`` and every other attribute are the fitted
-    model's (which is ``coalition_model_``). A coalition that holds every class
-    is scored with the fitted model itself.
+    probability 0 is; a two-class model's single score :math:`d` is :math:`-d`
+    and :math:`d` for its two classes, as in scikit-learn), and ``predict`` and
+    every other attribute are the fitted model's (which is ``coalition_model_``).
+    A coalition that holds every class is scored with the fitted model itself.
 
     **Degenerate coalitions.** A coalition is *degenerate* when a model cannot
     be fitted on it: the empty set, any coalition with fewer than
