@@ -36,6 +36,7 @@ from ._coalition_fits import (CoalitionFitWarning, collected_warnings, describe_
 from .._threads import thread_controller
 from .._validation import check_bool, check_choice, check_int, check_n_jobs, check_real_scalar
 from ..games._base import Game
+from ..games._progress import report_evaluated
 from .learners import learner_for, route_decision
 
 __all__ = ["ModelUtility", "ConstantPredictor", "CLASSIFICATION_METRICS", "REGRESSION_METRICS"]
@@ -506,6 +507,7 @@ class ModelUtility(Game):
                     raise
                 except Exception as error:  # noqa: BLE001 - judged in _check_unfit, against the full training set
                     errors[row] = error
+                report_evaluated()  # moves the estimator's progress bar per fit (a no-op in worker processes)
         return values, errors, n_fitted, tally
 
     def score(self, model) -> float:
