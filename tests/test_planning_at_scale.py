@@ -114,3 +114,17 @@ def test_beta_shapley_chains_are_evaluated_a_bounded_block_at_a_time(alpha, beta
     whole = sr.beta_shapley(CellRecordingGame(n), 8 * n, seed=2, alpha=alpha, beta=beta, progress=False)
     np.testing.assert_array_equal(chunked.values, whole.values)
     assert chunked.n_evaluations == whole.n_evaluations
+
+
+def test_compressive_sampling_refuses_a_measurement_matrix_beyond_its_cap_before_evaluating():
+    game = CellRecordingGame(10_000)
+    with pytest.raises(ValueError, match="n_measurements=5000 x 10000 players"):
+        sr.compressive_shapley(game, 30_000, seed=0, progress=False)
+    assert game.shapes == []
+
+
+def test_stratified_svarm_refuses_an_o_n_squared_state_before_evaluating():
+    game = CellRecordingGame(5_000)
+    with pytest.raises(ValueError, match="O\\(N\\^2\\) memory"):
+        sr.stratified_svarm_shapley(game, 30_000, seed=0, progress=False)
+    assert game.shapes == []

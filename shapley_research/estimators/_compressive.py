@@ -66,6 +66,9 @@ def l1_recovery(matrix: np.ndarray, measurements: np.ndarray, centre: np.ndarray
     return centre + np.asarray(delta.value) * scale, problem.status
 
 
+MAX_MEASUREMENT_ENTRIES = 2**25  # M x N of the measurement matrix: 256 MiB of float64 (N = 8,192 at M = N / 2)
+
+
 @documents_sampling_options
 def compressive_shapley(game, budget, seed=None, n_measurements: int | None = None, *,
                         epsilon: float | None = None, recovery: str = "homotopy", solver: str = "CLARABEL",
@@ -88,8 +91,14 @@ def compressive_shapley(game, budget, seed=None, n_measurements: int | None = No
         \|A(\bar s + \Delta s) - \bar y\|_2 \le \epsilon,
         \qquad \hat s = \bar s + \Delta s^*,
 
-    which exploits approximate sparsity of ``s - s_bar`` (Theorem 4). Only
-    ``O(N + M)`` running statistics are kept.
+    which exploits approximate sparsity of ``s - s_bar`` (Theorem 4). The
+    running statistics are ``O(N + M)``; the matrix ``A`` is ``O(MN)`` (8 bytes
+    an entry), and the l1 recovery passes over it once per knot of its path
+    (up to about ``2 min(M, N)`` knots) and keeps a ``min(M, N)`` square factor:
+    inherently larger than the ``O(N)`` of the other sampling estimators, so
+    ``M N`` is capped at :data:`MAX_MEASUREMENT_ENTRIES` (``N = 8,192`` at the
+    default ``M``). Larger games need a smaller ``n_measurements`` or another
+    estimator.
 
     Parameters
     ----------
@@ -155,6 +164,12 @@ def compressive_shapley(game, budget, seed=None, n_measurements: int | None = No
     target_rank_correlation = check_target_rank_correlation(target_rank_correlation)
     m = (int(np.ceil(n / 2)) if n_measurements is None
          else check_int(n_measurements, "n_measurements", minimum=1))
+    if m * n > MAX_MEASUREMENT_ENTRIES:
+        raise ValueError(
+            f"n_measurements={m} x {n} players is a measurement matrix of {m * n:,} entries; compressive_shapley "
+            f"takes at most {MAX_MEASUREMENT_ENTRIES:,} (its matrix and l1 recovery grow as M x N, unlike the "
+            "O(N) estimators). Pass a smaller n_measurements (Theorem 4 asks about K log(N / 2K) for K-sparse "
+            "values), or use permutation_shapley or group_testing_shapley on a game this large.")
     if epsilon is not None:
         epsilon = check_float(epsilon, "epsilon", minimum=0.0)
     fixed = 1 if empty_utility is not None else 2
