@@ -75,15 +75,19 @@ def _batch_state(masks: np.ndarray, sizes: np.ndarray, u: np.ndarray) -> MeanSta
     utility :math:`u_t`) holds, for every player ``i`` and size ``k``,
     :math:`c = [i \in A_t, k_t = k]`, :math:`u_t c` and :math:`u_t^2 c`, then
     per size :math:`[k_t = k]`, :math:`u_t [k_t = k]` and :math:`u_t^2 [k_t = k]`.
-    Their sums are bincounts over the members of each coalition, and
+    Their sums are sums over the members of each coalition (a compiled sweep
+    per row, in the order of a bincount over the members, so the same sums), and
     :math:`M_2 = \sum x^2 - (\sum x)^2 / b` follows from the same sums
     (:math:`c^2 = c`) plus one of :math:`u^4`.
     """
+    from ._sampling._gt_kernels import add_sized_member_moments  # numba loads on first use
+
     b, n = masks.shape
-    rows, players = np.nonzero(masks)
-    cells = players * (n + 1) + sizes[rows]
     powers = [None, u, u**2, u**4]
-    member = [np.bincount(cells, weights=None if w is None else w[rows], minlength=_block(n)) for w in powers]
+    sized = np.zeros((4, n + 1, n))  # [moment, size, player]: one contiguous line per row and moment
+    add_sized_member_moments(np.ascontiguousarray(masks).view(np.uint8), np.asarray(sizes, dtype=np.int64),
+                             *(np.ascontiguousarray(w, dtype=float) for w in powers[1:]), sized)
+    member = [moment.T.ravel() for moment in sized]  # cell players * (n + 1) + size, as the state lays them out
     by_size = [np.bincount(sizes, weights=w, minlength=n + 1) for w in powers]
     sums, squares = [], []
     for moments in (member, by_size):

@@ -220,3 +220,27 @@ def add_masked_moments(masks, y, sums):
             sums[0, i] += a * x
             sums[1, i] += a2 * x
             sums[2, i] += x
+
+
+@numba.njit(cache=True, nogil=True)
+def add_sized_member_moments(masks, sizes, w1, w2, w4, out):
+    """``out[:, k_t, i] += [1, w1_t, w2_t, w4_t] x_ti`` for every row ``t`` (size ``k_t``) and player ``i``.
+
+    ``masks``: ``(b, N)`` uint8 (0/1); ``out``: ``(4, N + 1, N)``, size-major
+    so that a row adds into one contiguous line per moment. Rows are added in
+    order, so each entry is the same sum, in the same order, as a
+    ``np.bincount`` over the members in row-major order (adding ``0 * w``
+    leaves a sum unchanged): Stratified SVARM's per-(player, size) moments at
+    a vectorised sweep per row instead of a scattered bincount per member.
+    """
+    for t in range(masks.shape[0]):
+        k = sizes[t]
+        a1, a2, a4 = w1[t], w2[t], w4[t]
+        row = masks[t]
+        o0, o1, o2, o4 = out[0, k], out[1, k], out[2, k], out[3, k]
+        for i in range(masks.shape[1]):
+            x = np.float64(row[i])
+            o0[i] += x
+            o1[i] += a1 * x
+            o2[i] += a2 * x
+            o4[i] += a4 * x
