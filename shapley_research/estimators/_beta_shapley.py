@@ -289,12 +289,16 @@ def _chain_ranks(chains: _Chains, which: np.ndarray) -> np.ndarray:
 def _evaluate_chain_rows(game, chains: _Chains, row_chain: np.ndarray, row_step: np.ndarray) -> np.ndarray:
     """Utilities of coalition ``row_step`` of chain ``row_chain`` (rows ordered by chain), about
     ``PREFIX_MASK_CELLS`` mask cells per ``game.evaluate`` call: memory ``O(N)`` per row at any ``N``."""
+    from ._sampling._gt_kernels import fill_chain_masks  # numba loads on first use
+
     step = max(1, PREFIX_MASK_CELLS // chains.n)
     utilities = np.empty(row_chain.size)
     for first in range(0, row_chain.size, step):
         rows = slice(first, first + step)
         which, local = np.unique(row_chain[rows], return_inverse=True)
-        masks = _chain_ranks(chains, which)[local] <= row_step[rows, None]
+        steps = row_step[rows]
+        masks = np.empty((steps.size, chains.n), dtype=bool)
+        fill_chain_masks(_chain_ranks(chains, which), local.astype(np.int64), steps.astype(np.int64), masks)
         utilities[rows] = check_utilities(game.evaluate(masks), masks.shape[0])
     return utilities
 
