@@ -214,9 +214,9 @@ class StratumPlan:
         self.levels = np.asarray(levels, dtype=np.int64)
         self.index = np.full(self.n_players + 1, -1, dtype=np.int64)  # size -> position in levels
         self.index[self.levels] = np.arange(self.levels.size)
-        chosen = set(int(k) for k in without_replacement)
-        self.population = np.array([comb(self.n_players, int(k)) if int(k) in chosen else 0 for k in self.levels],
-                                   dtype=np.int64)  # 0: with replacement
+        self.population = np.zeros(self.levels.size, dtype=np.int64)  # 0: with replacement
+        chosen = np.flatnonzero(np.isin(self.levels, np.asarray(list(without_replacement), dtype=np.int64)))
+        self.population[chosen] = [comb(self.n_players, int(k)) for k in self.levels[chosen]]  # the few small ones
         self.counts = np.zeros(self.levels.size, dtype=np.int64)  # draws so far, per size
 
     def _take(self, positions: np.ndarray) -> np.ndarray:
