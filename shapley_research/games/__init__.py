@@ -6,11 +6,14 @@ coalitions (:class:`Game`, :func:`as_game`); a game may add
 permutation in one pass. :class:`UnanimitySumGame` (a sum of unanimity games,
 whose Shapley values are the weights shared within each set) is cheap at any
 number of players and serves the tests and the measured scaling panel. Games
-built from trained models are in :mod:`shapley_research.utilities`.
+built from trained models are in :mod:`shapley_research.utilities`. A game
+that evaluates its rows one at a time may call :func:`report_evaluated` after
+each, so that the running estimator's progress bar moves within a batch.
 """
 
 from ._base import FunctionGame, Game, GameLike, as_game, evaluate_prefixes, prefix_masks
+from ._progress import report_evaluated
 from ._unanimity import UnanimitySumGame, random_unanimity_sum
 
 __all__ = ["Game", "GameLike", "FunctionGame", "as_game", "prefix_masks", "evaluate_prefixes",
-           "UnanimitySumGame", "random_unanimity_sum"]
+           "UnanimitySumGame", "random_unanimity_sum", "report_evaluated"]
