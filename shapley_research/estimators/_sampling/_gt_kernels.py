@@ -206,29 +206,18 @@ def add_masked_moments(masks, y, sums):
     """``sums[0, i] += sum_t y_t x_ti``, ``sums[1, i] += sum_t y_t^2 x_ti``, ``sums[2, i] += sum_t x_ti``.
 
     ``masks``: ``(b, N)`` uint8 (0/1). Rows are added strictly in order (so the
-    sums are the same on every machine and thread count), four at a time with
-    the same association, ``(((s + r_0) + r_1) + r_2) + r_3``, so that an
-    accumulator is loaded and stored once per four rows: about 0.4 ns per
-    cell, where casting the masks to float for a BLAS product costs several
-    times more than a cheap game's own evaluation of them (MSR Banzhaf's
-    batch statistics).
+    sums are the same on every machine and thread count), each a vectorised
+    sweep of the players: 0.6-1.1 ns per cell from ``N = 1,000`` to ``10^5``
+    (unrolling rows or tiling players measured 2-3x slower: the loop no longer
+    vectorised), where casting the masks to float for a BLAS product cost
+    several times more than a cheap game's own evaluation of them (MSR
+    Banzhaf's batch statistics).
     """
-    b, n = masks.shape
-    head = b - b % 4
-    for t in range(0, head, 4):
-        a0, a1, a2, a3 = y[t], y[t + 1], y[t + 2], y[t + 3]
-        q0, q1, q2, q3 = a0 * a0, a1 * a1, a2 * a2, a3 * a3
-        r0, r1, r2, r3 = masks[t], masks[t + 1], masks[t + 2], masks[t + 3]
-        for i in range(n):
-            x0, x1, x2, x3 = np.float64(r0[i]), np.float64(r1[i]), np.float64(r2[i]), np.float64(r3[i])
-            sums[0, i] = (((sums[0, i] + a0 * x0) + a1 * x1) + a2 * x2) + a3 * x3
-            sums[1, i] = (((sums[1, i] + q0 * x0) + q1 * x1) + q2 * x2) + q3 * x3
-            sums[2, i] = (((sums[2, i] + x0) + x1) + x2) + x3
-    for t in range(head, b):
+    for t in range(masks.shape[0]):
         a = y[t]
         q = a * a
         row = masks[t]
-        for i in range(n):
+        for i in range(masks.shape[1]):
             x = np.float64(row[i])
             sums[0, i] += a * x
             sums[1, i] += q * x
