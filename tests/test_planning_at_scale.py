@@ -143,3 +143,21 @@ def test_truncated_permutations_are_evaluated_a_bounded_block_at_a_time(cells, m
     whole = sr.permutation_shapley(CellRecordingGame(n), 12 * n, seed=3, truncation=0.05, progress=False)
     np.testing.assert_array_equal(chunked.values, whole.values)
     assert chunked.n_evaluations == whole.n_evaluations
+
+
+@pytest.mark.parametrize("counts", [(1, 1), (4096, 41), (7, 123_456)])
+def test_the_compiled_merge_of_long_states_is_numpys_bit_for_bit(counts, monkeypatch):
+    from shapley_research.estimators._sampling import _loop
+
+    rng = np.random.default_rng(sum(counts))
+    dim = _loop.COMPILED_MERGE_DIM + 5
+    first = [rng.normal(size=dim) * 1e3, rng.random(dim) * 1e5]
+    second = _loop.MeanState(dim, counts[1], rng.normal(size=dim), rng.random(dim))
+    compiled = _loop.MeanState(dim, counts[0], first[0].copy(), first[1].copy())
+    compiled.merge(second)
+    monkeypatch.setattr(_loop, "COMPILED_MERGE_DIM", 2**62)
+    plain = _loop.MeanState(dim, counts[0], first[0].copy(), first[1].copy())
+    plain.merge(second)
+    np.testing.assert_array_equal(compiled.mean, plain.mean)
+    np.testing.assert_array_equal(compiled.m2, plain.m2)
+    assert compiled.count == plain.count == sum(counts)

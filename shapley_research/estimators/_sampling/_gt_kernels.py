@@ -261,3 +261,21 @@ def fill_chain_masks(rank, chain, steps, masks):
         out = masks[r]
         for i in range(masks.shape[1]):
             out[i] = line[i] <= step
+
+
+@numba.njit(cache=True, nogil=True)
+def merge_moments(mean, m2, other_mean, other_m2, weight, cross, out_mean, out_m2):
+    """Chan et al.'s merge of two (mean, M2) states in one pass, the same operations as numpy's.
+
+    ``out_mean = mean + (other_mean - mean) * weight`` and
+    ``out_m2 = (m2 + other_m2) + (other_mean - mean)**2 * cross``, element by
+    element in that order (no fused multiply-add), so the results are those of
+    :meth:`~shapley_research.estimators._sampling._loop.MeanState.merge`'s
+    numpy expressions bit for bit, without their seven passes and four
+    temporaries: at ``N = 10^5`` the per-batch merge was a fifth of the cost
+    of evaluating a batch of a cheap game.
+    """
+    for i in range(mean.shape[0]):
+        delta = other_mean[i] - mean[i]
+        out_mean[i] = mean[i] + delta * weight
+        out_m2[i] = (m2[i] + other_m2[i]) + delta * delta * cross

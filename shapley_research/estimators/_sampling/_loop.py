@@ -39,6 +39,7 @@ from ...games._progress import reporting_to
 from ..._threads import BATCH_THREADS, Pinned, pinned_threads  # noqa: F401 - re-exported to the estimators
 from ..._validation import check_float, check_int, check_seed, check_utilities
 
+COMPILED_MERGE_DIM = 2**14  # states at least this long merge in one compiled pass (numba loads once, ~0.3 s)
 BATCH_STREAM = 0  # spawn_key prefix of the per-batch sample streams
 AUX_STREAM = 1  # spawn_key prefix of auxiliary streams (e.g. a measurement matrix)
 SIZE_STREAM = 2  # spawn_key prefix of the planned coalition sizes (._without_replacement)
@@ -89,9 +90,19 @@ class MeanState:
             self.count, self.mean, self.m2 = other.count, other.mean.copy(), other.m2.copy()
             return
         total = self.count + other.count
-        delta = other.mean - self.mean
-        self.mean = self.mean + delta * (other.count / total)
-        self.m2 = self.m2 + other.m2 + delta**2 * (self.count * other.count / total)
+        weight, cross = other.count / total, self.count * other.count / total
+        if self.dim >= COMPILED_MERGE_DIM:  # one compiled pass, bit-identical to the expressions below
+            from ._gt_kernels import merge_moments
+
+            mean, m2 = np.empty(self.dim), np.empty(self.dim)
+            merge_moments(np.ascontiguousarray(self.mean, dtype=float), np.ascontiguousarray(self.m2, dtype=float),
+                          np.ascontiguousarray(other.mean, dtype=float), np.ascontiguousarray(other.m2, dtype=float),
+                          weight, cross, mean, m2)
+            self.mean, self.m2 = mean, m2
+        else:
+            delta = other.mean - self.mean
+            self.mean = self.mean + delta * weight
+            self.m2 = self.m2 + other.m2 + delta**2 * cross
         self.count = total
 
     @property
