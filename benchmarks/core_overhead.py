@@ -4,16 +4,23 @@ Run ``python benchmarks/core_overhead.py`` (``--quick`` for a smoke run,
 ``--output PATH`` to also write the tables as markdown). Two measurements,
 side by side in one run:
 
-1. **Overhead on a cheap vectorised game (N = 1,000).** Each estimator is run
-   once on a recording wrapper of the game that keeps every mask matrix passed
-   to ``evaluate``; it is then timed on the plain game (same seed, so the same
-   masks are drawn; the values are checked to be identical), and the recorded
-   matrices are timed through ``game.evaluate`` directly. The ratio
-   ``estimator time / direct evaluation time`` is what the estimator costs on
-   top of the utility evaluations it needs (goal: <= 1.5x). Every estimator
-   gets the same budget, 10^6 evaluations. Compressive sampling is shown with
-   and without its l1 recovery (the lasso homotopy, a fixed cost); the time
-   cvxpy takes for the same problem is printed beside it.
+1. **Overhead on a cheap vectorised game, at N = 1,000 and at scale.** Each
+   estimator is run once on a recording wrapper of the game that keeps every
+   mask matrix passed to ``evaluate``; it is then timed on the plain game (same
+   seed, so the same masks are drawn; the values are checked to be identical),
+   and the recorded matrices are timed through ``game.evaluate`` directly. The
+   ratio ``estimator time / direct evaluation time`` is what the estimator
+   costs on top of the utility evaluations it needs (goal: <= 1.5x), and one
+   more run under ``tracemalloc`` gives its peak memory. Every sampling
+   estimator (permutation sampling plain, antithetic, with rotations, with
+   position adjustment and truncated; both group testing variants;
+   compressive sampling with M = 500 measurements, with and without its l1
+   recovery, a fixed cost; stratified SVARM; MSR Banzhaf; Beta(16, 1) Shapley)
+   runs at N = 1,000 with 10^6 evaluations and, but for SVARM, at N = 20,000
+   with 4N + 2; SVARM, whose state is O(N^2), at its largest size, N = 2,048;
+   group testing and MSR at N = 100,000 with 20,002 evaluations (the direct
+   side keeps every mask: 1.6 and 2 GB). The time cvxpy takes for the
+   compressive l1 problem is printed beside it at N = 1,000.
 
 2. **Group testing at N = 10,000.** Sampling and recovery (closed form and the
    O(N)-constraint cvxpy problem) are timed separately and the peak memory of
@@ -47,12 +54,13 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 import shapley_research
-from shapley_research import (Game, compressive_shapley, group_testing_shapley,
-                              permutation_shapley)
+from shapley_research import (Game, beta_shapley, compressive_shapley, group_testing_shapley, msr_banzhaf,
+                              permutation_shapley, stratified_svarm_shapley)
 from shapley_research.estimators import _compressive
 from shapley_research.estimators import _group_testing
 
 OVERHEAD_GOAL = 1.5
+CVXPY_MAX_PLAYERS = 2_000  # the cvxpy reference of compressive sampling's l1 problem: only this small
 RECOVERY_GOAL_S = 10.0  # "seconds": we read it as under ten seconds at N = 10,000
 SEED = 20240601
 MIB = 2.0**20
@@ -195,14 +203,20 @@ def overhead_case(name: str, run, game: CheapGame, repeats: int, recovery=None) 
         wall2, cpu2 = _clock()
         times["direct"].append(wall2 - wall)
         times["direct_cpu"].append(cpu2 - cpu)
+    gc.collect()
+    tracemalloc.start()
+    run(game)
+    peak_traced = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
     rmse = float(np.sqrt(np.mean((reference.values - game.shapley_values()) ** 2)))
     scale = float(np.sqrt(np.mean(game.shapley_values() ** 2)))
     extra = {}
-    if recovery == (_compressive, "l1_recovery"):
+    if recovery == (_compressive, "l1_recovery") and game.n_players <= CVXPY_MAX_PLAYERS:
         extra = cvxpy_reference(*timer.last_call)
     return {
         "name": name, "evaluations": reference.n_evaluations, "calls": len(recorded),
-        "batch_size": reference.info.get("batch_size"), **times, "rel_rmse": rmse / scale, **extra,
+        "batch_size": reference.info.get("batch_size"), **times, "rel_rmse": rmse / scale,
+        "peak_traced": peak_traced, **extra,
     }
 
 
@@ -221,30 +235,62 @@ def cvxpy_reference(args, kwargs, result) -> dict:
     return {"cvxpy_s": seconds, "cvxpy_status": status, "cvxpy_agreement": agreement}
 
 
-def overhead_cases(n: int, budgets: dict, repeats: int) -> list[dict]:
+def _case_runs(common: dict) -> dict:
+    """Every sampling estimator, by name: ``(family, run(game, budget), recovery to time or None)``."""
+    return {
+        "permutation": ("permutation", lambda g, b: permutation_shapley(g, b, **common), None),
+        "permutation (antithetic)":
+            ("permutation", lambda g, b: permutation_shapley(g, b, antithetic=True, **common), None),
+        "permutation (antithetic, rotations)":  # 16 rotations (32 N evaluations a unit), 2 at large N
+            ("permutation", lambda g, b: permutation_shapley(g, b, antithetic=True, rotations=_rotations(g), **common),
+             None),
+        "permutation (antithetic, position-adjusted)":
+            ("permutation", lambda g, b: permutation_shapley(g, b, antithetic=True, position_adjustment=True,
+                                                             **common), None),
+        "permutation (truncated, 0.1)":
+            ("permutation", lambda g, b: permutation_shapley(g, b, truncation=0.1, **common), None),
+        "group testing (improved)":
+            ("group_testing", lambda g, b: group_testing_shapley(g, b, **common), None),
+        "group testing (paper, closed form)":
+            ("group_testing", lambda g, b: group_testing_shapley(g, b, variant="paper", **common),
+             (_group_testing, "recover_from_differences")),
+        "compressive": ("compressive", lambda g, b: compressive_shapley(g, b, n_measurements=_measurements(g),
+                                                                        **common),
+                        (_compressive, "l1_recovery")),
+        "stratified SVARM": ("svarm", lambda g, b: stratified_svarm_shapley(g, b, **common), None),
+        "MSR Banzhaf": ("msr", lambda g, b: msr_banzhaf(g, b, **common), None),
+        "Beta Shapley (16, 1)": ("beta", lambda g, b: beta_shapley(g, b, **common), None),
+    }
+
+
+def _measurements(game) -> int:
+    """M = min(500, N / 2): the default at N <= 1,000; at large N the default N / 2 is refused (O(M N))."""
+    return min(500, -(-game.n_players // 2))
+
+
+def _rotations(game) -> int:
+    """Rotations of the rotated antithetic case: 16, or 2 where 16 would take 32 N of a few-N budget."""
+    return 16 if game.n_players <= 1000 else 2
+
+
+CASE_NAMES = tuple(_case_runs({}))
+SVARM_LARGE_N = 2048  # stratified SVARM's O(N^2) state refuses larger games (estimators._svarm.MAX_PLAYERS)
+LARGE_N_CASES = tuple(name for name in CASE_NAMES if name != "stratified SVARM")
+SCALE_CASES = ("group testing (improved)", "group testing (paper, closed form)", "MSR Banzhaf")
+
+
+def overhead_cases(n: int, budgets, repeats: int, names=CASE_NAMES) -> list[dict]:
+    """Time the estimators ``names`` at ``n`` players; ``budgets``: an int, or a dict by family (``"default"``)."""
     game = CheapGame(n)
-    common = dict(seed=SEED, progress=False)
-    cases = [
-        ("permutation", lambda g: permutation_shapley(g, budgets["permutation"], **common), None),
-        ("permutation (antithetic)",
-         lambda g: permutation_shapley(g, budgets["permutation"], antithetic=True, **common), None),
-        ("permutation (antithetic, 16 rotations)",
-         lambda g: permutation_shapley(g, budgets["permutation"], antithetic=True, rotations=16, **common), None),
-        ("permutation (antithetic, position-adjusted)",
-         lambda g: permutation_shapley(g, budgets["permutation"], antithetic=True, position_adjustment=True,
-                                       **common), None),
-        ("group testing (improved)",
-         lambda g: group_testing_shapley(g, budgets["group_testing"], **common), None),
-        ("group testing (paper, closed form)",
-         lambda g: group_testing_shapley(g, budgets["group_testing"], variant="paper", **common),
-         (_group_testing, "recover_from_differences")),
-        ("compressive", lambda g: compressive_shapley(g, budgets["compressive"], **common),
-         (_compressive, "l1_recovery")),
-    ]
+    runs = _case_runs(dict(seed=SEED, progress=False))
     results = []
-    for name, run, recovery in cases:
-        print(f"  timing {name} ...", file=sys.stderr, flush=True)
-        results.append(overhead_case(name, run, game, repeats, recovery))
+    for name in names:
+        family, run, recovery = runs[name]
+        budget = budgets if isinstance(budgets, int) else budgets.get(family, budgets.get("default"))
+        print(f"  timing {name} at N={n:,} ({budget:,} evaluations) ...", file=sys.stderr, flush=True)
+        row = overhead_case(name, lambda g, run=run, budget=budget: run(g, budget), game, repeats, recovery)
+        label = name.replace("rotations", f"{_rotations(game)} rotations")
+        results.append({**row, "name": label, "n": n})
     return results
 
 
@@ -410,16 +456,20 @@ def report(n, overhead, scale, repeats, jit, markdown=False) -> str:
     out.append("Load average (1 min) at start / end: {:.2f} / {:.2f} (other processes share the machine when "
                "it exceeds 0).".format(LOAD_AT_START, os.getloadavg()[0]))
     out.append("")
-    out.append(f"1. Overhead on a cheap vectorised game, N = {n:,} players "
-               f"(U = linear + c*sqrt(|S|) + 10 unanimity terms; ~1 ns per mask cell).")
+    sizes = sorted({r.get("n", n) for r in overhead})
+    out.append("1. Overhead on a cheap vectorised game, N = " + ", ".join(f"{s:,}" for s in sizes) + " players "
+               "(U = linear + c*sqrt(|S|) + 10 unanimity terms; ~1 ns per mask cell).")
     out.append("   ratio = estimator wall time / wall time of game.evaluate on the same recorded mask matrices,")
     out.append(f"   each repeat timing both sides back to back; median of the {repeats} per-repeat ratios "
                "(ratio of the best times in brackets);")
     out.append("   seconds: median (best). ratio (CPU): the same with process CPU time, less sensitive to other load.")
-    headers = ["estimator", "evaluations", "evaluate calls", "batch", "estimator s", "direct eval s",
-               "ratio (wall)", "ratio (CPU)", "rel. RMSE"]
+    out.append("   traced peak: tracemalloc peak of one more run (numpy buffers included; the game's own "
+               "temporaries are part of it).")
+    headers = ["N", "estimator", "evaluations", "evaluate calls", "batch", "estimator s", "direct eval s",
+               "ratio (wall)", "ratio (CPU)", "traced peak MiB", "rel. RMSE"]
     rows, goals = [], []
     for r in overhead:
+        n_row = r.get("n", n)
         est, rec, direct = r["estimator"], r["recovery"], r["direct"]
         est_cpu, direct_cpu = r["estimator_cpu"], r["direct_cpu"]
         variants = [(r["name"], est, est_cpu)]
@@ -431,16 +481,20 @@ def report(n, overhead, scale, repeats, jit, markdown=False) -> str:
             ratio = med([a / b for a, b in zip(wall, direct)])
             best = min(wall) / min(direct)
             ratio_cpu = med([a / b for a, b in zip(cpu, direct_cpu)])
-            rows.append([label, f"{r['evaluations']:,}", f"{r['calls']:,}", r["batch_size"],
+            peak = r.get("peak_traced")
+            rows.append([f"{n_row:,}", label, f"{r['evaluations']:,}", f"{r['calls']:,}", r["batch_size"],
                          f"{med(wall):.3f} ({min(wall):.3f})", f"{med(direct):.3f} ({min(direct):.3f})",
-                         f"{ratio:.2f}x ({best:.2f}x)", f"{ratio_cpu:.2f}x", f"{r['rel_rmse']:.3f}"])
-            goals.append(f"overhead {label}: {ratio:.2f}x (goal <= {OVERHEAD_GOAL}x) "
+                         f"{ratio:.2f}x ({best:.2f}x)", f"{ratio_cpu:.2f}x",
+                         "n/a" if peak is None else f"{peak / MIB:.1f}", f"{r['rel_rmse']:.3f}"])
+            goals.append(f"overhead {label}, N={n_row:,}: {ratio:.2f}x (goal <= {OVERHEAD_GOAL}x) "
                          f"{_verdict(ratio <= OVERHEAD_GOAL)}")
         if r["name"] == "compressive":
             goals[-1] += (f"  [the l1 recovery (lasso homotopy) takes {med(rec):.2f} s of {med(est):.2f} s, a fixed "
-                          "cost that does not grow with the budget; cvxpy (CLARABEL) solves the same problem in "
-                          f"{r['cvxpy_s']:.2f} s, {r['cvxpy_status']}, agreeing to "
-                          f"{r['cvxpy_agreement']:.1e} of the largest value]")
+                          "cost that does not grow with the budget")
+            if "cvxpy_s" in r:
+                goals[-1] += (f"; cvxpy (CLARABEL) solves the same problem in {r['cvxpy_s']:.2f} s, "
+                              f"{r['cvxpy_status']}, agreeing to {r['cvxpy_agreement']:.1e} of the largest value")
+            goals[-1] += "]"
     out.append(_table(headers, rows, markdown))
     out.append("   Group testing (its sampler) and compressive sampling (its l1 homotopy) run numba loops, a one-off "
                "cost per process that no ratio includes (each timed run follows an untimed one); extra time of a "
@@ -527,12 +581,18 @@ def main(argv=None) -> int:
 
     n = 1000
     if args.quick:
-        budgets = {"permutation": 40 * n + 1, "group_testing": 20_000 + 2, "compressive": 10 * n + 2}
+        plan = [(n, {"permutation": 40 * n + 1, "group_testing": 20_000 + 2, "compressive": 10 * n + 2,
+                     "default": 20 * n + 2}, CASE_NAMES),
+                (4_000, 4 * 4_000 + 2, LARGE_N_CASES), (SVARM_LARGE_N, 4 * SVARM_LARGE_N + 2, ("stratified SVARM",)),
+                (20_000, 4_002, SCALE_CASES)]
         repeats, tests, sizes = args.repeats or 1, 2_000, (2_500, 5_000, 10_000)
     else:
-        # one budget for all: 10^6 evaluations (the recovery of compressive sampling is a fixed cost,
-        # so its ratio depends on the budget; the goal line states that cost)
-        budgets = {"permutation": 1000 * n + 1, "group_testing": 1000 * n + 2, "compressive": 1000 * n + 2}
+        # one budget for all at N = 1,000: 10^6 evaluations (the recovery of compressive sampling is a fixed
+        # cost, so its ratio depends on the budget; the goal line states that cost). At N = 20,000 and 10^5
+        # a few N evaluations: every mask matrix is kept for the direct side (1.6 GB and 2 GB of masks).
+        plan = [(n, 1000 * n + 2, CASE_NAMES), (20_000, 4 * 20_000 + 2, LARGE_N_CASES),
+                (SVARM_LARGE_N, 100 * SVARM_LARGE_N + 2, ("stratified SVARM",)),
+                (100_000, 20_002, SCALE_CASES)]
         repeats, tests, sizes = args.repeats or 3, 20_000, (2_500, 5_000, 10_000)
     configs = [{"n": s, "tests": tests, "variant": "paper", "recovery": rec}
                for rec in ("closed_form", "cvxpy") for s in sizes]
@@ -543,7 +603,7 @@ def main(argv=None) -> int:
     LOAD_AT_START = os.getloadavg()[0]
     start = time.perf_counter()
     with threadpool_limits(1):
-        overhead = overhead_cases(n, budgets, repeats)
+        overhead = [row for n_, budgets, names in plan for row in overhead_cases(n_, budgets, repeats, names)]
     scale = gt_scale_cases(configs)
     jit = jit_cases()
     text = report(n, overhead, scale, repeats, jit)

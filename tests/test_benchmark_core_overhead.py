@@ -21,10 +21,13 @@ def test_cheap_game_closed_form_values(bench):
 
 def test_small_run_reports_every_estimator_and_the_cvxpy_reference(bench):
     n = 40
-    budgets = {"permutation": 40 * n + 1, "group_testing": 2_002, "compressive": 20 * n + 2}
+    budgets = {"permutation": 40 * n + 1, "group_testing": 2_002, "compressive": 20 * n + 2, "default": 20 * n + 2}
     overhead = bench.overhead_cases(n, budgets, repeats=1)
     names = [r["name"] for r in overhead]
-    assert len(names) == 7 and "compressive" in names
+    assert len(names) == len(bench.CASE_NAMES) == 11 and "compressive" in names
+    assert "permutation (antithetic, 16 rotations)" in names and "stratified SVARM" in names
+    for r in overhead:
+        assert r["n"] == n and r["peak_traced"] > 0
     for r in overhead:
         assert r["estimator"][0] > 0 and r["direct"][0] > 0
         assert np.isfinite(r["rel_rmse"])
@@ -37,6 +40,6 @@ def test_small_run_reports_every_estimator_and_the_cvxpy_reference(bench):
     text = bench.report(n, overhead, scale, 1, jit, markdown=True)
     for label in ("permutation", "group testing (paper, closed form)", "compressive, sampling only",
                   "compressive, incl. l1 recovery"):
-        assert f"overhead {label}: " in text
+        assert f"overhead {label}, N={n}: " in text
     assert "cvxpy (CLARABEL) solves the same problem" in text
     assert "group testing N=200 recovery (cvxpy)" in text
