@@ -219,6 +219,11 @@ def cmd_run(args) -> int:
     import papermill
     from papermill.exceptions import PapermillExecutionError
 
+    from .estimators._sampling._progress import PROGRESS_ENV
+
+    # the kernel inherits it: no estimator bars in the executed notebook, a committed result
+    os.environ.setdefault(PROGRESS_ENV, "off")
+
     start, cpu_start = time.perf_counter(), _children_cpu_seconds()
     try:
         papermill.execute_notebook(str(notebook), str(executed), parameters=params, kernel_name=kernel,

@@ -247,3 +247,17 @@ def test_set_total_resizes_a_notebook_widget():
     _progress.set_total(bar, 50)
     meter = bar.container.children[1]
     assert bar.total == 50 and meter.max == 50 and meter.bar_style == "" and meter.layout.width is None
+
+
+def test_the_default_bar_is_off_where_the_environment_says_so(monkeypatch):
+    from shapley_research.estimators._sampling import _progress
+
+    sink = io.StringIO()
+    monkeypatch.setenv(_progress.PROGRESS_ENV, "off")
+    with _progress.progress_bar(None, total=10, desc="x", file=sink) as bar:
+        assert bar.disable
+    with _progress.progress_bar(True, total=10, desc="x", file=sink) as bar:
+        assert not bar.disable  # an explicit request still shows
+    monkeypatch.setenv(_progress.PROGRESS_ENV, "")
+    with _progress.progress_bar(None, total=10, desc="x", file=sink) as bar:
+        assert not bar.disable

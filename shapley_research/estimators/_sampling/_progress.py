@@ -11,17 +11,25 @@
   :data:`LOG_INTERVAL` seconds, so quick runs print nothing; ``progress=True``
   prints a line from the start.
 
-``progress=False`` shows nothing anywhere. The bars count utility
+``progress=False`` shows nothing anywhere, and so does ``progress=None``
+where the environment variable :data:`PROGRESS_ENV` is ``off``:
+``shapley-research run`` sets it for the notebooks it executes, whose
+outputs are committed results (a bar there would be a widget or a line per
+estimator call, and differ from run to run); their own progress lines, one
+per step of an experiment, go to papermill's log as before. The bars count utility
 evaluations, so tqdm's rate and time left are evaluations per second and the
 time the remaining evaluations take at that rate.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 
 #: Seconds between two lines of a bar written to a log (a file or a pipe rather than a terminal).
 LOG_INTERVAL = 30.0
+#: Environment variable that, set to ``off``, turns the default bars (``progress=None``) off.
+PROGRESS_ENV = "SHAPLEY_RESEARCH_PROGRESS"
 
 
 class LineWriter:
@@ -69,6 +77,8 @@ def progress_bar(progress: bool | None, *, total: float | None, desc: str, unit:
     from tqdm.std import tqdm as text_tqdm
 
     common = dict(total=total, initial=initial, desc=desc, unit=unit)
+    if progress is None and os.environ.get(PROGRESS_ENV, "").strip().lower() == "off":
+        progress = False
     if progress is not None and not progress:
         return text_tqdm(disable=True, **common)
     if getattr(tqdm.auto, "notebook_tqdm", text_tqdm) is not text_tqdm:  # a Jupyter kernel with widgets
