@@ -221,10 +221,10 @@ def cmd_run(args) -> int:
 
     from .estimators._sampling._progress import PROGRESS_ENV
 
-    # the kernel inherits it: no estimator bars in the executed notebook, a committed result
-    os.environ.setdefault(PROGRESS_ENV, "off")
-
     start, cpu_start = time.perf_counter(), _children_cpu_seconds()
+    # the kernel inherits it: no estimator bars in the executed notebook, a committed result
+    previous = os.environ.get(PROGRESS_ENV)
+    os.environ[PROGRESS_ENV] = "off" if previous is None else previous
     try:
         papermill.execute_notebook(str(notebook), str(executed), parameters=params, kernel_name=kernel,
                                    cwd=str(project.root), progress_bar=False, log_output=not args.quiet,
@@ -237,6 +237,9 @@ def cmd_run(args) -> int:
         print(f"error: could not execute {notebook} with kernel {kernel!r}: {type(err).__name__}: {err}",
               file=sys.stderr)
         return EXIT_FAILED
+    finally:
+        if previous is None:  # leave the caller's environment as it was
+            del os.environ[PROGRESS_ENV]
     seconds = time.perf_counter() - start
     try:
         metrics = read_metrics(run_dir)
