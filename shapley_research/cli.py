@@ -224,7 +224,8 @@ def cmd_run(args) -> int:
     start, cpu_start = time.perf_counter(), _children_cpu_seconds()
     # the kernel inherits it: no estimator bars in the executed notebook, a committed result
     previous = os.environ.get(PROGRESS_ENV)
-    os.environ[PROGRESS_ENV] = "off" if previous is None else previous
+    if previous is None:
+        os.environ[PROGRESS_ENV] = "off"
     try:
         papermill.execute_notebook(str(notebook), str(executed), parameters=params, kernel_name=kernel,
                                    cwd=str(project.root), progress_bar=False, log_output=not args.quiet,

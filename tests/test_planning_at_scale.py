@@ -132,14 +132,12 @@ def test_stratified_svarm_refuses_an_o_n_squared_state_before_evaluating():
 
 @pytest.mark.parametrize("cells", [64 * 64, 10 * 200, 150])
 def test_truncated_permutations_are_evaluated_a_bounded_block_at_a_time(cells, monkeypatch):
-    from shapley_research.estimators import _truncation
-
     n = 200
-    monkeypatch.setattr(_truncation, "PREFIX_MASK_CELLS", cells)
+    monkeypatch.setattr(_base, "PREFIX_MASK_CELLS", cells)  # truncation evaluates its chunks through prefix_utilities
     game = CellRecordingGame(n)
     chunked = sr.permutation_shapley(game, 12 * n, seed=3, truncation=0.05, progress=False)
     assert max(rows * cols for rows, cols in game.shapes[1:]) <= max(cells, n)  # the first calls: U(empty), U(D)
-    monkeypatch.setattr(_truncation, "PREFIX_MASK_CELLS", 2**40)
+    monkeypatch.setattr(_base, "PREFIX_MASK_CELLS", 2**40)
     whole = sr.permutation_shapley(CellRecordingGame(n), 12 * n, seed=3, truncation=0.05, progress=False)
     np.testing.assert_array_equal(chunked.values, whole.values)
     assert chunked.n_evaluations == whole.n_evaluations

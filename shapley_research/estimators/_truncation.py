@@ -15,8 +15,8 @@ import math
 
 import numpy as np
 
-from .._validation import check_float, check_utilities
-from ..games._base import PREFIX_MASK_CELLS
+from .._validation import check_float
+from ..games._base import prefix_positions, prefix_utilities
 
 __all__ = ["truncated_contributions", "prefix_chunks"]
 
@@ -66,9 +66,7 @@ def truncated_contributions(game, permutations: np.ndarray, empty_utility: float
         Utilities each permutation evaluated.
     """
     m, n = permutations.shape
-    dtype = np.int16 if n <= np.iinfo(np.int16).max else np.int32 if n <= np.iinfo(np.int32).max else np.int64
-    positions = np.empty((m, n), dtype=dtype)
-    np.put_along_axis(positions, permutations, np.arange(n, dtype=dtype)[None, :], axis=1)
+    positions = prefix_positions(permutations)
     gains = np.zeros((m, n))
     evaluations = np.zeros(m, dtype=np.int64)
     previous = np.full(m, float(empty_utility))
@@ -78,10 +76,10 @@ def truncated_contributions(game, permutations: np.ndarray, empty_utility: float
     for lo, hi in zip(bounds[:-1], bounds[1:]):
         if running.size == 0:
             break
-        evaluated = np.arange(lo, min(hi, n - 1), dtype=dtype)  # prefix n - 1 is D: its utility is known
+        evaluated = np.arange(lo, min(hi, n - 1), dtype=positions.dtype)  # prefix n - 1 is D: its utility is known
         utilities = np.empty((running.size, hi - lo))
         if evaluated.size:
-            utilities[:, :evaluated.size] = _prefix_utilities(game, positions[running], evaluated)
+            utilities[:, :evaluated.size] = prefix_utilities(game, positions[running], evaluated)
             evaluations[running] += evaluated.size
         if hi == n:
             utilities[:, -1] = full_utility
@@ -96,30 +94,6 @@ def truncated_contributions(game, permutations: np.ndarray, empty_utility: float
     phi = np.empty_like(gains)
     np.put_along_axis(phi, permutations, gains, axis=1)
     return phi, stops, evaluations
-
-
-def _prefix_utilities(game, positions: np.ndarray, evaluated: np.ndarray) -> np.ndarray:
-    """``(m, len(evaluated))`` utilities of the prefixes ``evaluated`` of the permutations with ``positions``.
-
-    One ``game.evaluate`` call while the masks hold at most about
-    ``PREFIX_MASK_CELLS`` cells, else blocks of permutations (or of one
-    permutation's prefixes) of that size: a late chunk of one permutation at
-    ``N = 20,000`` would otherwise be a third of an ``N x N`` mask matrix.
-    """
-    m, n = positions.shape
-    source = f"{type(game).__name__}.evaluate"
-    utilities = np.empty((m, evaluated.size))
-    rows_per_call = max(1, PREFIX_MASK_CELLS // n)
-    group = max(1, rows_per_call // evaluated.size)  # permutations per call
-    step = min(evaluated.size, rows_per_call)  # prefixes per call, within one permutation
-    for first in range(0, m, group):
-        block = positions[first:first + group]
-        for lo in range(0, evaluated.size, step):
-            part = evaluated[lo:lo + step]
-            masks = (block[:, None, :] <= part[None, :, None]).reshape(-1, n)
-            utilities[first:first + group, lo:lo + step] = check_utilities(
-                game.evaluate(masks), masks.shape[0], source=source).reshape(block.shape[0], part.size)
-    return utilities
 
 
 def _check_truncation(truncation, game) -> float | None:
