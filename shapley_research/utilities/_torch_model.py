@@ -1,0 +1,494 @@
+r"""A torch module trained on every coalition, a whole chunk of coalitions at once.
+
+:class:`TorchModelUtility` is the model utility
+:math:`U(S) = \text{metric}(A(S), X_{\text{test}}, y_{\text{test}})` of
+:class:`~shapley_research.ModelUtility` for a small ``torch.nn.Module``
+trained by Adam or SGD. The batched training loop is in
+:mod:`._torch_training`. Torch is optional: it is imported when a game is
+built, never when this module is.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Callable
+
+import numpy as np
+
+from ._model_data import (TargetInfo, check_dataset, check_degenerate_options, clipped_mean_log_probability,
+                          degenerate_rows, degenerate_utilities, regression_scores, resolve_metric)
+from ._torch_training import (MAX_CHUNK, TrainingPlan, activations_per_row, bytes_per_model, epoch_batches,
+                              redrawn_parameters, reinitialization_seed, stacked_copies, stacked_forward,
+                              stacked_gradient, train_chunk)
+from .._device import available_bytes, check_dtype, import_torch, release, resolve_device, torch_dtype
+from .._validation import check_bool, check_choice, check_features, check_float, check_int
+from ..games._base import Game
+from ..games._progress import report_evaluated
+
+__all__ = ["TorchModelUtility"]
+
+_OWNER = "TorchModelUtility"
+DEFAULT_STEPS = 300
+
+
+class TorchModelUtility(Game):
+    r"""Utility of a training subset: the test score of a torch module trained on it.
+
+    .. math:: U(S) = \text{metric}\bigl(f_{\theta_S},\ X_{\text{test}}, y_{\text{test}}\bigr),
+              \qquad \theta_S = \text{Adam or SGD, from } \theta_0, \text{ on }
+              L_S(\theta) = \frac{\sum_{i=1}^N w_i\, \ell(f_\theta(x_i), y_i)}{\sum_{i=1}^N w_i},
+
+    with :math:`w_i = 1[i \in S]` (the coalition's mask; bootstrap counts in
+    :meth:`predict`), :math:`\ell` the cross-entropy over the training classes
+    (classification metrics) or the squared error :math:`(f_\theta(x_i) - y_i)^2`
+    (regression metrics), and weight decay :math:`\lambda` added to every
+    gradient as :math:`\lambda\theta` (``torch.optim``'s coupled L2 penalty,
+    i.e. :math:`\tfrac{\lambda}{2}\lVert\theta\rVert^2` in the objective).
+    Every coalition starts from the same :math:`\theta_0`, the parameters of
+    ``model`` (or fresh ones with ``reinitialize=True``).
+
+    A chunk of coalitions is trained at once: the parameters of all its models
+    are stacked on a leading axis, each step computes every model's gradient
+    over all :math:`N` rows with the masks as per-sample weights (one
+    ``torch.func.vmap`` of ``torch.func.grad`` of ``torch.func.functional_call``),
+    and Adam / SGD update the stacks elementwise. A coalition thus gets exactly
+    the updates it would get trained alone (``chunk_size=1``), to the rounding
+    of batched kernels. Degenerate coalitions are not trained (Notes).
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        Its parameters are every coalition's starting point; it is never
+        modified (a copy is moved to ``device`` and ``dtype``). The copy runs
+        in eval mode (no dropout; batch norm uses its stored statistics), its
+        buffers and parameters with ``requires_grad=False`` stay fixed, and its
+        forward must be a function ``torch.func.vmap`` can batch. It takes
+        ``(n, d)`` feature rows and returns ``(n, K)`` logits for ``K``
+        training classes, or ``(n,)`` / ``(n, 1)`` values for regression.
+    X_train, y_train : arrays of shape (N, d) and (N,)
+        The players. Labels may be any sortable values; a regression metric
+        needs real targets.
+    X_test, y_test : arrays of shape (n_test, d) and (n_test,)
+        The fixed test set.
+    metric : str, default "accuracy"
+        ``"accuracy"`` or ``"neg_log_loss"`` (classification),
+        ``"neg_mean_squared_error"`` (``"neg_mse"``), ``"neg_mean_absolute_error"``
+        (``"neg_mae"``) or ``"r2"`` (regression), as in
+        :class:`~shapley_research.ModelUtility`; test labels unseen in training count as wrong.
+    optimizer : {"adam", "sgd"}, default "adam"
+        Adam with ``torch.optim.Adam``'s defaults (betas 0.9, 0.999, eps 1e-8)
+        or plain SGD (no momentum).
+    learning_rate : float, default 1e-2
+        Positive.
+    steps : int, optional
+        Optimiser steps per coalition; 300 when neither ``steps`` nor
+        ``epochs`` is given. Full batch (``batch_size=None``): each step uses all
+        rows; with a ``batch_size``, each step is one minibatch.
+    epochs : int, optional
+        Instead of ``steps``: passes over the ``N`` rows (full batch: one step
+        each; with ``batch_size = b``: :math:`\lceil N / b \rceil` steps each).
+    batch_size : int, optional
+        ``None`` trains on all rows at every step. Otherwise epoch :math:`e`
+        visits the ``N`` rows in the order of the :math:`e`-th permutation
+        drawn from ``seed``, in consecutive batches of ``b`` rows (the last one
+        shorter). This schedule depends only on ``seed``, ``N`` and ``b``: every
+        coalition of every chunk sees the same batches, and its step on a batch
+        uses its own rows in it (weighted mean over them); a coalition with no
+        row in a batch skips that step (parameters and Adam state untouched, its
+        step count not advanced). So a coalition's training never depends on which
+        coalitions share its chunk.
+    weight_decay : float, default 0.0
+        :math:`\lambda \ge 0`, on every trained parameter.
+    device : str or torch.device, default "cpu"
+        ``"cpu"``, ``"cuda"``, ``"cuda:1"``, ``"mps"``, a ``torch.device``, or
+        ``"auto"`` (CUDA when torch sees a GPU, else the CPU; ``None`` is the CPU).
+        A device torch cannot see raises a ``ValueError``.
+    dtype : {"float32", "float64"}, default "float32"
+        Floating-point type of parameters, data and training (float32 is what
+        GPUs are fast at; float64 for agreement with a model trained alone to
+        about 1e-10).
+    seed : int, default 0
+        Draws the minibatch schedule and, with ``reinitialize=True``, the
+        initial parameters. Full-batch training from ``model``'s parameters
+        uses no randomness.
+    chunk_size : int, optional
+        Most coalitions trained at once. ``None``: as many as fit in the
+        working memory of ``device`` (:func:`~shapley_research._device.available_bytes`:
+        half the free GPU memory, 256 MiB on the CPU) at an estimate of the bytes
+        per model (parameters, gradients, Adam's moments and temporaries, plus
+        three times the activations of the rows of a step and of the evaluated
+        rows), at most 4,096. An integer caps that number. Utilities agree
+        across chunk sizes to rounding; for bit-identical reruns on a GPU, whose
+        free memory varies, pass an integer the memory rule does not lower.
+    reinitialize : bool, default False
+        ``False``: every coalition starts from ``model``'s parameters.
+        ``True``: every coalition starts from parameters re-drawn by the
+        ``reset_parameters()`` of ``model``'s submodules under the torch seed
+        hashed from ``(seed, the coalition's weights)`` (blake2b, then
+        ``numpy.random.SeedSequence``), on the host, one coalition after another.
+        So the same coalition gets the same initial parameters and the same
+        utility whichever chunk, call, device or chunk size it is trained in: the
+        utility is still a function of ``S``, one with the initialisation's
+        noise, and two coalitions share no draw. What it costs: a Python loop over the
+        coalitions of each chunk (one ``reset_parameters`` pass each, and a copy
+        to the device); the drawn values are those of this torch release's
+        initialisers and CPU generator (another release may draw others);
+        parameters without a ``reset_parameters`` in their module keep ``model``'s
+        values; and the values change with ``seed``. Needs at least one submodule with
+        ``reset_parameters``.
+    degenerate : {"constant", "default", "raise"}, default "constant"
+    default_utility : float, optional
+    min_samples : int, default 1
+        Degenerate coalitions, exactly as :class:`~shapley_research.ModelUtility`:
+        empty, fewer than ``min_samples`` points, or a single class.
+    progress : bool, default False
+        Show a tqdm bar of the models trained in each call (estimators' own
+        bars move chunk by chunk anyway, through
+        :func:`~shapley_research.games.report_evaluated`).
+
+    Attributes
+    ----------
+    n_players : int
+    device : torch.device
+        Where the models train (estimators refuse ``n_jobs > 1`` for it).
+    dtype : str
+    n_steps : int
+        Optimiser steps per coalition.
+    n_fits : int
+        Models trained so far (degenerate coalitions are not trained).
+
+    Notes
+    -----
+    **Degenerate coalitions** are never trained: their utility follows
+    ``degenerate`` as in :class:`~shapley_research.ModelUtility` (``"constant"``:
+    the constant model of the coalition's labels).
+
+    **Reproducibility.** The same arguments on the same device and chunk size
+    give bit-identical utilities, on repeated calls and on a fresh object.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from torch import nn
+    >>> from sklearn.datasets import load_iris
+    >>> from shapley_research import TorchModelUtility, msr_banzhaf
+    >>> X, y = load_iris(return_X_y=True)
+    >>> d, n_classes = X.shape[1], 3
+    >>> _ = torch.manual_seed(0)
+    >>> mlp = nn.Sequential(nn.Linear(d, 64), nn.ReLU(), nn.Linear(64, n_classes))
+    >>> game = TorchModelUtility(mlp, X[::3], y[::3], X[1::3], y[1::3], steps=100, learning_rate=0.05)
+    >>> result = msr_banzhaf(game, 64, seed=0)   # 64 coalitions of the 50 points, trained in one chunk
+    >>> result.values.shape, game.n_fits
+    ((50,), 64)
+    """
+
+    def __init__(self, model: Any, X_train: Any, y_train: Any, X_test: Any, y_test: Any,
+                 metric: str = "accuracy", *, optimizer: str = "adam", learning_rate: float = 1e-2,
+                 steps: int | None = None, epochs: int | None = None, batch_size: int | None = None,
+                 weight_decay: float = 0.0, device: Any = "cpu", dtype: Any = "float32", seed: int = 0,
+                 chunk_size: int | None = None, reinitialize: bool = False, degenerate: str = "constant",
+                 default_utility: float | None = None, min_samples: int = 1, progress: bool = False):
+        torch = import_torch(_OWNER)
+        if not isinstance(model, torch.nn.Module):
+            kind = f"the class {model.__name__}" if isinstance(model, type) else type(model).__name__
+            raise TypeError(f"{_OWNER}: model must be a torch.nn.Module instance, got {kind}.")
+        self.model = model
+        self.metric, self.task = _metric_and_task(metric)
+        self.X_train, self.y_train, self.X_test, self.y_test = check_dataset(
+            X_train, y_train, X_test, y_test, self.task)
+        self.targets = TargetInfo(self.y_train, self.y_test, self.task)
+        self.n_players = self.X_train.shape[0]
+        self.degenerate, self.default_utility, self.min_samples = check_degenerate_options(
+            degenerate, default_utility, min_samples)
+        self._check_training_options(optimizer, learning_rate, weight_decay, seed, chunk_size, reinitialize)
+        self.batch_size = None if batch_size is None else check_int(batch_size, "batch_size", minimum=1)
+        self.n_steps = _resolve_steps(steps, epochs, self.batch_size, self.n_players)
+        self.progress = check_bool(progress, "progress")
+        self.dtype = check_dtype(dtype, _OWNER)
+        self.device = resolve_device("cpu" if device is None else device, _OWNER) or torch.device("cpu")
+        self._prepare_module(model)
+        self._check_module_output()
+        self._prepare_data()
+        self.n_fits = 0
+
+    # -- construction ---------------------------------------------------------------------------
+    def _check_training_options(self, optimizer, learning_rate, weight_decay, seed, chunk_size,
+                                reinitialize) -> None:
+        self.optimizer = check_choice(optimizer, "optimizer", ("adam", "sgd"))
+        self.learning_rate = check_float(learning_rate, "learning_rate", minimum=0.0, strict=True)
+        self.weight_decay = check_float(weight_decay, "weight_decay", minimum=0.0)
+        self.seed = check_int(seed, "seed", minimum=0)
+        self.chunk_size = None if chunk_size is None else check_int(chunk_size, "chunk_size", minimum=1)
+        self.reinitialize = check_bool(reinitialize, "reinitialize")
+
+    def _prepare_module(self, model: Any) -> None:
+        """The template module on the device, its trained parameters' initial values and its constants."""
+        torch = import_torch(_OWNER)
+        trained = [name for name, param in model.named_parameters() if param.requires_grad]
+        if not trained:
+            raise ValueError(f"{_OWNER}: model has no parameter with requires_grad=True: nothing to train.")
+        template = copy.deepcopy(model).to(device=self.device, dtype=torch_dtype(self.dtype)).eval()
+        template.requires_grad_(False)
+        state = {name: value.detach() for name, value in template.named_parameters()}
+        self._initial = {name: state.pop(name) for name in trained}
+        self._constants = {**state, **dict(template.named_buffers())}
+        self._template = template
+        self._scratch = None
+        if self.reinitialize:
+            if not any(hasattr(module, "reset_parameters") for module in model.modules()):
+                raise ValueError(f"{_OWNER}: reinitialize=True needs a submodule with reset_parameters() "
+                                 f"(such as nn.Linear); {type(model).__name__} has none.")
+            self._scratch = copy.deepcopy(model).to("cpu")  # drawn on the host, then copied per chunk
+        self._gradient = stacked_gradient(template, self.task)
+        self._forward = stacked_forward(template)
+
+    def _check_module_output(self) -> None:
+        """One forward pass on two training rows, plain and batched, before any training."""
+        torch = import_torch(_OWNER)
+        sample = torch.as_tensor(self.X_train[:2], dtype=torch_dtype(self.dtype), device=self.device)
+        rows, d = sample.shape
+        try:
+            with torch.no_grad():
+                output = self._template(sample)
+        except Exception as error:  # noqa: BLE001 - any failure of the user's forward, reported with the shapes
+            raise ValueError(f"{_OWNER}: model fails on rows of X_train (shape ({rows}, {d})): "
+                             f"{type(error).__name__}: {error}") from error
+        if not isinstance(output, torch.Tensor) or not output.is_floating_point():
+            raise ValueError(f"{_OWNER}: model must return a floating-point tensor, got {type(output).__name__}"
+                             f"{'' if not isinstance(output, torch.Tensor) else ' of ' + str(output.dtype)}.")
+        _check_output_shape(tuple(output.shape), rows, self.targets if self.task == "classification" else None)
+        try:
+            with torch.no_grad():
+                self._forward(stacked_copies(self._initial, 1), self._constants, sample)
+        except Exception as error:  # noqa: BLE001 - the forward must batch over stacked parameters
+            raise ValueError(f"{_OWNER}: model's forward cannot be batched by torch.func.vmap over stacked "
+                             f"parameters: {type(error).__name__}: {error}") from error
+        self._activations = activations_per_row(self._template, sample)
+
+    def _prepare_data(self) -> None:
+        """Training and test tensors on the device, the training plan and the minibatch schedule."""
+        torch = import_torch(_OWNER)
+        dtype = torch_dtype(self.dtype)
+        self._X_train = torch.as_tensor(self.X_train, dtype=dtype, device=self.device)
+        self._X_test = torch.as_tensor(self.X_test, dtype=dtype, device=self.device)
+        if self.task == "classification":
+            self._y_train = torch.as_tensor(self.targets.y_train_index, dtype=torch.long, device=self.device)
+        else:
+            self._y_train = torch.as_tensor(self.y_train, dtype=dtype, device=self.device)
+        self._plan = TrainingPlan(self.task, self.optimizer, self.learning_rate, self.weight_decay,
+                                  self.n_steps, self.batch_size, self.seed)
+        self._schedule = None if self.batch_size is None else torch.as_tensor(
+            epoch_batches(self._plan, self.n_players), device=self.device)
+
+    # -- training a chunk -------------------------------------------------------------------------
+    def _chunk_rows(self, n_evaluated_rows: int) -> int:
+        """Coalitions per chunk: the memory rule (class docstring, ``chunk_size``), capped by ``chunk_size``."""
+        itemsize = 8 if self.dtype == "float64" else 4
+        n_parameters = sum(value.numel() for value in self._initial.values())
+        rows = max(self.n_players if self.batch_size is None else self.batch_size, n_evaluated_rows)
+        per_model = (bytes_per_model(n_parameters, self._activations, rows, self.optimizer, itemsize)
+                     + itemsize * self.n_players)
+        size = int(min(MAX_CHUNK, max(1, available_bytes(self.device) // per_model)))
+        return size if self.chunk_size is None else min(size, self.chunk_size)
+
+    def _initial_parameters(self, weights: np.ndarray) -> dict:
+        if not self.reinitialize:
+            return stacked_copies(self._initial, weights.shape[0])
+        seeds = [reinitialization_seed(self.seed, row) for row in weights]
+        return redrawn_parameters(self._scratch, list(self._initial), seeds, torch_dtype(self.dtype), self.device)
+
+    def _train_and_forward(self, weights: np.ndarray, X) -> np.ndarray:
+        """Train one model per row of ``weights`` and return their float64 outputs on ``X`` (B, n[, K])."""
+        torch = import_torch(_OWNER)
+        sample_weights = torch.as_tensor(weights.astype(np.float64), dtype=torch_dtype(self.dtype),
+                                         device=self.device)
+        params = train_chunk(self._gradient, self._initial_parameters(weights), self._constants, sample_weights,
+                             self._X_train, self._y_train, self._plan, self._schedule)
+        with torch.no_grad():
+            outputs = self._forward(params, self._constants, X)
+        outputs = outputs.to(dtype=torch.float64).cpu().numpy()  # the one wait on the device per chunk
+        self.n_fits += weights.shape[0]
+        if self.task == "regression":
+            return outputs.reshape(weights.shape[0], -1)
+        return outputs
+
+    def _in_chunks(self, weights: np.ndarray, X, consume: Callable[[slice, np.ndarray], None]) -> None:
+        """Train the rows of ``weights`` chunk by chunk, handing each chunk's outputs to ``consume``."""
+        from tqdm.auto import tqdm
+
+        size = self._chunk_rows(X.shape[0])
+        bar = tqdm(total=weights.shape[0], desc=_OWNER, unit="model", leave=False, disable=not self.progress)
+        try:
+            for start in range(0, weights.shape[0], size):
+                block = slice(start, min(start + size, weights.shape[0]))
+                consume(block, self._train_and_forward(weights[block], X))
+                report_evaluated(block.stop - block.start)
+                bar.update(block.stop - block.start)
+        finally:
+            bar.close()
+            release(self.device)  # no cached GPU memory stays held between calls
+
+    # -- the game ---------------------------------------------------------------------------------
+    def _evaluate(self, masks: np.ndarray) -> np.ndarray:
+        counts = self.targets.class_counts(masks) if self.task == "classification" else None
+        degenerate = degenerate_rows(masks, self.targets, self.min_samples, counts)
+        values = np.empty(masks.shape[0])
+        if degenerate.any():
+            values[degenerate] = degenerate_utilities(
+                masks[degenerate], self.targets, self.metric, self.degenerate, self.default_utility,
+                None if counts is None else counts[degenerate], owner=_OWNER)
+            report_evaluated(int(degenerate.sum()))
+        trained = np.flatnonzero(~degenerate)
+
+        def score(block: slice, outputs: np.ndarray) -> None:
+            values[trained[block]] = self._scores(outputs)
+
+        if trained.size:
+            self._in_chunks(masks[trained], self._X_test, score)
+        return values
+
+    def _scores(self, outputs: np.ndarray) -> np.ndarray:
+        """The metric of each model from its test outputs (B, n_test[, K])."""
+        info = self.targets
+        if self.task == "regression":
+            return regression_scores(outputs, info.y_test, self.metric, info.ss_tot)
+        if self.metric == "accuracy":  # argmax takes the first of tied classes: the smallest label
+            return np.mean(outputs.argmax(axis=2) == info.y_test_index, axis=1)
+        from scipy.special import log_softmax
+
+        log_p = log_softmax(outputs, axis=2)
+        seen = info.y_test_index >= 0
+        true = np.take_along_axis(log_p, np.maximum(info.y_test_index, 0)[None, :, None], axis=2)[..., 0]
+        return clipped_mean_log_probability(np.where(seen, true, -np.inf))
+
+    # -- sample weights ---------------------------------------------------------------------------
+    def predict(self, weights: Any, X: Any = None) -> np.ndarray:
+        """Predictions of a model trained on each row of ``weights``.
+
+        Parameters
+        ----------
+        weights : array of shape (m, N)
+            Booleans (coalitions) or non-negative integers (e.g. bootstrap
+            counts), the per-sample loss weights :math:`w_i` of
+            :math:`\\sum_i w_i \\ell_i / \\sum_i w_i`.
+        X : array of shape (n, d), optional
+            Rows to predict; the test set by default.
+
+        Returns
+        -------
+        np.ndarray of shape (m, n)
+            Predicted labels (from the training classes) for classification,
+            values for regression. A degenerate row (total weight below
+            ``min_samples``, or a single class) is not trained and predicts the
+            constant model: the most weighted class (ties to the smallest label;
+            the training majority when empty) or the weighted mean target (0 when
+            empty).
+        """
+        weights = self._check_weights(weights)
+        X = self._rows_to_predict(X)
+        degenerate = degenerate_rows(weights, self.targets, self.min_samples)
+        classification = self.task == "classification"
+        predictions = np.empty((weights.shape[0], X.shape[0]), dtype=self.targets.classes.dtype
+                               if classification else float)
+        if degenerate.any():
+            predictions[degenerate] = self._constant_predictions(weights[degenerate])[:, None]
+        trained = np.flatnonzero(~degenerate)
+
+        def store(block: slice, outputs: np.ndarray) -> None:
+            rows = trained[block]
+            predictions[rows] = self.targets.classes[outputs.argmax(axis=2)] if classification else outputs
+
+        if trained.size:
+            self._in_chunks(weights[trained], X, store)
+        return predictions
+
+    def trained_outputs(self, weights: Any, X: Any = None) -> np.ndarray:
+        """Raw outputs (float64) of a model trained on each row of ``weights``, no degenerate rule applied.
+
+        ``(m, n, K)`` logits for classification, ``(m, n)`` values for
+        regression; ``weights`` and ``X`` as in :meth:`predict`. Every row must
+        have a positive total weight.
+        """
+        weights = self._check_weights(weights)
+        X = self._rows_to_predict(X)
+        empty = np.flatnonzero(weights.sum(axis=1) == 0)
+        if empty.size:
+            raise ValueError(f"{_OWNER}: weights row {int(empty[0])} is all zero: there is nothing to train on.")
+        parts: list[np.ndarray] = []
+        self._in_chunks(weights, X, lambda block, outputs: parts.append(outputs))
+        return np.concatenate(parts) if parts else np.empty((0, X.shape[0]))
+
+    def _check_weights(self, weights: Any) -> np.ndarray:
+        weights = np.asarray(weights)
+        if weights.ndim != 2 or weights.shape[1] != self.n_players:
+            raise ValueError(f"{_OWNER}: weights must have shape (m, n_players) = (m, {self.n_players}), "
+                             f"got shape {weights.shape}.")
+        if weights.dtype == np.bool_:
+            return weights
+        if weights.dtype.kind == "f" and np.isfinite(weights).all() and (weights == np.round(weights)).all():
+            weights = weights.astype(np.int64)
+        if weights.dtype.kind not in "iu":
+            raise TypeError(f"{_OWNER}: weights must be booleans or non-negative integers (sample counts), "
+                            f"got dtype {weights.dtype}.")
+        if (weights < 0).any():
+            raise ValueError(f"{_OWNER}: weights must be non-negative, got {int(weights.min())}.")
+        return weights.astype(np.int64)
+
+    def _rows_to_predict(self, X: Any):
+        if X is None:
+            return self._X_test
+        torch = import_torch(_OWNER)
+        X = check_features(X, "X")
+        if X.shape[1] != self.X_train.shape[1]:
+            raise ValueError(f"{_OWNER}: X has {X.shape[1]} features; X_train has {self.X_train.shape[1]}.")
+        return torch.as_tensor(X, dtype=torch_dtype(self.dtype), device=self.device)
+
+    def _constant_predictions(self, weights: np.ndarray) -> np.ndarray:
+        """The constant model of each weighted coalition (ModelUtility's ConstantPredictor, with counts)."""
+        info = self.targets
+        if self.task == "regression":
+            totals = weights.sum(axis=1)
+            return np.where(totals > 0, (weights @ info.y_train) / np.maximum(totals, 1), 0.0)
+        counts = info.class_counts(weights)
+        counts = np.where(counts.sum(axis=1, keepdims=True) > 0, counts, info.prior)
+        return info.classes[counts.argmax(axis=1)]
+
+    def __repr__(self) -> str:
+        return (f"{_OWNER}({type(self.model).__name__}, n_players={self.n_players}, metric={self.metric!r}, "
+                f"optimizer={self.optimizer!r}, steps={self.n_steps}, device={str(self.device)!r}, "
+                f"dtype={self.dtype!r})")
+
+
+# --------------------------------------------------------------------------------------------
+# Checks of the arguments
+# --------------------------------------------------------------------------------------------
+
+def _metric_and_task(metric: Any) -> tuple[str, str]:
+    name, task = resolve_metric(metric)
+    if task is None:
+        raise TypeError(f"{_OWNER} takes a metric name, not a callable scorer (use ModelUtility for one).")
+    return name, task
+
+
+def _resolve_steps(steps: int | None, epochs: int | None, batch_size: int | None, n_rows: int) -> int:
+    """Optimiser steps per coalition from ``steps`` or ``epochs`` (not both)."""
+    if steps is not None and epochs is not None:
+        raise ValueError(f"{_OWNER}: pass steps or epochs, not both (got steps={steps!r}, epochs={epochs!r}).")
+    if epochs is None:
+        return DEFAULT_STEPS if steps is None else check_int(steps, "steps", minimum=1)
+    epochs = check_int(epochs, "epochs", minimum=1)
+    return epochs if batch_size is None else epochs * -(-n_rows // batch_size)
+
+
+def _check_output_shape(shape: tuple, rows: int, targets: TargetInfo | None) -> None:
+    """ValueError unless ``shape`` is (rows, K) for K classes, or (rows,) / (rows, 1) for regression."""
+    if targets is not None:
+        k = targets.n_classes
+        if shape != (rows, k):
+            per_row = int(np.prod(shape[1:])) if len(shape) > 1 and shape[0] == rows else None
+            what = f"{per_row} values per row" if per_row is not None else f"shape {shape} for {rows} rows"
+            raise ValueError(f"{_OWNER}: model outputs {what} but y_train has {k} classes: a classifier must "
+                             f"output logits of shape ({rows}, {k}) for {rows} rows, got {shape}.")
+    elif shape not in ((rows,), (rows, 1)):
+        raise ValueError(f"{_OWNER}: model outputs shape {shape} for {rows} rows, but a regression metric needs "
+                         f"one value per row: shape ({rows},) or ({rows}, 1).")

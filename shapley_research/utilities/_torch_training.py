@@ -1,0 +1,266 @@
+r"""Batched training of one torch module on a chunk of weighted training sets at once.
+
+Private machinery of :class:`~shapley_research.utilities.TorchModelUtility`.
+A chunk of :math:`B` coalitions is :math:`B` copies of the module's
+parameters stacked along a leading axis, and per-sample weights
+:math:`w \in \mathbb{N}^{B \times N}` over all :math:`N` training rows (a
+coalition's mask, or bootstrap counts). Model :math:`b` minimises
+
+.. math:: L_b(\theta_b) = \frac{\sum_i w_{bi}\, \ell(f_{\theta_b}(x_i), y_i)}{\sum_i w_{bi}},
+
+and the optimiser adds the coupled L2 term :math:`\lambda \theta_b` to its
+gradient (as ``torch.optim``'s ``weight_decay``). Gradients of all models
+come from one ``torch.func.vmap`` of ``torch.func.grad`` over the stacked
+parameters (a few large batched kernels per step); Adam and SGD are
+written out on the stacked tensors, elementwise, so every model gets exactly
+the update it would get alone. Nothing in the step loop reads a value back
+to the host.
+
+Torch is imported inside the functions: this module imports without it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+ADAM_BETAS = (0.9, 0.999)  # torch.optim.Adam's defaults
+ADAM_EPS = 1e-8
+MAX_CHUNK = 4096  # beyond this a chunk gains nothing on any device, and the host-side arrays grow
+SCHEDULE_STREAM = 0x5EED_BA7C  # separates the minibatch stream of a seed from the re-initialisation stream
+REINIT_STREAM = 0x1217_0000
+
+
+@dataclass(frozen=True)
+class TrainingPlan:
+    """What every chunk is trained with (the same for every chunk of every call).
+
+    ``batch_size=None`` is full-batch training: ``n_steps`` steps on all rows.
+    Otherwise ``n_steps`` minibatch steps over epochs whose row orders come from
+    ``seed`` (:func:`epoch_batches`).
+    """
+
+    task: str
+    optimizer: str
+    learning_rate: float
+    weight_decay: float
+    n_steps: int
+    batch_size: int | None
+    seed: int
+
+
+# --------------------------------------------------------------------------------------------
+# The loss of one model, and the gradients of a stack of them
+# --------------------------------------------------------------------------------------------
+
+def per_model_loss(template: Any, task: str) -> Callable:
+    """``loss(params, constants, weights, X, y)``: the weighted mean loss of one model (no batch axis).
+
+    ``template`` is the module whose forward ``torch.func.functional_call``
+    runs with ``params`` (the trained parameters) and ``constants`` (buffers
+    and frozen parameters). Weights are integers, so a total of 0 (a
+    minibatch holding none of the coalition) is clamped to 1: loss and
+    gradient are then 0, and :func:`train_chunk` skips the step.
+    """
+    import torch
+    from torch.func import functional_call
+
+    def loss(params, constants, weights, X, y):
+        outputs = functional_call(template, (params, constants), (X,))
+        if task == "classification":
+            losses = torch.nn.functional.cross_entropy(outputs, y, reduction="none")
+        else:
+            losses = (outputs.reshape(-1) - y) ** 2
+        return (weights * losses).sum() / weights.sum().clamp(min=1.0)
+
+    return loss
+
+
+def stacked_gradient(template: Any, task: str) -> Callable:
+    """``grad(params, constants, weights, X, y)``: per-model gradients of stacked ``params`` (dict of (B, ...))."""
+    from torch.func import grad, vmap
+
+    return vmap(grad(per_model_loss(template, task)), in_dims=(0, None, 0, None, None))
+
+
+def stacked_forward(template: Any) -> Callable:
+    """``forward(params, constants, X)``: outputs (B, n, ...) of every model of a stack on the same rows."""
+    from torch.func import functional_call, vmap
+
+    def forward(params, constants, X):
+        return functional_call(template, (params, constants), (X,))
+
+    return vmap(forward, in_dims=(0, None, None))
+
+
+# --------------------------------------------------------------------------------------------
+# Adam and SGD on stacked parameters
+# --------------------------------------------------------------------------------------------
+
+class StackedOptimizer:
+    """Adam or plain SGD over dicts of stacked parameters (B, ...), with a step count per model.
+
+    A model whose ``active`` flag is False in a step (its minibatch held none
+    of its rows) is left exactly as it is, state included, so its training
+    is that of its own rows alone. Adam follows ``torch.optim.Adam``
+    (non-fused) operation by operation.
+    """
+
+    def __init__(self, name: str, learning_rate: float, weight_decay: float, params: dict):
+        import torch
+
+        self.name, self.learning_rate, self.weight_decay = name, learning_rate, weight_decay
+        first = next(iter(params.values()))
+        self.steps = torch.zeros(first.shape[0], dtype=first.dtype, device=first.device)
+        self.moments = {key: (torch.zeros_like(p), torch.zeros_like(p)) for key, p in params.items()} \
+            if name == "adam" else {}
+
+    def step(self, params: dict, grads: dict, active) -> None:
+        """Update ``params`` in place from ``grads``; ``active`` is a (B,) boolean tensor."""
+        import torch
+
+        self.steps += active
+        if self.name == "adam":
+            beta1, beta2 = ADAM_BETAS
+            # models that never stepped have step 0: their bias corrections are never used
+            correction1 = 1 - beta1 ** self.steps.clamp(min=1)
+            correction2_sqrt = (1 - beta2 ** self.steps.clamp(min=1)).sqrt()
+        for key, param in params.items():
+            shape = (-1,) + (1,) * (param.dim() - 1)
+            keep = active.reshape(shape)
+            grad = grads[key] if self.weight_decay == 0.0 else grads[key].add(param, alpha=self.weight_decay)
+            if self.name == "sgd":
+                param.sub_(torch.where(keep, self.learning_rate * grad, 0.0))
+                continue
+            mean, square = self.moments[key]
+            mean.copy_(torch.where(keep, mean.lerp(grad, 1 - beta1), mean))
+            square.copy_(torch.where(keep, square.mul(beta2).addcmul_(grad, grad, value=1 - beta2), square))
+            step_size = (self.learning_rate / correction1).reshape(shape)
+            denominator = (square.sqrt() / correction2_sqrt.reshape(shape)).add_(ADAM_EPS)
+            param.sub_(torch.where(keep, step_size * mean / denominator, 0.0))
+
+
+# --------------------------------------------------------------------------------------------
+# Minibatch schedule and the training loop
+# --------------------------------------------------------------------------------------------
+
+def epoch_batches(plan: TrainingPlan, n_rows: int) -> Any:
+    """Row indices of every minibatch step, shape (n_steps, batch_size); -1 pads an epoch's last batch.
+
+    Epoch ``e`` visits the rows in the order of the ``e``-th permutation drawn
+    from ``(seed, SCHEDULE_STREAM)``, cut into consecutive batches (the last
+    one shorter, padded). The schedule depends only on the seed, ``N`` and
+    ``batch_size``, so every coalition of every chunk sees the same batches.
+    """
+    rng = np.random.default_rng([plan.seed, SCHEDULE_STREAM])
+    per_epoch = math.ceil(n_rows / plan.batch_size)
+    n_epochs = math.ceil(plan.n_steps / per_epoch)
+    padded = np.full((n_epochs, per_epoch * plan.batch_size), -1, dtype=np.int64)
+    for epoch in range(n_epochs):
+        padded[epoch, :n_rows] = rng.permutation(n_rows)
+    return padded.reshape(n_epochs * per_epoch, plan.batch_size)[:plan.n_steps]
+
+
+def train_chunk(gradient: Callable, params: dict, constants: dict, weights, X, y, plan: TrainingPlan,
+                schedule=None) -> dict:
+    """Train the stacked ``params`` (updated in place and returned) on ``weights`` (B, N).
+
+    Full batch: every step uses all ``N`` rows. Minibatches: step ``t`` uses
+    the rows ``schedule[t]`` (a device tensor from :func:`epoch_batches`,
+    -1 for padding, weighted 0), and models with no weight in that batch skip it.
+    """
+    import torch
+
+    optimizer = StackedOptimizer(plan.optimizer, plan.learning_rate, plan.weight_decay, params)
+    with torch.no_grad():
+        if schedule is None:
+            active = torch.ones(weights.shape[0], dtype=torch.bool, device=weights.device)
+            for _ in range(plan.n_steps):
+                optimizer.step(params, gradient(params, constants, weights, X, y), active)
+            return params
+        for rows in schedule:
+            present = rows >= 0
+            rows = rows.clamp(min=0)
+            batch_weights = weights[:, rows] * present
+            active = batch_weights.sum(dim=1) > 0
+            optimizer.step(params, gradient(params, constants, batch_weights, X[rows], y[rows]), active)
+    return params
+
+
+# --------------------------------------------------------------------------------------------
+# Initial parameters
+# --------------------------------------------------------------------------------------------
+
+def stacked_copies(initial: dict, count: int) -> dict:
+    """``count`` copies of every initial parameter, stacked on a new leading axis."""
+    return {key: value.unsqueeze(0).expand(count, *value.shape).clone() for key, value in initial.items()}
+
+
+def reinitialization_seed(seed: int, weights_row: np.ndarray) -> int:
+    """The torch seed of one coalition's fresh initial parameters: from ``seed`` and the coalition's weights."""
+    digest = hashlib.blake2b(np.ascontiguousarray(weights_row, dtype="<u4").tobytes(), digest_size=16).digest()
+    words = np.frombuffer(digest, dtype="<u4").tolist()
+    state = np.random.SeedSequence([seed, REINIT_STREAM, weights_row.size, *words]).generate_state(2)
+    return (int(state[0]) << 32 | int(state[1])) >> 1  # torch.manual_seed takes at most 2**63 - 1
+
+
+def redrawn_parameters(scratch: Any, names: list[str], seeds: list[int], dtype, device) -> dict:
+    """Stacked parameters ``names`` of ``scratch`` after ``reset_parameters()`` under each seed.
+
+    ``scratch`` is a host copy of the module, re-initialised in place under
+    ``torch.manual_seed(s)`` (the global generator is forked and restored, so
+    the caller's random state is untouched).
+    """
+    import torch
+
+    drawn = {name: [] for name in names}
+    with torch.random.fork_rng(devices=[]):
+        for seed in seeds:
+            torch.manual_seed(seed)
+            for module in scratch.modules():
+                if hasattr(module, "reset_parameters"):
+                    module.reset_parameters()
+            current = dict(scratch.named_parameters())
+            for name in names:
+                drawn[name].append(current[name].detach().to(dtype))
+    return {name: torch.stack(values).to(device) for name, values in drawn.items()}
+
+
+# --------------------------------------------------------------------------------------------
+# Memory per model, for the chunk size
+# --------------------------------------------------------------------------------------------
+
+def activations_per_row(template: Any, sample) -> int:
+    """Numbers each module of ``template`` outputs per row of ``sample`` (forward hooks on every module)."""
+    import torch
+
+    total = [0]
+
+    def count(_module, _inputs, output):
+        for value in output if isinstance(output, (tuple, list)) else (output,):
+            if isinstance(value, torch.Tensor):
+                total[0] += value.numel()
+
+    hooks = [module.register_forward_hook(count) for module in template.modules()]
+    try:
+        with torch.no_grad():
+            template(sample)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    return max(1, total[0] // sample.shape[0]) + sample[0].numel()
+
+
+def bytes_per_model(n_parameters: int, activations: int, rows: int, optimizer: str, itemsize: int) -> int:
+    """Working memory of one model of a chunk while it trains on ``rows`` rows per step.
+
+    Parameters, gradients, Adam's two moments and about three parameter-sized
+    temporaries of the update; activations kept for the backward pass, their
+    gradients and a temporary each; the weights and the loss per row.
+    """
+    parameter_copies = 2 + (2 if optimizer == "adam" else 0) + 3
+    return itemsize * (n_parameters * parameter_copies + rows * (3 * activations + 4))
