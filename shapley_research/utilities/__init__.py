@@ -13,6 +13,8 @@ values :func:`knn_shapley` computes in :math:`O(N \log N)` per test point
 from ._knn import KNNUtility, knn_shapley
 from ._model import CLASSIFICATION_METRICS, REGRESSION_METRICS, ConstantPredictor, ModelUtility
 from .learners import LogisticRegressionUtility, RidgeUtility
+from ._torch_model import TorchModelUtility
 
 __all__ = ["ModelUtility", "ConstantPredictor", "CLASSIFICATION_METRICS", "REGRESSION_METRICS",
-           "LogisticRegressionUtility", "RidgeUtility", "KNNUtility", "knn_shapley"]
+           "LogisticRegressionUtility", "RidgeUtility", "KNNUtility", "knn_shapley",
+           "TorchModelUtility"]
