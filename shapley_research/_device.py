@@ -6,7 +6,7 @@ without it. ``device=None`` everywhere means the numpy path; ``"auto"`` means
 ``"cuda"`` when torch sees a GPU, else ``None``.
 
 A device belongs to one process: a game on a device is refused by
-estimators run with ``n_jobs > 1`` (:func:`check_single_process`), since
+estimators run with ``n_jobs > 1`` (:func:`check_game_jobs`), since
 workers would each initialise CUDA, copy the data and compete for one
 card's memory; a GPU already runs a chunk of coalitions in parallel.
 """
@@ -16,6 +16,8 @@ from __future__ import annotations
 import gc
 import os
 from typing import Any
+
+from ._validation import check_n_jobs
 
 DTYPES = ("float64", "float32")
 # working memory for a chunk of coalitions on the CPU, where no free-memory query is portable
@@ -103,18 +105,17 @@ def release(device: Any) -> None:
         torch.cuda.empty_cache()
 
 
-def check_single_process(game: Any, n_jobs: int | None, owner: str) -> None:
-    """Refuse ``n_jobs > 1`` (or -1) for a game that owns a device.
+def check_game_jobs(game: Any, n_jobs: Any, owner: str) -> int | None:
+    """``n_jobs`` checked (:func:`~._validation.check_n_jobs`), refusing ``n_jobs > 1`` for a game on a device.
 
     One process owns a GPU: joblib workers would each copy the data to it and
     compete for its memory, while one chunk already trains many coalitions
     in parallel on it.
     """
+    n_jobs = check_n_jobs(n_jobs)
     device = getattr(game, "device", None)
-    if device is None or n_jobs in (None, 1):
-        return
-    if n_jobs < 0 and (os.cpu_count() or 1) + 1 + n_jobs <= 1:
-        return
+    if device is None or n_jobs in (None, 1) or (n_jobs < 0 and (os.cpu_count() or 1) + 1 + n_jobs <= 1):
+        return n_jobs
     raise ValueError(f"{owner}: n_jobs={n_jobs} with {type(game).__name__} on device {str(device)!r}; a game on a "
                      "device runs in one process (its chunks of coalitions already run in parallel there). "
                      "Pass n_jobs=None.")

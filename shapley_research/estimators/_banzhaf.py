@@ -29,7 +29,8 @@ from ._permutation import SAMPLING_PARAMETERS
 from ._sampling._loop import (MeanState, default_batch_size, evaluate_coalitions, evaluations_text, open_checkpoint,
                               run_sampling, units_from_budget)
 from ._small_games import enumerated_result, enumeration_affordable
-from .._validation import (check_float, check_game, check_int, check_n_jobs, check_target,
+from .._device import check_game_jobs
+from .._validation import (check_float, check_game, check_int, check_target,
                            check_target_rank_correlation, check_utilities)
 from ..result import ValuationResult, register_finalizer
 
@@ -275,7 +276,7 @@ def msr_banzhaf(game, budget, seed=None, *, batch_size: int | None = None, n_job
     """
     start = time.perf_counter()
     n = check_game(game)
-    n_jobs = check_n_jobs(n_jobs)
+    n_jobs = check_game_jobs(game, n_jobs, "msr_banzhaf")
     target_stderr = check_target(target_stderr)
     target_rank_correlation = check_target_rank_correlation(target_rank_correlation)
     if empty_utility is not None:

@@ -45,7 +45,8 @@ from ._permutation import documents_sampling_options, random_permutations
 from ._small_games import enumerated_result, enumeration_affordable
 from ._sampling._loop import (default_batch_size, evaluate_anchors, open_checkpoint, run_sampling,
                               units_from_budget)
-from .._validation import (check_bool, check_float, check_game, check_int, check_n_jobs, check_target,
+from .._device import check_game_jobs
+from .._validation import (check_bool, check_float, check_game, check_int, check_target,
                            check_target_rank_correlation, check_utilities)
 from ..games._base import PREFIX_MASK_CELLS, evaluate_prefixes
 from ..result import ValuationResult, register_finalizer
@@ -449,7 +450,7 @@ def beta_shapley(game, budget, seed=None, alpha: float = 16.0, beta: float = 1.0
     start = time.perf_counter()
     n = check_game(game)
     alpha, beta = _check_shape(alpha, beta)
-    n_jobs = check_n_jobs(n_jobs)
+    n_jobs = check_game_jobs(game, n_jobs, "beta_shapley")
     target_stderr = check_target(target_stderr)
     target_rank_correlation = check_target_rank_correlation(target_rank_correlation)
     if empty_utility is not None:

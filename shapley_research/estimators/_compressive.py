@@ -10,7 +10,8 @@ from ._l1_homotopy import HomotopyError, l1_homotopy
 from ._small_games import enumerated_result, enumeration_affordable
 from ._sampling._loop import (aux_rng, default_batch_size, evaluate_anchors, open_checkpoint, run_sampling,
                               units_from_budget)
-from .._validation import (check_choice, check_float, check_game, check_int, check_n_jobs, check_solver,
+from .._device import check_game_jobs
+from .._validation import (check_choice, check_float, check_game, check_int, check_solver,
                            check_target, check_target_rank_correlation)
 from ._permutation import documents_sampling_options, marginal_contributions, random_permutations
 from ..result import ValuationResult
@@ -157,7 +158,7 @@ def compressive_shapley(game, budget, seed=None, n_measurements: int | None = No
     """
     start = time.perf_counter()
     n = check_game(game)
-    n_jobs = check_n_jobs(n_jobs)
+    n_jobs = check_game_jobs(game, n_jobs, "compressive_shapley")
     recovery = check_choice(recovery, "recovery", {"homotopy", "cvxpy"})
     solver = check_solver(solver)  # the homotopy falls back to it on degenerate matrices
     target_stderr = check_target(target_stderr)

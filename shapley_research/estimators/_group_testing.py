@@ -38,7 +38,8 @@ import numpy as np
 from ._small_games import enumerated_result, enumeration_affordable
 from ._sampling._loop import (MeanState, default_batch_size, evaluate_anchors, evaluate_coalitions,
                               open_checkpoint, run_sampling, units_from_budget)
-from .._validation import (check_choice, check_float, check_game, check_int, check_n_jobs, check_solver,
+from .._device import check_game_jobs
+from .._validation import (check_choice, check_float, check_game, check_int, check_solver,
                            check_target, check_target_rank_correlation)
 from ._sampling._subsets import SmallSides, draw_small_sides, random_subsets, small_sides_of
 from ._sampling._without_replacement import (MAX_STRATUM, StratumPlan, draw_coalitions, size_rng,
@@ -245,7 +246,7 @@ def group_testing_shapley(game, budget, seed=None, *, variant: str = "improved",
     if variant == "paper" and recovery != "closed_form":
         solver = check_solver(solver)
     n = check_game(game, minimum=2)
-    n_jobs = check_n_jobs(n_jobs)
+    n_jobs = check_game_jobs(game, n_jobs, "group_testing_shapley")
     target_stderr = check_target(target_stderr)
     target_rank_correlation = check_target_rank_correlation(target_rank_correlation)
     fixed = 1 if empty_utility is not None else 2

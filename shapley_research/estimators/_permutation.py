@@ -12,7 +12,8 @@ from ._sampling._loop import (MeanState, default_batch_size, evaluate_anchors, o
                               units_from_budget)
 from ._truncation import (TALLY, TRUNCATED_BATCHES, _check_truncation, _Resume, _rounds_within_budget,
                           truncated_contributions)
-from .._validation import (check_bool, check_game, check_int, check_n_jobs, check_target,
+from .._device import check_game_jobs
+from .._validation import (check_bool, check_game, check_int, check_target,
                            check_target_rank_correlation)
 from ..games._base import evaluate_prefixes
 from ..result import ValuationResult, register_finalizer
@@ -248,7 +249,7 @@ def permutation_shapley(game, budget, seed=None, *, antithetic: bool = False, ro
     """
     start = time.perf_counter()
     n = check_game(game)
-    n_jobs = check_n_jobs(n_jobs)
+    n_jobs = check_game_jobs(game, n_jobs, "permutation_shapley")
     antithetic = check_bool(antithetic, "antithetic")
     rotations = check_int(rotations, "rotations", minimum=1)
     if rotations > n:

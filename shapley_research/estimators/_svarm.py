@@ -32,7 +32,8 @@ from ._sampling._progress import progress_bar
 from ._sampling._subsets import random_subsets
 from ._sampling._without_replacement import (MAX_STRATUM, PILOT_PHASE, StratumPlan, draw_coalitions, size_rng,
                                              pass_remainder, without_replacement_sizes)
-from .._validation import (check_choice, check_float, check_game, check_int, check_n_jobs, check_target,
+from .._device import check_game_jobs
+from .._validation import (check_choice, check_float, check_game, check_int, check_target,
                            check_target_rank_correlation, check_utilities)
 from ._permutation import documents_sampling_options
 from ..games._progress import reporting_to
@@ -492,7 +493,7 @@ def stratified_svarm_shapley(game, budget, seed=None, *, batch_size: int | None 
         raise ValueError(f"stratified_svarm_shapley keeps one stratum per player and coalition size "
                          f"(O(N^2) memory), so it takes at most {MAX_PLAYERS} players; this game has {n}. "
                          "Use permutation_shapley or group_testing_shapley instead.")
-    n_jobs = check_n_jobs(n_jobs)
+    n_jobs = check_game_jobs(game, n_jobs, "stratified_svarm_shapley")
     allocation = check_choice(allocation, "allocation", ALLOCATIONS)
     if pilot is not None and allocation != "neyman":
         raise ValueError(f"pilot sets the pilot of allocation='neyman'; this call has allocation={allocation!r}.")

@@ -33,6 +33,7 @@ from ._model_data import (CLASSIFICATION_METRICS, DEGENERATE_MODES, LOG_EPS, LOG
                           resolve_metric, take_rows)
 from ._coalition_fits import (CoalitionFitWarning, collected_warnings, describe_error, fit_size_limit,
                               unfit_message, with_all_classes)
+from .._device import check_dtype, resolve_device
 from .._threads import thread_controller
 from .._validation import check_bool, check_choice, check_int, check_n_jobs, check_real_scalar
 from ..games._base import Game
@@ -204,6 +205,17 @@ class ModelUtility(Game):
         refits) and not on tiny ones (on iris batched refits are faster; see
         ``benchmarks/results/utility_throughput.txt``). Needs a
         ``LogisticRegression`` routed by ``fast``; a ``ValueError`` otherwise.
+    device : None, "auto", str or torch.device, default None
+        Run the batched learner with torch on this device (``"cpu"``,
+        ``"cuda"``, ``"cuda:1"``, a ``torch.device``; ``"auto"``: ``"cuda"``
+        when torch sees a GPU, else ``None``), see
+        :class:`LogisticRegressionUtility`. With a device, ``fast="auto"``
+        routes a supported model there whatever the CPU cost model predicts;
+        an explicit device with ``fast=False`` or with a model that has no
+        batched learner is refused (for torch modules use
+        :class:`TorchModelUtility`). ``None``: numpy.
+    dtype : {"float64", "float32"}, default "float64"
+        The batched learner's floating-point type on a device.
     blas_threads : int or None, default 1
         BLAS threads while fitting one coalition at a time (tiny fits run far
         faster on one thread); ``None`` leaves the thread pools alone. Ignored
@@ -314,7 +326,8 @@ class ModelUtility(Game):
     def __init__(self, model, X_train, y_train, X_test, y_test, metric="accuracy", *,
                  task: str = "auto", degenerate: str = "constant", default_utility: float | None = None,
                  min_samples: int = 1, cache: bool = False, cache_size: int = 65536, fast=False,
-                 blas_threads: int | None = 1, n_jobs: int | None = None, warm_prefixes: bool = False):
+                 blas_threads: int | None = 1, n_jobs: int | None = None, warm_prefixes: bool = False,
+                 device=None, dtype: str = "float64"):
         if isinstance(model, type):
             raise TypeError(f"model must be an estimator instance, got the class {model.__name__}; "
                             f"pass {model.__name__}() instead.")
@@ -351,6 +364,11 @@ class ModelUtility(Game):
         self.n_jobs = check_n_jobs(n_jobs)
         self.n_fits = 0
         self.warm_prefixes = check_bool(warm_prefixes, "warm_prefixes")
+        self.device = resolve_device(device, "ModelUtility")
+        self.dtype = check_dtype(dtype, "ModelUtility")
+        if self.device is not None and is_frame(self.X_train):
+            raise ValueError(f"device={str(self.device)!r} needs numeric features, but X_train and X_test are "
+                             "DataFrames that go to the model as they are.")
         self.learner_ = self._route_tables(fast) if is_frame(self.X_train) else self._route(fast)
         if self.warm_prefixes and getattr(self.learner_, "prefix_path", None) != "exact":
             routing = "not routed" if self.learner_ is None else "routed to " + type(self.learner_).__name__
@@ -369,13 +387,15 @@ class ModelUtility(Game):
             raise ValueError(f"fast must be 'auto', True or False, got {fast!r}.")
         n_classes = len(self.targets.classes) if self.task == "classification" else None
         self.route_ = route_decision(self.model, self.metric, fast, self.n_players, self.X_train.shape[1],
-                                     n_classes, warm_prefixes=self.warm_prefixes)
+                                     n_classes, warm_prefixes=self.warm_prefixes, device=self.device)
         if not self.route_.batched:
             return None
         from sklearn.linear_model import LogisticRegression
 
         warm = self.warm_prefixes and type(self.model) is LogisticRegression
         options = {"prefix_path": "exact"} if warm else {}
+        if self.device is not None:
+            options.update(device=self.device, dtype=self.dtype)
         return learner_for(self.model, self.X_train, self.y_train, self.X_test, self.y_test,
                            self.metric, degenerate=self.degenerate,
                            default_utility=self.default_utility, min_samples=self.min_samples, **options)

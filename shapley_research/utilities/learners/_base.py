@@ -10,12 +10,16 @@ convention), chunking by working memory and the ``evaluate`` flow.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from .._model_data import (TargetInfo, check_dataset, check_degenerate_options, degenerate_rows,
                            degenerate_utilities, resolve_metric)
+from ..._device import available_bytes, check_dtype, resolve_device
 from ..._validation import check_bool, check_features, check_int
-from ...games._base import Game
+from ...games._base import Game, prefix_positions, prefix_utilities
+from ._array import NUMPY, ArrayBackend
 
 _CHUNK_BYTES = 48 * 2**20  # working memory per chunk of coalitions
 
@@ -56,6 +60,21 @@ def _check_features_like(X, design: _Design, name: str = "X") -> np.ndarray:
     return design.transform(X)
 
 
+def _check_weights(weights: Any, n_players: int, name: str = "masks") -> np.ndarray:
+    """Masks (booleans, or 0/1) or sample weights (non-negative integers, e.g. bootstrap counts), shape (m, N)."""
+    array = np.asarray(weights)
+    if array.ndim != 2 or array.shape[1] != n_players:
+        raise ValueError(f"{name} must have shape (m, n_players) = (m, {n_players}), got shape {array.shape}.")
+    if array.dtype == np.bool_:
+        return array
+    if not (np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.floating)):
+        raise TypeError(f"{name} must be boolean masks or integer sample weights, got dtype {array.dtype}.")
+    if array.size and not (np.all(array >= 0) and np.all(np.mod(array, 1) == 0)):
+        raise ValueError(f"{name} must contain only booleans (or 0/1) or non-negative integers (sample weights, "
+                         "such as bootstrap counts).")
+    return array.astype(np.int64)
+
+
 def _chunks(total: int, size: int):
     for lo in range(0, total, size):
         yield slice(lo, min(lo + size, total))
@@ -65,6 +84,9 @@ class _BatchedLearner(Game):
     """Data checks, degenerate coalitions and the evaluate flow shared by the learners."""
 
     exact_prefixes = False
+    device = None  # numpy unless _set_backend chose a torch device
+    dtype = "float64"
+    _backend = NUMPY
 
     def _setup(self, X_train, y_train, X_test, y_test, metric, fit_intercept, degenerate, default_utility,
                min_samples, batch_size, task):
@@ -85,8 +107,22 @@ class _BatchedLearner(Game):
         self.design = _Design(self.X_train, self.X_test, bool(fit_intercept))
         self.n_fits = 0
 
+    def _set_backend(self, device: Any, dtype: Any) -> None:
+        """Where the solvers run: numpy (``device=None``) or torch on ``device``, in ``dtype``."""
+        owner = type(self).__name__
+        self.device = resolve_device(device, owner)
+        self.dtype = check_dtype(dtype, owner)
+        self._backend = ArrayBackend(self.device, self.dtype)
+        if self.device is not None:  # the one-pass prefix paths are numpy's; a device refits every prefix
+            self.exact_prefixes = True
+
     def _chunk_size(self, bytes_per_row: float, cap: int = 4096) -> int:
-        size = int(max(1, min(cap, _CHUNK_BYTES // max(bytes_per_row, 1))))
+        if self.device is None:
+            budget = _CHUNK_BYTES
+        else:  # the estimates count float64 entries; a device chunk takes a share of its free memory
+            bytes_per_row *= self._backend.xp.finfo(self._backend.float).bits / 64
+            budget, cap = available_bytes(self.device), 4 * cap
+        size = int(max(1, min(cap, budget // max(bytes_per_row, 1))))
         return size if self.batch_size is None else min(size, self.batch_size)
 
     def _counts(self, masks):
@@ -105,6 +141,11 @@ class _BatchedLearner(Game):
             values[fit] = self._fitted_utilities(masks[fit], None if counts is None else counts[fit])
             self.n_fits += int(fit.sum())
         return values
+
+    def _device_prefixes(self, permutations: np.ndarray) -> np.ndarray:
+        """On a device: every prefix refitted in batches of masks (exact), as a game without a prefix path."""
+        positions = prefix_positions(permutations)
+        return prefix_utilities(self, positions, np.arange(self.n_players, dtype=positions.dtype))
 
     def _prefix_degenerate(self, permutations: np.ndarray) -> np.ndarray:
         """(m, n) booleans: is prefix ``k`` of permutation ``t`` degenerate."""

@@ -25,8 +25,7 @@ coalition with both classes is positive definite in the intercept.
 
 from __future__ import annotations
 
-import numpy as np
-
+from ._array import array_api_compat
 from ._softmax import _SoftmaxData
 
 
@@ -40,13 +39,14 @@ class _BinaryChunk:
 
     def __init__(self, data: _SoftmaxData, weight, C):
         self.data, self.weight, self.C = data, weight, C
-        self.size = weight.sum(axis=1)
+        self.size = data.xp.sum(weight, axis=1)
         self.positive = data.onehot[1]  # y_i: 1 for the second class
 
     @classmethod
     def from_masks(cls, data: _SoftmaxData, masks, C: float) -> "_BinaryChunk":
-        weight = masks.astype(float)
-        return cls(data, weight, np.full(weight.shape[0], float(C)))
+        """A chunk from masks or integer sample weights (m, N), in the data's backend."""
+        weight = data.backend.asarray(masks)
+        return cls(data, weight, data.backend.full((weight.shape[0],), float(C)))
 
     def take(self, rows) -> "_BinaryChunk":
         return _BinaryChunk(self.data, self.weight[rows], self.C[rows])
@@ -56,18 +56,18 @@ class _BinaryChunk:
 
     def objective(self, theta, grad: bool = True, probabilities: bool = False):
         """``f``, and optionally the gradient (B, 1, q) and the probabilities (B, N) for :meth:`hessian`."""
-        data = self.data
+        data, xp = self.data, self.data.xp
         v = theta[:, 0, :]
         z = v @ data.XT  # (B, N)
         # log(1 + e^z) - y z, stably: max(z, 0) + log1p(e^-|z|) - y z
-        loss = np.log1p(np.exp(-np.abs(z)))
-        loss += np.maximum(z, 0.0)
+        loss = xp.log1p(xp.exp(-xp.abs(z)))
+        loss += data.backend.maximum(z, 0.0)
         loss -= self.positive * z
-        f = self.C * np.einsum("bn,bn->b", loss, self.weight)
-        f += 0.5 * np.einsum("bq,q->b", v * v, data.penalty)
+        f = self.C * xp.einsum("bn,bn->b", loss, self.weight)
+        f += 0.5 * xp.einsum("bq,q->b", v * v, data.penalty)
         if not grad:
             return f
-        p = 0.5 * (1.0 + np.tanh(0.5 * z))  # the logistic sigmoid, without overflow
+        p = 0.5 * (1.0 + xp.tanh(0.5 * z))  # the logistic sigmoid, without overflow
         residual = p - self.positive
         residual *= self.weight
         g = residual @ data.X
@@ -76,28 +76,29 @@ class _BinaryChunk:
         g = g[:, None, :]
         return (f, g, p) if probabilities else (f, g)
 
-    def hessian(self, p) -> np.ndarray:
+    def hessian(self, p):
         """``C sum_i m_i p_i (1 - p_i) x_i x_i^T + diag(penalty)``, (B, q, q): one product ``(B, N) @ (N, q^2)``."""
         data = self.data
         q = data.q
         W = p * (1.0 - p)
         W *= self.weight
         W *= self.C[:, None]
-        H = (W @ data.outer).reshape(-1, q, q)
-        diagonal = np.arange(q)
+        H = data.xp.reshape(W @ data.outer, (-1, q, q))
+        diagonal = data.backend.arange(q)
         H[:, diagonal, diagonal] += data.penalty
         return H
 
-    def converged(self, g, tol) -> np.ndarray:
-        return np.abs(g).max(axis=(1, 2)) <= tol * self.C * self.size
+    def converged(self, g, tol):
+        xp = self.data.xp
+        return xp.max(xp.abs(g), axis=(1, 2)) <= tol * self.C * self.size
 
     @staticmethod
-    def binary_parameters(theta) -> np.ndarray:
+    def binary_parameters(theta):
         """``v = theta_1 - theta_0`` (B, 1, q) from symmetric softmax parameters (B, 2, q)."""
         return (theta[:, 1, :] - theta[:, 0, :])[:, None, :]
 
     @staticmethod
-    def softmax_parameters(v) -> np.ndarray:
+    def softmax_parameters(v):
         """The symmetric softmax parameters ``(-v/2, v/2)`` (B, 2, q) of ``v`` (B, 1, q)."""
         half = 0.5 * v[:, 0, :]
-        return np.stack([-half, half], axis=1)
+        return array_api_compat.array_namespace(v).stack([-half, half], axis=1)

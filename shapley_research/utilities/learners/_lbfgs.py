@@ -8,8 +8,6 @@ per iteration, for models with many parameters (:mod:`shapley_research.utilities
 
 from __future__ import annotations
 
-import numpy as np
-
 from ._line_search import _armijo, _no_progress, _stalled_converged
 from ._softmax import _SoftmaxChunk
 
@@ -21,16 +19,17 @@ def _lbfgs(chunk: _SoftmaxChunk, theta, tol: float, max_iter: int, memory: int =
     ``H0`` to ``r`` for the chunk rows ``rows`` (instead of ``gamma I``).
     """
     B, K, q = theta.shape
-    active = np.arange(B)
-    converged = np.zeros(B, dtype=bool)
-    iterations = np.zeros(B, dtype=int)
+    backend, xp = chunk.data.backend, chunk.data.xp
+    active = backend.arange(B)
+    converged = backend.zeros((B,), "bool")
+    iterations = backend.zeros((B,), "int")
     sub = chunk
     f, g = sub.objective(theta)
-    S = np.zeros((B, memory, K, q))
-    Y = np.zeros((B, memory, K, q))
-    rho = np.zeros((B, memory))
-    gamma = np.ones(B)
-    pairs = np.zeros(B, dtype=int)  # curvature pairs stored since the last restart
+    S = backend.zeros((B, memory, K, q))
+    Y = backend.zeros((B, memory, K, q))
+    rho = backend.zeros((B, memory))
+    gamma = backend.ones((B,))
+    pairs = backend.zeros((B,), "int")  # curvature pairs stored since the last restart
 
     def keep_rows(keep):
         nonlocal active, sub, f, g, S, Y, rho, gamma, pairs
@@ -40,47 +39,49 @@ def _lbfgs(chunk: _SoftmaxChunk, theta, tol: float, max_iter: int, memory: int =
     for it in range(max_iter + 1):
         done = sub.converged(g, tol)
         converged[active[done]] = True
-        if done.all() or it == max_iter:
+        if bool(xp.all(done)) or it == max_iter:
             break
-        if done.any():
+        if bool(xp.any(done)):
             keep_rows(~done)
         # two-loop recursion over the stored pairs, newest first
-        r = g.copy()
-        alphas = np.zeros((len(active), memory))
+        r = backend.copy(g)
+        alphas = backend.zeros((len(active), memory))
         newest_first = [(it - 1 - j) % memory for j in range(memory)]
         for j in newest_first:
-            alphas[:, j] = rho[:, j] * np.einsum("bkq,bkq->b", S[:, j], r)
+            alphas[:, j] = rho[:, j] * xp.einsum("bkq,bkq->b", S[:, j], r)
             r -= alphas[:, j, None, None] * Y[:, j]
         if precondition is not None:  # initial inverse Hessian H0: the scaled full-data Hessian
             r = precondition(r, active)
         else:  # H0 = gamma I (the usual scaling), 1/|g| before any pair is stored
-            scale = np.where(pairs == 0, 1.0 / np.maximum(np.abs(g).max(axis=(1, 2)), 1.0), gamma)
+            scale = xp.where(pairs == 0, 1.0 / backend.maximum(xp.max(xp.abs(g), axis=(1, 2)), 1.0), gamma)
             r *= scale[:, None, None]
         for j in reversed(newest_first):
-            beta = rho[:, j] * np.einsum("bkq,bkq->b", Y[:, j], r)
+            beta = rho[:, j] * xp.einsum("bkq,bkq->b", Y[:, j], r)
             r += (alphas[:, j] - beta)[:, None, None] * S[:, j]
         direction = -r
-        uphill = np.einsum("bkq,bkq->b", direction, g) >= 0
-        if uphill.any():  # stale pairs spoiled the curvature model: restart from steepest descent
-            direction[uphill] = -g[uphill] / np.maximum(np.abs(g[uphill]).max(axis=(1, 2)), 1.0)[:, None, None]
+        uphill = xp.einsum("bkq,bkq->b", direction, g) >= 0
+        if bool(xp.any(uphill)):  # stale pairs spoiled the curvature model: restart from steepest descent
+            largest = backend.maximum(xp.max(xp.abs(g[uphill]), axis=(1, 2)), 1.0)
+            direction[uphill] = -g[uphill] / largest[:, None, None]
             rho[uphill], pairs[uphill] = 0.0, 0
         th = theta[active]
         new_theta, new_f, new_g, accepted = _armijo(sub, th, f, g, direction, with_grad=True)
         s, y = new_theta - th, new_g - g
-        sy = np.einsum("bkq,bkq->b", s, y)
-        yy = np.einsum("bkq,bkq->b", y, y)
-        good = accepted & (sy > 1e-12 * np.sqrt(np.einsum("bkq,bkq->b", s, s) * yy))
+        sy = xp.einsum("bkq,bkq->b", s, y)
+        yy = xp.einsum("bkq,bkq->b", y, y)
+        good = accepted & (sy > 1e-12 * xp.sqrt(xp.einsum("bkq,bkq->b", s, s) * yy))
         slot = it % memory
         S[:, slot], Y[:, slot] = s, y
-        rho[:, slot] = np.where(good, 1.0 / np.where(good, sy, 1.0), 0.0)
-        gamma = np.where(good, sy / np.where(good, yy, 1.0), gamma)
-        pairs += good
-        stalled = ~accepted | _no_progress(f, new_f)
+        one, zero = backend.scalar(1.0), backend.scalar(0.0)
+        rho[:, slot] = xp.where(good, 1.0 / xp.where(good, sy, one), zero)
+        gamma = xp.where(good, sy / xp.where(good, yy, one), gamma)
+        pairs += backend.asarray(good, "int")
+        stalled = ~accepted | _no_progress(sub, f, new_f)
         theta[active], f, g = new_theta, new_f, new_g
         iterations[active] += 1
-        if stalled.any():  # no decrease along a descent direction: optimum to rounding
+        if bool(xp.any(stalled)):  # no decrease along a descent direction: optimum to rounding
             converged[active[stalled]] = _stalled_converged(sub.take(stalled), g[stalled], tol)
             keep_rows(~stalled)
-            if active.size == 0:
+            if active.shape[0] == 0:
                 break
     return theta, iterations, converged

@@ -8,8 +8,6 @@ converged (at rounding level).
 
 from __future__ import annotations
 
-import numpy as np
-
 from ._softmax import _SoftmaxChunk
 
 
@@ -20,38 +18,40 @@ def _armijo(chunk: _SoftmaxChunk, theta, f, g, direction, with_grad: bool, max_h
     gradient of the trial point comes with the same pass) and which
     coalitions found a decrease.
     """
+    backend, xp = chunk.data.backend, chunk.data.xp
     if slope is None:
-        slope = np.einsum("bkq,bkq->b", g, direction)
-    step = np.ones(len(chunk))
-    accepted = np.zeros(len(chunk), dtype=bool)
-    new_theta, new_f = theta.copy(), f.copy()
-    new_g = g.copy() if with_grad else None
-    pending = np.arange(len(chunk))
+        slope = xp.einsum("bkq,bkq->b", g, direction)
+    step = backend.ones((len(chunk),))
+    accepted = backend.zeros((len(chunk),), "bool")
+    new_theta, new_f = backend.copy(theta), backend.copy(f)
+    new_g = backend.copy(g) if with_grad else None
+    pending = backend.arange(len(chunk))
     for _ in range(max_halvings):
-        sub = chunk if pending.size == len(chunk) else chunk.take(pending)
+        sub = chunk if pending.shape[0] == len(chunk) else chunk.take(pending)
         trial = theta[pending] + step[pending, None, None] * direction[pending]
         if with_grad:
             f_trial, g_trial = sub.objective(trial)
         else:
             f_trial = sub.objective(trial, grad=False)
-        ok = np.isfinite(f_trial) & (f_trial <= f[pending] + 1e-4 * step[pending] * slope[pending])
+        ok = xp.isfinite(f_trial) & (f_trial <= f[pending] + 1e-4 * step[pending] * slope[pending])
         done = pending[ok]
         new_theta[done], new_f[done], accepted[done] = trial[ok], f_trial[ok], True
         if with_grad:
             new_g[done] = g_trial[ok]
         pending = pending[~ok]
-        if pending.size == 0:
+        if pending.shape[0] == 0:
             break
         step[pending] *= 0.5
     return new_theta, new_f, new_g, accepted
 
 
-def _no_progress(f_old, f_new) -> np.ndarray:
-    """Relative decrease below ``64 eps`` (scipy's L-BFGS ``ftol`` as scikit-learn sets it)."""
-    scale = np.maximum(np.maximum(np.abs(f_old), np.abs(f_new)), 1.0)
-    return (f_old - f_new) <= 64 * np.finfo(float).eps * scale
+def _no_progress(chunk: _SoftmaxChunk, f_old, f_new):
+    """Relative decrease below ``64 eps`` (scipy's L-BFGS ``ftol`` as scikit-learn sets it), eps of the dtype."""
+    backend, xp = chunk.data.backend, chunk.data.xp
+    scale = backend.maximum(xp.maximum(xp.abs(f_old), xp.abs(f_new)), 1.0)
+    return (f_old - f_new) <= 64 * backend.eps * scale
 
 
-def _stalled_converged(chunk: _SoftmaxChunk, g, tol: float) -> np.ndarray:
+def _stalled_converged(chunk: _SoftmaxChunk, g, tol: float):
     """Coalitions whose line search found no decrease: done if the gradient is at rounding level."""
     return chunk.converged(g, 1e3 * tol)

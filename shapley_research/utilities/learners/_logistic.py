@@ -15,8 +15,8 @@ import warnings
 import numpy as np
 
 from .._model_data import clipped_mean_log_probability, degenerate_rows
-from ..._validation import check_bool, check_choice, check_float, check_int, check_masks, check_permutations
-from ._base import _CHUNK_BYTES, _BatchedLearner, _check_features_like, _chunks
+from ..._validation import check_bool, check_choice, check_float, check_int, check_permutations
+from ._base import _CHUNK_BYTES, _BatchedLearner, _check_features_like, _check_weights, _chunks
 from ._binary import _BinaryChunk
 from ._lbfgs import _lbfgs
 from ._newton import _newton
@@ -80,6 +80,21 @@ class LogisticRegressionUtility(_BatchedLearner):
         previous prefix (:mod:`shapley_research.utilities.learners._warm_prefix`); the learner then
         has ``exact_prefixes = True``, so ``permutation_shapley`` values equal
         those from refitting every prefix (to the solver tolerance).
+    device : None, "auto", str or torch.device, default None
+        Where the solvers run. ``None``: numpy on this CPU (the path of every
+        committed result). A torch device (``"cpu"``, ``"cuda"``, ``"cuda:1"``,
+        a ``torch.device``): the same objective, solvers, warm start,
+        convergence test and degenerate-coalition convention, written once
+        for both array libraries (:mod:`._array`), in torch on that device;
+        chunks of coalitions then take a share of the device's free memory.
+        ``"auto"``: ``"cuda"`` when torch sees a GPU, else ``None``. On a
+        device, :meth:`evaluate_prefixes` refits every prefix exactly in
+        batches (the one-pass paths are numpy's), so ``exact_prefixes`` is
+        true. Needs torch (``pip install "shapley-research[torch]"``).
+    dtype : {"float64", "float32"}, default "float64"
+        Floating-point type of the solvers. ``float32`` halves the memory and
+        is several times faster on most GPUs; keep ``tol`` above about 1e-4
+        with it (rounding at float32's 1e-7 limits the gradient test).
 
     Attributes
     ----------
@@ -102,7 +117,7 @@ class LogisticRegressionUtility(_BatchedLearner):
                  newton_max_params: int = 160, degenerate: str = "constant",
                  default_utility: float | None = None, min_samples: int = 1, batch_size: int | None = None,
                  prefix_refit_ratio: float | None = 1.5, prefix_steps: int = 3, warm_start: bool = True,
-                 prefix_path: str = "online"):
+                 prefix_path: str = "online", device=None, dtype: str = "float64"):
         self._setup(X_train, y_train, X_test, y_test, metric, fit_intercept, degenerate, default_utility,
                     min_samples, batch_size, "classification")
         self.C = check_float(C, "C", minimum=0.0, strict=True)
@@ -119,6 +134,7 @@ class LogisticRegressionUtility(_BatchedLearner):
         self.prefix_path = check_choice(prefix_path, "prefix_path", ("online", "exact"))
         # an exact prefix path lets ModelUtility and the estimators rely on evaluate_prefixes
         self.exact_prefixes = self.prefix_path == "exact"
+        self._set_backend(device, dtype)
         self.last_prefix_info_: dict = {}
         self.classes_ = self.targets.classes
         self.last_fit_info_: dict = {}
@@ -155,54 +171,63 @@ class LogisticRegressionUtility(_BatchedLearner):
         """
         if not self.warm_start:
             return None
+        backend, xp = self._backend, self._backend.xp
         if getattr(self, "_full_hessian", None) is None:
             self._warm_start()
-            Z = self._full_theta @ self.design.train.T  # (K, N); all classes are present in the full set
-            P = np.exp(Z - Z.max(axis=0, keepdims=True))
-            P /= P.sum(axis=0, keepdims=True)
-            eigenvalues, vectors = np.linalg.eigh(_data_hessian(self.design.train, P))
-            self._full_hessian = (np.clip(eigenvalues, 0.0, None), vectors)
+            X = self._softmax_data.X
+            Z = self._full_theta @ xp.permute_dims(X, (1, 0))  # (K, N); all classes are present in the full set
+            P = xp.exp(Z - xp.max(Z, axis=0, keepdims=True))
+            P /= xp.sum(P, axis=0, keepdims=True)
+            eigenvalues, vectors = xp.linalg.eigh(_data_hessian(X, P))
+            self._full_hessian = (backend.maximum(eigenvalues, 0.0), vectors)
         eigenvalues, vectors = self._full_hessian
+        vectors_T = xp.permute_dims(vectors, (1, 0))
         K, q = self.targets.n_classes, self.design.q
         weight = chunk.C * chunk.size / self.n_players
         present = chunk.present[:, :, None]
 
         def apply(r, rows):
-            z = (r * present[rows]).reshape(len(rows), K * q) @ vectors
+            z = xp.reshape(r * present[rows], (len(rows), K * q)) @ vectors
             z /= weight[rows, None] * eigenvalues[None, :] + 1.0
-            return (z @ vectors.T).reshape(len(rows), K, q) * present[rows]
+            return xp.reshape(z @ vectors_T, (len(rows), K, q)) * present[rows]
 
         return apply
 
     def _warm_start(self) -> np.ndarray:
         """Start of every fit: the full-data solution when ``warm_start`` (fitted once), else 0."""
         K, q = self.targets.n_classes, self.design.q
+        backend = self._backend
         if not self.warm_start:
-            return np.zeros((K, q))
+            return backend.zeros((K, q))
         if getattr(self, "_full_theta", None) is None:
             full = np.ones((1, self.n_players), dtype=bool)
             counts = self.targets.class_counts(full)
-            self._full_theta = np.zeros((K, q))
+            self._full_theta = backend.zeros((K, q))
             if not degenerate_rows(full, self.targets, self.min_samples, counts)[0]:
-                self._full_theta = self._fit_thetas(full, counts, theta0=np.zeros((1, K, q)), precondition=False)[0]
+                self._full_theta = self._fit_thetas(full, counts, theta0=backend.zeros((1, K, q)),
+                                                    precondition=False)[0]
         return self._full_theta
 
     @property
     def _softmax_data(self) -> _SoftmaxData:
         if getattr(self, "_data", None) is None:
-            self._data = _SoftmaxData(self.design, self.targets)
+            self._data = _SoftmaxData(self.design, self.targets, self._backend)
         return self._data
 
-    def _fit_thetas(self, masks: np.ndarray, counts: np.ndarray, theta0: np.ndarray | None = None,
-                    precondition: bool = True) -> np.ndarray:
-        """Centred parameters (m, K, q) of non-degenerate coalitions, fitted chunk by chunk."""
+    def _fit_thetas(self, masks: np.ndarray, counts: np.ndarray, theta0=None, precondition: bool = True):
+        """Centred parameters (m, K, q), in the backend, of non-degenerate coalitions, fitted chunk by chunk.
+
+        ``masks`` are masks or integer sample weights (m, N) and ``counts`` the
+        (weighted) class counts (m, K), both numpy; ``theta0`` a backend array.
+        """
         m = masks.shape[0]
         K, q = self.targets.n_classes, self.design.q
+        backend, xp = self._backend, self._backend.xp
         if theta0 is None:
             theta0 = self._warm_start()
-        theta = np.zeros((m, K, q)) + theta0
-        iterations = np.zeros(m, dtype=int)
-        converged = np.ones(m, dtype=bool)
+        theta = backend.zeros((m, K, q)) + theta0
+        iterations = backend.zeros((m,), "int")
+        converged = backend.ones((m,), "bool")
         newton = self._use_newton()
         for rows in _chunks(m, self._chunk_size(self._row_bytes())):
             if newton and K == 2:  # every fitted coalition holds both classes: Newton on the binary objective
@@ -221,9 +246,10 @@ class LogisticRegressionUtility(_BatchedLearner):
                     precondition=self._preconditioner(chunk) if precondition else None)
             if self.design.fit_intercept:  # centre the intercepts of present classes, as scikit-learn's are
                 b = theta[rows, :, -1]
-                present = chunk.present
-                b -= present * (b * present).sum(axis=1, keepdims=True) / present.sum(axis=1, keepdims=True)
+                present = backend.asarray(chunk.present)
+                b -= present * xp.sum(b * present, axis=1, keepdims=True) / xp.sum(present, axis=1, keepdims=True)
                 theta[rows, :, -1] = b
+        iterations, converged = backend.to_numpy(iterations), backend.to_numpy(converged)
         self.last_fit_info_ = {"n_iter_max": int(iterations.max(initial=0)),
                                "n_iter_mean": float(iterations.mean()) if m else 0.0,
                                "n_not_converged": int((~converged).sum()),
@@ -236,23 +262,36 @@ class LogisticRegressionUtility(_BatchedLearner):
                           ConvergenceWarning, stacklevel=3)
         return theta
 
-    def _test_logits(self, theta: np.ndarray, present: np.ndarray, X: np.ndarray) -> np.ndarray:
-        return theta @ X.T + np.where(present, 0.0, NEG_LOGIT)[:, :, None]
+    def _test_logits(self, theta, present, X):
+        """Logits (B, K, n) of parameters ``theta`` on rows ``X`` (both backend), absent classes at ``NEG_LOGIT``."""
+        backend, xp = self._backend, self._backend.xp
+        offset = xp.where(backend.asarray(present, "bool"), backend.scalar(0.0), backend.scalar(NEG_LOGIT))
+        return theta @ xp.permute_dims(X, (1, 0)) + offset[:, :, None]
 
-    def _score_thetas(self, theta: np.ndarray, present: np.ndarray) -> np.ndarray:
+    @property
+    def _test_rows(self):
+        """The centred test design and the test labels' class indices, in the backend."""
+        if getattr(self, "_test_backend", None) is None:
+            self._test_backend = (self._backend.asarray(self.design.test),
+                                  self._backend.asarray(self.targets.y_test_index, "int"))
+        return self._test_backend
+
+    def _score_thetas(self, theta, present: np.ndarray) -> np.ndarray:
+        """Test metric (numpy, m) of backend parameters ``theta`` (m, K, q) with classes ``present`` (m, K)."""
+        backend, xp = self._backend, self._backend.xp
         values = np.empty(theta.shape[0])
         K, n_test = self.targets.n_classes, len(self.y_test)
-        y_index = self.targets.y_test_index
+        X_test, y_index = self._test_rows
         for s in _chunks(theta.shape[0], self._chunk_size(8 * 4 * K * n_test)):
-            Z = self._test_logits(theta[s], present[s], self.design.test)
+            Z = self._test_logits(theta[s], present[s], X_test)
             if self.metric == "accuracy":
-                values[s] = np.mean(np.argmax(Z, axis=1) == y_index, axis=1)
+                values[s] = backend.to_numpy(xp.mean(backend.asarray(xp.argmax(Z, axis=1) == y_index), axis=1))
                 continue
-            zmax = Z.max(axis=1)
-            lse = zmax + np.log(np.exp(Z - zmax[:, None, :]).sum(axis=1))
-            z_true = np.take_along_axis(Z, np.maximum(y_index, 0)[None, None, :], axis=1)[:, 0, :]
-            log_p = np.where(y_index >= 0, z_true - lse, -np.inf)
-            values[s] = clipped_mean_log_probability(log_p)
+            zmax = xp.max(Z, axis=1)
+            lse = zmax + xp.log(xp.sum(xp.exp(Z - zmax[:, None, :]), axis=1))
+            z_true = xp.take_along_axis(Z, backend.maximum(y_index, 0)[None, None, :], axis=1)[:, 0, :]
+            log_p = xp.where(y_index >= 0, z_true - lse, backend.scalar(-np.inf))
+            values[s] = clipped_mean_log_probability(backend.to_numpy(log_p))
         return values
 
     def _fitted_utilities(self, masks, counts) -> np.ndarray:
@@ -260,6 +299,9 @@ class LogisticRegressionUtility(_BatchedLearner):
 
     def fit_subsets(self, masks):
         """Fitted ``(coef, intercept)`` of each coalition, in scikit-learn's layout.
+
+        ``masks`` (m, N) are boolean masks or integer sample weights (bootstrap
+        counts: ``LogisticRegression().fit(X, y, sample_weight=w)``).
 
         Binary problems (two training classes): ``coef`` (m, d), ``intercept``
         (m,), as ``LogisticRegression.coef_[0]``/``intercept_[0]``. Otherwise
@@ -269,13 +311,13 @@ class LogisticRegressionUtility(_BatchedLearner):
         ``coef[c1] - coef[c0]`` (and likewise the intercept). Degenerate
         coalitions give NaN rows.
         """
-        masks = check_masks(masks, self.n_players)
+        masks = _check_weights(masks, self.n_players, "masks")
         counts = self.targets.class_counts(masks)
         fit = ~degenerate_rows(masks, self.targets, self.min_samples, counts)
         K, q = self.targets.n_classes, self.design.q
         theta = np.full((masks.shape[0], K, q), np.nan)
         if fit.any():
-            theta[fit] = self._fit_thetas(masks[fit], counts[fit])
+            theta[fit] = self._backend.to_numpy(self._fit_thetas(masks[fit], counts[fit]))
         coef, intercept = self.design.to_original(theta)
         if K == 2:
             return coef[:, 1] - coef[:, 0], intercept[:, 1] - intercept[:, 0]
@@ -284,11 +326,12 @@ class LogisticRegressionUtility(_BatchedLearner):
     def predict_proba(self, masks, X=None) -> np.ndarray:
         """Class probabilities (m, n, K) over :attr:`classes_` on ``X`` (default: the test set).
 
-        Classes absent from a coalition get probability 0. Degenerate
-        coalitions give the constant model's probabilities (class frequencies
-        of ``S``, the prior for the empty set).
+        ``masks`` (m, N) are boolean masks or integer sample weights
+        (bootstrap counts). Classes absent from a coalition get probability 0.
+        Degenerate coalitions give the constant model's probabilities (class
+        frequencies of ``S``, weighted; the prior for the empty set).
         """
-        masks = check_masks(masks, self.n_players)
+        masks = _check_weights(masks, self.n_players, "masks")
         X = self.design.test if X is None else _check_features_like(X, self.design)
         counts = self.targets.class_counts(masks)
         fit = ~degenerate_rows(masks, self.targets, self.min_samples, counts)
@@ -296,12 +339,21 @@ class LogisticRegressionUtility(_BatchedLearner):
         freq = np.where(sizes > 0, counts / np.maximum(sizes, 1), self.targets.prior)
         out = np.repeat(freq[:, None, :], X.shape[0], axis=1)
         if fit.any():
+            backend, xp = self._backend, self._backend.xp
             theta = self._fit_thetas(masks[fit], counts[fit])
-            Z = self._test_logits(theta, counts[fit] > 0, X)
-            Z -= Z.max(axis=1, keepdims=True)
-            E = np.exp(Z)
-            out[fit] = (E / E.sum(axis=1, keepdims=True)).transpose(0, 2, 1)
+            Z = self._test_logits(theta, counts[fit] > 0, backend.asarray(X))
+            Z -= xp.max(Z, axis=1, keepdims=True)
+            E = xp.exp(Z)
+            out[fit] = backend.to_numpy(E / xp.sum(E, axis=1, keepdims=True)).transpose(0, 2, 1)
         return out
+
+    def predict(self, masks, X=None) -> np.ndarray:
+        """Predicted labels (m, n) on ``X`` (default: the test set) of each coalition's model.
+
+        ``masks`` as in :meth:`predict_proba` (masks or integer sample
+        weights); the label of largest probability, the first class on ties.
+        """
+        return self.classes_[np.argmax(self.predict_proba(masks, X), axis=2)]
 
     # -- one pass along permutations ----------------------------------------------------------
     def evaluate_prefixes(self, permutations) -> np.ndarray:
@@ -330,6 +382,8 @@ class LogisticRegressionUtility(_BatchedLearner):
         """
         n = self.n_players
         permutations = check_permutations(permutations, n)
+        if self.device is not None:
+            return self._device_prefixes(permutations)
         m = permutations.shape[0]
         K, q = self.targets.n_classes, self.design.q
         P = K * q
@@ -362,4 +416,5 @@ class LogisticRegressionUtility(_BatchedLearner):
 
     def __repr__(self) -> str:
         return (f"LogisticRegressionUtility(n_players={self.n_players}, n_classes={self.targets.n_classes}, "
-                f"C={self.C}, metric={self.metric!r})")
+                f"C={self.C}, metric={self.metric!r}"
+                + ("" if self.device is None else f", device={str(self.device)!r}, dtype={self.dtype!r}") + ")")

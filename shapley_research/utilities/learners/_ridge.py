@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from .._model_data import degenerate_rows, regression_scores
-from ..._validation import check_float, check_int, check_masks, check_permutations
-from ._base import _CHUNK_BYTES, _BatchedLearner, _check_features_like, _chunks
+from ..._validation import check_float, check_int, check_permutations
+from ._base import _CHUNK_BYTES, _BatchedLearner, _check_features_like, _check_weights, _chunks
 
 
 class RidgeUtility(_BatchedLearner):
@@ -42,6 +42,15 @@ class RidgeUtility(_BatchedLearner):
         as fit in about 48 MiB of working memory.
     refresh_every : int, default 64
         Along a permutation, recompute the inverse exactly every so many points.
+    device : None, "auto", str or torch.device, default None
+        Where the normal equations are built and solved: ``None``, numpy on
+        this CPU; a torch device (``"cpu"``, ``"cuda"``, ``"cuda:1"``, a
+        ``torch.device``), the same code in torch there (see
+        :class:`LogisticRegressionUtility`); ``"auto"``, ``"cuda"`` when torch
+        sees a GPU, else ``None``. On a device :meth:`evaluate_prefixes`
+        solves every prefix's normal equations in batches (exact) instead of
+        the Sherman-Morrison pass.
+    dtype : {"float64", "float32"}, default "float64"
 
     Attributes
     ----------
@@ -54,79 +63,92 @@ class RidgeUtility(_BatchedLearner):
 
     def __init__(self, X_train, y_train, X_test, y_test, metric="neg_mean_squared_error", *, alpha: float = 1.0,
                  fit_intercept: bool = True, degenerate: str = "constant", default_utility: float | None = None,
-                 min_samples: int = 1, batch_size: int | None = None, refresh_every: int = 64):
+                 min_samples: int = 1, batch_size: int | None = None, refresh_every: int = 64, device=None,
+                 dtype: str = "float64"):
         self._setup(X_train, y_train, X_test, y_test, metric, fit_intercept, degenerate, default_utility,
                     min_samples, batch_size, "regression")
         self.alpha = check_float(alpha, "alpha", minimum=0.0, strict=True)
         self.refresh_every = check_int(refresh_every, "refresh_every", minimum=1)
+        self._set_backend(device, dtype)
+        backend = self._backend
         q = self.design.q
         self._upper = np.triu_indices(q)
+        self._upper_b = (backend.asarray(self._upper[0], "int"), backend.asarray(self._upper[1], "int"))
         self._ridge = self.alpha * np.diag(self.design.penalty)
         self._rhs_rows = self.design.train * self.y_train[:, None]
+        self._train_b = backend.asarray(self.design.train)
+        self._ridge_b, self._rhs_rows_b = backend.asarray(self._ridge), backend.asarray(self._rhs_rows)
+        self._test_T = backend.xp.permute_dims(backend.asarray(self.design.test), (1, 0))
         packed_bytes = self.n_players * len(self._upper[0]) * 8
         # per-point outer products, packed; kept when small, else rebuilt per player block
         self._outer = self._outer_products(slice(None)) if packed_bytes <= 2 * _CHUNK_BYTES else None
 
-    def _outer_products(self, rows) -> np.ndarray:
-        X = self.design.train[rows]
-        return X[:, self._upper[0]] * X[:, self._upper[1]]
+    def _outer_products(self, rows):
+        X = self._train_b[rows]
+        return X[:, self._upper_b[0]] * X[:, self._upper_b[1]]
 
-    def _gram(self, masks: np.ndarray) -> np.ndarray:
-        """Regularised Gram matrices ``R + sum_i m_i x_i x_i^T``, shape (B, q, q)."""
-        weights = masks.astype(float)
+    def _gram(self, weights):
+        """Regularised Gram matrices ``R + sum_i w_i x_i x_i^T``, shape (B, q, q), of backend weights (B, N)."""
         if self._outer is not None:
             packed = weights @ self._outer
         else:
             block = max(1, _CHUNK_BYTES // (8 * len(self._upper[0])))
             packed = sum(weights[:, s] @ self._outer_products(s) for s in _chunks(self.n_players, block))
         q = self.design.q
-        gram = np.empty((masks.shape[0], q, q))
-        gram[:, self._upper[0], self._upper[1]] = packed
-        gram[:, self._upper[1], self._upper[0]] = packed
-        return gram + self._ridge
+        gram = self._backend.empty((weights.shape[0], q, q))
+        gram[:, self._upper_b[0], self._upper_b[1]] = packed
+        gram[:, self._upper_b[1], self._upper_b[0]] = packed
+        return gram + self._ridge_b
 
-    def _thetas(self, masks: np.ndarray) -> np.ndarray:
-        q = self.design.q
-        out = np.empty((masks.shape[0], q))
+    def _thetas(self, masks: np.ndarray):
+        """Parameters (m, q), in the backend, of masks or integer sample weights (m, N) (numpy)."""
+        backend, q = self._backend, self.design.q
+        out = backend.empty((masks.shape[0], q))
         for s in _chunks(masks.shape[0], self._chunk_size(8 * (3 * q * q + self.n_players))):
-            rhs = masks[s].astype(float) @ self._rhs_rows
-            out[s] = np.linalg.solve(self._gram(masks[s]), rhs[..., None])[..., 0]
+            weights = backend.asarray(masks[s])
+            rhs = weights @ self._rhs_rows_b
+            out[s] = backend.xp.linalg.solve(self._gram(weights), rhs[..., None])[..., 0]
         return out
 
     def fit_subsets(self, masks):
         """Fitted ``(coef, intercept)`` of each coalition: arrays (m, d) and (m,).
 
-        Rows of degenerate coalitions (no model is fitted) are NaN.
+        ``masks`` (m, N) are boolean masks or integer sample weights (bootstrap
+        counts: ``Ridge().fit(X, y, sample_weight=w)``). Rows of degenerate
+        coalitions (no model is fitted) are NaN.
         """
-        masks = check_masks(masks, self.n_players)
+        masks = _check_weights(masks, self.n_players, "masks")
         theta = np.full((masks.shape[0], self.design.q), np.nan)
         fit = ~degenerate_rows(masks, self.targets, self.min_samples)
-        theta[fit] = self._thetas(masks[fit])
+        theta[fit] = self._backend.to_numpy(self._thetas(masks[fit]))
         return self.design.to_original(theta)
 
     def predict(self, masks, X=None) -> np.ndarray:
         """Predictions (m, n) on ``X`` (default: the test set) of each coalition's model.
 
+        ``masks`` as in :meth:`fit_subsets` (masks or integer sample weights).
         Degenerate coalitions predict by the constant convention (mean of
-        ``y_S``, 0 for the empty set), whatever ``degenerate`` says.
+        ``y_S``, weighted; 0 for the empty set), whatever ``degenerate`` says.
         """
-        masks = check_masks(masks, self.n_players)
+        masks = _check_weights(masks, self.n_players, "masks")
         X = self.design.test if X is None else _check_features_like(X, self.design)
         fit = ~degenerate_rows(masks, self.targets, self.min_samples)
         sizes = masks.sum(axis=1)
         means = np.where(sizes > 0, (masks @ self.y_train) / np.maximum(sizes, 1), 0.0)
         out = np.repeat(means[:, None], X.shape[0], axis=1)
-        out[fit] = self._thetas(masks[fit]) @ X.T
+        backend = self._backend
+        out[fit] = backend.to_numpy(self._thetas(masks[fit]) @ backend.xp.permute_dims(backend.asarray(X), (1, 0)))
         return out
 
     def _fitted_utilities(self, masks, counts) -> np.ndarray:
         return self._score_thetas(self._thetas(masks))
 
-    def _score_thetas(self, theta: np.ndarray) -> np.ndarray:
+    def _score_thetas(self, theta) -> np.ndarray:
+        """Test metric (numpy, m) of parameters ``theta`` (m, q) in the backend."""
         values = np.empty(theta.shape[0])
         for s in _chunks(theta.shape[0], self._chunk_size(8 * len(self.y_test))):
-            values[s] = regression_scores(theta[s] @ self.design.test.T, self.y_test, self.metric,
-                                          self.targets.ss_tot)
+            values[s] = regression_scores(self._backend.to_numpy(theta[s] @ self._test_T), self.y_test,
+                                          self.metric, self.targets.ss_tot)
         return values
 
     def evaluate_prefixes(self, permutations) -> np.ndarray:
@@ -141,6 +163,8 @@ class RidgeUtility(_BatchedLearner):
         """
         n, q = self.n_players, self.design.q
         permutations = check_permutations(permutations, n)
+        if self.device is not None:
+            return self._device_prefixes(permutations)
         m = permutations.shape[0]
         values = np.empty((m, n))
         X, y = self.design.train, self.y_train
@@ -171,4 +195,5 @@ class RidgeUtility(_BatchedLearner):
         return values
 
     def __repr__(self) -> str:
-        return f"RidgeUtility(n_players={self.n_players}, alpha={self.alpha}, metric={self.metric!r})"
+        device = "" if self.device is None else f", device={str(self.device)!r}, dtype={self.dtype!r}"
+        return f"RidgeUtility(n_players={self.n_players}, alpha={self.alpha}, metric={self.metric!r}{device})"

@@ -55,7 +55,7 @@ def unsupported_reason(model, metric) -> str | None:
 
 
 def route_decision(model, metric, fast, n_samples: int, n_features: int, n_classes: int | None = None,
-                   warm_prefixes: bool = False) -> RouteDecision:
+                   warm_prefixes: bool = False, device=None) -> RouteDecision:
     """Where ``ModelUtility(model, ..., fast=fast)`` fits its coalitions, and why.
 
     ``fast`` is ``False`` (always per subset), ``True`` (the batched learner;
@@ -65,7 +65,9 @@ def route_decision(model, metric, fast, n_samples: int, n_features: int, n_class
     :data:`~._cost.SAFETY_MARGIN` times faster per coalition, or when
     ``warm_prefixes`` asks for the logistic learner's exact one-pass path, or
     when the training labels hold one class (every coalition is degenerate:
-    nothing is fitted).
+    nothing is fitted), or when a ``device`` (a resolved ``torch.device``) is
+    given: the cost model predicts numpy on this CPU, and a device asks for the
+    learner's torch path.
     """
     from sklearn.linear_model import LogisticRegression
 
@@ -74,8 +76,15 @@ def route_decision(model, metric, fast, n_samples: int, n_features: int, n_class
     if not (fast is True or fast is False or (isinstance(fast, str) and fast == "auto")):
         raise ValueError(f"fast must be 'auto', True or False, got {fast!r}.")
     if fast is False:
+        if device is not None:
+            raise ValueError(f"device={str(device)!r} runs a batched learner, but fast=False fits the estimator "
+                             "itself on every coalition; pass fast='auto' or fast=True.")
         return RouteDecision(False, "per-subset fits: fast=False fits the estimator on every coalition")
     reason = unsupported_reason(model, metric)
+    if reason is not None and device is not None:
+        raise ValueError(f"device={str(device)!r} needs a model with a batched learner, but "
+                         f"{type(model).__name__} has none here: {reason}. For a torch module use "
+                         "TorchModelUtility.")
     if reason is not None:
         if fast is True:
             raise ValueError(f"fast=True but {type(model).__name__} has no batched learner here: {reason}. "
@@ -83,6 +92,8 @@ def route_decision(model, metric, fast, n_samples: int, n_features: int, n_class
         return RouteDecision(False, f"per-subset fits: {type(model).__name__} has no batched learner ({reason})")
     if fast is True:
         return RouteDecision(True, "batched: fast=True forces the batched learner")
+    if device is not None:
+        return RouteDecision(True, f"batched: device={str(device)!r} runs the batched learner there")
     logistic = type(model) is LogisticRegression
     if logistic and warm_prefixes:
         return RouteDecision(True, "batched: warm_prefixes=True asks for the logistic learner's exact one-pass path")

@@ -13,29 +13,33 @@ from __future__ import annotations
 import numpy as np
 
 from .._model_data import TargetInfo
+from ._array import NUMPY, ArrayBackend, array_api_compat
 from ._base import _Design
 
 NEG_LOGIT = -1e30  # logit of a class absent from a coalition: exp underflows to exactly 0
 
 
 class _SoftmaxData:
-    """What every chunk shares: the design, labels and (for Newton) packed outer products."""
+    """What every chunk shares: the design, labels and (for Newton) packed outer products, in ``backend``."""
 
-    def __init__(self, design: _Design, targets: TargetInfo):
-        self.X = design.train
-        self.XT = np.ascontiguousarray(design.train.T)
-        self.penalty = design.penalty
+    def __init__(self, design: _Design, targets: TargetInfo, backend: ArrayBackend = NUMPY):
+        self.backend, self.xp = backend, backend.xp
+        self.X = backend.asarray(design.train)
+        self.XT = backend.asarray(np.ascontiguousarray(design.train.T))
+        self.penalty = backend.asarray(design.penalty)
+        self.has_intercept = design.fit_intercept  # the unpenalised last coordinate (no device round trip)
         self.K, self.q = targets.n_classes, design.q
-        self.onehot = np.ascontiguousarray(targets.train_onehot.T)  # (K, N)
-        n = self.X.shape[0]
-        self.true_index = targets.y_train_index * n + np.arange(n)  # flat (K, N) index of each true logit
+        self.onehot = backend.asarray(np.ascontiguousarray(targets.train_onehot.T))  # (K, N)
+        n = design.train.shape[0]
+        # flat (K, N) index of each true logit
+        self.true_index = backend.asarray(targets.y_train_index * n + np.arange(n), "int")
         self._outer = None
 
     @property
-    def outer(self) -> np.ndarray:
+    def outer(self):
         """Per-point outer products ``x_i x_i^T`` flattened, (N, q^2); built on first use (Newton)."""
         if self._outer is None:
-            self._outer = (self.X[:, :, None] * self.X[:, None, :]).reshape(self.X.shape[0], -1)
+            self._outer = self.xp.reshape(self.X[:, :, None] * self.X[:, None, :], (self.X.shape[0], -1))
         return self._outer
 
 
@@ -51,14 +55,19 @@ class _SoftmaxChunk:
 
     def __init__(self, data: _SoftmaxData, weight, present, C):
         self.data, self.weight, self.present, self.C = data, weight, present, C
-        self.offset = np.where(present, 0.0, NEG_LOGIT)[:, :, None]
-        self.all_present = bool(present.all())
-        self.size = weight.sum(axis=1)
+        xp, backend = data.xp, data.backend
+        self.offset = xp.where(present, backend.scalar(0.0), backend.scalar(NEG_LOGIT))[:, :, None]
+        self.all_present = bool(xp.all(present))
+        self.size = xp.sum(weight, axis=1)
 
     @classmethod
     def from_masks(cls, data: _SoftmaxData, masks, counts, C: float) -> "_SoftmaxChunk":
-        present = counts > 0
-        return cls(data, masks.astype(float), present, np.where(present.sum(axis=1) == 2, 0.5 * C, C))
+        """A chunk from masks or integer sample weights (m, N) and class counts (m, K), in the data's backend."""
+        backend, xp = data.backend, data.xp
+        present = backend.asarray(counts > 0, "bool")
+        n_present = xp.sum(backend.asarray(present, "int"), axis=1)
+        return cls(data, backend.asarray(masks), present,
+                   xp.where(n_present == 2, backend.scalar(0.5 * C), backend.scalar(C)))
 
     def take(self, rows) -> "_SoftmaxChunk":
         return _SoftmaxChunk(self.data, self.weight[rows], self.present[rows], self.C[rows])
@@ -68,7 +77,7 @@ class _SoftmaxChunk:
 
     def logits(self, theta) -> np.ndarray:
         B, K, q = theta.shape
-        Z = (theta.reshape(B * K, q) @ self.data.XT).reshape(B, K, -1)
+        Z = self.data.xp.reshape(self.data.xp.reshape(theta, (B * K, q)) @ self.data.XT, (B, K, -1))
         if not self.all_present:
             Z += self.offset
         return Z
@@ -80,26 +89,26 @@ class _SoftmaxChunk:
         exponentials, probabilities, residuals in turn): these passes over
         memory, not the two matrix products, dominate the cost.
         """
-        data = self.data
+        data, xp = self.data, self.data.xp
         B, K, q = theta.shape
         Z = self.logits(theta)
-        Z -= Z.max(axis=1, keepdims=True)
+        Z -= xp.max(Z, axis=1, keepdims=True)
         # loss_i = log sum_k exp(z_ik) - z_iy (shift-invariant); rows outside S have weight 0
-        z_true = np.take(Z.reshape(B, -1), data.true_index, axis=1)
-        E = np.exp(Z, out=Z)
-        total = E.sum(axis=1)
-        loss = np.log(total)
+        z_true = xp.take(xp.reshape(Z, (B, -1)), data.true_index, axis=1)
+        E = data.backend.exp_(Z)
+        total = xp.sum(E, axis=1)
+        loss = xp.log(total)
         loss -= z_true
-        f = self.C * np.einsum("bn,bn->b", loss, self.weight)
-        f += 0.5 * np.einsum("bkq,q->b", theta * theta, data.penalty)
+        f = self.C * xp.einsum("bn,bn->b", loss, self.weight)
+        f += 0.5 * xp.einsum("bkq,q->b", theta * theta, data.penalty)
         if not grad:
             return f
         E /= total[:, None, :]
-        P = E.copy() if probabilities else E
+        P = data.backend.copy(E) if probabilities else E
         residual = E
         residual -= data.onehot
         residual *= self.weight[:, None, :]
-        g = (residual.reshape(B * K, -1) @ data.X).reshape(B, K, q)
+        g = xp.reshape(xp.reshape(residual, (B * K, -1)) @ data.X, (B, K, q))
         g *= self.C[:, None, None]
         g += theta * data.penalty
         return (f, g, P) if probabilities else (f, g)
@@ -111,23 +120,23 @@ class _SoftmaxChunk:
         product of the class-pair weights with the per-point outer products,
         ``(B K^2, N) @ (N, q^2)``.
         """
-        data = self.data
+        data, xp = self.data, self.data.xp
         B, K, N = P.shape
         q = data.q
         W = -P[:, :, None, :] * P[:, None, :, :]  # (B, K, K, N)
-        index = np.arange(K)
+        index = data.backend.arange(K)
         W[:, index, index, :] += P
         W *= self.weight[:, None, None, :]
-        blocks = (W.reshape(B * K * K, N) @ data.outer).reshape(B, K, K, q, q)
-        H = np.ascontiguousarray(blocks.transpose(0, 1, 3, 2, 4)).reshape(B, K * q, K * q)
+        blocks = xp.reshape(xp.reshape(W, (B * K * K, N)) @ data.outer, (B, K, K, q, q))
+        H = xp.reshape(xp.permute_dims(blocks, (0, 1, 3, 2, 4)), (B, K * q, K * q))
         H *= self.C[:, None, None]
-        diagonal = np.arange(K * q)
-        H[:, diagonal, diagonal] += np.tile(data.penalty, K)
-        _fix_null_directions(H, self.present, self.data.penalty)
+        diagonal = data.backend.arange(K * q)
+        H[:, diagonal, diagonal] += xp.tile(data.penalty, (K,))
+        _fix_null_directions(H, self.present, self.data.penalty, data.backend)
         return H
 
-    def converged(self, g, tol) -> np.ndarray:
-        return np.abs(g).max(axis=(1, 2)) <= tol * self.C * self.size
+    def converged(self, g, tol):
+        return self.data.xp.max(self.data.xp.abs(g), axis=(1, 2)) <= tol * self.C * self.size
 
     def block_hessian_inverse(self, theta) -> np.ndarray:
         """Inverses of the class-diagonal blocks of the Hessian at ``theta``, shape (B, K, q, q).
@@ -138,24 +147,24 @@ class _SoftmaxChunk:
         ``diag(p) - p p^T`` is diagonally dominant), so steps preconditioned by
         it contract: the chord iteration converges.
         """
-        data = self.data
+        data, xp = self.data, self.data.xp
         B, K, q = theta.shape
         _, _, P = self.objective(theta, grad=True, probabilities=True)
         W = P * (1.0 - P) * self.weight[:, None, :]
-        blocks = (W.reshape(B * K, -1) @ data.outer).reshape(B, K, q, q) * self.C[:, None, None, None]
-        diagonal = np.arange(q)
+        blocks = xp.reshape(xp.reshape(W, (B * K, -1)) @ data.outer, (B, K, q, q)) * self.C[:, None, None, None]
+        diagonal = data.backend.arange(q)
         blocks[:, :, diagonal, diagonal] += data.penalty
-        if data.penalty[-1] == 0.0:
-            blocks[:, :, q - 1, q - 1] += ~self.present
-        return np.linalg.inv(blocks)
+        if data.has_intercept:
+            blocks[:, :, q - 1, q - 1] += data.backend.asarray(~self.present)
+        return xp.linalg.inv(blocks)
 
-    def exact_hessian_inverse(self, theta) -> np.ndarray:
+    def exact_hessian_inverse(self, theta):
         """Inverse of the (null-fixed) Hessian at ``theta``, shape (B, Kq, Kq)."""
         _, _, P = self.objective(theta, grad=True, probabilities=True)
-        return np.linalg.inv(self.hessian(P))
+        return self.data.xp.linalg.inv(self.hessian(P))
 
 
-def _fix_null_directions(H, present, penalty) -> None:
+def _fix_null_directions(H, present, penalty, backend: ArrayBackend = NUMPY) -> None:
     """Make Hessians ``H`` (B, Kq, Kq) invertible without changing Newton steps on admissible gradients.
 
     Absent classes (``present`` (B, K) false): their coordinates never move
@@ -164,14 +173,15 @@ def _fix_null_directions(H, present, penalty) -> None:
     all their intercepts, a direction every gradient is orthogonal to; adding
     ``c v v^T`` along it leaves the solution of ``H d = -g`` unchanged.
     """
-    if penalty[-1] != 0.0:  # no intercept: the penalty makes H positive definite
+    if float(penalty[-1]) != 0.0:  # no intercept: the penalty makes H positive definite
         return
+    xp = backend.xp
     q = penalty.shape[0]
     K = present.shape[1]
-    intercept = np.arange(K) * q + (q - 1)
-    H[:, intercept, intercept] += ~present
-    v = present.astype(float)
-    scale = np.abs(H[:, intercept, intercept]).mean(axis=1)
+    intercept = backend.arange(K) * q + (q - 1)
+    v = backend.asarray(present)
+    H[:, intercept, intercept] += 1.0 - v
+    scale = xp.mean(xp.abs(H[:, intercept, intercept]), axis=1)
     H[:, intercept[:, None], intercept[None, :]] += (scale[:, None, None] / K) * (v[:, :, None] * v[:, None, :])
 
 
@@ -183,8 +193,11 @@ def _data_hessian(X: np.ndarray, P: np.ndarray) -> np.ndarray:
     """
     n, q = X.shape
     K = P.shape[0]
-    V = (P.T[:, :, None] * X[:, None, :]).reshape(n, K * q)
-    H = -(V.T @ V)
+    xp = array_api_compat.array_namespace(X)
+    PT = xp.permute_dims(P, (1, 0))
+    V = xp.reshape(PT[:, :, None] * X[:, None, :], (n, K * q))
+    H = -(xp.permute_dims(V, (1, 0)) @ V)
+    X_T = xp.permute_dims(X, (1, 0))
     for c in range(K):
-        H[c * q:(c + 1) * q, c * q:(c + 1) * q] += (X.T * P[c]) @ X
+        H[c * q:(c + 1) * q, c * q:(c + 1) * q] += (X_T * P[c]) @ X
     return H
