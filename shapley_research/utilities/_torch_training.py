@@ -102,46 +102,78 @@ def stacked_forward(template: Any) -> Callable:
 # --------------------------------------------------------------------------------------------
 
 class StackedOptimizer:
-    """Adam or plain SGD over dicts of stacked parameters (B, ...), with a step count per model.
+    """Adam or plain SGD on the flat parameters (B, P) of a chunk, one step count per model.
 
-    A model whose ``active`` flag is False in a step (its minibatch held none
-    of its rows) is left exactly as it is, state included, so its training
-    is that of its own rows alone. Adam follows ``torch.optim.Adam``
-    (non-fused) operation by operation.
+    Full batch (``active=None``) every model steps at every call, and Adam is
+    ``torch.optim.Adam`` (single-tensor path) operation by operation. With
+    minibatches, a model whose ``active`` flag is False in a step (its batch
+    held none of its rows) is left exactly as it is, Adam state and step
+    count included, so its training is that of its own rows alone.
     """
 
-    def __init__(self, name: str, learning_rate: float, weight_decay: float, params: dict):
+    def __init__(self, name: str, learning_rate: float, weight_decay: float, flat):
         import torch
 
         self.name, self.learning_rate, self.weight_decay = name, learning_rate, weight_decay
-        first = next(iter(params.values()))
-        self.steps = torch.zeros(first.shape[0], dtype=first.dtype, device=first.device)
-        self.moments = {key: (torch.zeros_like(p), torch.zeros_like(p)) for key, p in params.items()} \
-            if name == "adam" else {}
+        self.step_count = 0
+        self.steps = torch.zeros((flat.shape[0], 1), dtype=flat.dtype, device=flat.device)
+        self.mean = torch.zeros_like(flat) if name == "adam" else None
+        self.square = torch.zeros_like(flat) if name == "adam" else None
 
-    def step(self, params: dict, grads: dict, active) -> None:
-        """Update ``params`` in place from ``grads``; ``active`` is a (B,) boolean tensor."""
+    def step(self, flat, grad, active=None) -> None:
+        """Update ``flat`` in place from ``grad`` (both (B, P)); ``active`` is None or (B,) booleans."""
+        if self.weight_decay != 0.0:
+            grad = grad.add(flat, alpha=self.weight_decay)
+        if active is None:
+            self._step_all(flat, grad)
+        else:
+            self._step_active(flat, grad, active.reshape(-1, 1))
+
+    def _step_all(self, flat, grad) -> None:
+        self.step_count += 1
+        if self.name == "sgd":
+            flat.add_(grad, alpha=-self.learning_rate)
+            return
+        beta1, beta2 = ADAM_BETAS
+        self.mean.lerp_(grad, 1 - beta1)
+        self.square.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+        correction2_sqrt = math.sqrt(1 - beta2**self.step_count)
+        denominator = (self.square.sqrt() / correction2_sqrt).add_(ADAM_EPS)
+        flat.addcdiv_(self.mean, denominator, value=-self.learning_rate / (1 - beta1**self.step_count))
+
+    def _step_active(self, flat, grad, active) -> None:
         import torch
 
+        if self.name == "sgd":
+            flat.sub_(torch.where(active, self.learning_rate * grad, 0.0))
+            return
+        beta1, beta2 = ADAM_BETAS
         self.steps += active
-        if self.name == "adam":
-            beta1, beta2 = ADAM_BETAS
-            # models that never stepped have step 0: their bias corrections are never used
-            correction1 = 1 - beta1 ** self.steps.clamp(min=1)
-            correction2_sqrt = (1 - beta2 ** self.steps.clamp(min=1)).sqrt()
-        for key, param in params.items():
-            shape = (-1,) + (1,) * (param.dim() - 1)
-            keep = active.reshape(shape)
-            grad = grads[key] if self.weight_decay == 0.0 else grads[key].add(param, alpha=self.weight_decay)
-            if self.name == "sgd":
-                param.sub_(torch.where(keep, self.learning_rate * grad, 0.0))
-                continue
-            mean, square = self.moments[key]
-            mean.copy_(torch.where(keep, mean.lerp(grad, 1 - beta1), mean))
-            square.copy_(torch.where(keep, square.mul(beta2).addcmul_(grad, grad, value=1 - beta2), square))
-            step_size = (self.learning_rate / correction1).reshape(shape)
-            denominator = (square.sqrt() / correction2_sqrt.reshape(shape)).add_(ADAM_EPS)
-            param.sub_(torch.where(keep, step_size * mean / denominator, 0.0))
+        steps = self.steps.clamp(min=1)  # a model that never stepped uses no correction
+        self.mean.copy_(torch.where(active, self.mean.lerp(grad, 1 - beta1), self.mean))
+        self.square.copy_(torch.where(active, self.square.mul(beta2).addcmul_(grad, grad, value=1 - beta2),
+                                      self.square))
+        denominator = (self.square.sqrt() / (1 - beta2**steps).sqrt()).add_(ADAM_EPS)
+        step_size = self.learning_rate / (1 - beta1**steps)
+        flat.sub_(torch.where(active, step_size * self.mean / denominator, 0.0))
+
+
+def flat_parameters(params: dict) -> tuple[Any, dict]:
+    """One contiguous (B, P) copy of the stacked ``params`` and a dict of views of it, shaped as ``params``.
+
+    The optimiser then updates all parameters of all models with a handful
+    of large elementwise kernels instead of a handful per parameter tensor.
+    """
+    import torch
+
+    count = next(iter(params.values())).shape[0]
+    flat = torch.cat([value.reshape(count, -1) for value in params.values()], dim=1)
+    views, offset = {}, 0
+    for key, value in params.items():
+        size = value[0].numel()
+        views[key] = flat[:, offset:offset + size].view(value.shape)
+        offset += size
+    return flat, views
 
 
 # --------------------------------------------------------------------------------------------
@@ -167,7 +199,7 @@ def epoch_batches(plan: TrainingPlan, n_rows: int) -> Any:
 
 def train_chunk(gradient: Callable, params: dict, constants: dict, weights, X, y, plan: TrainingPlan,
                 schedule=None) -> dict:
-    """Train the stacked ``params`` (updated in place and returned) on ``weights`` (B, N).
+    """The stacked ``params`` (copied, as views of one flat tensor) trained on ``weights`` (B, N).
 
     Full batch: every step uses all ``N`` rows. Minibatches: step ``t`` uses
     the rows ``schedule[t]`` (a device tensor from :func:`epoch_batches`,
@@ -175,19 +207,23 @@ def train_chunk(gradient: Callable, params: dict, constants: dict, weights, X, y
     """
     import torch
 
-    optimizer = StackedOptimizer(plan.optimizer, plan.learning_rate, plan.weight_decay, params)
+    flat, params = flat_parameters(params)
+    optimizer = StackedOptimizer(plan.optimizer, plan.learning_rate, plan.weight_decay, flat)
+
+    def flat_gradient(weights_of_step, X_step, y_step):
+        grads = gradient(params, constants, weights_of_step, X_step, y_step)
+        return torch.cat([grads[key].reshape(flat.shape[0], -1) for key in params], dim=1)
+
     with torch.no_grad():
         if schedule is None:
-            active = torch.ones(weights.shape[0], dtype=torch.bool, device=weights.device)
             for _ in range(plan.n_steps):
-                optimizer.step(params, gradient(params, constants, weights, X, y), active)
+                optimizer.step(flat, flat_gradient(weights, X, y))
             return params
         for rows in schedule:
             present = rows >= 0
             rows = rows.clamp(min=0)
             batch_weights = weights[:, rows] * present
-            active = batch_weights.sum(dim=1) > 0
-            optimizer.step(params, gradient(params, constants, batch_weights, X[rows], y[rows]), active)
+            optimizer.step(flat, flat_gradient(batch_weights, X[rows], y[rows]), batch_weights.sum(dim=1) > 0)
     return params
 
 
