@@ -25,11 +25,15 @@ from __future__ import annotations
 import copy
 import time
 import warnings
-from typing import Callable
+from dataclasses import dataclass
+from typing import Any, Callable
 
 import numpy as np
 
+from ._data_oob_batched import (batched_learner, batched_results, check_fast, check_learner, is_batched_learner,
+                                learner_task)
 from ._sampling._loop import batch_rng
+from .._device import check_game_jobs
 from .._threads import Pinned, pinned_threads
 from .._validation import (check_bool, check_choice, check_class_labels, check_features, check_int, check_n_jobs,
                            check_real_array, check_seed, check_target_vector)
@@ -147,7 +151,7 @@ def _fit_one(model, X: np.ndarray, y: np.ndarray, seed: int, estimator: int, cla
 
 def data_oob(model, X_train, y_train, n_estimators: int = DEFAULT_N_ESTIMATORS, seed=None, *,
              task: str = "auto", score: Callable | None = None, n_jobs: int | None = None,
-             progress: bool | None = None) -> ValuationResult:
+             progress: bool | None = None, fast=False, device=None) -> ValuationResult:
     r"""Data-OOB values (Kwon & Zou, ICML 2023): each point's mean out-of-bag score over a bagged ensemble.
 
     For ``b = 1..B`` (``B = n_estimators``) a fresh clone of ``model`` is
@@ -170,6 +174,28 @@ def data_oob(model, X_train, y_train, n_estimators: int = DEFAULT_N_ESTIMATORS, 
     decision trees; with a costlier model fewer estimators are usually
     affordable, and 200 give each point about 74 out-of-bag predictions).
 
+    **Batched path** (``fast=True`` or ``"auto"`` with a scikit-learn
+    ``LogisticRegression`` or ``Ridge``, or a batched learner passed as
+    ``model``): the ``B`` models are trained a chunk at a time by a batched
+    learner (:class:`~shapley_research.LogisticRegressionUtility`,
+    :class:`~shapley_research.RidgeUtility`,
+    :class:`~shapley_research.TorchModelUtility`). Estimator ``b`` draws the
+    same sample :math:`S_b` (so the same out-of-bag sets), turned into counts
+    :math:`w_{bi} = \#\{i \text{ in } S_b\}`, and the learner fits the model
+    with sample weights :math:`w_b`, exactly scikit-learn's ``sample_weight``
+    objective (for these losses a count is the row repeated, so this is the
+    model fitted on the bootstrap sample), then predicts all of ``X_train``
+    for the chunk in one call; the scores are then combined in estimator
+    order exactly as on the per-fit path. Why: one scikit-learn fit of a
+    logistic regression on 300 points takes milliseconds, mostly Python
+    overhead, while the batched learner trains hundreds of models in a few
+    large array operations (tens of microseconds a model; measured on breast
+    cancer, 300 points, 200 estimators: about 9x faster in all). The
+    routed learner solves to ``min(tol, 1e-6)``, so its predictions equal
+    scikit-learn's except for points within the solvers' tolerance of the
+    decision boundary (at ``LogisticRegression(tol=1e-8)`` the tests find
+    the values equal on iris and breast cancer); ``Ridge`` agrees to rounding.
+
     A point in every bootstrap sample (probability :math:`(1 - (1-1/N)^N)^B
     \approx 0.63^B`: only with a small ``B``) has no out-of-bag prediction:
     its value and standard error are NaN, with a ``RuntimeWarning``, rather
@@ -179,21 +205,29 @@ def data_oob(model, X_train, y_train, n_estimators: int = DEFAULT_N_ESTIMATORS, 
 
     For a classifier, a bootstrap sample holding a single class is not fitted
     (most classifiers refuse one class): that estimator predicts its class for
-    every point. Such estimators are counted in ``info["n_single_class"]`` and
-    not in ``n_evaluations``.
+    every point (the batched learners' degenerate convention does the same).
+    Such estimators are counted in ``info["n_single_class"]`` and not in
+    ``n_evaluations``.
 
     The values are bit-identical for any ``n_jobs``: estimator ``b`` draws
     its sample from its own stream (:func:`bootstrap_indices`), every fit
     runs with one BLAS/OpenMP thread wherever it runs, and the scores are
-    combined in estimator order.
+    combined in estimator order. The batched path is bit-identical between
+    runs with the same seed (on a GPU: with the learner's chunk size fixed).
 
     Parameters
     ----------
-    model : estimator
+    model : estimator or batched learner
         An object with ``fit(X, y)`` and ``predict(X)``, e.g. any scikit-learn
         estimator. Never modified: each estimator is a fresh
         ``sklearn.base.clone`` (a deep copy for objects without
-        ``get_params``).
+        ``get_params``). Or a batched learner instance (an object with
+        ``predict(weights, X)`` and ``n_players``: a
+        ``LogisticRegressionUtility``, ``RidgeUtility`` or
+        ``TorchModelUtility`` built on ``X_train, y_train`` as its training
+        set; its test set is not used): its own training recipe and device
+        run every estimator, ``n_players`` must equal ``N`` and ``fast`` is
+        ignored.
     X_train : array_like of shape (N, d)
         Finite real features of the points to value.
     y_train : array_like of shape (N,)
@@ -205,8 +239,9 @@ def data_oob(model, X_train, y_train, n_estimators: int = DEFAULT_N_ESTIMATORS, 
     seed : int, optional
         Seed of the bootstrap streams; ``None`` draws one (kept on the result).
     task : {"auto", "classification", "regression"}, default "auto"
-        ``"auto"``: classification for scikit-learn classifiers (or objects
-        with ``_estimator_type = "classifier"``), else regression. It picks the
+        ``"auto"``: a batched learner's ``task`` attribute; else
+        classification for scikit-learn classifiers (or objects with
+        ``_estimator_type = "classifier"``), else regression. It picks the
         default score, the checks of ``y_train`` and the single-class rule.
     score : callable, optional
         ``score(y_true, y_pred) -> scores``, one finite real number per point
@@ -214,11 +249,29 @@ def data_oob(model, X_train, y_train, n_estimators: int = DEFAULT_N_ESTIMATORS, 
         predictions. Default: :func:`correctness` ``1[y_pred == y_true]`` for
         classification, :func:`negative_squared_error` for regression.
     n_jobs : int, optional
-        Fit estimators in parallel through joblib (``None`` or 1: in this
-        process; -1: all cores; ``joblib.parallel_config`` picks a backend).
+        Per-fit path: fit estimators in parallel through joblib (``None`` or
+        1: in this process; -1: all cores; ``joblib.parallel_config`` picks a
+        backend). Batched path: joblib is not used; ``n_jobs`` is checked and
+        ignored on numpy (one process trains whole chunks), and ``n_jobs > 1``
+        is refused with a learner on a torch device (one process owns it).
     progress : bool, optional
-        Show a progress bar over the fits (default: only on an interactive
-        terminal).
+        Show a progress bar over the estimators (default: only on an
+        interactive terminal); on the batched path it moves a chunk at a time.
+    fast : {False, "auto", True}, default False
+        As in :class:`~shapley_research.ModelUtility`. ``False``: fit
+        ``model`` itself on every bootstrap sample (the original path, bit
+        for bit). ``True``: route a scikit-learn ``LogisticRegression`` (L2)
+        or ``Ridge`` to its batched learner
+        (:func:`~shapley_research.utilities.learners.learner_for`); a
+        ``ValueError`` naming the reason for other models. ``"auto"``: the
+        batched learner when the model has one, else per fit.
+    device : None, "auto", str or torch.device, default None
+        Where the routed batched learner runs (see
+        :class:`~shapley_research.LogisticRegressionUtility`); checked by
+        :func:`~shapley_research._device.resolve_device` before any fit. An
+        explicit device with ``fast=False``, with a model that has no batched
+        learner, or with a learner instance (build it on its device) is a
+        ``ValueError``.
 
     Returns
     -------
@@ -227,9 +280,11 @@ def data_oob(model, X_train, y_train, n_estimators: int = DEFAULT_N_ESTIMATORS, 
         ``n_samples = B``, ``stderr`` as above. ``info`` holds
         ``n_estimators``, ``task``, ``score`` (its name), ``oob_counts``
         (:math:`B_i` per point), ``n_never_oob`` and ``never_oob`` (the points
-        with :math:`B_i = 0`) and ``n_single_class``. No sample statistics
-        (``state``) are kept: runs are not merged with ``merge_results``;
-        raise ``n_estimators`` instead.
+        with :math:`B_i = 0`), ``n_single_class`` and ``route`` (``"per-fit"``
+        or ``"batched: <learner>"``; on the batched path also in
+        ``info["options"]``, whose other keys are unchanged). No sample
+        statistics (``state``) are kept: runs are not merged with
+        ``merge_results``; raise ``n_estimators`` instead.
 
     Examples
     --------
@@ -241,10 +296,46 @@ def data_oob(model, X_train, y_train, n_estimators: int = DEFAULT_N_ESTIMATORS, 
     ((150,), 50)
     """
     start = time.perf_counter()
-    _check_model(model)
+    run = _prepare(model, X_train, y_train, n_estimators, seed, task, score, n_jobs, progress, fast, device)
+    count, mean, m2, n_fits = _accumulate(run)
+    return _result(run, count, mean, m2, n_fits, start)
+
+
+@dataclass
+class _Run:
+    """The checked arguments of one data_oob call."""
+
+    model: Any
+    learner: Any  # the batched learner, or None for the per-fit path
+    X: np.ndarray
+    y: np.ndarray
+    task: str
+    n_estimators: int
+    entropy: int
+    score: Callable
+    score_name: str
+    n_jobs: int | None
+    progress: bool | None
+
+    @property
+    def classification(self) -> bool:
+        return self.task == "classification"
+
+    @property
+    def route(self) -> str:
+        return "per-fit" if self.learner is None else f"batched: {self.learner!r}"
+
+
+def _prepare(model, X_train, y_train, n_estimators, seed, task, score, n_jobs, progress, fast, device) -> _Run:
+    """Every argument checked, in the order of their errors, and the route chosen: all before any fit."""
+    instance = is_batched_learner(model)
+    if not instance:
+        _check_model(model)
     X = check_features(X_train, "X_train")
     task = check_choice(task, "task", TASKS)
-    if task == "auto":
+    if instance:
+        task = learner_task(model, task, lambda m: "classification" if _is_classifier(m) else "regression")
+    elif task == "auto":
         task = "classification" if _is_classifier(model) else "regression"
     y = _check_targets(y_train, X.shape[0], task)
     n_estimators = check_int(n_estimators, "n_estimators", minimum=1)
@@ -255,32 +346,50 @@ def data_oob(model, X_train, y_train, n_estimators: int = DEFAULT_N_ESTIMATORS, 
     n_jobs = check_n_jobs(n_jobs)
     if progress is not None:
         progress = check_bool(progress, "progress")
+    fast = check_fast(fast)
+    if instance:
+        check_learner(model, X, y, device)
+        check_game_jobs(model, n_jobs, "data_oob")
+        learner = model
+    else:
+        learner = batched_learner(model, X, y, task, fast, device, n_jobs)
     classification = task == "classification"
     score_name = getattr(score, "__name__", type(score).__name__) if score is not None else (
         "correctness" if classification else "negative_squared_error")
     if score is None:
         score = correctness if classification else negative_squared_error
+    return _Run(model, learner, X, y, task, n_estimators, entropy, score, score_name, n_jobs, progress)
 
-    n = X.shape[0]
+
+def _per_fit_results(run: _Run):
+    """Per estimator, in order: ``_fit_one``'s triple, fitted here or by joblib workers."""
+    tasks = ((run.model, run.X, run.y, run.entropy, b, run.classification, run.score)
+             for b in range(run.n_estimators))
+    if run.n_jobs in (None, 1):
+        return (_fit_one(*args) for args in tasks)
+    from joblib import Parallel, delayed
+
+    return Parallel(n_jobs=run.n_jobs, return_as="generator")(delayed(Pinned(_fit_one))(*args) for args in tasks)
+
+
+def _accumulate(run: _Run):
+    """Out-of-bag counts, means and sums of squared deviations (Welford) per point, and the models fitted."""
+    n = run.X.shape[0]
     count = np.zeros(n, dtype=np.int64)
     mean = np.zeros(n)
     m2 = np.zeros(n)  # sums of squared deviations from the running mean (Welford), for the standard error
     n_fits = 0
     from tqdm.auto import tqdm
 
-    bar = tqdm(total=n_estimators, desc="Data-OOB", unit="fit", leave=False,
-               disable=None if progress is None else not progress)
+    bar = tqdm(total=run.n_estimators, desc="Data-OOB", unit="fit", leave=False,
+               disable=None if run.progress is None else not run.progress)
+    per_fit = run.learner is None
     # as in the sampling loop: this thread holds the pin over every fit it runs (and workers pin their
     # own), since a BLAS product's rounding depends on how many threads split it
     with pinned_threads(), bar:
-        tasks = ((model, X, y, entropy, b, classification, score) for b in range(n_estimators))
-        if n_jobs in (None, 1):
-            results = (_fit_one(*args) for args in tasks)
-        else:
-            from joblib import Parallel, delayed
-
-            results = Parallel(n_jobs=n_jobs, return_as="generator")(
-                delayed(Pinned(_fit_one))(*args) for args in tasks)
+        results = _per_fit_results(run) if per_fit else batched_results(
+            run.learner, run.X, run.y, run.entropy, run.n_estimators, run.classification, run.score, bar,
+            bootstrap_indices, _scores)
         try:
             for oob, scores, fitted in results:  # in estimator order, whatever ran where
                 count[oob] += 1
@@ -288,20 +397,28 @@ def data_oob(model, X_train, y_train, n_estimators: int = DEFAULT_N_ESTIMATORS, 
                 mean[oob] += delta / count[oob]
                 m2[oob] += delta * (scores - mean[oob])
                 n_fits += int(fitted)
-                bar.update(1)
+                if per_fit:
+                    bar.update(1)
         finally:
             results.close()  # an interrupted run stops joblib from dispatching further fits
+    return count, mean, m2, n_fits
 
+
+def _result(run: _Run, count, mean, m2, n_fits: int, start: float) -> ValuationResult:
+    n, n_estimators = count.size, run.n_estimators
     never_oob = np.flatnonzero(count == 0)
     if never_oob.size:
         warnings.warn(f"data_oob: {never_oob.size} of {n} points were in every one of the {n_estimators} "
                       f"bootstrap samples, so they have no out-of-bag prediction; their values are NaN "
-                      f"(info['never_oob'] lists them). Raise n_estimators.", RuntimeWarning, stacklevel=2)
+                      f"(info['never_oob'] lists them). Raise n_estimators.", RuntimeWarning, stacklevel=3)
     values = np.where(count > 0, mean, np.nan)
     with np.errstate(divide="ignore", invalid="ignore"):
         stderr = np.where(count > 1, np.sqrt(m2 / np.maximum(count - 1, 1) / np.maximum(count, 1)), np.nan)
-    info = {"n_estimators": n_estimators, "task": task, "score": score_name, "oob_counts": count,
+    options = {"n_estimators": n_estimators, "task": run.task, "score": run.score_name}
+    if run.learner is not None:  # only then: results of the per-fit path keep their options
+        options["route"] = run.route
+    info = {"n_estimators": n_estimators, "task": run.task, "score": run.score_name, "oob_counts": count,
             "n_never_oob": int(never_oob.size), "never_oob": never_oob, "n_single_class": n_estimators - n_fits,
-            "options": {"n_estimators": n_estimators, "task": task, "score": score_name}}
-    return ValuationResult(values=values, n_evaluations=n_fits, method="data_oob", seed=entropy,
+            "route": run.route, "options": options}
+    return ValuationResult(values=values, n_evaluations=n_fits, method="data_oob", seed=run.entropy,
                            wall_time=time.perf_counter() - start, stderr=stderr, n_samples=n_estimators, info=info)
