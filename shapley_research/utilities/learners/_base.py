@@ -16,7 +16,7 @@ import numpy as np
 
 from .._model_data import (TargetInfo, check_dataset, check_degenerate_options, degenerate_rows,
                            degenerate_utilities, resolve_metric)
-from ..._device import available_bytes, check_dtype, resolve_device
+from ..._device import available_bytes, check_dtype, release, resolve_device
 from ..._validation import check_bool, check_features, check_int
 from ...games._base import Game, prefix_positions, prefix_utilities
 from ._array import NUMPY, ArrayBackend
@@ -140,6 +140,7 @@ class _BatchedLearner(Game):
         if fit.any():
             values[fit] = self._fitted_utilities(masks[fit], None if counts is None else counts[fit])
             self.n_fits += int(fit.sum())
+            release(self.device)  # the chunks' cached device memory goes back; the game's data stays
         return values
 
     def _device_prefixes(self, permutations: np.ndarray) -> np.ndarray:

@@ -24,6 +24,8 @@ from ._online_prefix import online_prefix_utilities
 from ._softmax import NEG_LOGIT, _data_hessian, _SoftmaxChunk, _SoftmaxData
 from ._warm_prefix import exact_prefix_utilities
 
+PRECONDITION_MAX_PARAMS = 4096  # largest K q whose full-data Hessian L-BFGS is preconditioned by
+
 
 class LogisticRegressionUtility(_BatchedLearner):
     r"""L2 logistic regression utility (binary and multinomial), many coalitions at once.
@@ -167,9 +169,13 @@ class LogisticRegressionUtility(_BatchedLearner):
         the full-data solution, computed once) ``H0`` is
         :math:`Q\,(C|S|/N\,\Lambda + I)^{-1}Q^\top` (the penalty taken as
         :math:`I`), restricted to the classes present. It cuts the iterations on
-        MNIST about threefold for large coalitions; ``None`` without ``warm_start``.
+        MNIST about threefold for large coalitions; ``None`` without ``warm_start``
+        and above :data:`PRECONDITION_MAX_PARAMS` unknowns, where the
+        ``(Kq)^2`` Hessian and its eigendecomposition would cost more than the
+        fits (raw MNIST pixels: ``Kq = 7,850``); L-BFGS then starts from
+        ``gamma I``.
         """
-        if not self.warm_start:
+        if not self.warm_start or self.targets.n_classes * self.design.q > PRECONDITION_MAX_PARAMS:
             return None
         backend, xp = self._backend, self._backend.xp
         if getattr(self, "_full_hessian", None) is None:
