@@ -221,6 +221,29 @@ def test_bad_weights_are_refused(weights, error, match):
         game().predict(weights)
 
 
+def test_metrics_come_from_the_trained_logits_with_unseen_test_labels_wrong():
+    from scipy.special import log_softmax
+
+    X_train, y_train, X_test, y_test = DATA
+    y_test = y_test.copy()
+    y_test[:3] = 7  # a label no training point has
+    masks = random_masks(3, X_train.shape[0])
+    accuracy = game(data=(X_train, y_train, X_test, y_test), dtype="float64")
+    logits = accuracy.trained_outputs(masks)
+    np.testing.assert_array_equal(accuracy.evaluate(masks), np.mean(logits.argmax(axis=2) == y_test, axis=1))
+    log_p = log_softmax(logits, axis=2)[:, np.arange(len(y_test)), np.minimum(y_test, 2)]
+    log_p[:, :3] = np.log(np.finfo(float).eps)  # clipped like sklearn's log_loss
+    log_loss = game(data=(X_train, y_train, X_test, y_test), dtype="float64", metric="neg_log_loss")
+    np.testing.assert_allclose(log_loss.evaluate(masks), log_p.mean(axis=1), rtol=1e-12)
+
+
+def test_steps_and_epochs():
+    assert game().n_steps == 25 and game(steps=None).n_steps == 300
+    assert game(steps=None, epochs=3).n_steps == 3  # full batch: one step per epoch
+    assert game(steps=None, epochs=3, batch_size=10).n_steps == 15  # 48 rows: 5 batches per epoch
+    assert "steps=25" in repr(game())
+
+
 # ----------------------------------------------------------------------------- regression
 
 @pytest.mark.parametrize("width", [None, 1])

@@ -212,8 +212,8 @@ class TorchModelUtility(Game):
         self.n_fits = 0
 
     # -- construction ---------------------------------------------------------------------------
-    def _check_training_options(self, optimizer, learning_rate, weight_decay, seed, chunk_size,
-                                reinitialize) -> None:
+    def _check_training_options(self, optimizer: Any, learning_rate: Any, weight_decay: Any, seed: Any,
+                                chunk_size: Any, reinitialize: Any) -> None:
         self.optimizer = check_choice(optimizer, "optimizer", ("adam", "sgd"))
         self.learning_rate = check_float(learning_rate, "learning_rate", minimum=0.0, strict=True)
         self.weight_decay = check_float(weight_decay, "weight_decay", minimum=0.0)
@@ -297,7 +297,7 @@ class TorchModelUtility(Game):
         seeds = [reinitialization_seed(self.seed, row) for row in weights]
         return redrawn_parameters(self._scratch, list(self._initial), seeds, torch_dtype(self.dtype), self.device)
 
-    def _train_and_forward(self, weights: np.ndarray, X) -> np.ndarray:
+    def _train_and_forward(self, weights: np.ndarray, X: Any) -> np.ndarray:
         """Train one model per row of ``weights`` and return their float64 outputs on ``X`` (B, n[, K])."""
         torch = import_torch(_OWNER)
         sample_weights = torch.as_tensor(weights.astype(np.float64), dtype=torch_dtype(self.dtype),
@@ -312,7 +312,7 @@ class TorchModelUtility(Game):
             return outputs.reshape(weights.shape[0], -1)
         return outputs
 
-    def _in_chunks(self, weights: np.ndarray, X, consume: Callable[[slice, np.ndarray], None]) -> None:
+    def _in_chunks(self, weights: np.ndarray, X: Any, consume: Callable[[slice, np.ndarray], None]) -> None:
         """Train the rows of ``weights`` chunk by chunk, handing each chunk's outputs to ``consume``."""
         from tqdm.auto import tqdm
 
@@ -434,7 +434,7 @@ class TorchModelUtility(Game):
             raise ValueError(f"{_OWNER}: weights must be non-negative, got {int(weights.min())}.")
         return weights.astype(np.int64)
 
-    def _rows_to_predict(self, X: Any):
+    def _rows_to_predict(self, X: Any) -> Any:
         if X is None:
             return self._X_test
         torch = import_torch(_OWNER)

@@ -33,6 +33,7 @@ ADAM_EPS = 1e-8
 MAX_CHUNK = 4096  # beyond this a chunk gains nothing on any device, and the host-side arrays grow
 SCHEDULE_STREAM = 0x5EED_BA7C  # separates the minibatch stream of a seed from the re-initialisation stream
 REINIT_STREAM = 0x1217_0000
+Tensor = Any  # a torch.Tensor; torch is imported inside the functions only
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,7 @@ def per_model_loss(template: Any, task: str) -> Callable:
     import torch
     from torch.func import functional_call
 
-    def loss(params, constants, weights, X, y):
+    def loss(params: dict, constants: dict, weights: Tensor, X: Tensor, y: Tensor) -> Tensor:
         outputs = functional_call(template, (params, constants), (X,))
         if task == "classification":
             losses = torch.nn.functional.cross_entropy(outputs, y, reduction="none")
@@ -91,7 +92,7 @@ def stacked_forward(template: Any) -> Callable:
     """``forward(params, constants, X)``: outputs (B, n, ...) of every model of a stack on the same rows."""
     from torch.func import functional_call, vmap
 
-    def forward(params, constants, X):
+    def forward(params: dict, constants: dict, X: Tensor) -> Tensor:
         return functional_call(template, (params, constants), (X,))
 
     return vmap(forward, in_dims=(0, None, None))
@@ -111,7 +112,7 @@ class StackedOptimizer:
     count included, so its training is that of its own rows alone.
     """
 
-    def __init__(self, name: str, learning_rate: float, weight_decay: float, flat):
+    def __init__(self, name: str, learning_rate: float, weight_decay: float, flat: Tensor):
         import torch
 
         self.name, self.learning_rate, self.weight_decay = name, learning_rate, weight_decay
@@ -120,7 +121,7 @@ class StackedOptimizer:
         self.mean = torch.zeros_like(flat) if name == "adam" else None
         self.square = torch.zeros_like(flat) if name == "adam" else None
 
-    def step(self, flat, grad, active=None) -> None:
+    def step(self, flat: Tensor, grad: Tensor, active: Tensor | None = None) -> None:
         """Update ``flat`` in place from ``grad`` (both (B, P)); ``active`` is None or (B,) booleans."""
         if self.weight_decay != 0.0:
             grad = grad.add(flat, alpha=self.weight_decay)
@@ -129,7 +130,7 @@ class StackedOptimizer:
         else:
             self._step_active(flat, grad, active.reshape(-1, 1))
 
-    def _step_all(self, flat, grad) -> None:
+    def _step_all(self, flat: Tensor, grad: Tensor) -> None:
         self.step_count += 1
         if self.name == "sgd":
             flat.add_(grad, alpha=-self.learning_rate)
@@ -141,7 +142,7 @@ class StackedOptimizer:
         denominator = (self.square.sqrt() / correction2_sqrt).add_(ADAM_EPS)
         flat.addcdiv_(self.mean, denominator, value=-self.learning_rate / (1 - beta1**self.step_count))
 
-    def _step_active(self, flat, grad, active) -> None:
+    def _step_active(self, flat: Tensor, grad: Tensor, active: Tensor) -> None:
         import torch
 
         if self.name == "sgd":
@@ -158,7 +159,7 @@ class StackedOptimizer:
         flat.sub_(torch.where(active, step_size * self.mean / denominator, 0.0))
 
 
-def flat_parameters(params: dict) -> tuple[Any, dict]:
+def flat_parameters(params: dict) -> tuple[Tensor, dict]:
     """One contiguous (B, P) copy of the stacked ``params`` and a dict of views of it, shaped as ``params``.
 
     The optimiser then updates all parameters of all models with a handful
@@ -180,7 +181,7 @@ def flat_parameters(params: dict) -> tuple[Any, dict]:
 # Minibatch schedule and the training loop
 # --------------------------------------------------------------------------------------------
 
-def epoch_batches(plan: TrainingPlan, n_rows: int) -> Any:
+def epoch_batches(plan: TrainingPlan, n_rows: int) -> np.ndarray:
     """Row indices of every minibatch step, shape (n_steps, batch_size); -1 pads an epoch's last batch.
 
     Epoch ``e`` visits the rows in the order of the ``e``-th permutation drawn
@@ -197,8 +198,8 @@ def epoch_batches(plan: TrainingPlan, n_rows: int) -> Any:
     return padded.reshape(n_epochs * per_epoch, plan.batch_size)[:plan.n_steps]
 
 
-def train_chunk(gradient: Callable, params: dict, constants: dict, weights, X, y, plan: TrainingPlan,
-                schedule=None) -> dict:
+def train_chunk(gradient: Callable, params: dict, constants: dict, weights: Tensor, X: Tensor, y: Tensor,
+                plan: TrainingPlan, schedule: Tensor | None = None) -> dict:
     """The stacked ``params`` (copied, as views of one flat tensor) trained on ``weights`` (B, N).
 
     Full batch: every step uses all ``N`` rows. Minibatches: step ``t`` uses
@@ -210,7 +211,7 @@ def train_chunk(gradient: Callable, params: dict, constants: dict, weights, X, y
     flat, params = flat_parameters(params)
     optimizer = StackedOptimizer(plan.optimizer, plan.learning_rate, plan.weight_decay, flat)
 
-    def flat_gradient(weights_of_step, X_step, y_step):
+    def flat_gradient(weights_of_step: Tensor, X_step: Tensor, y_step: Tensor) -> Tensor:
         grads = gradient(params, constants, weights_of_step, X_step, y_step)
         return torch.cat([grads[key].reshape(flat.shape[0], -1) for key in params], dim=1)
 
@@ -244,7 +245,7 @@ def reinitialization_seed(seed: int, weights_row: np.ndarray) -> int:
     return (int(state[0]) << 32 | int(state[1])) >> 1  # torch.manual_seed takes at most 2**63 - 1
 
 
-def redrawn_parameters(scratch: Any, names: list[str], seeds: list[int], dtype, device) -> dict:
+def redrawn_parameters(scratch: Any, names: list[str], seeds: list[int], dtype: Any, device: Any) -> dict:
     """Stacked parameters ``names`` of ``scratch`` after ``reset_parameters()`` under each seed.
 
     ``scratch`` is a host copy of the module, re-initialised in place under
@@ -270,13 +271,13 @@ def redrawn_parameters(scratch: Any, names: list[str], seeds: list[int], dtype, 
 # Memory per model, for the chunk size
 # --------------------------------------------------------------------------------------------
 
-def activations_per_row(template: Any, sample) -> int:
+def activations_per_row(template: Any, sample: Tensor) -> int:
     """Numbers each module of ``template`` outputs per row of ``sample`` (forward hooks on every module)."""
     import torch
 
     total = [0]
 
-    def count(_module, _inputs, output):
+    def count(_module: Any, _inputs: Any, output: Any) -> None:
         for value in output if isinstance(output, (tuple, list)) else (output,):
             if isinstance(value, torch.Tensor):
                 total[0] += value.numel()
