@@ -300,8 +300,9 @@ class TorchModelUtility(Game):
     def _train_and_forward(self, weights: np.ndarray, X: Any) -> np.ndarray:
         """Train one model per row of ``weights`` and return their float64 outputs on ``X`` (B, n[, K])."""
         torch = import_torch(_OWNER)
-        sample_weights = torch.as_tensor(weights.astype(np.float64), dtype=torch_dtype(self.dtype),
-                                         device=self.device)
+        # booleans or counts cross to the device as they are (1 byte a cell for masks) and are converted there;
+        # the copy drops any negative stride, which torch refuses (even on a single row)
+        sample_weights = torch.as_tensor(weights.copy(), device=self.device).to(torch_dtype(self.dtype))
         params = train_chunk(self._gradient, self._initial_parameters(weights), self._constants, sample_weights,
                              self._X_train, self._y_train, self._plan, self._schedule)
         with torch.no_grad():
