@@ -25,7 +25,7 @@ coalition with both classes is positive definite in the intercept.
 
 from __future__ import annotations
 
-from ._array import array_api_compat
+from ._array import namespace
 from ._softmax import _SoftmaxData
 
 
@@ -101,4 +101,4 @@ class _BinaryChunk:
     def softmax_parameters(v):
         """The symmetric softmax parameters ``(-v/2, v/2)`` (B, 2, q) of ``v`` (B, 1, q)."""
         half = 0.5 * v[:, 0, :]
-        return array_api_compat.array_namespace(v).stack([-half, half], axis=1)
+        return namespace(v).stack([-half, half], axis=1)

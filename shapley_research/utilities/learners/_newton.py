@@ -8,7 +8,7 @@ convergence, ``O(K^2 N q^2)`` per iteration (:mod:`shapley_research.utilities.le
 
 from __future__ import annotations
 
-from ._array import array_api_compat
+from ._array import namespace
 from ._line_search import _armijo, _no_progress, _stalled_converged
 from ._softmax import _SoftmaxChunk
 
@@ -24,7 +24,7 @@ def _solve_spd(H, b):
     thread). Newton's Hessians are made nonsingular by
     :func:`~._softmax._fix_null_directions`.
     """
-    return array_api_compat.array_namespace(H).linalg.solve(H, b[..., None])[..., 0]
+    return namespace(H).linalg.solve(H, b[..., None])[..., 0]
 
 
 def _newton(chunk: _SoftmaxChunk, theta, tol: float, max_iter: int):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._model_data import TargetInfo
-from ._array import NUMPY, ArrayBackend, array_api_compat
+from ._array import NUMPY, ArrayBackend, namespace
 from ._base import _Design
 
 NEG_LOGIT = -1e30  # logit of a class absent from a coalition: exp underflows to exactly 0
@@ -193,7 +193,7 @@ def _data_hessian(X: np.ndarray, P: np.ndarray) -> np.ndarray:
     """
     n, q = X.shape
     K = P.shape[0]
-    xp = array_api_compat.array_namespace(X)
+    xp = namespace(X)
     PT = xp.permute_dims(P, (1, 0))
     V = xp.reshape(PT[:, :, None] * X[:, None, :], (n, K * q))
     H = -(xp.permute_dims(V, (1, 0)) @ V)
