@@ -19,7 +19,7 @@ from shapley_research.experiments._notebook import build_notebook, notebook_defa
 
 def test_experiment_names_are_the_papers_six_and_data_cleaning():
     assert EXPERIMENT_NAMES == ("iris_accuracy", "runtime_scaling", "sparsity", "ridge_stability",
-                                "privacy_noise", "adversarial", "data_cleaning")
+                                "privacy_noise", "adversarial", "data_cleaning", "mlp_cleaning")
 
 
 def test_to_jsonable_converts_numpy_and_containers(tmp_path):

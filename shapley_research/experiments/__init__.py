@@ -11,7 +11,7 @@ layout and DVC conventions (:mod:`._project`) and the comparison of two runs
 
 #: The fixed experiment vocabulary, in the order they are listed.
 EXPERIMENT_NAMES = ("iris_accuracy", "runtime_scaling", "sparsity", "ridge_stability", "privacy_noise",
-                    "adversarial", "data_cleaning")
+                    "adversarial", "data_cleaning", "mlp_cleaning")
 
 from ._common import (CLAIM_SOURCES, METRICS_FILE, Claim, claim, experiment_dir, is_timing_key,  # noqa: E402
                       progress, read_metrics, save_figure, set_blas_threads, setup_matplotlib, to_jsonable,

@@ -242,13 +242,18 @@ def check_declared(notebook: Path, params: dict[str, Any]) -> None:
 
 # --- DVC --------------------------------------------------------------------------------------------------
 
+# Experiments whose packages another experiment's package imports (its stage depends on them too).
+IMPORTS_EXPERIMENTS = {"mlp_cleaning": ("data_cleaning", "iris_accuracy")}
+
+
 def library_deps(root: Path, name: str) -> list[str]:
     """The package sources that can change experiment ``name``'s results, relative to ``root``.
 
     Every module of the library and the experiment helpers, and the
     experiment's own package ``shapley_research/experiments/NAME/`` (or module
     ``NAME.py``) if it exists; never the other experiments' code, so editing
-    one experiment re-runs only it.
+    one experiment re-runs only it, except the packages it imports
+    (:data:`IMPORTS_EXPERIMENTS`).
     """
     package = root / "shapley_research"
     if not package.is_dir():
@@ -264,6 +269,7 @@ def library_deps(root: Path, name: str) -> list[str]:
     experiments = package / "experiments"
     deps += sorted(p for p in experiments.glob("*.py") if p.name.startswith("_"))
     own = [experiments / name, experiments / f"{name}.py"]
+    own += [experiments / other for other in IMPORTS_EXPERIMENTS.get(name, ())]
     deps += [path for path in own if path.is_file() or (path.is_dir() and any(path.rglob("*.py")))]
     return [p.relative_to(root).as_posix() for p in deps]
 

@@ -169,6 +169,16 @@ SCHEMAS: dict[str, dict[str, Spec]] = {
         "oob_max_estimators": COUNT, "removal_fractions": list_of(number(0, 1, open_high=True)),
         "addition_fractions": list_of(number(0, 1, open_low=True)),
     },
+    "mlp_cleaning": {
+        "datasets": list_of(text("breast_cancer", "digits", "mnist")),
+        "digit_classes": list_of(integer(0, 9), length=2), "n_train": integer(4), "n_test": integer(2),
+        "flip_fraction": FRACTION, "n_seeds": COUNT, "budget": COUNT,
+        "models": list_of(text("mlp", "logistic")), "hidden": COUNT, "steps": COUNT, "learning_rate": POSITIVE,
+        "weight_decay": number(0), "device": text(), "dtype": text("float32", "float64"),
+        "chunk_size": integer(1, nullable=True), "pca_components": COUNT, "logistic_C": POSITIVE, "max_iter": COUNT,
+        "truncation": number(0, 1, open_high=True), "beta_alpha": POSITIVE, "beta_beta": POSITIVE,
+        "oob_estimators": COUNT,
+    },
 }
 
 
