@@ -37,7 +37,7 @@ def make_mnist_problem(n_train: int, n_test: int, flip_fraction: float, seed: in
 
     rng = np.random.default_rng(seed)
     split_seed = int(rng.integers(2**31))
-    X_train, X_test, y_clean, y_test = load_mnist_subset(n_train, n_test, seed=split_seed, images=images)
+    X_train, y_clean, X_test, y_test = load_mnist_subset(n_train, n_test, seed=split_seed, images=images)
     X_train, X_test, _ = pca_features(X_train, X_test, pca_components, seed=0)
     scaler = StandardScaler().fit(X_train)
     y_train, flipped = flip_labels(y_clean, flip_fraction, rng)
