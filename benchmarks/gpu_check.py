@@ -36,7 +36,8 @@ def split(loader, n_train=90, n_test=50):
     X, y = loader(return_X_y=True)
     X = (X - X.mean(axis=0)) / X.std(axis=0)
     order = np.random.default_rng(0).permutation(len(y))
-    return X[order[:n_train]], y[order[:n_train]], X[order[n_train:n_train + n_test]], y[order[n_train:n_train + n_test]]
+    train, test = order[:n_train], order[n_train:n_train + n_test]
+    return X[train], y[train], X[test], y[test]
 
 
 def masks_for(n, m=200):

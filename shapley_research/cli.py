@@ -23,16 +23,18 @@ to a temporary directory, so the environment is never modified.
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import logging
 import os
+import shutil
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 from .experiments import EXPERIMENT_NAMES
-from .experiments._common import METRICS_FILE, held_count, read_metrics
+from .experiments._common import METRICS_FILE, held_count, read_metrics, undecided_count, verdict_of
 from .experiments._report import CITED_PAPERS_EXPERIMENTS, RUN_INFO_FILE, write_report
 from .experiments._schema import check_parameters
 from .experiments._project import (Project, ProjectError, check_declared, check_name, dvc_stage,
@@ -127,6 +129,14 @@ def _local_kernel_manager():
         def _default_transport(self):
             return "ipc"
 
+        @default("ip")
+        def _default_ip(self):
+            # the sockets' path prefix: jupyter_client's default, "kernel-ipc" in the working directory, is
+            # shared by two runs started there at once, whose kernels then read each other's messages
+            directory = tempfile.mkdtemp(prefix="shapley-research-kernel-")
+            atexit.register(shutil.rmtree, directory, ignore_errors=True)
+            return os.path.join(directory, "ipc")
+
     return LocalKernelManager
 
 
@@ -184,12 +194,15 @@ def summarize(name: str, profile: str, run_dir: Path, metrics: dict, seconds: fl
     paper = "claims of the papers it cites" if name in CITED_PAPERS_EXPERIMENTS else "claims of the paper"
     for source, label in (("paper", paper), ("reproduction", "checks of this reproduction")):
         held, total = held_count(claims, source)
+        undecided = ", ".join(f"{n} {verdict}" for verdict, n in undecided_count(claims, source).items())
         if total:
-            counts.append(f"{held} of {total} {label} hold")
+            counts.append(f"{held} of {total} {label} hold" + (f" ({undecided})" if undecided else ""))
     lines = [f"{name} (profile={profile}): {'; '.join(counts)} [{seconds:.1f} s]", f"  results: {run_dir}"]
     for c in claims:
         stat = c["statistic"]
-        verdict = "holds" if c["holds"] else "DOES NOT HOLD"
+        verdict = verdict_of(c).upper() if verdict_of(c) != "holds" else "holds"
+        if c.get("sanity"):
+            verdict += ", sanity check"
         where = c.get("section") or "reproduction"
         lines.append(f"  [{verdict}] ({where}) {c['claim']} ({stat['name']} = {_format_value(stat['value'])})")
     return "\n".join(lines)

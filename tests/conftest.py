@@ -87,34 +87,61 @@ def closed_form_game(request):
     return CLOSED_FORM_GAMES[request.param]
 
 
-# --- one quick-profile run of each experiment, shared by the tests that read it ----------------------------------
+# --- two quick-profile runs of each experiment, made side by side and shared by the tests that read them ---------
 
 _QUICK_RUNS: dict = {}
 
 
-def run_quick_profile(name: str, output_dir):
-    """``shapley-research run NAME profile=quick output_dir=OUTPUT_DIR`` as `dvc repro` runs it (a subprocess)."""
+def _quick_command(name: str, output_dir) -> list:
+    """``shapley-research run NAME profile=quick output_dir=OUTPUT_DIR`` as `dvc repro` runs it."""
     import shutil
-    import subprocess
     import sys
 
     script = shutil.which("shapley-research")
     command = [script] if script else [sys.executable, "-m", "shapley_research.cli"]
-    return subprocess.run(command + ["run", name, "profile=quick", f"output_dir={output_dir}", "--quiet"],
-                          capture_output=True, text=True, timeout=600)
+    return command + ["run", name, "profile=quick", f"output_dir={output_dir}", "--quiet"]
+
+
+def run_quick_profile(name: str, output_dir):
+    """One quick run of ``name`` in a subprocess (a ``subprocess.CompletedProcess``)."""
+    import subprocess
+
+    return subprocess.run(_quick_command(name, output_dir), capture_output=True, text=True, timeout=600)
+
+
+def _run_side_by_side(name: str, roots) -> list:
+    """The quick runs of ``name`` into each of ``roots``, at the same time (one per core on CI's two)."""
+    import subprocess
+
+    procs = [subprocess.Popen(_quick_command(name, root), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for root in roots]
+    done = []
+    for proc, root in zip(procs, roots):
+        stdout, stderr = proc.communicate(timeout=600)
+        done.append((subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr), root))
+    return done
+
+
+def _quick_runs(tmp_path_factory, name: str) -> list:
+    if name not in _QUICK_RUNS:
+        _QUICK_RUNS[name] = _run_side_by_side(name, [tmp_path_factory.mktemp(f"quick_{name}"),
+                                                     tmp_path_factory.mktemp(f"rerun_{name}")])
+    return _QUICK_RUNS[name]
 
 
 @pytest.fixture(scope="session")
 def quick_run(tmp_path_factory):
     """``quick_run(NAME) -> (completed process, output root)``: the experiment's quick run, made once per session.
 
-    Its end-to-end test and the rerun-determinism test read the same run, so the suite pays for it once.
-    Tests must only read the run's files.
+    Made side by side with a second run of the same configuration (:func:`quick_rerun`), which the
+    rerun-determinism test compares with it: the two take the time of one on two cores, and the
+    experiment's end-to-end test reads the first, so the suite pays for them once. Tests must only
+    read the runs' files.
     """
-    def run(name: str):
-        if name not in _QUICK_RUNS:
-            root = tmp_path_factory.mktemp(f"quick_{name}")
-            _QUICK_RUNS[name] = (run_quick_profile(name, root), root)
-        return _QUICK_RUNS[name]
+    return lambda name: _quick_runs(tmp_path_factory, name)[0]
 
-    return run
+
+@pytest.fixture(scope="session")
+def quick_rerun(tmp_path_factory):
+    """``quick_rerun(NAME)``: the second quick run of :func:`quick_run`, made at the same time in another directory."""
+    return lambda name: _quick_runs(tmp_path_factory, name)[1]

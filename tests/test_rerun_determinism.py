@@ -1,7 +1,8 @@
 """Two runs of an experiment with the same configuration differ only in measured times.
 
-Each experiment's quick profile runs twice, in two output directories, through
-the command line as `dvc repro` runs it. Then every number must agree exactly:
+Each experiment's quick profile runs twice, in two output directories, at the
+same time (``conftest.quick_run`` and ``quick_rerun``), through the command
+line as `dvc repro` runs it. Then every number must agree exactly:
 ``metrics.json`` once the measured times are set aside (keys named as times,
 and the statistic and verdict of a claim marked ``timing``; see
 ``shapley_research.experiments.without_timings``), every CSV table once its
@@ -10,7 +11,6 @@ time columns are dropped, and every cached array (the adversarial images); see
 """
 
 import pytest
-from conftest import run_quick_profile
 
 from shapley_research.experiments import EXPERIMENT_NAMES
 from shapley_research.experiments._compare import compare_runs
@@ -27,8 +27,8 @@ def _files(run_dir, pattern):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", EXPERIMENT_NAMES)
-def test_two_quick_runs_agree_on_every_number_but_measured_times(name, quick_run, tmp_path):
+def test_two_quick_runs_agree_on_every_number_but_measured_times(name, quick_run, quick_rerun):
     first = _run_dir(*quick_run(name), name)  # the run the experiment's end-to-end test reads too
-    second = _run_dir(run_quick_profile(name, tmp_path), tmp_path, name)
+    second = _run_dir(*quick_rerun(name), name)
     assert _files(first, "*.csv"), "every experiment writes the values behind its figures"
     assert compare_runs(first, second) == []

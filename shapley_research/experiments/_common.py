@@ -75,6 +75,11 @@ def to_jsonable(value: Any) -> Any:
 
 
 CLAIM_SOURCES = ("paper", "reproduction")
+#: What a run can say of a claim. "inconclusive": the statistic's interval straddles the criterion's
+#: threshold, so more data (seeds) would be needed to decide; "outside its scope": the run does not meet
+#: the claim's premise (a paper's argument for a kind of utility this run does not have). ``holds`` is
+#: false for both.
+VERDICTS = ("holds", "does not hold", "inconclusive", "outside its scope")
 
 
 @dataclass(frozen=True)
@@ -108,6 +113,14 @@ class Claim:
     timing : bool
         True when the statistic derives from measured times, so that two runs
         may differ in it (every other number must be the same run to run).
+    undecided : str or None
+        ``"inconclusive"`` when the run cannot decide (an interval straddles
+        the threshold) or ``"outside its scope"`` when the run does not meet
+        the claim's premise; ``holds`` is then false. ``None``: decided.
+    sanity : bool
+        True for a sanity check: a check that can fail only through a bug (an
+        identity, arithmetic on the paper's bounds, a bound with a wide slack),
+        reported apart and never counted with the empirical verdicts.
     """
 
     claim: str
@@ -119,16 +132,29 @@ class Claim:
     section: str | None = None
     note: str | None = None
     timing: bool = False
+    undecided: str | None = None
+    sanity: bool = False
+
+    @property
+    def verdict(self) -> str:
+        """One of :data:`VERDICTS`."""
+        return self.undecided or ("holds" if self.holds else "does not hold")
 
     def to_dict(self) -> dict:
         """The entry written to ``metrics.json``.
 
         ``{claim, statistic: {name, value}, holds, source, criterion, timing}``
-        plus ``section`` and ``note`` where given.
+        plus ``section`` and ``note`` where given, ``verdict`` for an
+        undecided claim (``holds`` then false; otherwise ``holds`` says it:
+        :func:`verdict_of`) and ``sanity: true`` for a sanity check.
         """
         entry = {"claim": self.claim, "statistic": {"name": self.statistic, "value": to_jsonable(self.value)},
                  "holds": bool(self.holds), "source": self.source, "criterion": self.criterion,
                  "timing": bool(self.timing)}
+        if self.undecided is not None:
+            entry["verdict"] = self.undecided
+        if self.sanity:
+            entry["sanity"] = True
         if self.section is not None:
             entry["section"] = self.section
         if self.note is not None:
@@ -145,7 +171,8 @@ def _non_empty(name: str, value: Any, optional: bool = False) -> str | None:
 
 
 def claim(text: str, statistic_name: str, value: Any, holds: Any, *, source: str, criterion: str,
-          section: str | None = None, note: str | None = None, timing: bool = False) -> Claim:
+          section: str | None = None, note: str | None = None, timing: bool = False,
+          undecided: str | None = None, sanity: bool = False) -> Claim:
     """Build a :class:`Claim`, coercing numpy types to plain Python.
 
     ``holds`` is usually a numpy comparison (``np.bool_``); it is converted
@@ -167,6 +194,12 @@ def claim(text: str, statistic_name: str, value: Any, holds: Any, *, source: str
         Context; the cause when the claim does not hold.
     timing : bool
         Whether the statistic derives from measured times.
+    undecided : {"inconclusive", "outside its scope"}, optional
+        The verdict when the run does not decide the claim (see
+        :func:`~._verdicts.interval_verdict`); ``holds`` must then be false.
+    sanity : bool
+        Whether this is a sanity check (it can fail only through a bug); it is
+        reported apart and not counted with the empirical verdicts.
 
     Raises
     ------
@@ -185,17 +218,34 @@ def claim(text: str, statistic_name: str, value: Any, holds: Any, *, source: str
     section = _non_empty("section", section, optional=source == "reproduction")
     if isinstance(holds, np.ndarray) and holds.ndim > 0:
         raise TypeError("holds must be a single truth value; reduce arrays with .all() or .any().")
-    for name, flag in (("holds", holds), ("timing", timing)):
+    for name, flag in (("holds", holds), ("timing", timing), ("sanity", sanity)):
         if not isinstance(flag, (bool, np.bool_, numbers.Integral)):
             raise TypeError(f"{name} must be a boolean, got {flag!r} of type {type(flag).__name__}.")
+    if undecided is not None and undecided not in VERDICTS[2:]:
+        raise ValueError(f"undecided must be None or one of {VERDICTS[2:]}, got {undecided!r}.")
+    if undecided is not None and bool(holds):
+        raise ValueError(f"a claim whose verdict is {undecided!r} cannot hold: pass holds=False.")
     return Claim(text, statistic_name, to_jsonable(value), bool(holds), source, criterion, section, note,
-                 bool(timing))
+                 bool(timing), undecided, bool(sanity))
+
+
+def verdict_of(entry: Claim | Mapping[str, Any]) -> str:
+    """The verdict (one of :data:`VERDICTS`) of a :class:`Claim` or of its ``metrics.json`` entry."""
+    if isinstance(entry, Claim):
+        return entry.verdict
+    return entry.get("verdict") or ("holds" if entry["holds"] else "does not hold")
 
 
 def held_count(claims: Iterable[Mapping[str, Any]], source: str) -> tuple[int, int]:
-    """``(claims that hold, claims)`` among the ``metrics.json`` claims of ``source``."""
-    picked = [c for c in claims if c.get("source") == source]
+    """``(claims that hold, claims)`` among the ``metrics.json`` claims of ``source``, sanity checks aside."""
+    picked = [c for c in claims if c.get("source") == source and not c.get("sanity", False)]
     return sum(bool(c["holds"]) for c in picked), len(picked)
+
+
+def undecided_count(claims: Iterable[Mapping[str, Any]], source: str) -> dict[str, int]:
+    """How many claims of ``source`` (sanity checks aside) are inconclusive or outside their scope."""
+    verdicts = [verdict_of(c) for c in claims if c.get("source") == source and not c.get("sanity", False)]
+    return {v: verdicts.count(v) for v in VERDICTS[2:] if v in verdicts}
 
 
 def _claim_problems(entry: Any, index: int) -> list[str]:
@@ -208,8 +258,14 @@ def _claim_problems(entry: Any, index: int) -> list[str]:
             problems.append(f"{where}.{key} must be a non-empty string.")
     if "holds" in entry and not isinstance(entry["holds"], bool):
         problems.append(f"{where}.holds must be true or false, got {entry['holds']!r}.")
-    if "timing" in entry and not isinstance(entry["timing"], bool):
-        problems.append(f"{where}.timing must be true or false, got {entry['timing']!r}.")
+    for key in ("timing", "sanity"):
+        if key in entry and not isinstance(entry[key], bool):
+            problems.append(f"{where}.{key} must be true or false, got {entry[key]!r}.")
+    verdict = entry.get("verdict")
+    if verdict is not None and verdict not in VERDICTS:
+        problems.append(f"{where}.verdict must be one of {', '.join(VERDICTS)}, got {verdict!r}.")
+    elif verdict is not None and isinstance(entry.get("holds"), bool) and (verdict == "holds") != entry["holds"]:
+        problems.append(f"{where}.verdict {verdict!r} contradicts holds={entry['holds']}.")
     if "source" in entry and entry["source"] not in CLAIM_SOURCES:
         problems.append(f"{where}.source must be one of {', '.join(CLAIM_SOURCES)}, got {entry['source']!r}.")
     if entry.get("source") == "paper" and not (isinstance(entry.get("section"), str) and entry["section"].strip()):

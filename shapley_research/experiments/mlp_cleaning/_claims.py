@@ -3,9 +3,9 @@
 A verdict is three-valued, as iris_accuracy decides (its ``decide``): the
 claim *holds* if the whole interval lies on the claimed side of the
 threshold, *does not hold* if it lies wholly on the other side, and is
-*inconclusive* if it straddles the threshold (or fewer than two seeds ran).
-An inconclusive verdict is written with ``holds=False`` and a note that
-starts with "inconclusive" (:func:`verdict_of` reads it back). Over several
+*inconclusive* if it straddles the threshold (or fewer than two seeds ran),
+written as ``holds=False`` with the verdict ``"inconclusive"``
+(:func:`~shapley_research.experiments._common.verdict_of` reads it back). Over several
 data sets a claim holds if it holds on each, fails if it fails on one.
 """
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from .._common import Claim, claim
+from .._common import Claim, claim, verdict_of  # noqa: F401  (verdict_of re-exported)
 from ..iris_accuracy import decide, repetitions_to_decide
 from ._measure import LABELS, METHODS, paired_differences, summarise_detection
 
@@ -49,18 +49,15 @@ def _describe(name: str, mean: float, low: float, high: float, n: int, threshold
     return text
 
 
+def _undecided(verdict: bool | None) -> str | None:
+    return "inconclusive" if verdict is None else None
+
+
 def _note(verdict: bool | None, parts: list[str], cause: str) -> str:
     body = "; ".join(parts) + "."
     if verdict is None:
         return "inconclusive: the interval straddles the threshold on some data set. " + body
     return body if verdict else f"does not hold: {cause}. {body}"
-
-
-def verdict_of(entry: Claim | dict) -> str:
-    """``"holds"``, ``"does not hold"`` or ``"inconclusive"`` of a claim (or its ``metrics.json`` entry)."""
-    holds = entry.holds if isinstance(entry, Claim) else entry["holds"]
-    note = (entry.note if isinstance(entry, Claim) else entry.get("note")) or ""
-    return "holds" if holds else "inconclusive" if note.startswith("inconclusive") else "does not hold"
 
 
 def above_random_claim(detection: Sequence[dict], method: str, model: str = "mlp") -> Claim:
@@ -85,7 +82,7 @@ def above_random_claim(detection: Sequence[dict], method: str, model: str = "mlp
                             f"detection AUROC (lowest value flagged) lies at or above {RANDOM_AUROC} (holds); "
                             f"does not hold if it lies wholly below {RANDOM_AUROC} on some data set; inconclusive "
                             "if it straddles 0.5 or fewer than 2 seeds ran."),
-                 note=_note(verdict, parts or ["no run"], cause))
+                 note=_note(verdict, parts or ["no run"], cause), undecided=_undecided(verdict))
 
 
 def mlp_vs_logistic_claim(detection: Sequence[dict], method: str, margin: float = DIFFERENCE_MARGIN) -> Claim:
@@ -113,7 +110,7 @@ def mlp_vs_logistic_claim(detection: Sequence[dict], method: str, margin: float 
                             f"paired difference AUROC(MLP) - AUROC(logistic) (same seed, same method seed) lies at "
                             f"or above -{margin:g} (holds); does not hold if it lies wholly below -{margin:g} on "
                             f"some data set; inconclusive if it straddles -{margin:g} or fewer than 2 seeds paired."),
-                 note=_note(verdict, parts or ["no pair"], cause))
+                 note=_note(verdict, parts or ["no pair"], cause), undecided=_undecided(verdict))
 
 
 def mlp_cleaning_claims(detection: Sequence[dict], methods: Sequence[str] = METHODS) -> list[Claim]:
