@@ -300,6 +300,8 @@ def test_scaling_claims_can_hold_and_fail(holds):
     assert [c.holds for c in claims] == [holds] * 5
     assert [c.source for c in claims] == ["paper"] * 3 + ["reproduction"] * 2
     assert all(c.timing for c in claims) and all("fig:comp" in c.section for c in claims[:3])
+    # panel (b)'s three claims are arithmetic on the bounds: sanity checks, reported apart
+    assert [c.sanity for c in claims] == [True] * 3 + [False] * 2
     # the all-S claims name the cause: the approximation's bias measured with every stratum enumerated
     for c in (claims[1], claims[4]):
         assert "0.55" in c.note and "21.6" in c.note and "not too small a budget" in c.note
@@ -336,7 +338,7 @@ def test_quick_run_end_to_end(quick_run):
         assert entry["statistic"]["value"] is not None and math.isfinite(entry["statistic"]["value"])
     # the measured panel (public contract): every method on both games at the three quick N
     records = metrics["measured_scaling"]
-    assert {r["method"] for r in records} == set(rsl.SCALING_METHODS)
+    assert {r["method"] for r in records} == set(rsl.SCALING_METHODS)  # the published variant included
     for r in records:
         assert {"method", "game", "n_players", "target_relative_error", "evaluations", "reached_fraction",
                 "seeds"} <= set(r)
@@ -349,8 +351,18 @@ def test_quick_run_end_to_end(quick_run):
     assert set(exponents) == set(rsl.SCALING_METHODS)
     assert all(isinstance(exponents["permutation"][g], float) for g in ("knn", "unanimity"))
     assert metrics["scaling_exponent_basis"]["permutation"] == {"knn": "measured", "unanimity": "measured"}
-    for name in ("measured_scaling_runs.csv", "runtime_scaling_measured.png", "runtime_scaling_measured.pdf"):
+    for name in ("measured_scaling_runs.csv", "runtime_scaling_measured.png", "runtime_scaling_measured.pdf",
+                 "permutation_over_group_testing.csv"):
         assert (out / name).is_file(), name
+    assert [entry.get("sanity", False) for entry in claims] == [True] * 3 + [False] * 5
+    # Wang & Jia's estimator as published runs beside this package's centred variant
+    assert {(r["game"], r["n_players"]) for r in records if r["method"] == "group_testing_wang_jia"} == \
+        {(g, n) for g in ("knn", "unanimity") for n in (40, 80, 160)}
+    # the paper's claim on counts: a measured ratio or an upper bound, named as such, beside the theorems' ratio
+    assert claims[5]["statistic"]["name"].startswith("measured_permutation_over_group_testing")
+    ratios = pd.read_csv(out / "permutation_over_group_testing.csv")
+    assert {"measured_ratio", "measured_ratio_upper_bound", "predicted_ratio_algorithm_1",
+            "predicted_ratio_improved_bound"} <= set(ratios.columns)
     enumerated = metrics["all_s_enumerated_strata"]
     assert enumerated["n"] == 10 and enumerated["base_sets"] == 771
     assert f"{enumerated['rel_error_newton']:.2f}" in claims[4]["note"]

@@ -8,7 +8,7 @@ from ._time_to_target import METHODS
 METHOD_LABELS = {
     "permutation": "permutation sampling (baseline)",
     "group_testing_paper": "group testing (paper, Alg. 1 / Thm. 3)",
-    "group_testing_improved": "group testing (Wang & Jia 2023)",
+    "group_testing_improved": "group testing, improved (Wang & Jia bound; estimator + this package's centering)",
     "all_s_influence": "all-S influence (stratified)",
     "largest_s_influence": "largest-S influence",
 }

@@ -9,11 +9,16 @@ from ._large_n_games import SCALING_GAMES
 from ._large_n_measure import SCALING_METHODS
 
 LABELS = {"permutation": "permutation sampling", "permutation_antithetic": "permutation, antithetic",
-          "group_testing_paper": "group testing (Alg. 1)", "group_testing_improved": "group testing (Wang & Jia)",
+          "group_testing_paper": "group testing (Alg. 1)",
+          "group_testing_improved": "group testing, Wang & Jia + this package's centering",
+          "group_testing_wang_jia": "group testing, Wang & Jia as published",
           "compressive": "compressive (Alg. 2)", "svarm": "stratified SVARM"}
+# one colour and one marker per method, none shared
 STYLE = {"permutation": ("tab:blue", "o"), "permutation_antithetic": ("tab:cyan", "D"),
-         "group_testing_paper": ("tab:orange", "s"), "group_testing_improved": ("tab:brown", "P"),
-         "compressive": ("tab:pink", "X"), "svarm": ("tab:olive", "^")}
+         "group_testing_paper": ("tab:orange", "s"), "group_testing_improved": ("tab:red", "P"),
+         "group_testing_wang_jia": ("tab:purple", "v"), "compressive": ("tab:brown", "X"),
+         "svarm": ("tab:green", "^")}
+_GAME_NAMES = {"knn": "KNN utility (MNIST features)", "unanimity": "sum of N unanimity games"}
 
 
 # --------------------------------------------------------------------------------------------
@@ -28,6 +33,42 @@ def _guides(ax, n0, y0, ns):
         ax.plot(x, y0 * shape(x) / shape(n0), style, color="0.55", lw=1.2, label=label, zorder=0)
 
 
+def _game_panel(ax, rows, game: str, letter: str, small: float, large: float, exponents: dict, basis: dict):
+    """Evaluations to target against N on one game: one colour and marker per method."""
+    ns = sorted({r["n_players"] for r in rows})
+    for method in SCALING_METHODS:
+        color, marker = STYLE[method]
+        for target, line in ((small, "-"), (large, "--"))[:1 if large == small else 2]:
+            part = sorted((r for r in rows if r["method"] == method and r["target_relative_error"] == target),
+                          key=lambda r: r["n_players"])
+            hit = [(r["n_players"], r["evaluations"]) for r in part if r["evaluations"] is not None]
+            miss = [(r["n_players"], r["extrapolated_evaluations"]) for r in part
+                    if r["evaluations"] is None and r.get("extrapolated_evaluations") is not None]
+            slope = exponents.get(method, {}).get(game)
+            extrapolated = basis.get(method, {}).get(game) == "extrapolated"
+            label = (LABELS[method] + (f" (slope {slope:.2f}{', extrapolated' if extrapolated else ''})"
+                                       if slope is not None else "") if target == small else None)
+            if hit:
+                ax.plot(*zip(*hit), line, color=color, marker=marker, ms=6, lw=1.5 if line == "-" else 1.0,
+                        alpha=1 if line == "-" else 0.45, label=label)
+                label = None
+            if miss and target == small:
+                ax.plot(*zip(*miss), ":", color=color, marker=marker, ms=8, markerfacecolor="none",
+                        markeredgecolor=color, lw=1.0, label=label)
+    base = [r for r in rows if r["method"] == "permutation" and r["target_relative_error"] == small
+            and r["evaluations"] is not None]
+    if base:
+        _guides(ax, base[0]["n_players"], base[0]["evaluations"], ns)
+    ax.set(xscale="log", yscale="log", xlabel="number of data points N (players)",
+           ylabel="utility evaluations to the target (count, median over seeds)")
+    ax.set_title(f"({letter}) {_GAME_NAMES.get(game, game)}:\nevaluations until relative l2 error <= {small:g}",
+                 fontsize=11)
+    ax.legend(fontsize=8.5, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=1, frameon=False,
+              title=f"solid: error {small:g}" + (f"; dashed, faint: {large:g}" if large != small else "")
+                    + "; hollow on dotted: not reached within the cap,\ndrawn at the extrapolated count "
+                      "B (e / target)^2", title_fontsize=8.5)
+
+
 def plot_measured_scaling(records, learner_view: pd.DataFrame, theory: pd.DataFrame, *, targets, exponents: dict,
                           basis: dict | None = None):
     """Evaluations to target against N per game, and the paper learner's time: bound beside behaviour.
@@ -37,62 +78,38 @@ def plot_measured_scaling(records, learner_view: pd.DataFrame, theory: pd.DataFr
     within the cap, drawn at the extrapolated count. The last panel repeats
     panel (b)'s theorem counts times measured cost (lines) beside the counts
     at the smaller target times the same cost (filled: measured, hollow:
-    extrapolated; large markers KNN, small unanimity).
+    extrapolated; large markers KNN, small unanimity). Legends sit below
+    their panels so that no text overlaps.
     """
     import matplotlib.pyplot as plt
 
     small, large = min(targets), max(targets)
     games = [g for g in SCALING_GAMES if any(r["game"] == g for r in records)]
-    fig, axes = plt.subplots(1, len(games) + 1, figsize=(6 * (len(games) + 1), 5.4))
-    for ax, game in zip(axes, games):
-        rows = [r for r in records if r["game"] == game]
-        ns = sorted({r["n_players"] for r in rows})
-        for method in SCALING_METHODS:
-            color, marker = STYLE[method]
-            for target, line in ((small, "-"), (large, "--"))[:1 if large == small else 2]:
-                part = sorted((r for r in rows if r["method"] == method and r["target_relative_error"] == target),
-                              key=lambda r: r["n_players"])
-                hit = [(r["n_players"], r["evaluations"]) for r in part if r["evaluations"] is not None]
-                miss = [(r["n_players"], r["extrapolated_evaluations"]) for r in part
-                        if r["evaluations"] is None and r.get("extrapolated_evaluations") is not None]
-                slope = exponents.get(method, {}).get(game)
-                extrapolated = (basis or {}).get(method, {}).get(game) == "extrapolated"
-                label = (f"{LABELS[method]}" + (f" (slope {slope:.2f}{', extrapolated' if extrapolated else ''})"
-                                                if slope is not None else "") if target == small else None)
-                if hit:
-                    ax.plot(*zip(*hit), line, color=color, marker=marker, ms=5, lw=1.4 if line == "-" else 0.9,
-                            alpha=1 if line == "-" else 0.5, label=label)
-                    label = None
-                if miss and target == small:
-                    ax.plot(*zip(*miss), ":", color=color, marker=marker, ms=8, markerfacecolor="none",
-                            markeredgecolor=color, lw=0.9, label=label or None)
-        base = [r for r in rows if r["method"] == "permutation" and r["target_relative_error"] == small
-                and r["evaluations"] is not None]
-        if base:
-            _guides(ax, base[0]["n_players"], base[0]["evaluations"], ns)
-        ax.set(xscale="log", yscale="log", xlabel="number of players N",
-               ylabel="utility evaluations to the target (median over seeds)",
-               title=f"({'de'[games.index(game)]}) {game} game: evaluations to relative l2 error {small:g} (solid)"
-                     + (f", {large:g} (dashed)" if large != small else "")
-                     + "\nhollow, dotted: not reached within the cap, extrapolated as $B (e/target)^2$")
-        ax.legend(fontsize=7, loc="upper left")
+    fig, axes = plt.subplots(1, len(games) + 1, figsize=(7.2 * (len(games) + 1), 10.5), layout="constrained")
+    for ax, game, letter in zip(axes, games, "de"):
+        _game_panel(ax, [r for r in records if r["game"] == game], game, letter, small, large, exponents,
+                    basis or {})
     ax = axes[-1]
-    for method in ("permutation", "group_testing_paper", "group_testing_improved"):
+    for method in ("permutation", "group_testing_paper", "group_testing_improved", "group_testing_wang_jia"):
         color, marker = STYLE[method]
         part = theory[theory["method"] == method].sort_values("n")
         if len(part):
-            ax.plot(part["n"], part["seconds"], "-", color=color, lw=1.2, label=f"{LABELS[method]}: theorem count")
-        for game, size in (("knn", 8), ("unanimity", 5)):
+            bound = {"group_testing_paper": "group testing: Theorem 3 (Alg. 1)",
+                     "group_testing_improved": "group testing: Wang & Jia's improved bound"}.get(method, LABELS[method])
+            ax.plot(part["n"], part["seconds"], "-", color=color, lw=1.4, label=f"{bound}: theorem count")
+        for game, size in (("knn", 9), ("unanimity", 5)):
             pts = learner_view[(learner_view["method"] == method) & (learner_view["game"] == game)
                                & (learner_view["target_relative_error"] == small)] if len(learner_view) else []
-            for basis, fill in (("measured", color), ("extrapolated", "none")):
-                part = pts[pts["basis"] == basis] if len(pts) else pts
+            for kind, fill in (("measured", color), ("extrapolated", "none")):
+                part = pts[pts["basis"] == kind] if len(pts) else pts
                 if len(part):
                     ax.plot(part["n_players"], part["cpu_seconds"], linestyle="none", marker=marker, ms=size,
-                            markerfacecolor=fill, markeredgecolor=color, label=f"{LABELS[method]}: {game}, {basis}")
-    ax.set(xscale="log", yscale="log", xlabel="number of data points N", ylabel="CPU seconds of the paper's learner",
-           title="(f) bound beside behaviour: theorem counts (lines, panel b) and measured\n"
-                 f"evaluations to {small:g} (markers; large: knn, small: unanimity) times one evaluation's cost")
-    ax.legend(fontsize=7, loc="upper left")
-    fig.tight_layout()
+                            markerfacecolor=fill, markeredgecolor=color, label=f"{LABELS[method]}: {game}, {kind}")
+    ax.set(xscale="log", yscale="log", xlabel="number of data points N",
+           ylabel="CPU time of the paper's learner (seconds, one core)")
+    ax.set_title(f"(f) theorem counts (lines, as panel b) beside measured\nevaluations to error {small:g} "
+                 "(markers), both x one evaluation's cost", fontsize=11)
+    ax.legend(fontsize=8.5, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=1, frameon=False,
+              title="markers: large KNN, small unanimity; filled measured, hollow extrapolated",
+              title_fontsize=8.5)
     return fig
