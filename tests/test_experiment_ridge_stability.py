@@ -217,6 +217,8 @@ def test_run_grid_tables_and_claims(tiny):
     assert [c.source for c in claims] == ["paper"] * 7 + ["reproduction"] * 2
     assert all(c.section and c.criterion for c in claims[:7])
     assert claims[6].holds  # the identity ||s - U(D)/N|| = sqrt(N Var) holds by efficiency
+    # Theorem 5 (138x slack on the paper run) and the identity can fail only through a bug: sanity checks
+    assert [c.sanity for c in claims] == [False] * 5 + [True, True] + [False] * 2
     assert metrics["n_lambdas"] == 5 and metrics["fixed_alpha"]["argmin"] in range(5)
 
 
@@ -280,6 +282,7 @@ def test_theorem5_is_not_judged_without_the_fully_penalised_convention():
     table, rows = synthetic_grid("paper", conventions=("fixed_alpha", "per_coalition"))
     _, claims = rs.evaluate_claims(table, rows)
     assert len(claims) == 8 and not claims[5].holds and "Not checked" in claims[5].note
+    assert claims[5].verdict == "outside its scope" and claims[5].sanity
 
 
 def test_quick_run_end_to_end(quick_run):
@@ -302,6 +305,7 @@ def test_quick_run_end_to_end(quick_run):
         assert entry["source"] == "reproduction" or entry["section"]
         assert entry["holds"] or entry.get("note")
     assert [c["source"] for c in claims] == ["paper"] * 7 + ["reproduction"] * 2
+    assert [c.get("sanity", False) for c in claims] == [False] * 5 + [True, True] + [False] * 2
     assert 1e-4 <= metrics["lambda_argmin"] <= 1e4
     assert 0 < metrics["min_variance"] < 1e-2
     assert 0.4 < metrics["best_test_mse"] < 0.7  # standardised target: about half the variance explained
