@@ -225,6 +225,78 @@ def test_large_sample_claim():
     assert not sp.large_sample_claim(_table([2.0, 0.7, 0.2], [0.85, 0.8, 0.75])).holds
 
 
+def _seeded_errors(base, comp, grid, noise=0.02, m=500):
+    """Errors over three seeds, each method's curve scaled by 1 - noise, 1, 1 + noise (opposite signs)."""
+    rows = []
+    for seed, k in enumerate((-1.0, 0.0, 1.0)):
+        for t, b, c in zip(grid, base, comp):
+            rows.append({"seed_index": seed, "n_permutations": t, "method": "baseline", "n_measurements": 0,
+                         "relative_error": b * (1 + k * noise)})
+            rows.append({"seed_index": seed, "n_permutations": t, "method": "compressive", "n_measurements": m,
+                         "relative_error": c * (1 - k * noise)})
+    return pd.DataFrame(rows)
+
+
+# the committed paper run (M = 500): compressive lower only while both are above the uniform split (0.748)
+REVIEW_GRID = (5, 10, 20, 50, 500)
+REVIEW_BASE, REVIEW_COMP = [2.30, 1.64, 1.14, 0.7407, 0.234], [0.871, 0.817, 0.781, 0.7410, 0.646]
+
+
+def test_ratio_table_pairs_seeds_and_marks_the_region_above_the_trivial_error():
+    ratios = sp.ratio_table(_seeded_errors(REVIEW_BASE, REVIEW_COMP, REVIEW_GRID), 500, 0.748)
+    assert list(ratios["n_permutations"]) == list(REVIEW_GRID) and set(ratios["n_seeds"]) == {3}
+    assert list(ratios["above_trivial"]) == [True, True, True, False, False]
+    np.testing.assert_allclose(ratios["mean_ratio"], np.divide(REVIEW_COMP, REVIEW_BASE))
+    row = ratios.iloc[0]
+    seed_ratios = [0.871 * (1 + 0.02) / (2.30 * (1 - 0.02)), 0.871 / 2.30, 0.871 * (1 - 0.02) / (2.30 * (1 + 0.02))]
+    assert row["seed_ratios"] == pytest.approx(seed_ratios) and row["ratio"] == pytest.approx(np.mean(seed_ratios))
+    assert row["ratio_low"] < row["ratio"] < row["ratio_high"]
+    with pytest.raises(ValueError, match="M = 250"):
+        sp.ratio_table(_seeded_errors(REVIEW_BASE, REVIEW_COMP, REVIEW_GRID), 250, 0.748)
+
+
+def test_pattern_note_says_where_the_pattern_holds_and_where_it_stops():
+    ratios = sp.ratio_table(_seeded_errors(REVIEW_BASE, REVIEW_COMP, REVIEW_GRID), 500, 0.748)
+    info = sp.pattern_summary(ratios)
+    assert info["compressive_lower_T"] == [5, 10, 20] and info["above_trivial_T"] == [5, 10, 20]
+    assert info["baseline_lower_from_T"] == 50 and info["first_T_below_trivial"] == 50 and info["only_above_trivial"]
+    note = sp.pattern_note(ratios)
+    assert "below the baseline's at T = 5, 10, 20" in note and "from T = 50 on the baseline's" in note
+    assert note.endswith("holds only above the trivial error.")
+    # P2 keeps its criterion (targets below the uniform split): it does not hold, and its note says where it would
+    table = _table([2.3, 0.7407, 0.234], [0.871, 0.741, 0.646], uniform=0.748)
+    claim = sp.large_sample_claim(table, ratios)
+    assert not claim.holds and "never superior" in claim.note and "holds only above the trivial error" in claim.note
+    # compressive lower also below the trivial error: said so
+    other = sp.ratio_table(_seeded_errors([2.0, 1.0, 0.5], [0.9, 0.6, 0.4], (5, 50, 500)), 500, 0.748)
+    assert sp.pattern_summary(other)["baseline_lower_from_T"] is None
+    assert "also below the trivial error" in sp.pattern_note(other)
+
+
+def test_above_trivial_claim_holds_fails_and_is_undecided():
+    grid = (5, 10, 20, 50)
+    # the committed paper run: lower at every T above the trivial error, the ratio rising 0.38 -> 0.68
+    claim = sp.above_trivial_claim(sp.ratio_table(_seeded_errors(REVIEW_BASE, REVIEW_COMP, REVIEW_GRID), 500, 0.748))
+    assert claim.holds and claim.source == "reproduction" and claim.verdict == "holds"
+    assert claim.value[:3] == pytest.approx(np.divide(REVIEW_COMP[:3], REVIEW_BASE[:3]), rel=1e-3)
+    # compressive higher than the baseline above the trivial error: does not hold
+    worse = sp.ratio_table(_seeded_errors([1.0, 0.9, 0.85, 0.5], [1.3, 1.2, 1.1, 0.6], grid), 500, 0.748)
+    claim = sp.above_trivial_claim(worse)
+    assert not claim.holds and claim.verdict == "does not hold" and "ratio at T = 5" in claim.note
+    # lower, but the advantage grows with T: does not hold
+    growing = sp.ratio_table(_seeded_errors([2.0, 1.8, 1.7, 0.5], [1.2, 0.95, 0.8, 0.6], grid), 500, 0.748)
+    claim = sp.above_trivial_claim(growing)
+    assert not claim.holds and claim.verdict == "does not hold" and "rise of the ratio" in claim.note
+    # a ratio within noise of 1 at one T: inconclusive, with the seeds that would decide it
+    close = sp.ratio_table(_seeded_errors([2.0, 1.5, 1.0, 0.5], [0.8, 0.9, 1.0, 0.6], grid, noise=0.05), 500, 0.748)
+    claim = sp.above_trivial_claim(close)
+    assert not claim.holds and claim.verdict == "inconclusive" and "ratio at T = 20" in claim.note
+    # only one T above the trivial error: no trend to read, outside its scope
+    one = sp.ratio_table(_seeded_errors([2.0, 0.7, 0.5, 0.3], [0.8, 0.65, 0.6, 0.55], grid), 500, 0.748)
+    claim = sp.above_trivial_claim(one)
+    assert not claim.holds and claim.verdict == "outside its scope" and "only 1 grid T lies" in claim.note
+
+
 def test_dense_nulls_match_mean_and_std_and_are_seeded():
     s = np.random.default_rng(0).gamma(2.0, 1.0, size=300)
     nulls = sp.dense_nulls(s, 5, seed=3)
@@ -282,7 +354,7 @@ def test_quick_run_end_to_end(quick_run):
     out = tmp_path / "sparsity"
     metrics = json.loads((out / "metrics.json").read_text())
     claims = metrics["claims"]
-    assert len(claims) == 3
+    assert len(claims) == 4 and not any(c.get("sanity") for c in claims)  # all four can fail on data
     for entry in claims:
         assert isinstance(entry["holds"], bool) and entry["claim"] and entry["statistic"]["name"]
     assert metrics["profile"] == "quick" and metrics["n_players"] == 200
@@ -299,7 +371,12 @@ def test_quick_run_end_to_end(quick_run):
         assert (out / f"{stem}.png").exists() and (out / f"{stem}.pdf").exists()
     for table in ("values", "approximation_errors", "sample_ratios", "sparsity_curves"):
         assert len(pd.read_csv(out / f"{table}.csv")) > 0
-    assert [c["source"] for c in claims] == ["paper"] * 3 and all(c["section"] and c["criterion"] for c in claims)
+    assert [c["source"] for c in claims] == ["paper"] * 3 + ["reproduction"]
+    assert all(c["section"] and c["criterion"] for c in claims[:3]) and claims[3]["criterion"]
+    pattern = metrics["pattern_above_trivial"]
+    assert set(pattern["above_trivial_T"]) <= set(metrics["permutation_grid"])
+    assert pattern["uniform_error"] == pytest.approx(metrics["uniform_split_error"])
+    assert len(metrics["compressive"]["M100"]["ratios_by_T"]) == len(metrics["permutation_grid"])
     targets = pd.read_csv(out / "sample_ratios.csv")
     assert (targets["target_error"] < metrics["uniform_split_error"]).all()
     assert set(metrics["null_k_fraction_quantile"]) == {"gaussian", "uniform"}

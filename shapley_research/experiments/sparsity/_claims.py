@@ -55,15 +55,18 @@ def fewer_permutations_claim(table):
                            "than the baseline (both interpolated on the mean error curves).", note=note)
 
 
-def large_sample_claim(table):
+def large_sample_claim(table, ratios=None):
     """Paper claim: the superiority of compressive sampling is less evident at large sample counts.
 
     Decided on :func:`target_table`: compressive sampling reaches at least two
     targets, is superior at the largest one (``sample_ratio > 1``), and its
     ``sample_ratio`` at the smallest reached target is lower than there.
+    ``ratios`` (:func:`ratio_table`, optional) adds to the note where the
+    paper's pattern holds and where it stops (:func:`pattern_note`).
     """
     from .._common import claim
 
+    by_t = ratios
     reached, ratios, why, statistic = _reached(table)
     holds = len(ratios) >= 2 and ratios[0] > 1.0 and ratios[-1] < ratios[0]
     if not ratios:
@@ -75,6 +78,8 @@ def large_sample_claim(table):
         note = "compressive reaches only one target: no trend over sample counts can be read."
     else:
         note = None if holds else f"the ratio does not shrink: {ratios[0]:.3g} -> {ratios[-1]:.3g}."
+    if by_t is not None:
+        note = " ".join(filter(None, [note, pattern_note(by_t)]))
     return claim("The superiority of compressive permutation sampling becomes less evident in the large-sample "
                  "regime.",
                  statistic, ratios, holds, source="paper", section=_FIG4,
@@ -114,3 +119,118 @@ def sparsity_claim(k_fraction: float, null_fractions: dict, quantile: float = 0.
                  section="Section 4.3 ('Exploiting the Sparsity of Values'), Figure 2 (fig:shapley_dist)",
                  criterion=f"K/N below the {quantile:g} quantile of K/N under each dense null (same mean and "
                            f"standard deviation: Gaussian, uniform) over its draws.", note=note)
+
+
+def _ts(rows) -> str:
+    return ", ".join(str(int(t)) for t in rows["n_permutations"])
+
+
+def _span(values) -> str:
+    lo, hi = f"{float(min(values)):.3f}", f"{float(max(values)):.3f}"
+    return lo if lo == hi else f"{lo}-{hi}"
+
+
+def pattern_summary(ratios) -> dict:
+    """Where compressive sampling beats the baseline and where the trivial error lies, from :func:`ratio_table`.
+
+    Returns
+    -------
+    dict
+        ``compressive_lower_T`` (grid ``T`` where the compressive mean error
+        is below the baseline's), ``above_trivial_T`` (``T`` where neither
+        mean error is below the uniform split's), ``baseline_lower_from_T``
+        (first ``T`` from which the baseline's is never above compressive's;
+        None if compressive is lower at the largest ``T``),
+        ``first_T_below_trivial`` (first ``T`` not above the trivial error, or
+        None), ``only_above_trivial`` (compressive is lower somewhere, and only
+        above the trivial error), ``uniform_error``.
+    """
+    ratios = ratios.sort_values("n_permutations")
+    t = ratios["n_permutations"].astype(int).to_numpy()
+    lower = ratios["mean_ratio"].to_numpy() < 1.0
+    above = ratios["above_trivial"].to_numpy(dtype=bool)
+    from_t = None if lower[-1] else int(t[np.flatnonzero(lower)[-1] + 1]) if lower.any() else int(t[0])
+    return {"compressive_lower_T": t[lower].tolist(), "above_trivial_T": t[above].tolist(),
+            "baseline_lower_from_T": from_t,
+            "first_T_below_trivial": int(t[~above][0]) if (~above).any() else None,
+            "only_above_trivial": bool(lower.any() and not (lower & ~above).any()),
+            "uniform_error": float(ratios["uniform_error"].iloc[0])}
+
+
+def pattern_note(ratios) -> str:
+    """Where the paper's Figure 4 pattern holds and where it stops, in words, computed from :func:`ratio_table`."""
+    ratios = ratios.sort_values("n_permutations")
+    info = pattern_summary(ratios)
+    u = info["uniform_error"]
+    lower = ratios[ratios["mean_ratio"] < 1.0]
+    parts = [f"Compressive's mean error is below the baseline's at T = {_ts(lower)} (error ratio compressive / "
+             f"baseline {_span(lower['mean_ratio'])})" if len(lower) else
+             "Compressive's mean error is nowhere below the baseline's on the grid"]
+    above = ratios[ratios["above_trivial"]]
+    parts.append(f"T = {_ts(above)} {'lies' if len(above) == 1 else 'lie'} above the trivial error: there neither mean error is below the uniform "
+                 f"split's {u:.3g} (compressive {_span(above['compressive_mean'])}, baseline "
+                 f"{_span(above['baseline_mean'])})" if len(above) else
+                 f"no grid T lies above the trivial error (uniform split's {u:.3g})")
+    if info["first_T_below_trivial"] is not None:
+        row = ratios[ratios["n_permutations"] == info["first_T_below_trivial"]].iloc[0]
+        parts.append(f"at T = {int(row['n_permutations'])} the lower mean error falls below it (compressive "
+                     f"{row['compressive_mean']:.3f}, baseline {row['baseline_mean']:.3f})")
+    if info["baseline_lower_from_T"] is not None:
+        after = ratios[ratios["n_permutations"] >= info["baseline_lower_from_T"]]
+        parts.append(f"from T = {info['baseline_lower_from_T']} on the baseline's is the lower (ratio "
+                     f"{_span(after['mean_ratio'])})")
+    verdict = ("The paper's pattern holds only above the trivial error." if info["only_above_trivial"] else
+               "Compressive is lower also below the trivial error." if len(lower) else "")
+    return ("; ".join(parts) + ". " + verdict).strip()
+
+
+def above_trivial_claim(ratios, level: float = 0.95):
+    """Reproduction's check: above the trivial error, compressive sampling shows the paper's Figure 4 pattern.
+
+    Decided on :func:`ratio_table`'s grid ``T`` above the trivial error (at
+    least two): at each, the interval over seeds of the per-seed error ratio
+    compressive / baseline lies below 1, and the paired rise of that ratio
+    from the smallest to the largest such ``T`` has its interval above 0
+    (:func:`~shapley_research.experiments._verdicts.decide`). Any decision
+    False: does not hold; else any undecided: inconclusive; fewer than two
+    such ``T``: outside its scope.
+    """
+    from .._common import claim
+    from .._verdicts import decide, mean_interval, repetitions_to_decide
+
+    region = ratios[ratios["above_trivial"]].sort_values("n_permutations")
+    value, undecided, note = region["ratio"].tolist(), None, None
+    if len(region) < 2:
+        holds, undecided = False, "outside its scope"
+        note = (f"only {len(region)} grid T {'lies' if len(region) == 1 else 'lie'} above the trivial error"
+                + (f" (T = {_ts(region)})" if len(region) else "") + ": no trend can be read there.")
+    else:
+        first, last = (np.asarray(region["seed_ratios"].iloc[i], dtype=float) for i in (0, -1))
+        rise = mean_interval(last - first, level)
+        value = value + [rise[0]]
+        tests = [(f"ratio at T = {int(r['n_permutations'])}", decide(r["ratio_low"], r["ratio_high"], 1.0, "below"),
+                  np.asarray(r["seed_ratios"], float), 1.0) for _, r in region.iterrows()]
+        tests.append(("rise of the ratio", decide(rise[1], rise[2], 0.0, "above"), last - first, 0.0))
+        failed = [name for name, d, _, _ in tests if d is False]
+        open_ = [(name, x, thr) for name, d, x, thr in tests if d is None]
+        holds = not failed and not open_
+        if failed:
+            note = "Fails: " + "; ".join(failed) + " on the wrong side of its threshold (interval wholly there)."
+        elif open_:
+            undecided = "inconclusive"
+            need = [repetitions_to_decide(float(np.std(x, ddof=1)) if len(x) > 1 else np.nan, np.mean(x) - thr)
+                    for _, x, thr in open_]
+            note = ("Inconclusive: the interval straddles the threshold for " + "; ".join(
+                f"{name} (about {n} seeds would decide)" if n else name for (name, _, _), n in zip(open_, need))
+                + ".")
+    return claim("Above the trivial error, compressive sampling shows the paper's Figure 4 pattern: where neither "
+                 "method beats the uniform split, it has the lower error, and its advantage shrinks as T grows.",
+                 f"mean per-seed error ratio compressive / baseline (M = {int(ratios['n_measurements'].iloc[0])}) at the T above the trivial "
+                 f"error (T = {_ts(region) or 'none'}), then its mean rise from the smallest to the largest of them",
+                 value, holds, source="reproduction", undecided=undecided,
+                 criterion=f"Over the grid T where the lower of the two mean errors exceeds the uniform split's "
+                           f"(at least two such T, else outside its scope): at each, the {level:.0%} t-interval "
+                           f"over seeds of the per-seed ratio compressive / baseline error lies below 1, and the "
+                           f"interval of its paired rise from the smallest to the largest such T lies above 0. "
+                           f"Any interval wholly on the wrong side: does not hold; else any straddling: "
+                           f"inconclusive.", note=note)

@@ -9,7 +9,7 @@ from ._statistics import smallest_sparse_k, sparsity_curve
 
 
 def _label(method: str, m: int) -> str:
-    return "baseline (permutation sampling)" if method == BASELINE else f"compressive, M = {m}"
+    return "baseline (permutation sampling)" if method == BASELINE else f"compressive, M = {int(m)}"
 
 
 
@@ -57,45 +57,52 @@ def plot_value_distribution(values, level: float = 0.5, paper_k_fraction: float 
 def plot_error_curves(summary, tables_by_m: dict, uniform_error: float, reference_floor: float):
     """Figure: relative l2 error vs permutations (paper's Figure 4) and permutations needed per target error.
 
-    ``tables_by_m`` maps ``M`` to its :func:`target_table`; the targets are drawn on the error curves.
+    ``tables_by_m`` maps ``M`` to its :func:`target_table`; the targets are drawn on the error curves, and
+    the errors above the uniform split's (worse than the zero-cost estimate) are shaded. Each series has
+    its own colour and marker; the legends sit below the panels so that they hide no curve.
     """
     import matplotlib.pyplot as plt
 
-    fig, (ax, bx) = plt.subplots(1, 2, figsize=(11.0, 4.2))
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(11.5, 6.4))
     keys = summary[["method", "n_measurements"]].drop_duplicates().sort_values(
         ["method", "n_measurements"], ascending=[True, False])
-    colours = {BASELINE: "tab:blue"}
-    palette = iter(["tab:orange", "tab:green", "tab:red", "tab:purple"])
+    styles = {(BASELINE, 0): ("tab:blue", "o")}
+    palette = iter([("tab:orange", "s"), ("tab:green", "^"), ("tab:red", "v"), ("tab:purple", "D")])
     for _, key in keys.iterrows():
         part = summary[(summary["method"] == key["method"]) & (summary["n_measurements"] == key["n_measurements"])]
         part = part.sort_values("n_permutations")
-        colour = colours.get(key["method"]) or colours.setdefault((key["method"], key["n_measurements"]),
-                                                                  next(palette))
-        ax.plot(part["n_permutations"], part["mean"], "o-", color=colour, ms=4,
+        style = (key["method"], int(key["n_measurements"]) if key["method"] != BASELINE else 0)
+        colour, marker = styles.get(style) or styles.setdefault(style, next(palette))
+        ax.plot(part["n_permutations"], part["mean"], "-", marker=marker, color=colour, ms=5,
                 label=_label(key["method"], key["n_measurements"]))
         ax.fill_between(part["n_permutations"], part["min"], part["max"], color=colour, alpha=0.2)
-    ax.axhline(uniform_error, color="grey", ls=":", label="uniform split U(D)/N (T = 0)")
-    ax.axhline(reference_floor, color="k", ls="--", lw=0.8, label="reference's own relative std. error")
+    top = 1.5 * float(summary["max"].max())
+    ax.axhspan(uniform_error, top, color="grey", alpha=0.1, lw=0,
+               label="above the uniform split's error (worse than the zero-cost estimate)")
+    ax.axhline(uniform_error, color="grey", ls=":", label=r"uniform split $U(D)/N$ (zero cost, T = 0)")
+    ax.axhline(reference_floor, color="k", ls="--", lw=0.8, label="reference's own relative standard error")
     targets = next(iter(tables_by_m.values()))
     for j, e in enumerate(targets["target_error"]):
-        ax.axhline(e, color="tab:red", lw=0.6, alpha=0.5, label="targets f x uniform split's error" if j == 0 else None)
+        ax.axhline(e, color="tab:red", lw=0.6, alpha=0.5,
+                   label="target errors f x the uniform split's" if j == 0 else None)
     ax.set(xscale="log", yscale="log", xlabel="permutations T (N utility evaluations each)",
-           ylabel=r"relative error $\|\hat s - s_{ref}\|_2 / \|s_{ref}\|_2$",
+           ylabel=r"relative error $\|\hat s - s_{ref}\|_2 / \|s_{ref}\|_2$", ylim=(None, top),
            title="Approximation error (mean, band: min-max over seeds)")
-    ax.legend(fontsize=7)
-    bx.plot(targets["target_error"], targets["baseline_permutations"], "o-", color="tab:blue", ms=4,
-            label="baseline")
+    bx.plot(targets["target_error"], targets["baseline_permutations"], "-", marker="o", color="tab:blue", ms=5,
+            label="baseline (permutation sampling)")
     for m, table in tables_by_m.items():
-        colour = colours.get(("compressive", m), "tab:orange")
-        bx.plot(table["target_error"], table["compressive_permutations"], "s-", color=colour, ms=5,
-                label=f"compressive, M = {m} ({int(table['compressive_reaches'].sum())} of {len(table)} reached)")
+        colour, marker = styles.get(("compressive", int(m)), ("tab:orange", "s"))
+        bx.plot(table["target_error"], table["compressive_permutations"], "-", marker=marker, color=colour, ms=6,
+                label=f"compressive, M = {m} ({int(table['compressive_reaches'].sum())} of {len(table)} targets "
+                      "reached)")
     bx.axvline(uniform_error, color="grey", ls=":", label="uniform split's error (0 permutations)")
     bx.set(xscale="log", yscale="log", xlabel="target relative error (below the uniform split's)",
-           ylabel="permutations needed (mean curve)", title="Permutations to reach each target")
-    bx.legend(fontsize=8)
+           ylabel="permutations needed (read off the mean curve)", title="Permutations to reach each target")
     _plain_log_ticks(ax, sorted(summary["n_permutations"].unique()))
     _plain_log_ticks(bx, targets["target_error"], "%.3g")
     bx.invert_xaxis()
+    for panel in (ax, bx):
+        panel.legend(fontsize=7.5, loc="upper center", bbox_to_anchor=(0.5, -0.13), frameon=False)
     fig.tight_layout()
     return fig
 

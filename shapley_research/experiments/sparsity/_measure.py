@@ -199,3 +199,46 @@ def target_table(summary, n_measurements: int, uniform_error: float, fractions: 
                      "baseline_permutations": baseline, "sample_ratio": baseline / need,
                      "compressive_best_error": float(curve.min())})
     return pd.DataFrame(rows)
+
+
+def ratio_table(errors, n_measurements: int, uniform_error: float, level: float = 0.95):
+    r"""Per ``T``: both mean errors, the error ratio compressive / baseline and whether ``T`` is above the trivial error.
+
+    The ratio is paired by seed (both methods value the same permutations),
+    with the Student-t interval of its mean over seeds
+    (:func:`~shapley_research.experiments._verdicts.mean_interval`). ``T``
+    lies *above the trivial error* when the lower of the two mean errors
+    still exceeds the uniform split's ``uniform_error``: there neither method
+    beats the zero-cost estimate ``U(D)/N``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per ``T`` (ascending): ``n_measurements``, ``n_permutations``, ``baseline_mean``,
+        ``compressive_mean``, ``mean_ratio`` (ratio of the mean errors, as
+        the figure shows them), ``ratio`` (mean of the per-seed ratios),
+        ``ratio_low``, ``ratio_high``, ``n_seeds``, ``seed_ratios`` (the
+        per-seed ratios, in seed order), ``above_trivial``, ``uniform_error``.
+    """
+    import pandas as pd
+
+    from .._verdicts import mean_interval
+
+    uniform_error = check_float(uniform_error, "uniform_error", minimum=0.0, strict=True)
+    keys = ["seed_index", "n_permutations"]
+    base = errors[errors["method"] == BASELINE].set_index(keys)["relative_error"]
+    comp = errors[(errors["method"] == "compressive") & (errors["n_measurements"] == n_measurements)]
+    comp = comp.set_index(keys)["relative_error"]
+    if comp.empty or base.empty:
+        raise ValueError(f"errors need baseline runs and compressive runs with M = {n_measurements}.")
+    paired = pd.DataFrame({"baseline": base, "compressive": comp}).dropna()
+    rows = []
+    for t, part in paired.groupby(level="n_permutations"):
+        seed_ratios = (part["compressive"] / part["baseline"]).sort_index()
+        mean, low, high = mean_interval(seed_ratios, level)
+        b, c = float(part["baseline"].mean()), float(part["compressive"].mean())
+        rows.append({"n_measurements": int(n_measurements), "n_permutations": int(t), "baseline_mean": b, "compressive_mean": c, "mean_ratio": c / b,
+                     "ratio": mean, "ratio_low": low, "ratio_high": high, "n_seeds": len(part),
+                     "seed_ratios": seed_ratios.tolist(), "above_trivial": bool(min(b, c) > uniform_error),
+                     "uniform_error": uniform_error})
+    return pd.DataFrame(rows)
