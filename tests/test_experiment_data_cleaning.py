@@ -171,15 +171,19 @@ def test_run_data_cleaning_tables():
 
 # --- claims ----------------------------------------------------------------------------------
 
-def fake_detection(aurocs: dict, datasets=("a", "b"), wall=None) -> pd.DataFrame:
-    """A detection table: ``aurocs[method]`` is the AUROC per seed (the same on every data set)."""
+def fake_detection(aurocs: dict, datasets=("a", "b"), wall=None, budget=100) -> pd.DataFrame:
+    """A detection table: ``aurocs[method]`` is the AUROC per seed (the same on every data set).
+
+    ``wall[method]``: a wall time, or one per seed.
+    """
     rows = []
     for dataset in datasets:
         for method, per_seed in aurocs.items():
             for repetition, auroc in enumerate(per_seed):
-                rows.append({"dataset": dataset, "repetition": repetition, "method": method, "budget": 100,
-                             "main": True, "auroc": auroc, "f1": auroc, "wall_time_s": (wall or {}).get(method, 1.0),
-                             "error": None})
+                time = np.broadcast_to((wall or {}).get(method, 1.0), len(per_seed))[repetition]
+                rows.append({"dataset": dataset, "repetition": repetition, "method": method, "budget": budget,
+                             "main": True, "auroc": auroc, "f1": auroc, "wall_time_s": float(time),
+                             "n_evaluations": budget, "error": None})
     return pd.DataFrame(rows)
 
 
@@ -187,52 +191,95 @@ GOOD = {"random": [0.5, 0.52, 0.48], "permutation": [0.8, 0.82, 0.78], "truncate
         "msr_banzhaf": [0.85, 0.84, 0.83], "beta_shapley": [0.9, 0.88, 0.86], "data_oob": [0.95, 0.93, 0.94]}
 
 
+def test_interval_verdict_and_combine():
+    held = dc.interval_verdict([0.1, 0.1, 0.1], 0.0)
+    assert held["verdict"] is True and held["seeds_to_decide"] is None
+    assert dc.interval_verdict([-0.1, -0.1, -0.1], 0.0)["verdict"] is False
+    straddle = dc.interval_verdict([-0.02, 0.02, -0.04], -0.02)
+    assert straddle["verdict"] is None and straddle["seeds_to_decide"] > 3
+    assert dc.interval_verdict([0.4], 0.5, side="below")["verdict"] is None  # one seed decides nothing
+    assert dc.interval_verdict([0.0, 0.0], 0.0, strict=True)["verdict"] is False  # no gain is not a gain
+    assert dc.interval_verdict([], 0.0)["n"] == 0
+    assert dc.combine([True, True]) is True and dc.combine([True, None]) is None
+    assert dc.combine([None, False, True]) is False and dc.combine([]) is None
+
+
 def test_above_random_claim():
-    assert dc.above_random_claim(fake_detection(GOOD)).holds
-    bad = dc.above_random_claim(fake_detection({**GOOD, "leave_one_out": [0.52, 0.5, 0.51]}))
-    assert not bad.holds and "leave_one_out" in bad.note
+    verdict = dc.above_random_claim(fake_detection(GOOD))
+    assert verdict.holds and verdict.verdict == "holds"
+    bad = dc.above_random_claim(fake_detection({**GOOD, "leave_one_out": [0.5, 0.52, 0.48]}))
+    assert bad.verdict == "does not hold" and "leave_one_out" in bad.note
+    unsure = dc.above_random_claim(fake_detection({**GOOD, "leave_one_out": [0.52, 0.5, 0.51]}))
+    assert unsure.verdict == "inconclusive" and "seeds would decide" in unsure.note
     failed = fake_detection(GOOD)
     failed.loc[failed["method"] == "beta_shapley", ["auroc", "error"]] = [np.nan, "ValueError: boom"]
     verdict = dc.above_random_claim(failed)
     assert verdict.holds and "beta_shapley" in verdict.note  # failed methods are named, not counted
 
 
-@pytest.mark.parametrize("claim_fn, method", [(dc.banzhaf_claim, "msr_banzhaf"), (dc.beta_claim, "beta_shapley")])
-def test_semivalue_claims_hold_and_fail(claim_fn, method):
+def test_banzhaf_claim_is_outside_its_scope_on_a_deterministic_utility():
+    verdict = dc.banzhaf_claim(fake_detection(GOOD))
+    assert verdict.verdict == "outside its scope" and not verdict.holds and "deterministic" in verdict.note
+    assert verdict.value == pytest.approx(0.04)  # the measurement is still reported
+    assert dc.banzhaf_claim(fake_detection(GOOD), noisy_utility=True).verdict == "holds"
+
+
+@pytest.mark.parametrize("claim_fn, method", [(lambda t: dc.banzhaf_claim(t, noisy_utility=True), "msr_banzhaf"),
+                                              (dc.beta_claim, "beta_shapley")])
+def test_semivalue_claims_hold_fail_and_are_inconclusive(claim_fn, method):
     verdict = claim_fn(fake_detection(GOOD))
     assert verdict.holds and verdict.source == "paper" and verdict.section
-    worse = fake_detection({**GOOD, method: [0.7, 0.72, 0.74]})
-    verdict = claim_fn(worse)
-    assert not verdict.holds and "Cause of the miss" in verdict.note
-    assert verdict.value == pytest.approx(-0.08)
+    verdict = claim_fn(fake_detection({**GOOD, method: [0.7, 0.72, 0.68]}))
+    assert verdict.verdict == "does not hold" and "Cause of the miss" in verdict.note
+    assert verdict.value == pytest.approx(-0.1)
     within = fake_detection({**GOOD, method: [0.79, 0.81, 0.77]})  # 0.01 below: within the tolerance
     assert claim_fn(within).holds
+    unsure = claim_fn(fake_detection({**GOOD, method: [0.78, 0.84, 0.74]}))
+    assert unsure.verdict == "inconclusive" and not unsure.holds and "seeds would decide" in unsure.note
 
 
 def test_semivalue_claim_fails_on_one_data_set():
     table = fake_detection(GOOD)
-    table.loc[(table["dataset"] == "b") & (table["method"] == "msr_banzhaf"), "auroc"] = 0.6
-    assert not dc.banzhaf_claim(table).holds
+    table.loc[(table["dataset"] == "b") & (table["method"] == "beta_shapley"), "auroc"] = 0.6
+    assert dc.beta_claim(table).verdict == "does not hold"
+
+
+def test_claims_are_decided_at_the_largest_budget_with_the_sweep_in_the_note():
+    small = fake_detection({**GOOD, "beta_shapley": [0.7, 0.72, 0.68]}, budget=100).assign(main=True)
+    large = fake_detection(GOOD, budget=400).assign(main=False)
+    table = pd.concat([small, large[large["method"].isin(dc.SWEPT)]], ignore_index=True)
+    assert dc.claim_budget(table, ("beta_shapley", "permutation")) == 400
+    verdict = dc.beta_claim(table)
+    assert verdict.holds and "400" in verdict.claim
+    assert "100 does not hold" in verdict.note and "400 holds" in verdict.note
+    assert dc.beta_claim(table, budget=100).verdict == "does not hold"
+    sweep = dc.comparison_table(table)
+    assert set(sweep["budget"]) == {100, 400} and set(sweep["verdict"]) <= {"holds", "does not hold", "inconclusive"}
 
 
 def test_oob_detection_claim():
     assert dc.oob_detection_claim(fake_detection(GOOD)).holds
-    verdict = dc.oob_detection_claim(fake_detection({**GOOD, "data_oob": [0.8, 0.8, 0.8]}))
-    assert not verdict.holds and "beta_shapley" in verdict.note
+    verdict = dc.oob_detection_claim(fake_detection({**GOOD, "data_oob": [0.8, 0.78, 0.76]}))
+    assert verdict.verdict == "does not hold" and "beta_shapley" in verdict.note
+    unsure = dc.oob_detection_claim(fake_detection({**GOOD, "data_oob": [0.88, 0.90, 0.82]}))
+    assert unsure.verdict == "inconclusive"
 
 
 def test_oob_wall_time_claim_is_timed():
     fast = dc.oob_wall_time_claim(fake_detection(GOOD, wall={"data_oob": 0.1}))
-    assert fast.holds and fast.timing and fast.value == pytest.approx(0.1)
-    slow = dc.oob_wall_time_claim(fake_detection(GOOD, wall={"data_oob": 3.0}))
-    assert not slow.holds and slow.value == pytest.approx(3.0)
+    assert fast.holds and fast.timing and fast.value == pytest.approx(0.1) and "Equal footing" in fast.note
+    slow = dc.oob_wall_time_claim(fake_detection(GOOD, wall={"data_oob": 3.0}), same_learner=False)
+    assert slow.verdict == "does not hold" and slow.value == pytest.approx(3.0) and "Unequal" in slow.note
+    unsure = dc.oob_wall_time_claim(fake_detection(GOOD, wall={"data_oob": [0.3, 0.7, 0.5]}))
+    assert unsure.verdict == "inconclusive"
 
 
-def fake_curves(gain: float) -> pd.DataFrame:
+def fake_curves(gain) -> pd.DataFrame:
+    gains = np.broadcast_to(gain, 3)
     rows = []
     for dataset in ("a", "b"):
         for repetition in range(3):
-            for method, accuracy in (("random", 0.8), ("permutation", 0.8 + gain)):
+            for method, accuracy in (("random", 0.8), ("permutation", 0.8 + gains[repetition])):
                 rows.append({"dataset": dataset, "repetition": repetition, "method": method,
                              "curve": "remove_lowest", "fraction": 0.1, "n_points": 10, "accuracy": accuracy})
     return pd.DataFrame(rows)
@@ -242,9 +289,17 @@ def test_removal_claim():
     verdict = dc.removal_claim(fake_curves(0.05))
     assert verdict.holds and verdict.value == pytest.approx(0.05)
     verdict = dc.removal_claim(fake_curves(-0.02))
-    assert not verdict.holds and "Cause of the miss" in verdict.note
-    assert not dc.removal_claim(fake_curves(0.0)).holds
+    assert verdict.verdict == "does not hold" and "Cause of the miss" in verdict.note
+    assert dc.removal_claim(fake_curves(0.0)).verdict == "does not hold"
+    assert dc.removal_claim(fake_curves([0.05, -0.03, 0.01])).verdict == "inconclusive"
     assert not dc.removal_claim(fake_curves(0.05), fraction=0.2).holds  # no curve at that fraction
+
+
+def test_method_budgets():
+    assert dc.method_budgets("permutation", [50, 100, 400], 100) == [50, 100, 400]   # swept: every budget
+    assert dc.method_budgets("svarm", [50, 100, 400], 100) == [50, 100]               # up to the common one
+    assert dc.method_budgets("all_s_influence", [50, 100, 400], 100) == [100]
+    assert dc.method_budgets("knn_shapley", [50, 100, 400], 100) == [100]
 
 
 def test_plots_draw(tmp_path):
@@ -272,6 +327,8 @@ def test_quick_run_end_to_end(quick_run):
     metrics = json.loads((out / "metrics.json").read_text())
     claims = metrics["claims"]
     assert len(claims) == 6
+    assert claims[1]["verdict"] == "outside its scope"  # Banzhaf: a deterministic utility
+    assert metrics["comparisons_by_budget"] and max(metrics["budgets"]) > metrics["budget"]
     for entry in claims:
         assert isinstance(entry["holds"], bool) and entry["criterion"] and entry["statistic"]["name"]
         assert entry["source"] == "reproduction" or entry["section"]

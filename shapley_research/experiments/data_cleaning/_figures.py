@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._measure import summarise
-from ._methods import BUDGETED, LABELS, METHODS, RANDOM
+from ._methods import LABELS, METHODS, RANDOM
 
 CURVE_TITLES = {"remove_lowest": "removing the lowest-valued points", "remove_highest":
                 "removing the highest-valued points", "add_highest": "adding points from the highest value"}
@@ -16,11 +16,35 @@ def _order(methods) -> list[str]:
     return [m for m in METHODS if m in present] + [m for m in present if m not in METHODS]
 
 
-def _colors(methods) -> dict:
-    import matplotlib.pyplot as plt
+#: Small multiples by family: each panel holds a few methods, each with its own colour and marker.
+FAMILIES = {
+    "Shapley value estimators": ("permutation", "permutation_antithetic", "truncated_permutation", "group_testing",
+                                 "compressive", "svarm"),
+    "other semivalues, leave-one-out": ("msr_banzhaf", "beta_shapley", "leave_one_out"),
+    "without a game (model, KNN, gradients)": ("knn_shapley", "data_oob", "all_s_influence", "largest_s_influence"),
+}
+#: One style per method, the same in every figure: distinct colours within a family, distinct markers overall.
+STYLES = {
+    "permutation": ("tab:blue", "o"), "permutation_antithetic": ("tab:orange", "s"),
+    "truncated_permutation": ("tab:green", "^"), "group_testing": ("tab:red", "v"), "compressive": ("tab:purple", "D"),
+    "svarm": ("tab:brown", "P"), "msr_banzhaf": ("tab:blue", "X"), "beta_shapley": ("tab:red", "*"),
+    "leave_one_out": ("tab:olive", "h"), "knn_shapley": ("tab:cyan", "<"), "data_oob": ("tab:orange", ">"),
+    "all_s_influence": ("tab:green", "p"), "largest_s_influence": ("tab:pink", "d"), RANDOM: ("black", None),
+}
 
-    cmap = plt.get_cmap("tab20")
-    return {m: ("black" if m == RANDOM else cmap(i % 20)) for i, m in enumerate(_order(methods))}
+
+def _style(method: str) -> dict:
+    color, marker = STYLES.get(method, ("tab:gray", "."))
+    return {"color": color, "marker": marker}
+
+
+def _families(methods) -> dict:
+    """``{family: methods present}``, unknown methods in a family of their own; empty families dropped."""
+    present = [m for m in _order(methods) if m != RANDOM]
+    out = {name: [m for m in members if m in present] for name, members in FAMILIES.items()}
+    known = {m for members in FAMILIES.values() for m in members}
+    out["other"] = [m for m in present if m not in known]
+    return {name: members for name, members in out.items() if members}
 
 
 def plot_detection(detection):
@@ -61,68 +85,83 @@ def plot_detection(detection):
 
 
 def plot_detection_vs_evaluations(detection):
-    """Mean detection AUROC against the utility evaluations (fits) spent, one line per budgeted method.
+    """Mean detection AUROC against utility evaluations spent: one panel per (family, data set).
 
-    Methods of fixed cost are drawn as horizontal lines (their cost in the legend).
+    Budgeted methods are lines with 95% intervals; methods of fixed cost, and
+    those run at one budget only, are single points at their cost; random
+    values are a dashed black line in every panel.
     """
     import matplotlib.pyplot as plt
 
     ok = detection[detection["error"].isna()]
     summary = summarise(ok, ["dataset", "method", "budget"], ["auroc", "n_evaluations"])
     datasets = list(dict.fromkeys(detection["dataset"]))
-    colors = _colors(detection["method"])
-    fig, axes = plt.subplots(1, len(datasets), figsize=(6.2 * len(datasets), 4.6), squeeze=False, sharey=True)
-    for ax, dataset in zip(axes[0], datasets):
-        rows = summary[summary["dataset"] == dataset]
-        for method in _order(rows["method"]):
-            line = rows[rows["method"] == method].sort_values("budget")
-            label = LABELS.get(method, method)
-            if method in BUDGETED:
-                ax.errorbar(line["n_evaluations_mean"], line["auroc_mean"],
-                            yerr=[line["auroc_mean"] - line["auroc_low"], line["auroc_high"] - line["auroc_mean"]],
-                            marker="o", ms=4, capsize=2, color=colors[method], label=label)
-            else:
-                ax.axhline(line["auroc_mean"].iloc[-1], color=colors[method], ls="--" if method == RANDOM else ":",
-                           lw=1.2, label=f"{label} ({line['n_evaluations_mean'].iloc[-1]:.0f} evals)")
-        ax.set_xscale("log")
-        ax.set_ylim(0, 1.05)  # an AUROC; intervals from few seeds can reach past it
-        ax.set_xlabel("utility evaluations (model fits for Data-OOB, all-S influence)")
-        ax.set_title(dataset)
-    axes[0, 0].set_ylabel("detection AUROC (mean, 95% interval)")
-    handles, labels = axes[0, 0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=4, fontsize=8, frameon=False)
-    fig.suptitle("Detection of flipped labels against evaluations spent")
-    fig.tight_layout()
+    families = _families(ok["method"])
+    fig, axes = plt.subplots(len(families), len(datasets), figsize=(5.4 * len(datasets) + 2.6, 3.4 * len(families)),
+                             squeeze=False, sharey=True, sharex=True)
+    for r, (family, members) in enumerate(families.items()):
+        for c, dataset in enumerate(datasets):
+            ax = axes[r, c]
+            rows = summary[summary["dataset"] == dataset]
+            for method in members:
+                line = rows[rows["method"] == method].sort_values("budget")
+                if line.empty:
+                    continue
+                x = line["n_evaluations_mean"].clip(lower=1)  # KNN-Shapley and random values cost no evaluation
+                ax.errorbar(x, line["auroc_mean"], yerr=[line["auroc_mean"] - line["auroc_low"],
+                                                         line["auroc_high"] - line["auroc_mean"]],
+                            ms=6, capsize=2, lw=1.4, label=LABELS.get(method, method), **_style(method))
+            random = rows[rows["method"] == RANDOM]
+            if len(random):
+                ax.axhline(random["auroc_mean"].iloc[0], color="black", ls="--", lw=1, label="random values")
+            ax.set_xscale("log")
+            ax.set_ylim(0.4, 1.02)  # AUROC; random values sit at 0.5
+            ax.grid(alpha=0.3)
+            ax.set_title(f"{dataset}: {family}", fontsize=10)
+            if c == 0:
+                ax.set_ylabel("detection AUROC\n(mean over seeds, 95% interval)")
+            if r == len(families) - 1:
+                ax.set_xlabel("utility evaluations (model fits for Data-OOB, all-S influence), log scale")
+        axes[r, -1].legend(loc="center left", bbox_to_anchor=(1.02, 0.5), fontsize=8, frameon=False)
+    fig.suptitle("Detection of flipped labels against evaluations spent (methods that spend no utility evaluation "
+                 "are drawn at 1)", fontsize=11)
+    fig.tight_layout(rect=(0, 0, 1, 0.98))
     return fig
 
 
 def plot_curves(curves):
     """Test accuracy after removing the lowest / highest-valued points and after adding from the highest.
 
-    One row per data set, one column per curve; mean over seeds, random values in black.
+    One row per (data set, family), one column per curve; mean over seeds,
+    random values as a dashed black line in every panel.
     """
     import matplotlib.pyplot as plt
 
     summary = summarise(curves, ["dataset", "method", "curve", "fraction"], ["accuracy"])
     datasets = list(dict.fromkeys(curves["dataset"]))
     kinds = [k for k in CURVE_TITLES if k in set(curves["curve"])]
-    colors = _colors(curves["method"])
-    fig, axes = plt.subplots(len(datasets), len(kinds), figsize=(5.0 * len(kinds), 3.9 * len(datasets)),
+    families = _families(curves["method"])
+    rows_of = [(d, f) for d in datasets for f in families]
+    fig, axes = plt.subplots(len(rows_of), len(kinds), figsize=(4.4 * len(kinds) + 2.6, 2.9 * len(rows_of)),
                              squeeze=False)
-    for r, dataset in enumerate(datasets):
+    for r, (dataset, family) in enumerate(rows_of):
         for c, kind in enumerate(kinds):
             ax = axes[r, c]
             rows = summary[(summary["dataset"] == dataset) & (summary["curve"] == kind)]
-            for method in _order(rows["method"]):
+            for method in families[family] + [RANDOM]:
                 line = rows[rows["method"] == method].sort_values("fraction")
-                ax.plot(line["fraction"], line["accuracy_mean"], marker=".", color=colors[method],
-                        lw=2.0 if method == RANDOM else 1.2, ls="--" if method == RANDOM else "-",
-                        label=LABELS.get(method, method))
-            ax.set_xlabel("share of training points " + ("kept" if kind.startswith("add") else "removed"))
-            ax.set_ylabel("test accuracy (mean over seeds)")
-            ax.set_title(f"{dataset}: {CURVE_TITLES[kind]}", fontsize=10)
-    handles, labels = axes[0, 0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=5, fontsize=8, frameon=False)
+                if line.empty:
+                    continue
+                style = {"color": "black", "ls": "--", "lw": 1.2} if method == RANDOM else \
+                    {**_style(method), "lw": 1.3, "ms": 5}
+                ax.plot(line["fraction"] * 100, line["accuracy_mean"], label=LABELS.get(method, method), **style)
+            ax.grid(alpha=0.3)
+            ax.set_title(f"{dataset}, {family}:\n{CURVE_TITLES[kind]}", fontsize=9)
+            ax.set_xlabel("training points " + ("kept" if kind.startswith("add") else "removed") + " (% of N)",
+                          fontsize=9)
+            if c == 0:
+                ax.set_ylabel("test accuracy\n(mean over seeds)", fontsize=9)
+        axes[r, -1].legend(loc="center left", bbox_to_anchor=(1.02, 0.5), fontsize=8, frameon=False)
     fig.suptitle("Point removal and addition by value")
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1, 0.985))
     return fig

@@ -11,6 +11,10 @@ from ..._validation import check_int
 from ._data import make_game, make_problem
 from ._methods import BUDGETED, DEFAULT_OPTIONS, METHODS, run_methods
 
+#: The experiment's method options over the library defaults: Data-OOB's bagged models on the batched learner
+#: the games use, so that its wall time compares with the semivalues' on the same learner.
+EXPERIMENT_OPTIONS = {**DEFAULT_OPTIONS, "oob_fast": True}
+
 
 def _as_rankings(values) -> np.ndarray:
     values = np.asarray(values, dtype=float)
@@ -133,18 +137,21 @@ def problem_seed(seed: int, dataset: str, repetition: int) -> int:
 def run_data_cleaning(*, datasets: Sequence[str], n_train: int, n_test: int, flip_fraction: float, n_seeds: int,
                       budgets: Sequence[int], removal_fractions: Sequence[float],
                       addition_fractions: Sequence[float], digit_classes=(3, 8), options: dict | None = None,
-                      methods: Sequence[str] = METHODS, seed: int = 0, progress=None):
+                      methods: Sequence[str] = METHODS, seed: int = 0, progress=None, budget: int | None = None):
     """The whole experiment: every method on every (data set, repetition), then its tasks.
 
     Parameters
     ----------
     budgets : sequence of int
-        Utility evaluations; the largest is the common budget the tasks are
-        judged at, the others give detection against evaluations spent.
+        The sweep of utility evaluations: detection against evaluations
+        spent (which method runs at which: :func:`~._methods.method_budgets`).
+    budget : int, optional
+        The common budget the tasks (curves, values) are judged at; default
+        the largest of ``budgets``.
     options : dict, optional
-        Method options (:data:`DEFAULT_OPTIONS`: ``logistic_C``, ``max_iter``,
-        ``knn_k``, ``truncation``, ``beta_alpha``, ``beta_beta``,
-        ``oob_max_estimators``).
+        Method options over :data:`EXPERIMENT_OPTIONS` (``logistic_C``,
+        ``max_iter``, ``knn_k``, ``truncation``, ``beta_alpha``, ``beta_beta``,
+        ``oob_max_estimators``, ``oob_fast``).
     progress : callable, optional
         ``progress(iterable, desc=...)``.
 
@@ -167,8 +174,8 @@ def run_data_cleaning(*, datasets: Sequence[str], n_train: int, n_test: int, fli
 
     n_seeds = check_int(n_seeds, "n_seeds", minimum=1)
     budgets = sorted(check_int(b, "budgets", minimum=1) for b in budgets)
-    options = {**DEFAULT_OPTIONS, **(options or {})}
-    main_budget = budgets[-1]
+    options = {**EXPERIMENT_OPTIONS, **(options or {})}
+    main_budget = budgets[-1] if budget is None else check_int(budget, "budget", minimum=1)
     jobs = [(d, r) for d in datasets for r in range(n_seeds)]
     detection, curves, values, info = [], [], [], {}
     for dataset, repetition in (jobs if progress is None else progress(jobs, desc="data sets x seeds")):
@@ -182,7 +189,7 @@ def run_data_cleaning(*, datasets: Sequence[str], n_train: int, n_test: int, fli
         entry["full_accuracy"].append(float(game.evaluate(full)[0]))
         entry["clean_accuracy"].append(float(clean.evaluate(full)[0]))
         flipped = problem["flipped"]
-        for row in run_methods(problem, budgets, pseed, options, methods):
+        for row in run_methods(problem, budgets, pseed, options, methods, main_budget):
             main = row["budget"] is None or row["budget"] == main_budget
             ok = row["values"] is not None
             detection.append({"dataset": dataset, "repetition": repetition, "method": row["method"],
@@ -212,19 +219,21 @@ def run_data_cleaning(*, datasets: Sequence[str], n_train: int, n_test: int, fli
 def mean_interval(samples, confidence: float = 0.95) -> tuple[float, float, float]:
     """``(mean, low, high)``: the mean and its Student-t interval over the samples (NaN ignored).
 
-    One sample gives an interval of zero width (no spread to estimate); none gives NaNs.
+    The shared :func:`~shapley_research.experiments._verdicts.mean_interval`
+    after dropping NaN, kept apart for the summary tables: a failed method
+    leaves NaN rows (which the shared one refuses), and one sample gives an
+    interval of zero width here (a point in a table) where the shared one
+    gives NaN ends (nothing to decide). The claims use the shared one.
     """
-    from scipy.stats import t
+    from .._verdicts import mean_interval as shared_interval
 
     x = np.asarray(samples, dtype=float)
     x = x[np.isfinite(x)]
     if x.size == 0:
         return math.nan, math.nan, math.nan
-    mean = float(x.mean())
     if x.size == 1:
-        return mean, mean, mean
-    half = float(t.ppf(0.5 + confidence / 2, x.size - 1) * x.std(ddof=1) / math.sqrt(x.size))
-    return mean, mean - half, mean + half
+        return float(x[0]), float(x[0]), float(x[0])
+    return shared_interval(x, confidence)
 
 
 def summarise(table, by: Sequence[str], columns: Sequence[str], confidence: float = 0.95):
