@@ -179,9 +179,14 @@ def _decided_claim(text, statistic, entries: dict, *, source, criterion, section
         best = {k: e for k, e in entries.items() if e["verdict"] is True}
         key = (min if worst is min else max)(best, key=lambda k: best[k]["mean"]) if best else None
         shown = {**({key: best[key]} if key else {}), **shown}
+    rest = len(entries) - len(shown)
+    if len(shown) > 8:  # keep the note readable: the eight nearest the wrong side
+        order = sorted(shown, key=lambda k: shown[k]["mean"] if np.isfinite(shown[k]["mean"]) else -np.inf,
+                       reverse=worst is not min)
+        shown = {k: shown[k] for k in order[:8]}
     body = "; ".join(describe(k, e) for k, e in shown.items()) + "."
     if len(shown) < len(entries):
-        body += f" ({len(entries) - len(shown)} more hold.)"
+        body += f" ({len(entries) - len(shown)} more: {rest} hold, the others are undecided or missed by less.)"
     if verdict is False:
         failing = [k for k, e in entries.items() if e["verdict"] is False or not e["n"]]
         body += " Cause of the miss: " + ", ".join(failing) + " (interval wholly on the wrong side, or did not run)."
