@@ -1,4 +1,6 @@
-"""The float64 torch attacks and model (clear errors, exact fit, determinism) and the adversarial-set cache."""
+"""foolbox's attacks on the float64 torch model (clear errors, exact fit, determinism) and the adversarial-set cache."""
+
+import importlib.util
 
 import numpy as np
 import pytest
@@ -7,6 +9,8 @@ from shapley_research.attacks import (array_digest, cache_key, check_images, che
                                       load_or_generate, read_cache, train_torch_logistic_regression)
 
 torch = pytest.importorskip("torch")
+needs_foolbox = pytest.mark.skipif(importlib.util.find_spec("foolbox") is None,
+                                   reason="foolbox (the attacks extra) is not installed")
 
 
 @pytest.fixture(scope="module")
@@ -110,6 +114,7 @@ def test_torch_training_is_deterministic_and_projection_is_applied(blobs):
 
 # --- attacks ----------------------------------------------------------------------------------------------------
 
+@needs_foolbox
 def test_fgsm_perturbs_by_epsilon_and_reports_success_from_predictions(blobs, model):
     X, y = blobs
     out = generate_adversarial(model, X, y, "fgsm", epsilon=0.1)
@@ -123,24 +128,26 @@ def test_fgsm_perturbs_by_epsilon_and_reports_success_from_predictions(blobs, mo
     np.testing.assert_array_equal(out.images, again.images)
 
 
+@needs_foolbox
 def test_fgsm_leaves_pixels_the_model_ignores_exactly_unchanged(blobs):
     X, y = blobs
     flat = X.reshape(len(X), -1).astype(np.float64)
     components = np.linalg.svd(flat - flat.mean(0), full_matrices=False)[2][:4]
-    components[:, :3] = 0.0
-    components[:, 3] = 1e-17  # rounding noise, not a signal: below the dead zone
+    components[:, :4] = 0.0  # as fit_pca sets the loadings of constant pixels: their gradient is exactly 0
     model = train_torch_logistic_regression(X, y, projection=(components, flat.mean(0)))
     out = generate_adversarial(model, X, y, "fgsm", epsilon=0.2).images.reshape(len(X), -1)
     np.testing.assert_array_equal(out[:, :4], flat[:, :4])
     assert np.all(np.abs(out[:, 4:] - flat[:, 4:]).max(axis=1) > 0)
 
 
+@needs_foolbox
 def test_larger_fgsm_epsilon_fools_the_model_more(blobs, model):
     X, y = blobs
     rates = [generate_adversarial(model, X, y, "fgsm", epsilon=e).success_rate for e in (0.02, 0.3)]
     assert rates[0] < rates[1]
 
 
+@needs_foolbox
 def test_cw_finds_small_l2_adversarials_and_returns_originals_on_failure(blobs, model):
     X, y = blobs
     good = generate_adversarial(model, X[:20], y[:20], "cw", steps=50, stepsize=0.05, binary_search_steps=5)
@@ -154,6 +161,7 @@ def test_cw_finds_small_l2_adversarials_and_returns_originals_on_failure(blobs, 
     np.testing.assert_array_equal(bad.images, X[:20])
 
 
+@needs_foolbox
 def test_cw_confidence_buys_a_logit_margin_at_a_larger_perturbation(blobs, model):
     X, y = blobs
     settings = dict(steps=50, stepsize=0.05, binary_search_steps=5)
@@ -168,6 +176,7 @@ def test_cw_confidence_buys_a_logit_margin_at_a_larger_perturbation(blobs, model
     assert np.median(strong.l2) > np.median(plain.l2)
 
 
+@needs_foolbox
 def test_attacks_are_bit_identical_per_image_and_restore_torch_settings(blobs, model):
     X, y = blobs
     threads, deterministic = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
@@ -178,6 +187,49 @@ def test_attacks_are_bit_identical_per_image_and_restore_torch_settings(blobs, m
         part = generate_adversarial(model, X[4:8], y[4:8], attack, steps=20, binary_search_steps=3)
         np.testing.assert_allclose(part.images, whole.images[4:8], rtol=0, atol=1e-12)  # images do not interact
     assert torch.get_num_threads() == threads and torch.are_deterministic_algorithms_enabled() == deterministic
+
+
+@needs_foolbox
+def test_attacks_are_foolboxs_on_float64_inputs(blobs, model):
+    """generate_adversarial runs foolbox's FGSM and L2CarliniWagnerAttack, in float64, on the same images."""
+    import foolbox
+
+    X, y = blobs
+    x, labels = torch.from_numpy(X[:10].astype(np.float64)), torch.from_numpy(y[:10])
+    fmodel = foolbox.PyTorchModel(model, bounds=(0, 1), device="cpu")
+    _, fgsm, _ = foolbox.attacks.FGSM()(fmodel, x, labels, epsilons=0.1)
+    cw = foolbox.attacks.L2CarliniWagnerAttack(binary_search_steps=4, steps=20, stepsize=0.05, confidence=1.0,
+                                               abort_early=False)
+    raw, _, _ = cw(fmodel, x, labels, epsilons=None)
+    assert fgsm.dtype == raw.dtype == torch.float64
+    ours = generate_adversarial(model, X[:10], y[:10], "fgsm", epsilon=0.1)
+    np.testing.assert_array_equal(ours.images, fgsm.numpy())
+    ours = generate_adversarial(model, X[:10], y[:10], "cw", steps=20, stepsize=0.05, binary_search_steps=4,
+                                confidence=1.0)
+    found = raw.numpy().reshape(10, -1).any(axis=1)  # foolbox returns zeros where it found none
+    assert 0 < found.sum() < 10  # 4 searches from c = 1e-3 fool the model on 7 of 10 images
+    np.testing.assert_array_equal(ours.images[found], raw.numpy()[found])
+    np.testing.assert_array_equal(ours.images[~found], X[:10][~found])  # the original, not foolbox's blank
+    np.testing.assert_array_equal(ours.success, found)
+
+
+def test_missing_foolbox_is_named_with_the_extra_to_install(blobs, model, monkeypatch):
+    import sys
+
+    X, y = blobs
+    monkeypatch.setitem(sys.modules, "foolbox", None)  # import foolbox now raises ImportError
+    with pytest.raises(ImportError, match=r"shapley-research\[attacks\]"):
+        generate_adversarial(model, X[:2], y[:2], "fgsm")
+
+
+@needs_foolbox
+def test_another_foolbox_release_is_warned_about(blobs, model, monkeypatch):
+    import foolbox
+
+    X, y = blobs
+    monkeypatch.setattr(foolbox, "__version__", "3.0.0")
+    with pytest.warns(RuntimeWarning, match="foolbox 3.0.0 is installed.*3.3.4"):
+        generate_adversarial(model, X[:2], y[:2], "fgsm")
 
 
 def test_attack_errors_are_clear(blobs, model):

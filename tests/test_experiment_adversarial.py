@@ -1,5 +1,6 @@
 """Experiment `adversarial` (paper Section 5, Figure adv a, b): unit tests of its functions and one quick run."""
 
+import importlib.util
 import json
 
 import numpy as np
@@ -7,6 +8,10 @@ import pytest
 
 from shapley_research import LogisticRegressionUtility
 from shapley_research.experiments import adversarial as adv
+
+# generating the images runs foolbox's attacks (the `attacks` extra)
+needs_foolbox = pytest.mark.skipif(importlib.util.find_spec("foolbox") is None,
+                                   reason="foolbox (the attacks extra) is not installed")
 
 
 # --- data split and test sets ----------------------------------------------------------------------------------
@@ -250,6 +255,7 @@ def test_plot_has_raw_means_and_gap_panels(tmp_path):
 
 # --- reproducibility of the generated images ---------------------------------------------------------------------
 
+@needs_foolbox
 def test_quick_profile_images_are_bit_identical_when_generated_twice(tmp_path):
     from shapley_research.attacks import read_cache
     from shapley_research.experiments._project import Project, notebook_parameters
@@ -278,6 +284,7 @@ def test_generate_command_reports_bad_overrides(capsys):
 
 # --- end to end -------------------------------------------------------------------------------------------------
 
+@needs_foolbox
 def test_quick_profile_end_to_end(quick_run):
     done, tmp_path = quick_run("adversarial")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]

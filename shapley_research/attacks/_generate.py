@@ -1,7 +1,8 @@
-"""The attacks: FGSM and Carlini-Wagner L2 in torch float64, and :func:`generate_adversarial` running them."""
+"""The attacks: foolbox 3's FGSM and L2 Carlini-Wagner on a float64 torch model, run by :func:`generate_adversarial`."""
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -10,7 +11,7 @@ from .._validation import check_choice, check_float, check_int
 from ._checks import _check_bounds, _deterministic_torch, check_images, check_labels
 
 ATTACKS = ("fgsm", "cw")
-_SIGN_DEAD_ZONE = 1e-9  # FGSM: |gradient| below this fraction of the image's largest counts as zero
+FOOLBOX_VERSION = "3.3.4"  # the release pyproject's `attacks` extra pins (the cached images depend on it)
 
 
 # --------------------------------------------------------------------------------------------
@@ -45,80 +46,58 @@ class AdversarialExamples:
         return float(self.success.mean())
 
 
-def _fgsm(model, x, labels, epsilon: float, lo: float, hi: float):
-    r""":math:`\mathrm{clip}(x + \epsilon\,\mathrm{sign}\,\nabla_x \ell(f(x), y))`, components of the gradient
-    below ``_SIGN_DEAD_ZONE`` times the image's largest counting as zero (they are zero up to rounding)."""
-    import torch
+def _foolbox():
+    """foolbox, imported on first use (the core package runs without it), with a clear error where it is absent."""
+    try:
+        with warnings.catch_warnings():  # foolbox 3.3.4 imports a scipy namespace that scipy deprecates
+            warnings.filterwarnings("ignore", "Please import `gaussian_filter`", DeprecationWarning)
+            import foolbox
+    except ImportError as exc:
+        raise ImportError("the adversarial attacks need foolbox: pip install 'shapley-research[attacks]' "
+                          f"(foolbox=={FOOLBOX_VERSION})") from exc
+    if foolbox.__version__ != FOOLBOX_VERSION:
+        warnings.warn(f"foolbox {foolbox.__version__} is installed, the images were calibrated and cached with "
+                      f"{FOOLBOX_VERSION}; they may differ.", RuntimeWarning, stacklevel=3)
+    return foolbox
 
-    x = x.clone().requires_grad_(True)
-    loss = torch.nn.functional.cross_entropy(model(x), labels, reduction="sum")
-    (gradient,) = torch.autograd.grad(loss, x)
-    scale = gradient.abs().reshape(len(x), -1).amax(dim=1).reshape((-1,) + (1,) * (x.ndim - 1))
-    sign = torch.where(gradient.abs() > _SIGN_DEAD_ZONE * scale, gradient.sign(), torch.zeros_like(gradient))
-    return torch.clamp(x.detach() + epsilon * sign, lo, hi)
+
+def _fgsm(fmodel, x, labels, epsilon: float):
+    r"""foolbox's ``FGSM``: :math:`\mathrm{clip}(x + \epsilon\,\mathrm{sign}\,\nabla_x \ell(f(x), y))`."""
+    _, clipped, _ = _foolbox().attacks.FGSM()(fmodel, x, labels, epsilons=epsilon)
+    return clipped
 
 
-def _carlini_wagner(model, x, labels, *, steps: int, stepsize: float, binary_search_steps: int,
-                    confidence: float, lo: float, hi: float, initial_const: float = 1e-3):
-    r"""Carlini-Wagner :math:`L_2`, untargeted, following foolbox 3's ``L2CarliniWagnerAttack`` without early abort.
+def _carlini_wagner(fmodel, x, labels, *, steps: int, stepsize: float, binary_search_steps: int,
+                    confidence: float):
+    r"""foolbox's ``L2CarliniWagnerAttack`` without early abort; the original image where it found none.
 
-    For each image, minimise over :math:`w` (with Adam, ``steps`` steps of
-    ``stepsize``) :math:`\|x(w) - x\|_2^2 + c\,\max(z_y - \max_{j\ne y} z_j
-    + \kappa, 0)` where :math:`x(w) = \frac{hi+lo}2 + \frac{hi-lo}2\tanh w`
-    keeps pixels in bounds and :math:`\kappa` is ``confidence``; the constant
-    :math:`c` starts at ``initial_const`` and is searched per image (times 10
-    until an adversarial with margin :math:`\kappa` is found, then bisected)
-    over ``binary_search_steps`` rounds. Returns the smallest such adversarial
-    (the original image where none was found) and whether one was found.
-    Every operation is per image, so images do not influence each other.
+    It minimises :math:`\|x(w) - x\|_2^2 + c\,\max(z_y - \max_{j\ne y} z_j +
+    \kappa, 0)` over :math:`w` (``steps`` Adam steps of ``stepsize``; pixels
+    :math:`x(w)` through tanh, so within bounds), :math:`\kappa` being
+    ``confidence``, searching the constant :math:`c` per image over
+    ``binary_search_steps`` rounds, and returns the smallest adversarial
+    (margin :math:`\kappa`) it met. Early abort is off so that every image
+    gets all ``steps`` (the calibration of ``confidence`` assumed them).
+    foolbox returns an all-zero image where it found no adversarial (its
+    best images start at zeros); a found one is never exactly zero in every
+    pixel, so those rows get the original image back rather than a blank
+    one. Every operation is per image, so images do not influence each other.
     """
     import torch
 
-    n = len(x)
-    rows = torch.arange(n)
-    center, half = (hi + lo) / 2, (hi - lo) / 2
-    w0 = torch.atanh((x - center) / half * 0.999999)  # squeezed into the open interval, as foolbox does
-    x0 = torch.tanh(w0) * half + center
-    shape = (-1,) + (1,) * (x.ndim - 1)
-    consts = torch.full((n,), initial_const, dtype=x.dtype)
-    lower, upper = torch.zeros(n, dtype=x.dtype), torch.full((n,), float("inf"), dtype=x.dtype)
-    best, best_norm = x.clone(), torch.full((n,), float("inf"), dtype=x.dtype)
-    beta1, beta2, adam_eps = 0.9, 0.999, 1e-8
-    for _ in range(binary_search_steps):
-        delta = torch.zeros_like(w0)
-        m, v = torch.zeros_like(w0), torch.zeros_like(w0)
-        found = torch.zeros(n, dtype=torch.bool)
-        for t in range(1, steps + 1):
-            delta.requires_grad_(True)
-            perturbed = torch.tanh(w0 + delta) * half + center
-            logits = model(perturbed)
-            other = logits.masked_fill(torch.nn.functional.one_hot(labels, logits.shape[1]).bool(), float("-inf"))
-            margin = logits[rows, labels] - other.amax(dim=1) + confidence
-            loss = (perturbed - x0).square().reshape(n, -1).sum(1) + consts * torch.clamp(margin, min=0.0)
-            (gradient,) = torch.autograd.grad(loss.sum(), delta)
-            with torch.no_grad():
-                m = beta1 * m + (1 - beta1) * gradient
-                v = beta2 * v + (1 - beta2) * gradient.square()
-                m_hat, v_hat = m / (1 - beta1 ** t), v / (1 - beta2 ** t)
-                delta = delta.detach() - stepsize * m_hat / (torch.sqrt(v_hat) + adam_eps)
-                # the image scored at this step: adversarial with margin kappa, and closer than the best so far
-                is_adv = margin.detach() <= 0
-                found |= is_adv
-                norm = (perturbed.detach() - x).reshape(n, -1).norm(dim=1)
-                better = is_adv & (norm < best_norm)
-                best = torch.where(better.reshape(shape), perturbed.detach(), best)
-                best_norm = torch.where(better, norm, best_norm)
-        upper = torch.where(found, consts, upper)
-        lower = torch.where(found, lower, consts)
-        consts = torch.where(torch.isinf(upper), consts * 10, (lower + upper) / 2)
-    return torch.clamp(best, lo, hi), torch.isfinite(best_norm)
+    attack = _foolbox().attacks.L2CarliniWagnerAttack(
+        binary_search_steps=binary_search_steps, steps=steps, stepsize=stepsize, confidence=confidence,
+        abort_early=False)
+    raw, _, _ = attack(fmodel, x, labels, epsilons=None)
+    found = (raw != 0).reshape(len(raw), -1).any(dim=1)
+    return torch.where(found.reshape((-1,) + (1,) * (x.ndim - 1)), raw, x)
 
 
 def generate_adversarial(model, X, y, attack: str = "fgsm", *, epsilon: float = 0.1, steps: int = 100,
                          stepsize: float = 0.01, binary_search_steps: int = 9, confidence: float = 0.0,
                          bounds=(0.0, 1.0), batch_size: int = 1024,
                          threads: int | None = 1) -> AdversarialExamples:
-    """Untargeted adversarial examples for ``model``, computed in torch float64.
+    """Untargeted adversarial examples for ``model`` by foolbox 3's attacks, computed in float64.
 
     Parameters
     ----------
@@ -130,13 +109,13 @@ def generate_adversarial(model, X, y, attack: str = "fgsm", *, epsilon: float = 
     y : array (n,)
         True integer labels, ``0 <= y < n_classes``.
     attack : {"fgsm", "cw"}
-        ``"fgsm"``: fast gradient sign method, :math:`x + \\epsilon\\,
-        \\mathrm{sign}\\nabla_x\\ell` clipped to ``bounds`` (Goodfellow et al.
-        2015), gradient components within rounding of zero left unperturbed.
-        ``"cw"``: Carlini-Wagner :math:`L_2` minimum-norm attack (2017) with
-        ``binary_search_steps`` searches of ``steps`` Adam steps of ``stepsize``,
-        requiring a logit margin ``confidence`` (foolbox 3's algorithm, see
-        :func:`_carlini_wagner`).
+        ``"fgsm"``: foolbox's ``FGSM``, the fast gradient sign method
+        :math:`x + \\epsilon\\,\\mathrm{sign}\\nabla_x\\ell` clipped to
+        ``bounds`` (Goodfellow et al. 2015). ``"cw"``: foolbox's
+        ``L2CarliniWagnerAttack`` (Carlini & Wagner 2017), the minimum-norm
+        attack with ``binary_search_steps`` searches of ``steps`` Adam steps of
+        ``stepsize``, requiring a logit margin ``confidence``, without early
+        abort (see :func:`_carlini_wagner`).
     epsilon : float
         FGSM's perturbation size (ignored by ``"cw"``).
     steps, stepsize, binary_search_steps, confidence
@@ -158,6 +137,8 @@ def generate_adversarial(model, X, y, attack: str = "fgsm", *, epsilon: float = 
     ------
     TypeError
         Non-numeric images, non-integer labels, a model that is not a torch module.
+    ImportError
+        If foolbox is not installed (``pip install 'shapley-research[attacks]'``).
     ValueError
         Pixels outside ``bounds`` (naming both ranges), labels out of range,
         shapes that do not match, unknown attack, bad settings.
@@ -187,14 +168,16 @@ def generate_adversarial(model, X, y, attack: str = "fgsm", *, epsilon: float = 
         if logits.ndim != 2:
             raise ValueError(f"the model must return logits of shape (n, n_classes), got {tuple(logits.shape)}.")
         labels = check_labels(y, X.shape[0], int(logits.shape[1]))
+        # on the CPU, where the float64 kernels (and so the cached images) are the same run after run
+        fmodel = _foolbox().PyTorchModel(model, bounds=(lo, hi), device="cpu")
         images = np.empty_like(X)
         for start in range(0, X.shape[0], batch_size):
             rows = slice(start, start + batch_size)
             x, t = torch.from_numpy(X[rows]), torch.from_numpy(labels[rows])
             if attack == "fgsm":
-                out = _fgsm(model, x, t, settings["epsilon"], lo, hi)
+                out = _fgsm(fmodel, x, t, settings["epsilon"])
             else:
-                out, _ = _carlini_wagner(model, x, t, lo=lo, hi=hi, **settings)
+                out = _carlini_wagner(fmodel, x, t, **settings)
             images[rows] = out.detach().numpy()
         with torch.no_grad():
             predictions = np.concatenate([model(torch.from_numpy(images[s:s + batch_size])).argmax(1).numpy()

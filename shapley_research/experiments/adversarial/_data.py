@@ -14,7 +14,8 @@ from ..._validation import check_int
 
 ATTACKS = ("fgsm", "cw")
 ATTACK_LABELS = {"fgsm": "FGSM", "cw": "CW"}
-CACHE_VERSION = 2  # bump when the way adversarial sets are generated changes: stale caches are then regenerated
+CACHE_VERSION = 3  # bump when the way adversarial sets are generated changes: stale caches are then regenerated
+#                    (3: foolbox's attacks in place of the package's own torch copies of them)
 
 
 # --------------------------------------------------------------------------------------------
@@ -178,7 +179,7 @@ def prepare_data(*, seed: int, n_model_train: int, n_components: int, C: float, 
     Extra keyword arguments (the notebook's other parameters) are ignored, so
     ``prepare_data(**params)`` works.
     """
-    from ...attacks import load_or_generate
+    from ...attacks import FOOLBOX_VERSION, load_or_generate
 
     X, y = load_mnist_pixels()
     split = split_indices(y, n_model_train=n_model_train, n_per_class=n_per_class, n_test=n_test, seed=seed)
@@ -200,7 +201,7 @@ def prepare_data(*, seed: int, n_model_train: int, n_components: int, C: float, 
     info, regenerated, files = {}, {}, {}
     for attack in ATTACKS:
         kwargs = attack_settings(attack, **settings)
-        params = {"version": CACHE_VERSION, "attack_settings": kwargs,
+        params = {"version": CACHE_VERSION, "attack_settings": kwargs, "attacks": f"foolbox {FOOLBOX_VERSION}",
                   "model": {"type": "torch float64 multinomial logistic regression on PCA, Newton's method",
                             "n_model_train": n_model_train, "n_components": n_components, "C": C, "seed": seed}}
         inputs = {"model_images": X[split["model"]], "model_labels": y[split["model"]],
