@@ -23,8 +23,8 @@ utility and the two attacks)
 * Attacked model: a multinomial logistic regression in PyTorch (float64,
   fitted exactly by Newton's method) trained on the model pool, whose first
   (fixed) layer is the PCA projection, so the attacks work in pixel space
-  (:mod:`shapley_research.attacks`, float64 torch versions of foolbox 3's
-  algorithms). FGSM (:math:`L_\infty`, ``fgsm_epsilon``) and Carlini-Wagner
+  (:mod:`shapley_research.attacks`: foolbox 3.3.4's ``FGSM`` and
+  ``L2CarliniWagnerAttack``, in float64). FGSM (:math:`L_\infty`, ``fgsm_epsilon``) and Carlini-Wagner
   :math:`L_2` (``cw_steps`` Adam steps of ``cw_stepsize``,
   ``cw_binary_search_steps`` searches, logit margin ``cw_confidence``) turn
   the adversarial source images and the test images into adversarial images;
@@ -35,8 +35,8 @@ utility and the two attacks)
   with confidence 0 CW's minimal perturbations barely cross the attacked
   model's boundary and do not transfer to the valued model. The generated
   sets are cached (:func:`prepare_data`, :func:`load_or_generate`); one
-  machine regenerates them bit for bit, another within about 1e-13 per pixel
-  (see :mod:`shapley_research.attacks`, "Reproducibility").
+  machine regenerates them bit for bit, another up to rounding (see
+  :mod:`shapley_research.attacks`, "Reproducibility").
 * Training sets (the players): the benign images plus the FGSM versions of
   the source images (panel a), or plus their CW versions (panel b).
 * Test sets: for ratio ``r`` and attack ``a``, the ``n_test`` test images of
