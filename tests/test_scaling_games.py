@@ -207,16 +207,7 @@ def test_plan_applies_caps_work_limits_and_player_limits():
 
 # ---------------------------------------------------------------------------------- claims
 
-def records_for(perm, gt, cap=10 ** 6, ns=(1000, 10000)):
-    out = []
-    for game in ("knn", "unanimity"):
-        for n in ns:
-            out.append({"method": "permutation", "game": game, "n_players": n, "target_relative_error": 0.1,
-                        "evaluations": perm(n), "cap_evaluations": 10 ** 9})
-            for m in ("group_testing_paper", "group_testing_improved"):
-                out.append({"method": m, "game": game, "n_players": n, "target_relative_error": 0.1,
-                            "evaluations": gt(n), "cap_evaluations": cap})
-    return out
+from test_runtime_scaling_claims import records_for  # noqa: E402  (one builder of scaling records)
 
 
 BASIS = {m: {"knn": "measured", "unanimity": "measured"} for m in rsl.SCALING_METHODS}

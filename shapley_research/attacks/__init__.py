@@ -49,5 +49,6 @@ from ._checks import check_images, check_labels
 from ._generate import ATTACKS, FOOLBOX_VERSION, AdversarialExamples, generate_adversarial
 from ._model import train_torch_logistic_regression
 
-__all__ = ["ATTACKS", "FOOLBOX_VERSION", "AdversarialExamples", "train_torch_logistic_regression", "generate_adversarial",
-           "check_images", "check_labels", "array_digest", "cache_key", "load_or_generate", "read_cache"]
+__all__ = ["ATTACKS", "FOOLBOX_VERSION", "AdversarialExamples", "train_torch_logistic_regression",
+           "generate_adversarial", "check_images", "check_labels", "array_digest", "cache_key", "load_or_generate",
+           "read_cache"]

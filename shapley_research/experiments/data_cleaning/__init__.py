@@ -43,8 +43,8 @@ from ._claims import (ABOVE_RANDOM_MARGIN, DETECTION_TOLERANCE, LEVEL, REMOVAL_F
                       removal_samples, wall_time_ratios)
 from ._data import DATASETS, flip_labels, load_dataset, make_game, make_model, make_problem
 from ._figures import plot_curves, plot_detection, plot_detection_vs_evaluations
-from ._measure import (EXPERIMENT_OPTIONS, addition_masks, detection_auroc, detection_f1, lowest_k, mean_interval, problem_seed,
-                       removal_masks, run_data_cleaning, summarise, task_curves)
+from ._measure import (EXPERIMENT_OPTIONS, addition_masks, detection_auroc, detection_f1, lowest_k, mean_interval,
+                       problem_seed, removal_masks, run_data_cleaning, summarise, task_curves)
 from ._methods import (BUDGETED, COMMON_BUDGET_ONLY, DEFAULT_OPTIONS, LABELS, METHODS, RANDOM, SEMIVALUES, SWEPT,
                        method_budgets, method_seed, run_method, run_methods, truncation_game)
 
@@ -56,7 +56,7 @@ __all__ = [
     "task_curves", "problem_seed", "run_data_cleaning", "mean_interval", "summarise",
     "ABOVE_RANDOM_MARGIN", "DETECTION_TOLERANCE", "WALL_TIME_RATIO", "REMOVAL_FRACTION", "REMOVAL_METHOD", "LEVEL",
     "paired_samples", "paired_difference", "interval_verdict", "combine", "claim_budget", "budget_sweep",
-    "comparison_table", "wall_time_ratios", "removal_samples", "removal_gain", "above_random_claim", "banzhaf_claim", "beta_claim",
-    "oob_detection_claim", "oob_wall_time_claim", "removal_claim", "data_cleaning_claims",
+    "comparison_table", "wall_time_ratios", "removal_samples", "removal_gain", "above_random_claim", "banzhaf_claim",
+    "beta_claim", "oob_detection_claim", "oob_wall_time_claim", "removal_claim", "data_cleaning_claims",
     "plot_detection", "plot_detection_vs_evaluations", "plot_curves",
 ]

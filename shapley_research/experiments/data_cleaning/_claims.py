@@ -193,8 +193,8 @@ def _decided_claim(text, statistic, entries: dict, *, source, criterion, section
     elif verdict is None:
         body = "Inconclusive: an interval straddles the threshold. " + body
     full_note = " ".join(part for part in (note, body) if part)
-    return claim(text, statistic, value, verdict is True and not undecided, source=source, criterion=criterion, section=section,
-                 note=full_note, timing=timing,
+    return claim(text, statistic, value, verdict is True and not undecided, source=source, criterion=criterion,
+                 section=section, note=full_note, timing=timing,
                  undecided=undecided if undecided else ("inconclusive" if verdict is None else None))
 
 

@@ -167,9 +167,9 @@ def pattern_note(ratios) -> str:
              f"baseline {_span(lower['mean_ratio'])})" if len(lower) else
              "Compressive's mean error is nowhere below the baseline's on the grid"]
     above = ratios[ratios["above_trivial"]]
-    parts.append(f"T = {_ts(above)} {'lies' if len(above) == 1 else 'lie'} above the trivial error: there neither mean error is below the uniform "
-                 f"split's {u:.3g} (compressive {_span(above['compressive_mean'])}, baseline "
-                 f"{_span(above['baseline_mean'])})" if len(above) else
+    parts.append(f"T = {_ts(above)} {'lies' if len(above) == 1 else 'lie'} above the trivial error: there neither "
+                 f"mean error is below the uniform split's {u:.3g} (compressive {_span(above['compressive_mean'])}, "
+                 f"baseline {_span(above['baseline_mean'])})" if len(above) else
                  f"no grid T lies above the trivial error (uniform split's {u:.3g})")
     if info["first_T_below_trivial"] is not None:
         row = ratios[ratios["n_permutations"] == info["first_T_below_trivial"]].iloc[0]
@@ -225,8 +225,9 @@ def above_trivial_claim(ratios, level: float = 0.95):
                 + ".")
     return claim("Above the trivial error, compressive sampling shows the paper's Figure 4 pattern: where neither "
                  "method beats the uniform split, it has the lower error, and its advantage shrinks as T grows.",
-                 f"mean per-seed error ratio compressive / baseline (M = {int(ratios['n_measurements'].iloc[0])}) at the T above the trivial "
-                 f"error (T = {_ts(region) or 'none'}), then its mean rise from the smallest to the largest of them",
+                 f"mean per-seed error ratio compressive / baseline (M = {int(ratios['n_measurements'].iloc[0])}) "
+                 f"at the T above the trivial error (T = {_ts(region) or 'none'}), then its mean rise from the "
+                 "smallest to the largest of them",
                  value, holds, source="reproduction", undecided=undecided,
                  criterion=f"Over the grid T where the lower of the two mean errors exceeds the uniform split's "
                            f"(at least two such T, else outside its scope): at each, the {level:.0%} t-interval "

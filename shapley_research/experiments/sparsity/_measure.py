@@ -202,7 +202,7 @@ def target_table(summary, n_measurements: int, uniform_error: float, fractions: 
 
 
 def ratio_table(errors, n_measurements: int, uniform_error: float, level: float = 0.95):
-    r"""Per ``T``: both mean errors, the error ratio compressive / baseline and whether ``T`` is above the trivial error.
+    r"""Per ``T``: both mean errors, the error ratio compressive / baseline, whether ``T`` is above the trivial error.
 
     The ratio is paired by seed (both methods value the same permutations),
     with the Student-t interval of its mean over seeds
@@ -237,8 +237,9 @@ def ratio_table(errors, n_measurements: int, uniform_error: float, level: float 
         seed_ratios = (part["compressive"] / part["baseline"]).sort_index()
         mean, low, high = mean_interval(seed_ratios, level)
         b, c = float(part["baseline"].mean()), float(part["compressive"].mean())
-        rows.append({"n_measurements": int(n_measurements), "n_permutations": int(t), "baseline_mean": b, "compressive_mean": c, "mean_ratio": c / b,
-                     "ratio": mean, "ratio_low": low, "ratio_high": high, "n_seeds": len(part),
+        rows.append({"n_measurements": int(n_measurements), "n_permutations": int(t), "baseline_mean": b,
+                     "compressive_mean": c, "mean_ratio": c / b, "ratio": mean, "ratio_low": low, "ratio_high": high,
+                     "n_seeds": len(part),
                      "seed_ratios": seed_ratios.tolist(), "above_trivial": bool(min(b, c) > uniform_error),
                      "uniform_error": uniform_error})
     return pd.DataFrame(rows)
