@@ -45,10 +45,10 @@ def plot_detection(detection: Sequence[dict]):
                   [r.get("auroc_low", np.nan) for r in rows], [r.get("auroc_high", np.nan) for r in rows],
                   width=width, color=COLORS[model], label=MODEL_LABELS[model])
         ax.axhline(RANDOM_AUROC, color="black", ls="--", lw=1, label="random values (0.5)")
-        ax.set(xticks=x, ylim=(0, 1.05), ylabel="detection AUROC (mean, 95% t interval)",
+        ax.set(xticks=x, ylim=(0, 1.22), ylabel="detection AUROC (mean, 95% t interval)",
                title=f"{dataset}: detecting flipped labels (lowest value flagged)")
         ax.set_xticklabels(names, rotation=20, ha="right")
-        ax.legend(loc="lower right", fontsize=8)
+        ax.legend(loc="upper center", ncol=3, fontsize=8)  # above the bars (AUROC <= 1), clear of them
         ax = axes[row, 1]
         rows = [differences.get((dataset, m), {}) for m in methods]
         _bars(ax, x, [r.get("difference_mean", np.nan) for r in rows], [r.get("difference_low", np.nan) for r in rows],
@@ -58,7 +58,8 @@ def plot_detection(detection: Sequence[dict]):
                    label=f"claim's margin (-{DIFFERENCE_MARGIN:g})")
         ax.set(xticks=x, ylabel="AUROC(MLP) - AUROC(logistic), paired by seed", title=f"{dataset}: MLP - logistic")
         ax.set_xticklabels(names, rotation=20, ha="right")
-        ax.legend(loc="lower right", fontsize=8)
+        ax.set_ylim(min(ax.get_ylim()[0], -2.2 * DIFFERENCE_MARGIN), ax.get_ylim()[1])  # room below the margin
+        ax.legend(loc="lower left", fontsize=8)
     fig.suptitle("Mislabel detection with an MLP utility beside logistic regression (same data, splits, flips)")
     fig.tight_layout()
     return fig
