@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._verdicts import decide, mean_interval, repetitions_to_decide
+from .._verdicts import VERDICT_WORDS, combine, describe, interval_verdict  # noqa: F401  (re-exported)
 from ._methods import RANDOM, SEMIVALUES
 
 #: Every valuation method's mean detection AUROC must exceed random values' by at least this.
@@ -41,7 +41,6 @@ LEVEL = 0.95
 BANZHAF_SECTION = "Wang & Jia (AISTATS 2023), experiments section: noisy label detection"
 BETA_SECTION = "Kwon & Zou (AISTATS 2022), experiments section: noisy label detection"
 OOB_SECTION = "Kwon & Zou (ICML 2023), experiments section: mislabeled data detection and elapsed time"
-VERDICT_WORDS = {True: "holds", False: "does not hold", None: "inconclusive"}
 
 
 def _ran(detection, budget=None):
@@ -70,51 +69,6 @@ def paired_difference(detection, method: str, baseline: str, column: str = "auro
     """Per data set, the mean paired difference of :func:`paired_samples` (NaN where nothing was paired)."""
     return {d: float(x.mean()) if x.size else float("nan")
             for d, x in paired_samples(detection, method, baseline, column, budget).items()}
-
-
-def interval_verdict(samples, threshold: float, side: str = "above", level: float = LEVEL,
-                     strict: bool = False) -> dict:
-    """``{n, mean, low, high, verdict, seeds_to_decide}`` of the mean of ``samples`` against ``threshold``.
-
-    ``verdict`` is :func:`decide`'s (None: undecided; also with fewer than two
-    samples); ``strict`` (side "above" only) asks for ``low > threshold`` and
-    calls ``high <= threshold`` a miss, for a claim of a strict gain.
-    ``seeds_to_decide`` is the repetitions that would decide an undecided one
-    at the observed spread (None if decided or unknown).
-    """
-    x = np.asarray(samples, dtype=float)
-    x = x[np.isfinite(x)]
-    if x.size == 0:
-        return {"n": 0, "mean": float("nan"), "low": float("nan"), "high": float("nan"), "verdict": None,
-                "seeds_to_decide": None}
-    mean, low, high = mean_interval(x, level)
-    verdict = decide(low, high, threshold, side)
-    if strict and side == "above" and np.isfinite(low):
-        verdict = True if low > threshold else False if high <= threshold else None
-    needed = None
-    if verdict is None and x.size >= 2:
-        needed = repetitions_to_decide(float(x.std(ddof=1)), mean - threshold, level)
-    return {"n": int(x.size), "mean": mean, "low": low, "high": high, "verdict": verdict, "seeds_to_decide": needed}
-
-
-def combine(verdicts) -> bool | None:
-    """False if any is False, True if all are True, None (inconclusive) otherwise."""
-    verdicts = list(verdicts)
-    if any(v is False for v in verdicts):
-        return False
-    return True if verdicts and all(v is True for v in verdicts) else None
-
-
-def describe(name: str, entry: dict) -> str:
-    """``name +0.012 [-0.010, +0.034] (n 8, inconclusive; about 20 seeds would decide)``."""
-    if entry["n"] == 0:
-        return f"{name}: did not run"
-    text = f"{name} {entry['mean']:+.3f} [{entry['low']:+.3f}, {entry['high']:+.3f}] (n {entry['n']}, " \
-           f"{VERDICT_WORDS[entry['verdict']]}"
-    if entry["verdict"] is None:
-        text += (f"; about {entry['seeds_to_decide']} seeds would decide" if entry["seeds_to_decide"]
-                 else "; no practical number of seeds would decide")
-    return text + ")"
 
 
 def claim_budget(detection, methods) -> int | None:

@@ -1,6 +1,6 @@
 """This package's own claims (none is the paper's), decided on t intervals over seeds, criteria fixed before the run.
 
-A verdict is three-valued, as iris_accuracy decides (its ``decide``): the
+A verdict is three-valued, as :mod:`~shapley_research.experiments._verdicts` decides: the
 claim *holds* if the whole interval lies on the claimed side of the
 threshold, *does not hold* if it lies wholly on the other side, and is
 *inconclusive* if it straddles the threshold (or fewer than two seeds ran),
@@ -15,7 +15,7 @@ import math
 from collections.abc import Sequence
 
 from .._common import Claim, claim, verdict_of  # noqa: F401  (verdict_of re-exported)
-from ..iris_accuracy import decide, repetitions_to_decide
+from .._verdicts import combine, decide, repetitions_to_decide
 from ._measure import LABELS, METHODS, paired_differences, summarise_detection
 
 #: Random values' expected detection AUROC: the threshold of "better than random".
@@ -28,15 +28,8 @@ OWN = "This package's own check, not the paper's."
 
 
 def _verdict(low: float, high: float, threshold: float, n: int) -> bool | None:
-    """iris_accuracy's ``decide(low, high, threshold, "above")``; None with fewer than two seeds (no spread)."""
+    """``_verdicts.decide(low, high, threshold, "above")``; None with fewer than two seeds (no spread)."""
     return decide(low, high, threshold, "above") if n >= 2 else None
-
-
-def _all(verdicts: Sequence[bool | None]) -> bool | None:
-    """False if any data set fails, True if every one holds, else None (inconclusive); no data set: False."""
-    if not verdicts or False in verdicts:
-        return False
-    return True if all(v is True for v in verdicts) else None
 
 
 def _describe(name: str, mean: float, low: float, high: float, n: int, threshold: float, sd: float,
@@ -69,7 +62,7 @@ def above_random_claim(detection: Sequence[dict], method: str, model: str = "mlp
         parts.append(_describe(s["dataset"], s["auroc_mean"], s["auroc_low"], s["auroc_high"], s["n_repetitions"],
                                RANDOM_AUROC, s["auroc_sd"], verdicts[-1]))
     ran = [s for s in rows if s["n_repetitions"]]
-    verdict = _all(verdicts) if ran else False
+    verdict = combine(verdicts) if ran else False
     worst = min(ran, key=lambda s: s["auroc_low"] if math.isfinite(s["auroc_low"]) else -math.inf, default=None)
     value = [worst[k] for k in ("auroc_mean", "auroc_low", "auroc_high")] if worst else [math.nan] * 3
     cause = (f"{method} did not run on the {model} utility" if not ran
@@ -95,7 +88,7 @@ def mlp_vs_logistic_claim(detection: Sequence[dict], method: str, margin: float 
                                d["difference_low"], d["difference_high"], d["n_pairs"], -margin,
                                d["difference_sd"], verdicts[-1]))
     paired = [d for d in rows if d["n_pairs"]]
-    verdict = _all(verdicts) if paired else False
+    verdict = combine(verdicts) if paired else False
     worst = min(paired, key=lambda d: d["difference_low"] if math.isfinite(d["difference_low"]) else -math.inf,
                 default=None)
     value = [worst[k] for k in ("difference_mean", "difference_low", "difference_high")] if worst else [math.nan] * 3

@@ -196,7 +196,7 @@ def above_trivial_claim(ratios, level: float = 0.95):
     such ``T``: outside its scope.
     """
     from .._common import claim
-    from .._verdicts import decide, mean_interval, repetitions_to_decide
+    from .._verdicts import interval_verdict
 
     region = ratios[ratios["above_trivial"]].sort_values("n_permutations")
     value, undecided, note = region["ratio"].tolist(), None, None
@@ -206,23 +206,19 @@ def above_trivial_claim(ratios, level: float = 0.95):
                 + (f" (T = {_ts(region)})" if len(region) else "") + ": no trend can be read there.")
     else:
         first, last = (np.asarray(region["seed_ratios"].iloc[i], dtype=float) for i in (0, -1))
-        rise = mean_interval(last - first, level)
-        value = value + [rise[0]]
-        tests = [(f"ratio at T = {int(r['n_permutations'])}", decide(r["ratio_low"], r["ratio_high"], 1.0, "below"),
-                  np.asarray(r["seed_ratios"], float), 1.0) for _, r in region.iterrows()]
-        tests.append(("rise of the ratio", decide(rise[1], rise[2], 0.0, "above"), last - first, 0.0))
-        failed = [name for name, d, _, _ in tests if d is False]
-        open_ = [(name, x, thr) for name, d, x, thr in tests if d is None]
+        tests = {f"ratio at T = {int(r['n_permutations'])}": interval_verdict(r["seed_ratios"], 1.0, "below", level)
+                 for _, r in region.iterrows()}
+        tests["rise of the ratio"] = interval_verdict(last - first, 0.0, "above", level)
+        value = value + [tests["rise of the ratio"]["mean"]]
+        failed = [name for name, entry in tests.items() if entry["verdict"] is False]
+        open_ = {name: entry["seeds_to_decide"] for name, entry in tests.items() if entry["verdict"] is None}
         holds = not failed and not open_
         if failed:
             note = "Fails: " + "; ".join(failed) + " on the wrong side of its threshold (interval wholly there)."
         elif open_:
             undecided = "inconclusive"
-            need = [repetitions_to_decide(float(np.std(x, ddof=1)) if len(x) > 1 else np.nan, np.mean(x) - thr)
-                    for _, x, thr in open_]
             note = ("Inconclusive: the interval straddles the threshold for " + "; ".join(
-                f"{name} (about {n} seeds would decide)" if n else name for (name, _, _), n in zip(open_, need))
-                + ".")
+                f"{name} (about {n} seeds would decide)" if n else name for name, n in open_.items()) + ".")
     return claim("Above the trivial error, compressive sampling shows the paper's Figure 4 pattern: where neither "
                  "method beats the uniform split, it has the lower error, and its advantage shrinks as T grows.",
                  f"mean per-seed error ratio compressive / baseline (M = {int(ratios['n_measurements'].iloc[0])}) "
