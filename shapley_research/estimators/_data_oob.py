@@ -30,7 +30,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ._data_oob_batched import (batched_learner, batched_results, check_fast, check_learner, is_batched_learner,
+from ._data_oob_batched import (batched_learner, batched_results, check_learner, is_batched_learner,
                                 learner_task)
 from ._sampling._loop import batch_rng
 from .._device import check_game_jobs
@@ -38,6 +38,7 @@ from .._threads import Pinned, pinned_threads
 from .._validation import (check_bool, check_choice, check_class_labels, check_features, check_int, check_n_jobs,
                            check_real_array, check_seed, check_target_vector)
 from ..result import ValuationResult
+from ..utilities.learners import check_fast
 
 __all__ = ["data_oob", "bootstrap_indices"]
 

@@ -32,15 +32,6 @@ def is_batched_learner(model: Any) -> bool:
             and callable(getattr(model, "predict", None)))
 
 
-def check_fast(fast: Any):
-    """``False``, ``True`` or ``"auto"`` (numpy booleans accepted), else a ``ValueError``."""
-    if isinstance(fast, (bool, np.bool_)):
-        return bool(fast)
-    if isinstance(fast, str) and fast == "auto":  # a membership test would let 1 and 0 through
-        return fast
-    raise ValueError(f"fast must be 'auto', True or False, got {fast!r}.")
-
-
 def learner_task(learner: Any, task: str, fallback: Callable[[Any], str]) -> str:
     """The task of a learner instance: its ``task`` attribute, which an explicit ``task`` must match."""
     own = getattr(learner, "task", None)

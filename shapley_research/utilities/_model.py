@@ -38,7 +38,7 @@ from .._threads import thread_controller
 from .._validation import check_bool, check_choice, check_int, check_n_jobs, check_real_scalar
 from ..games._base import Game
 from ..games._progress import report_evaluated
-from .learners import learner_for, route_decision
+from .learners import check_fast, learner_for, route_decision
 
 __all__ = ["ModelUtility", "ConstantPredictor", "CLASSIFICATION_METRICS", "REGRESSION_METRICS"]
 
@@ -381,10 +381,7 @@ class ModelUtility(Game):
     # -- routing to the batched learners ------------------------------------------------------
     def _route(self, fast):
         """The batched learner or None, by :func:`~.learners.route_decision`; the decision is kept as ``route_``."""
-        if isinstance(fast, (bool, np.bool_)):
-            fast = bool(fast)
-        elif not (isinstance(fast, str) and fast == "auto"):  # a membership test would let 1 and 0 through
-            raise ValueError(f"fast must be 'auto', True or False, got {fast!r}.")
+        fast = check_fast(fast)
         n_classes = len(self.targets.classes) if self.task == "classification" else None
         self.route_ = route_decision(self.model, self.metric, fast, self.n_players, self.X_train.shape[1],
                                      n_classes, warm_prefixes=self.warm_prefixes, device=self.device)

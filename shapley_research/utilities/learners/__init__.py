@@ -127,8 +127,8 @@ from __future__ import annotations
 from ._logistic import LogisticRegressionUtility
 from ._ridge import RidgeUtility
 from ._cost import RouteDecision, route_by_cost
-from ._routing import learner_for, route_decision, unsupported_reason
+from ._routing import check_fast, learner_for, route_decision, unsupported_reason
 from ._softmax import NEG_LOGIT  # noqa: F401  (the logit of absent classes; was a module constant here)
 
 __all__ = ["LogisticRegressionUtility", "RidgeUtility", "unsupported_reason", "learner_for", "route_decision",
-           "route_by_cost", "RouteDecision"]
+           "check_fast", "route_by_cost", "RouteDecision"]

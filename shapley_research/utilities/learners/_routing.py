@@ -54,6 +54,15 @@ def unsupported_reason(model, metric) -> str | None:
     return "only sklearn.linear_model.LogisticRegression and Ridge have batched learners"
 
 
+def check_fast(fast) -> bool | str:
+    """``fast`` as ``True``, ``False`` or ``"auto"`` (numpy booleans accepted), else a ``ValueError``."""
+    if isinstance(fast, (bool, np.bool_)):
+        return bool(fast)
+    if isinstance(fast, str) and fast == "auto":  # a membership test would let 1 and 0 through
+        return fast
+    raise ValueError(f"fast must be 'auto', True or False, got {fast!r}.")
+
+
 def route_decision(model, metric, fast, n_samples: int, n_features: int, n_classes: int | None = None,
                    warm_prefixes: bool = False, device=None) -> RouteDecision:
     """Where ``ModelUtility(model, ..., fast=fast)`` fits its coalitions, and why.
@@ -71,10 +80,7 @@ def route_decision(model, metric, fast, n_samples: int, n_features: int, n_class
     """
     from sklearn.linear_model import LogisticRegression
 
-    if isinstance(fast, (bool, np.bool_)):
-        fast = bool(fast)
-    if not (fast is True or fast is False or (isinstance(fast, str) and fast == "auto")):
-        raise ValueError(f"fast must be 'auto', True or False, got {fast!r}.")
+    fast = check_fast(fast)
     if fast is False:
         if device is not None:
             raise ValueError(f"device={str(device)!r} runs a batched learner, but fast=False fits the estimator "
