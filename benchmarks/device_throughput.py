@@ -43,6 +43,7 @@ from threadpoolctl import threadpool_limits
 
 from shapley_research import LogisticRegressionUtility, ModelUtility, TorchModelUtility, msr_banzhaf
 from shapley_research.datasets import load_mnist_subset, pca_features
+from utility_throughput import draw_masks, timed  # this script's sibling: the same subsets and timer
 
 GOALS = {"pca_ratio": 300.0, "raw_ratio": 300.0, "mlp_models_per_s": 2000.0, "msr_seconds": 60.0,
          "cpu_torch_over_numpy": 2.0}
@@ -57,18 +58,6 @@ def mnist(n_train: int, n_test: int, npz: str | None):
     return load_mnist_subset(n_train, n_test, seed=0, scale=True, images=images)
 
 
-def draw_masks(rng: np.random.Generator, m: int, n: int) -> np.ndarray:
-    """``m`` random coalitions of ``n`` players, sizes uniform on 1..n."""
-    sizes = rng.integers(1, n + 1, size=m)
-    return rng.random((m, n)).argsort(axis=1) < sizes[:, None]
-
-
-def timed(fn, *args):
-    start = time.perf_counter()
-    out = fn(*args)
-    return out, time.perf_counter() - start
-
-
 def synchronize(device: str) -> None:
     import torch
 
@@ -81,9 +70,9 @@ def logistic_case(name, data, device, *, n_subsets, n_baseline, rng):
     from sklearn.linear_model import LogisticRegression
 
     X_train, y_train, X_test, y_test = data
-    masks = draw_masks(rng, n_subsets, len(y_train))
+    masks = draw_masks(rng, n_subsets, len(y_train), "uniform")
     baseline = ModelUtility(LogisticRegression(), X_train, y_train, X_test, y_test, "neg_log_loss", fast=False)
-    u_base, t_base = timed(baseline.evaluate, masks[:n_baseline])
+    u_base, t_base, _ = timed(baseline.evaluate, masks[:n_baseline])
     rows = [("sklearn per subset (1 thread)", n_baseline, t_base, u_base)]
     learners = [("numpy learner (CPU)", {}),
                 (f"torch learner, {device}, float64", {"device": device}),
@@ -91,7 +80,7 @@ def logistic_case(name, data, device, *, n_subsets, n_baseline, rng):
     for label, options in learners:
         game = LogisticRegressionUtility(X_train, y_train, X_test, y_test, "neg_log_loss", tol=1e-4, **options)
         synchronize(device)
-        values, seconds = timed(game.evaluate, masks)
+        values, seconds, _ = timed(game.evaluate, masks)
         synchronize(device)
         rows.append((label, n_subsets, seconds, values))
     print(f"\n== {name}: N={len(y_train)}, {X_train.shape[1]} features, 10 classes, tol=1e-4 ==")
@@ -118,10 +107,10 @@ def mlp_case(data, device, *, n_models, rng):
     X_train, y_train, X_test, y_test = data
     game = TorchModelUtility(mlp(X_train.shape[1], 64, 10), X_train, y_train, X_test, y_test, steps=300,
                              device=device)
-    masks = draw_masks(rng, n_models, len(y_train))
+    masks = draw_masks(rng, n_models, len(y_train), "uniform")
     game.evaluate(masks[:8])  # compile and allocate once
     synchronize(device)
-    _, seconds = timed(game.evaluate, masks)
+    _, seconds, _ = timed(game.evaluate, masks)
     synchronize(device)
     rate = n_models / seconds
     print(f"\n== MLP {X_train.shape[1]}-64-10, 300 full-batch Adam steps, N={len(y_train)}, {device}, float32 ==")
