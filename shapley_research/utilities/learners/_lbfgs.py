@@ -43,27 +43,7 @@ def _lbfgs(chunk: _SoftmaxChunk, theta, tol: float, max_iter: int, memory: int =
             break
         if bool(xp.any(done)):
             keep_rows(~done)
-        # two-loop recursion over the stored pairs, newest first
-        r = backend.copy(g)
-        alphas = backend.zeros((len(active), memory))
-        newest_first = [(it - 1 - j) % memory for j in range(memory)]
-        for j in newest_first:
-            alphas[:, j] = rho[:, j] * xp.einsum("bkq,bkq->b", S[:, j], r)
-            r -= alphas[:, j, None, None] * Y[:, j]
-        if precondition is not None:  # initial inverse Hessian H0: the scaled full-data Hessian
-            r = precondition(r, active)
-        else:  # H0 = gamma I (the usual scaling), 1/|g| before any pair is stored
-            scale = xp.where(pairs == 0, 1.0 / backend.maximum(xp.max(xp.abs(g), axis=(1, 2)), 1.0), gamma)
-            r *= scale[:, None, None]
-        for j in reversed(newest_first):
-            beta = rho[:, j] * xp.einsum("bkq,bkq->b", Y[:, j], r)
-            r += (alphas[:, j] - beta)[:, None, None] * S[:, j]
-        direction = -r
-        uphill = xp.einsum("bkq,bkq->b", direction, g) >= 0
-        if bool(xp.any(uphill)):  # stale pairs spoiled the curvature model: restart from steepest descent
-            largest = backend.maximum(xp.max(xp.abs(g[uphill]), axis=(1, 2)), 1.0)
-            direction[uphill] = -g[uphill] / largest[:, None, None]
-            rho[uphill], pairs[uphill] = 0.0, 0
+        direction = _search_direction(backend, g, S, Y, rho, gamma, pairs, it, precondition, active)
         th = theta[active]
         new_theta, new_f, new_g, accepted = _armijo(sub, th, f, g, direction, with_grad=True)
         s, y = new_theta - th, new_g - g
@@ -85,3 +65,36 @@ def _lbfgs(chunk: _SoftmaxChunk, theta, tol: float, max_iter: int, memory: int =
             if active.shape[0] == 0:
                 break
     return theta, iterations, converged
+
+
+def _search_direction(backend, g, S, Y, rho, gamma, pairs, it: int, precondition, active):
+    """The L-BFGS direction ``-H g`` by the two-loop recursion over the stored pairs, newest first.
+
+    ``H0`` is ``precondition(r, active)`` when given, else ``gamma I`` (``1/|g|``
+    before any pair is stored). Rows whose direction points uphill (stale
+    pairs spoiled the curvature model) restart from steepest descent: their
+    pairs are dropped in place (``rho`` and ``pairs``).
+    """
+    xp = backend.xp
+    memory = S.shape[1]
+    r = backend.copy(g)
+    alphas = backend.zeros((g.shape[0], memory))
+    newest_first = [(it - 1 - j) % memory for j in range(memory)]
+    for j in newest_first:
+        alphas[:, j] = rho[:, j] * xp.einsum("bkq,bkq->b", S[:, j], r)
+        r -= alphas[:, j, None, None] * Y[:, j]
+    if precondition is not None:  # initial inverse Hessian H0: the scaled full-data Hessian
+        r = precondition(r, active)
+    else:  # H0 = gamma I (the usual scaling), 1/|g| before any pair is stored
+        scale = xp.where(pairs == 0, 1.0 / backend.maximum(xp.max(xp.abs(g), axis=(1, 2)), 1.0), gamma)
+        r *= scale[:, None, None]
+    for j in reversed(newest_first):
+        beta = rho[:, j] * xp.einsum("bkq,bkq->b", Y[:, j], r)
+        r += (alphas[:, j] - beta)[:, None, None] * S[:, j]
+    direction = -r
+    uphill = xp.einsum("bkq,bkq->b", direction, g) >= 0
+    if bool(xp.any(uphill)):
+        largest = backend.maximum(xp.max(xp.abs(g[uphill]), axis=(1, 2)), 1.0)
+        direction[uphill] = -g[uphill] / largest[:, None, None]
+        rho[uphill], pairs[uphill] = 0.0, 0
+    return direction
