@@ -128,26 +128,59 @@ def all_s_influence(X_train, y_train, X_test, y_test, budget, seed=None, *, C=1.
     counters = {"n_fits": 0, "n_degenerate_bases": 0, "n_influence_updates": 0}
 
     def process(stratum: _Stratum, base: tuple) -> None:
-        base = np.asarray(base, dtype=np.intp)
-        if obj.degenerate(base):
-            theta, u_base = np.zeros(obj.n_params), obj.degenerate_utility
-            counters["n_degenerate_bases"] += 1
-        else:
-            theta = obj.fit(base)
-            u_base = obj.utility(theta)
-            counters["n_fits"] += 1
-        if stratum.direction == "add":
-            players = np.setdiff1d(np.arange(n), base, assume_unique=True)
-        else:
-            players = base
-        values, _, meta = _marginals(obj, theta, base, players, stratum.direction, approximation,
-                                     utility_change, u_base)
-        counters["n_influence_updates"] += meta["n_influence_updates"]
-        stratum.add(players, values)
+        _process_base(obj, stratum, base, approximation, utility_change, counters)
 
+    pilot_std, n_rounds = _sample_strata(strata, pilot, budget, entropy, process, progress)
+    stratum_means, stratum_var, stderr, n_missing = _stratum_estimates(strata, n)
+    values = stratum_means.sum(axis=1) / n
+    n_drawn = int(sum(len(st.drawn) for st in strata))
+    info = {
+        "budget": budget, "n_pilot": n_pilot, "approximation": approximation,
+        "utility_change": utility_change, "utility": obj.utility_name, "C": obj.C,
+        "sizes": np.arange(1, n), "directions": [st.direction for st in strata],
+        "coverage": np.array([st.coverage for st in strata]),
+        "allocation": np.array([len(st.drawn) for st in strata]),
+        "pilot_std": pilot_std, "stratum_std": np.sqrt(stratum_var), "n_rounds": n_rounds,
+        "exhausted": np.array([len(st.drawn) == st.population for st in strata]),
+        "stratum_means": stratum_means, "n_missing_cells": n_missing,
+        "empty_utility": obj.degenerate_utility, **counters,
+    }
+    return ValuationResult(values=values, n_evaluations=counters["n_fits"], method="all_s_influence",
+                           seed=entropy, wall_time=time.perf_counter() - start, stderr=stderr,
+                           n_samples=n_drawn, info=info)
+
+
+def _process_base(obj: LogisticObjective, stratum: _Stratum, base: tuple, approximation: str,
+                  utility_change: str, counters: dict) -> None:
+    """Fit one base set (or take the degenerate convention) and add its covered players' marginals."""
+    n = obj.n_train
+    base = np.asarray(base, dtype=np.intp)
+    if obj.degenerate(base):
+        theta, u_base = np.zeros(obj.n_params), obj.degenerate_utility
+        counters["n_degenerate_bases"] += 1
+    else:
+        theta = obj.fit(base)
+        u_base = obj.utility(theta)
+        counters["n_fits"] += 1
+    if stratum.direction == "add":
+        players = np.setdiff1d(np.arange(n), base, assume_unique=True)
+    else:
+        players = base
+    values, _, meta = _marginals(obj, theta, base, players, stratum.direction, approximation,
+                                 utility_change, u_base)
+    counters["n_influence_updates"] += meta["n_influence_updates"]
+    stratum.add(players, values)
+
+
+def _sample_strata(strata: list, pilot: np.ndarray, budget: int, entropy: int, process, progress) -> tuple:
+    """The pilot round, then Neyman rounds of doubling size until the budget or every stratum is spent.
+
+    Returns the strata's standard deviations after the pilot and the number of Neyman rounds.
+    """
     from threadpoolctl import threadpool_limits
     from tqdm.auto import tqdm
 
+    n = len(strata) + 1
     bar = tqdm(total=budget, desc="all-S influence", unit="set", leave=False,
                disable=None if progress is None else not progress)
     with threadpool_limits(1), bar:  # many tiny fits: one BLAS thread is much faster
@@ -176,7 +209,11 @@ def all_s_influence(X_train, y_train, X_test, y_test, budget, seed=None, *, C=1.
                     process(st, base)
                     bar.update(1)
             step *= 2
+    return pilot_std, n_rounds
 
+
+def _stratum_estimates(strata: list, n: int) -> tuple:
+    """Stratum means ``(N, N)`` (missing cells filled by the stratum mean), variances, stderr, missing cells."""
     stratum_means = np.zeros((n, n))  # column k: estimates of E[X_i^k]; column 0 is exactly 0
     stratum_var = _stratum_std(strata, PRIOR_SETS) ** 2
     variance_terms = np.zeros(n)
@@ -190,20 +227,4 @@ def all_s_influence(X_train, y_train, X_test, y_test, budget, seed=None, *, C=1.
         population = math.comb(n - 1, st.k)
         fpc = np.clip(1.0 - st.count / population, 0.0, 1.0) if population < _BIG else 1.0
         variance_terms += np.where(seen, var_k * fpc / np.maximum(st.count, 1), var_k)
-    values = stratum_means.sum(axis=1) / n
-    stderr = np.sqrt(variance_terms) / n
-    n_drawn = int(sum(len(st.drawn) for st in strata))
-    info = {
-        "budget": budget, "n_pilot": n_pilot, "approximation": approximation,
-        "utility_change": utility_change, "utility": obj.utility_name, "C": obj.C,
-        "sizes": np.arange(1, n), "directions": [st.direction for st in strata],
-        "coverage": np.array([st.coverage for st in strata]),
-        "allocation": np.array([len(st.drawn) for st in strata]),
-        "pilot_std": pilot_std, "stratum_std": np.sqrt(stratum_var), "n_rounds": n_rounds,
-        "exhausted": np.array([len(st.drawn) == st.population for st in strata]),
-        "stratum_means": stratum_means, "n_missing_cells": n_missing,
-        "empty_utility": obj.degenerate_utility, **counters,
-    }
-    return ValuationResult(values=values, n_evaluations=counters["n_fits"], method="all_s_influence",
-                           seed=entropy, wall_time=time.perf_counter() - start, stderr=stderr,
-                           n_samples=n_drawn, info=info)
+    return stratum_means, stratum_var, np.sqrt(variance_terms) / n, n_missing

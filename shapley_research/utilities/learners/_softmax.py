@@ -164,6 +164,24 @@ class _SoftmaxChunk:
         return self.data.xp.linalg.inv(self.hessian(P))
 
 
+def _effective_C(C: float, present: np.ndarray) -> np.ndarray:
+    """``C/2`` for two present classes (the binary model as a symmetric softmax), else ``C``."""
+    return np.where(present.sum(axis=1) == 2, 0.5 * C, C)
+
+
+def _point_terms(X, labels, theta, present, C):
+    """Loss and gradient of one point per permutation (rows ``X`` (a, q)), weighted by ``C``."""
+    z = np.einsum("bkq,bq->bk", theta, X) + np.where(present, 0.0, NEG_LOGIT)
+    z -= z.max(axis=1, keepdims=True)
+    p = np.exp(z)
+    total = p.sum(axis=1)
+    rows = np.arange(len(labels))
+    loss = C * (np.log(total) - z[rows, labels])
+    p /= total[:, None]
+    p[rows, labels] -= 1.0
+    return loss, C[:, None, None] * p[:, :, None] * X[:, None, :]
+
+
 def _fix_null_directions(H, present, penalty, backend: ArrayBackend = NUMPY) -> None:
     """Make Hessians ``H`` (B, Kq, Kq) invertible without changing Newton steps on admissible gradients.
 

@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._softmax import NEG_LOGIT, _data_hessian, _fix_null_directions
+from ._softmax import NEG_LOGIT, _data_hessian, _effective_C, _fix_null_directions, _point_terms
 
 __all__ = ["exact_prefix_utilities"]
 
@@ -101,17 +101,134 @@ class _PrefixData:
         return _spd_inverse(H)
 
 
-def _point_terms(X, labels, theta, present, C):
-    """Loss and gradient of one point per permutation (rows ``X`` (a, q)), weighted by ``C``."""
-    z = np.einsum("bkq,bq->bk", theta, X) + np.where(present, 0.0, NEG_LOGIT)
-    z -= z.max(axis=1, keepdims=True)
-    p = np.exp(z)
-    total = p.sum(axis=1)
-    rows = np.arange(len(labels))
-    loss = C * (np.log(total) - z[rows, labels])
-    p /= total[:, None]
-    p[rows, labels] -= 1.0
-    return loss, C[:, None, None] * p[:, :, None] * X[:, None, :]
+class _WarmPath:
+    """The state of ``b`` permutations walked together: parameters, objective, preconditioner, secant pairs."""
+
+    def __init__(self, learner, perms: np.ndarray, memory: int):
+        b, self.n = perms.shape
+        K, q = learner.targets.n_classes, learner.design.q
+        self.learner, self.perms, self.memory = learner, perms, memory
+        self.data = _PrefixData(learner, perms)
+        self.theta = np.zeros((b, K, q))
+        self.f, self.g = np.zeros(b), np.zeros((b, K, q))
+        self.present = np.zeros((b, K), dtype=bool)
+        self.fitted = np.zeros(b, dtype=bool)
+        # inverse Hessian of a recent prefix (size ref_size); single precision: it only preconditions
+        self.inverse = np.zeros((b, K * q, K * q), dtype=np.float32)
+        self.ref_size = np.ones(b)
+        self.S = np.zeros((b, memory, K, q))  # secant pairs, newest first
+        self.Y = np.zeros((b, memory, K, q))
+        self.rho = np.zeros((b, memory))
+        self.stats = {"passes": 0, "refits": 0, "fallbacks": 0, "hessians": 0}
+
+    def C(self, rows) -> np.ndarray:
+        return _effective_C(self.learner.C, self.present[rows])
+
+    def initial_inverse(self, r, rows, size):
+        """The reference inverse Hessian rescaled to the prefix size (the data curvature grows with it)."""
+        _, K, q = self.theta.shape
+        flat = r.reshape(len(rows), K * q).astype(np.float32)
+        z = np.stack([self.inverse[row] @ flat[i] for i, row in enumerate(rows)])  # no copy of the matrices
+        return z.reshape(len(rows), K, q) * (self.ref_size[rows] / size)[:, None, None]
+
+    def direction(self, rows, size):
+        """``-B g`` by the two-loop recursion over the kept pairs (absent pairs have ``rho = 0``)."""
+        S, Y, rho = self.S, self.Y, self.rho
+        r = self.g[rows].copy()
+        alphas = np.empty((len(rows), self.memory))
+        for j in range(self.memory):
+            alphas[:, j] = rho[rows, j] * np.einsum("bkq,bkq->b", S[rows, j], r)
+            r -= alphas[:, j, None, None] * Y[rows, j]
+        r = self.initial_inverse(r, rows, size)
+        for j in reversed(range(self.memory)):
+            beta = rho[rows, j] * np.einsum("bkq,bkq->b", Y[rows, j], r)
+            r += (alphas[:, j] - beta)[:, None, None] * S[rows, j]
+        return -r
+
+    def refresh(self, rows, size):
+        """A new reference Hessian at the current parameters of ``rows``; their secant pairs dropped."""
+        self.inverse[rows] = self.data.hessian_inverse(rows, size, self.theta[rows], self.present[rows],
+                                                       self.C(rows))
+        self.ref_size[rows] = size
+        self.rho[rows] = 0.0
+        self.stats["hessians"] += rows.size
+
+    def refit(self, rows, size):
+        """Batched exact fits of the prefixes ``rows`` of ``size`` points, from the current parameters."""
+        learner, theta, present = self.learner, self.theta, self.present
+        masks = np.zeros((len(rows), self.n), dtype=bool)
+        masks[np.arange(len(rows))[:, None], self.perms[rows, :size]] = True
+        counts = learner.targets.class_counts(masks)
+        theta[rows] = learner._fit_thetas(masks, counts, theta0=theta[rows] * present[rows][:, :, None])
+        self.f[rows], self.g[rows] = self.data.objective(rows, size, theta[rows], present[rows], self.C(rows))
+        self.refresh(rows, size)
+
+    def add_point(self, rows, k: int, label):
+        """The joining point's loss and gradient at the previous prefix's solution, added to ``f`` and ``g``."""
+        loss, grad = _point_terms(self.data.X[rows, k], label[rows], self.theta[rows], self.present[rows],
+                                  self.C(rows))
+        self.f[rows] += loss
+        self.g[rows] += grad
+
+    def descent_direction(self, rows, size):
+        """The quasi-Newton direction of ``rows`` and its slope; the reference Hessian's where it points uphill."""
+        d = self.direction(rows, size)
+        g = self.g
+        slope = np.einsum("bkq,bkq->b", d, g[rows])
+        uphill = slope >= 0
+        if uphill.any():  # the kept pairs spoiled the model: drop them, use the reference Hessian
+            self.rho[rows[uphill]] = 0.0
+            d[uphill] = -self.initial_inverse(g[rows[uphill]], rows[uphill], size)
+            slope[uphill] = np.einsum("bkq,bkq->b", d[uphill], g[rows[uphill]])
+        return d, slope
+
+    def line_search(self, rows, size, C, d, slope):
+        """Armijo backtracking along ``d``, the full step first; accepted steps update the secant pairs."""
+        theta, f, g = self.theta, self.f, self.g
+        step = np.ones(rows.size)
+        pending = np.arange(rows.size)
+        for _halving in range(30):
+            trial = theta[rows[pending]] + step[pending, None, None] * d[pending]
+            f_t, g_t = self.data.objective(rows[pending], size, trial, self.present[rows[pending]], C[pending])
+            self.stats["passes"] += pending.size
+            ok = np.isfinite(f_t) & (f_t <= f[rows[pending]] + 1e-4 * step[pending] * slope[pending])
+            done = rows[pending[ok]]
+            if self.memory:
+                self._push_pair(done, trial[ok] - theta[done], g_t[ok] - g[done])
+            theta[done], f[done], g[done] = trial[ok], f_t[ok], g_t[ok]
+            pending = pending[~ok]
+            if pending.size == 0:
+                break
+            step[pending] *= 0.5
+
+    def _push_pair(self, done, s, y):
+        """The newest secant pair ``(s, y)`` of rows ``done``; ``rho = 0`` (unused) unless curvature is positive."""
+        S, Y, rho = self.S, self.Y, self.rho
+        sy = np.einsum("bkq,bkq->b", s, y)
+        keep = sy > 1e-12 * np.sqrt(np.einsum("bkq,bkq->b", s, s) * np.einsum("bkq,bkq->b", y, y))
+        S[done, 1:], Y[done, 1:], rho[done, 1:] = S[done, :-1], Y[done, :-1], rho[done, :-1]
+        S[done, 0], Y[done, 0] = s, y
+        rho[done, 0] = np.where(keep, 1.0 / np.where(keep, sy, 1.0), 0.0)
+
+    def converge(self, rows, size, max_steps: int) -> np.ndarray:
+        """Quasi-Newton steps on prefixes ``rows`` to the learner's test; the steps taken by each permutation."""
+        steps = np.zeros(len(self.theta), dtype=int)
+        tol = self.learner.tol
+        for _ in range(max_steps):
+            if rows.size == 0:
+                break
+            rows, C = _unconverged(rows, self.g, tol, self.C(rows), size)
+            if rows.size == 0:
+                break
+            steps[rows] += 1
+            d, slope = self.descent_direction(rows, size)
+            self.line_search(rows, size, C, d, slope)
+        if rows.size:
+            rows, _ = _unconverged(rows, self.g, tol, self.C(rows), size)
+            if rows.size:  # not converged in max_steps (or no decrease): the batched solver finishes them
+                self.stats["fallbacks"] += rows.size
+                self.refit(rows, size)
+        return steps
 
 
 def exact_prefix_utilities(learner, perms: np.ndarray, degenerate: np.ndarray, *, memory: int = 5,
@@ -125,128 +242,31 @@ def exact_prefix_utilities(learner, perms: np.ndarray, degenerate: np.ndarray, *
     inverted (after a refit, and after a prefix needing ``refresh_after`` steps).
     """
     b, n = perms.shape
-    K, q = learner.targets.n_classes, learner.design.q
-    data = _PrefixData(learner, perms)
+    path = _WarmPath(learner, perms, memory)
+    present, fitted = path.present, path.fitted
     values = np.zeros((b, n))
-    theta = np.zeros((b, K, q))
-    f, g = np.zeros(b), np.zeros((b, K, q))
-    present = np.zeros((b, K), dtype=bool)
-    fitted = np.zeros(b, dtype=bool)
-    # inverse Hessian of a recent prefix (size ref_size); single precision: it only preconditions
-    inverse = np.zeros((b, K * q, K * q), dtype=np.float32)  # inverse Hessian of a recent prefix (size ref_size)
-    ref_size = np.ones(b)
-    S = np.zeros((b, memory, K, q))  # secant pairs, newest first
-    Y = np.zeros((b, memory, K, q))
-    rho = np.zeros((b, memory))
     all_rows = np.arange(b)
-    stats = {"passes": 0, "refits": 0, "fallbacks": 0, "hessians": 0}
-
-    def initial_inverse(r, rows, size):
-        """The reference inverse Hessian rescaled to the prefix size (the data curvature grows with it)."""
-        flat = r.reshape(len(rows), K * q).astype(np.float32)
-        z = np.stack([inverse[row] @ flat[i] for i, row in enumerate(rows)])  # no copy of the matrices
-        return z.reshape(len(rows), K, q) * (ref_size[rows] / size)[:, None, None]
-
-    def direction(rows, size):
-        """``-B g`` by the two-loop recursion over the kept pairs (absent pairs have ``rho = 0``)."""
-        r = g[rows].copy()
-        alphas = np.empty((len(rows), memory))
-        for j in range(memory):
-            alphas[:, j] = rho[rows, j] * np.einsum("bkq,bkq->b", S[rows, j], r)
-            r -= alphas[:, j, None, None] * Y[rows, j]
-        r = initial_inverse(r, rows, size)
-        for j in reversed(range(memory)):
-            beta = rho[rows, j] * np.einsum("bkq,bkq->b", Y[rows, j], r)
-            r += (alphas[:, j] - beta)[:, None, None] * S[rows, j]
-        return -r
-
-    def refresh(rows, size):
-        C = _effective_C(learner.C, present[rows])
-        inverse[rows] = data.hessian_inverse(rows, size, theta[rows], present[rows], C)
-        ref_size[rows] = size
-        rho[rows] = 0.0
-        stats["hessians"] += rows.size
-
-    def refit(rows, size):
-        """Batched exact fits of the prefixes ``rows`` of ``size`` points, from the current parameters."""
-        masks = np.zeros((len(rows), n), dtype=bool)
-        masks[np.arange(len(rows))[:, None], perms[rows, :size]] = True
-        counts = learner.targets.class_counts(masks)
-        theta[rows] = learner._fit_thetas(masks, counts, theta0=theta[rows] * present[rows][:, :, None])
-        C = _effective_C(learner.C, present[rows])
-        f[rows], g[rows] = data.objective(rows, size, theta[rows], present[rows], C)
-        refresh(rows, size)
-
     for k in range(n):
         size = k + 1
-        label = data.labels[:, k]
+        label = path.data.labels[:, k]
         new_class = ~present[all_rows, label]
         present[all_rows, label] = True
         live = ~degenerate[:, k]
         restart = np.flatnonzero(live & (new_class | ~fitted))
         rows = np.flatnonzero(live & ~(new_class | ~fitted))
-        steps = np.zeros(b, dtype=int)
-        if rows.size:  # the joining point's loss and gradient at the previous prefix's solution
-            C = _effective_C(learner.C, present[rows])
-            loss, grad = _point_terms(data.X[rows, k], label[rows], theta[rows], present[rows], C)
-            f[rows] += loss
-            g[rows] += grad
-        for _ in range(max_steps):
-            if rows.size == 0:
-                break
-            C = _effective_C(learner.C, present[rows])
-            rows, C = _unconverged(rows, g, learner.tol, C, size)
-            if rows.size == 0:
-                break
-            steps[rows] += 1
-            d = direction(rows, size)
-            slope = np.einsum("bkq,bkq->b", d, g[rows])
-            uphill = slope >= 0
-            if uphill.any():  # the kept pairs spoiled the model: drop them, use the reference Hessian
-                rho[rows[uphill]] = 0.0
-                d[uphill] = -initial_inverse(g[rows[uphill]], rows[uphill], size)
-                slope[uphill] = np.einsum("bkq,bkq->b", d[uphill], g[rows[uphill]])
-            step = np.ones(rows.size)
-            pending = np.arange(rows.size)
-            for _halving in range(30):  # Armijo backtracking, the full step first
-                trial = theta[rows[pending]] + step[pending, None, None] * d[pending]
-                f_t, g_t = data.objective(rows[pending], size, trial, present[rows[pending]], C[pending])
-                stats["passes"] += pending.size
-                ok = np.isfinite(f_t) & (f_t <= f[rows[pending]] + 1e-4 * step[pending] * slope[pending])
-                done = rows[pending[ok]]
-                if memory:
-                    s, y = trial[ok] - theta[done], g_t[ok] - g[done]
-                    sy = np.einsum("bkq,bkq->b", s, y)
-                    keep = sy > 1e-12 * np.sqrt(np.einsum("bkq,bkq->b", s, s) * np.einsum("bkq,bkq->b", y, y))
-                    S[done, 1:], Y[done, 1:], rho[done, 1:] = S[done, :-1], Y[done, :-1], rho[done, :-1]
-                    S[done, 0], Y[done, 0] = s, y
-                    rho[done, 0] = np.where(keep, 1.0 / np.where(keep, sy, 1.0), 0.0)
-                theta[done], f[done], g[done] = trial[ok], f_t[ok], g_t[ok]
-                pending = pending[~ok]
-                if pending.size == 0:
-                    break
-                step[pending] *= 0.5
         if rows.size:
-            C = _effective_C(learner.C, present[rows])
-            rows, _ = _unconverged(rows, g, learner.tol, C, size)
-            if rows.size:  # not converged in max_steps (or no decrease): the batched solver finishes them
-                stats["fallbacks"] += rows.size
-                refit(rows, size)
+            path.add_point(rows, k, label)
+        steps = path.converge(rows, size, max_steps)
         slow = np.flatnonzero(steps >= refresh_after)
         if slow.size:  # the reference Hessian has gone stale: take the current prefix's
-            refresh(slow, size)
+            path.refresh(slow, size)
         if restart.size:  # new class (binary <-> multinomial, new coordinates): refit, new Hessian, no pairs
-            stats["refits"] += restart.size
-            refit(restart, size)
+            path.stats["refits"] += restart.size
+            path.refit(restart, size)
             fitted[restart] = True
         if live.any():
-            values[live, k] = learner._score_thetas(theta[live], present[live])
-    return values, stats
-
-
-def _effective_C(C: float, present: np.ndarray) -> np.ndarray:
-    """``C/2`` for two present classes (the binary model as a symmetric softmax), else ``C``."""
-    return np.where(present.sum(axis=1) == 2, 0.5 * C, C)
+            values[live, k] = learner._score_thetas(path.theta[live], present[live])
+    return values, path.stats
 
 
 def _unconverged(rows, g, tol, C, size):
