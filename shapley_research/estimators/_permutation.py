@@ -8,13 +8,11 @@ import numpy as np
 
 from . import _position_effects
 from ._small_games import enumerated_result, enumeration_affordable
-from ._sampling._loop import (MeanState, default_batch_size, evaluate_anchors, open_checkpoint, run_sampling,
-                              units_from_budget)
-from ._truncation import (TALLY, TRUNCATED_BATCHES, _check_truncation, _Resume, _rounds_within_budget,
-                          truncated_contributions)
+from ._permutation_variants import Contributions, PermutationVariant, check_variant, over_rotations, with_reverses
+from ._sampling._loop import Anchors, evaluate_anchors, open_checkpoint, run_sampling, units_from_budget
+from ._truncation import append_tally, sample_in_rounds, split_tally, truncated_contributions
 from .._device import check_game_jobs
-from .._validation import (check_bool, check_game, check_int, check_target,
-                           check_target_rank_correlation)
+from .._validation import check_game, check_target, check_target_rank_correlation
 from ..games._base import evaluate_prefixes
 from ..result import ValuationResult, register_finalizer
 
@@ -250,144 +248,110 @@ def permutation_shapley(game, budget, seed=None, *, antithetic: bool = False, ro
     start = time.perf_counter()
     n = check_game(game)
     n_jobs = check_game_jobs(game, n_jobs, "permutation_shapley")
-    antithetic = check_bool(antithetic, "antithetic")
-    rotations = check_int(rotations, "rotations", minimum=1)
-    if rotations > n:
-        raise ValueError(f"rotations must be between 1 and n_players={n}, got {rotations}.")
-    position_adjustment = check_bool(position_adjustment, "position_adjustment")
-    if position_adjustment and rotations > 1:
-        raise ValueError("position_adjustment and rotations > 1 cannot be combined: both deal with the positions "
-                         "players join at (rotations stratify them, the adjustment regresses on them); pick one.")
-    truncation = _check_truncation(truncation, game)
-    stops_early = bool(truncation)  # t = 0 truncates nothing and needs no U(D)
+    variant = check_variant(game, n, antithetic=antithetic, rotations=rotations,
+                            position_adjustment=position_adjustment, truncation=truncation)
     target_stderr = check_target(target_stderr)
     target_rank_correlation = check_target_rank_correlation(target_rank_correlation)
-    per_unit = (2 if antithetic else 1) * rotations * n  # with truncation: at most
-    fixed = (0 if empty_utility is not None else 1) + int(stops_early)
-    what = "antithetic pair of permutations" if antithetic else "permutation"
-    if rotations > 1:
-        what = f"group of {rotations} rotated {'antithetic pairs' if antithetic else 'permutations'}"
-    n_units = units_from_budget(budget, fixed, per_unit, what, target_stderr=target_stderr,
-                                target_rank_correlation=target_rank_correlation)
-    if batch_size is None:
-        batch_size = default_batch_size(n, per_unit)
-        if stops_early and n_units is not None:  # savings are spent in whole batches: keep batches small
-            batch_size = max(1, min(batch_size, n_units // TRUNCATED_BATCHES))
-    else:
-        batch_size = check_int(batch_size, "batch_size", minimum=1)
-    options = {"antithetic": antithetic}
-    if rotations > 1:  # only then: files and results of plain runs keep their fingerprint
-        options["rotations"] = rotations
-    dim, bins, n_bins = n, None, 0
-    if position_adjustment:
-        options["position_adjustment"] = True
-        bins, n_bins = _position_effects.position_bins(n, antithetic)
-        dim = 2 * n * n_bins
-    if truncation is not None:  # likewise
-        options["truncation"] = truncation
-        dim += TALLY
-    entropy, ckpt = open_checkpoint(checkpoint, seed, dim=dim, interval=checkpoint_interval, fingerprint={
-        "method": "permutation", "n_players": n, "batch_size": batch_size, "empty_utility": empty_utility,
-        **options})
+    fixed = (0 if empty_utility is not None else 1) + int(variant.stops_early)
+    n_units = units_from_budget(budget, fixed, variant.evaluations_per_unit, variant.unit_name,
+                                target_stderr=target_stderr, target_rank_correlation=target_rank_correlation)
+    batch_size = variant.batch_size(batch_size, n_units)
+    options = variant.options()
+    entropy, ckpt = open_checkpoint(checkpoint, seed, dim=variant.state_dim(), interval=checkpoint_interval,
+                                    fingerprint={"method": "permutation", "n_players": n, "batch_size": batch_size,
+                                                 "empty_utility": empty_utility, **options})
     if enumeration_affordable(n, budget, empty_utility):
         return enumerated_result(game, method="permutation", seed=entropy, empty_utility=empty_utility, start=start,
                                  info={"options": options, **options})
-    anchors = evaluate_anchors(game, empty_utility, full=stops_early, checkpoint=ckpt)
-
-    def along(perms: np.ndarray):
-        """Contributions along ``perms``, how many leading players got one, and the evaluations, per row."""
-        if stops_early:
-            return truncated_contributions(game, perms, anchors.empty, anchors.full, truncation * abs(anchors.full))
-        every = np.full(len(perms), n)
-        return marginal_contributions(game, perms, anchors.empty), every, every
-
-    def contributions(perms: np.ndarray):
-        """As :func:`along` (averaged with the reverses with ``antithetic``; evaluations summed)."""
-        if not antithetic:
-            return along(perms)
-        phi, stops, made = along(np.concatenate([perms, perms[:, ::-1]]))
-        m = len(perms)
-        return 0.5 * (phi[:m] + phi[m:]), 0.5 * (stops[:m] + stops[m:]), made[:m] + made[m:]
-
-    def tallied(samples, stops: np.ndarray, made: np.ndarray):
-        """With truncation, each sample carries its mean stop position and its evaluations (:data:`TALLY`)."""
-        if truncation is None:
-            return samples
-        extra = np.column_stack([stops, made]).astype(float)
-        if not isinstance(samples, MeanState):
-            return np.column_stack([samples, extra])
-        mean = extra.mean(axis=0)
-        return MeanState(samples.dim + TALLY, samples.count, np.concatenate([samples.mean, mean]),
-                         np.concatenate([samples.m2, ((extra - mean) ** 2).sum(axis=0)]))
-
-    def sample_batch(rng: np.random.Generator, size: int):
-        perms = random_permutations(rng, size, n)
-        if rotations == 1:
-            phi, stops, made = contributions(perms)
-            if position_adjustment:  # reduce to the two-way fit's statistics, by each player's position
-                positions = np.empty_like(perms)
-                np.put_along_axis(positions, perms, np.arange(n)[None, :], axis=1)
-                phi = _position_effects.batch_state(phi, positions, bins, n_bins)
-            return tallied(phi, stops, made), int(made.sum())
-        phase = rng.integers(n, size=size)
-        total, stops_total, made_total = np.zeros((size, n)), np.zeros(size), np.zeros(size, dtype=np.int64)
-        for j in range(rotations):  # one rotation at a time: memory as for `size` permutations
-            shift = (phase + j * n // rotations) % n
-            phi, stops, made = contributions(np.take_along_axis(perms, (shift[:, None] + np.arange(n)) % n, axis=1))
-            total += phi
-            stops_total += stops
-            made_total += made
-        return tallied(total / rotations, stops_total / rotations, made_total), int(made_total.sum())
-
+    anchors = evaluate_anchors(game, empty_utility, full=variant.stops_early, checkpoint=ckpt)
     info = {"options": options, **options, "batch_size": batch_size, "empty_utility": anchors.empty,
-            **({"full_utility": anchors.full} if stops_early else {}),
-            **({"n_players": n} if position_adjustment or truncation is not None else {})}
-    # the stopping targets judge the values (position-adjusted: the fit), not the mean of the statistics
-    if truncation is not None:
-        def estimates_of(state: MeanState):  # without the tally
-            return _finalize(state, info)[:2]
-    else:
-        estimates_of = (lambda s: _position_effects.fit(s, bins, n_bins)) if position_adjustment else None
-    sampling = dict(dim=dim, batch_size=batch_size, entropy=entropy, n_jobs=n_jobs, progress=progress,
+            **({"full_utility": anchors.full} if variant.stops_early else {}),
+            **({"n_players": n} if variant.position_adjustment or variant.truncation is not None else {})}
+    sampling = dict(dim=variant.state_dim(), batch_size=batch_size, entropy=entropy, n_jobs=n_jobs, progress=progress,
                     desc="permutation sampling" if truncation is None else "truncated permutation sampling",
-                    unit="group" if rotations > 1 else "pair" if antithetic else "perm",
-                    target_stderr=target_stderr, target_rank_correlation=target_rank_correlation,
-                    estimates_of=estimates_of, evaluations_per_unit=per_unit)
-    if truncation is None:
+                    unit=variant.progress_unit, target_stderr=target_stderr,
+                    target_rank_correlation=target_rank_correlation, estimates_of=_judged_estimates(variant, info),
+                    evaluations_per_unit=variant.evaluations_per_unit)
+    sample_batch = PermutationBatches(game, variant, anchors)
+    if variant.truncation is None:
         outcome = run_sampling(sample_batch, n_units=n_units, checkpoint=ckpt, **sampling)
-    else:
-        def run_round(units: int | None, resume: _Resume):
-            # a round of one batch has nothing to share out: skip the workers' overhead (same values)
-            alone = units is not None and units - resume.count <= batch_size
-            return run_sampling(sample_batch, n_units=units, checkpoint=resume,
-                                **{**sampling, "n_jobs": None if alone else n_jobs})
-
-        outcome = _rounds_within_budget(run_round, budget=None if n_units is None else budget, fixed=fixed,
-                                        per_unit=per_unit, batch_size=batch_size, dim=dim, checkpoint=ckpt)
+    else:  # the savings of truncated permutations buy more of them
+        outcome = sample_in_rounds(sample_batch, budget=None if n_units is None else budget, fixed=fixed,
+                                   per_unit=variant.evaluations_per_unit, checkpoint=ckpt, **sampling)
     info.update(outcome.summary())
     values, stderr, updates = _finalize(outcome.state, info)
     return ValuationResult(
         values=values, n_evaluations=outcome.n_evaluations + anchors.n_evaluations, method="permutation",
         seed=entropy, wall_time=time.perf_counter() - start, stderr=stderr,
-        n_samples=outcome.state.count * (2 if antithetic else 1) * rotations, info={**info, **updates},
+        n_samples=outcome.state.count * variant.permutations_per_unit, info={**info, **updates},
         state=outcome.state,
     )
+
+
+class PermutationBatches:
+    """The ``sample_batch`` of :func:`run_sampling` for a :class:`PermutationVariant` of ``game``.
+
+    Draws ``size`` sampling units (a permutation, an antithetic pair or a group of rotations) and returns
+    their samples, the contributions averaged over the unit (with position adjustment reduced to the two-way
+    fit's statistics, with truncation each followed by its tally), and the evaluations made.
+    """
+
+    def __init__(self, game, variant: PermutationVariant, anchors: Anchors):
+        self.game, self.variant, self.anchors = game, variant, anchors
+        self.bins, self.n_bins = variant.position_bins()
+
+    def along(self, permutations: np.ndarray) -> Contributions:
+        """Contributions along ``permutations``, how many leading players got one, and the evaluations, per row."""
+        variant, anchors = self.variant, self.anchors
+        if variant.stops_early:
+            return truncated_contributions(self.game, permutations, anchors.empty, anchors.full,
+                                           variant.truncation * abs(anchors.full))
+        every = np.full(len(permutations), variant.n_players)
+        return marginal_contributions(self.game, permutations, anchors.empty), every, every
+
+    def contributions(self, permutations: np.ndarray) -> Contributions:
+        """As :meth:`along`, over antithetic pairs with ``antithetic``."""
+        if not self.variant.antithetic:
+            return self.along(permutations)
+        return with_reverses(self.along, permutations)
+
+    def __call__(self, rng: np.random.Generator, size: int):
+        variant = self.variant
+        permutations = random_permutations(rng, size, variant.n_players)
+        if variant.rotations == 1:
+            phi, stops, made = self.contributions(permutations)
+            if variant.position_adjustment:
+                phi = _position_effects.reduce_by_position(phi, permutations, self.bins, self.n_bins)
+        else:
+            phase = rng.integers(variant.n_players, size=size)
+            phi, stops, made = over_rotations(self.contributions, permutations, phase, variant.rotations)
+        if variant.truncation is not None:
+            phi = append_tally(phi, stops, made)
+        return phi, int(made.sum())
+
+
+def _judged_estimates(variant: PermutationVariant, info: dict):
+    """What the stopping targets judge: the values (position-adjusted: the fit; truncated: without the tally),
+    not the mean of the statistics; ``None``: the mean itself."""
+    if variant.truncation is not None:
+        return lambda state: _finalize(state, info)[:2]
+    if variant.position_adjustment:
+        bins, n_bins = variant.position_bins()
+        return lambda state: _position_effects.fit(state, bins, n_bins)
+    return None
 
 
 @register_finalizer("permutation")
 def _finalize(state, info):
     """The values are the mean marginal contributions (position-adjusted: the two-way fit).
 
-    A truncated run's state ends with :data:`TALLY` coordinates, the mean stop
+    A truncated run's state ends with :data:`~._truncation.TALLY` coordinates, the mean stop
     position and evaluations per sample, reported in ``info``.
     """
     options, updates = info.get("options", {}), {}
     if "truncation" in options:
-        tally = state.mean[-TALLY:]
         per_unit = (2 if options["antithetic"] else 1) * options.get("rotations", 1) * info["n_players"]
-        updates = {"mean_truncation_position": float(tally[0]),
-                   "evaluations_saved": state.count * per_unit - int(round(tally[1] * state.count))}
-        state = MeanState(state.dim - TALLY, state.count, state.mean[:-TALLY], state.m2[:-TALLY])
+        state, updates = split_tally(state, per_unit)
     if options.get("position_adjustment"):
         bins, n_bins = _position_effects.position_bins(info["n_players"], options["antithetic"])
         values, stderr = _position_effects.fit(state, bins, n_bins)

@@ -105,6 +105,19 @@ def batch_state(contributions: np.ndarray, positions: np.ndarray, bins: np.ndarr
     return MeanState(sums.size, size, sums / size, np.maximum(squares - sums**2 / size, 0.0))
 
 
+def player_positions(permutations: np.ndarray) -> np.ndarray:
+    """``positions[t, i]``: the position of player ``i`` in permutation ``t`` (the inverse permutations)."""
+    positions = np.empty_like(permutations)
+    np.put_along_axis(positions, permutations, np.arange(permutations.shape[1])[None, :], axis=1)
+    return positions
+
+
+def reduce_by_position(contributions: np.ndarray, permutations: np.ndarray, bins: np.ndarray,
+                       n_bins: int) -> MeanState:
+    """A batch of samples along ``permutations`` reduced to the two-way fit's statistics (:func:`batch_state`)."""
+    return batch_state(contributions, player_positions(permutations), bins, n_bins)
+
+
 def fit(state: MeanState, bins: np.ndarray, n_bins: int) -> tuple[np.ndarray, np.ndarray]:
     r"""Values and standard errors from the merged statistics.
 

@@ -15,6 +15,7 @@ import math
 
 import numpy as np
 
+from ._sampling._loop import MeanState, SamplingOutcome, run_sampling
 from .._validation import check_float
 from ..games._base import prefix_positions, prefix_utilities
 
@@ -94,6 +95,49 @@ def truncated_contributions(game, permutations: np.ndarray, empty_utility: float
     phi = np.empty_like(gains)
     np.put_along_axis(phi, permutations, gains, axis=1)
     return phi, stops, evaluations
+
+
+def append_tally(samples, stops: np.ndarray, made: np.ndarray):
+    """Each sample with its stop position and its evaluations appended (:data:`TALLY` coordinates).
+
+    ``samples`` is a ``(size, dim)`` array or a batch already reduced to a :class:`MeanState`; the result is
+    of the same kind, ``TALLY`` longer.
+    """
+    extra = np.column_stack([stops, made]).astype(float)
+    if not isinstance(samples, MeanState):
+        return np.column_stack([samples, extra])
+    mean = extra.mean(axis=0)
+    return MeanState(samples.dim + TALLY, samples.count, np.concatenate([samples.mean, mean]),
+                     np.concatenate([samples.m2, ((extra - mean) ** 2).sum(axis=0)]))
+
+
+def split_tally(state: MeanState, evaluations_per_unit: int) -> tuple[MeanState, dict]:
+    """The state without its :data:`TALLY`, and the ``info`` entries the tally gives.
+
+    ``mean_truncation_position`` is the mean stop position per sample, ``evaluations_saved`` the evaluations
+    not made next to ``evaluations_per_unit`` per sample.
+    """
+    tally = state.mean[-TALLY:]
+    updates = {"mean_truncation_position": float(tally[0]),
+               "evaluations_saved": state.count * evaluations_per_unit - int(round(tally[1] * state.count))}
+    return MeanState(state.dim - TALLY, state.count, state.mean[:-TALLY], state.m2[:-TALLY]), updates
+
+
+def sample_in_rounds(sample_batch, *, budget, fixed: int, per_unit: int, checkpoint, **sampling) -> SamplingOutcome:
+    """:func:`run_sampling` of ``sample_batch`` in the rounds of :func:`_rounds_within_budget`.
+
+    ``sampling`` holds the other arguments of :func:`run_sampling` (``dim``, ``batch_size``, ``n_jobs``...).
+    A round of one batch has nothing to share out: it runs without the workers' overhead (same values).
+    """
+    batch_size, n_jobs = sampling["batch_size"], sampling["n_jobs"]
+
+    def run_round(units: int | None, resume: _Resume):
+        alone = units is not None and units - resume.count <= batch_size
+        return run_sampling(sample_batch, n_units=units, checkpoint=resume,
+                            **{**sampling, "n_jobs": None if alone else n_jobs})
+
+    return _rounds_within_budget(run_round, budget=budget, fixed=fixed, per_unit=per_unit,
+                                 batch_size=batch_size, dim=sampling["dim"], checkpoint=checkpoint)
 
 
 def _check_truncation(truncation, game) -> float | None:
