@@ -34,19 +34,25 @@ Protocol (every open choice is a parameter of ``conf/experiment/data_cleaning.ya
   comparing methods on the same (data set, seed), decided on 95% intervals
   over seeds (holds, does not hold, inconclusive); the papers' detection
   claims at the largest budget of the sweep, with the verdict at every budget.
+* **Budget probe** (:mod:`._probe`): the semivalues at ``probe_budgets`` past
+  the sweep on its first ``probe_seeds`` repetitions (same problems and
+  streams): where their AUROC stops moving (the package's own claim
+  :func:`settled_claim`), and the papers' comparisons there (in the notes).
 """
 
 from ._claims import (ABOVE_RANDOM_MARGIN, DETECTION_TOLERANCE, LEVEL, REMOVAL_FRACTION, REMOVAL_METHOD,
-                      WALL_TIME_RATIO, above_random_claim, banzhaf_claim, beta_claim, budget_sweep, claim_budget,
+                      SETTLED_TOLERANCE, WALL_TIME_RATIO, above_random_claim, banzhaf_claim, beta_claim, budget_sweep, claim_budget,
                       combine, comparison_table, data_cleaning_claims, interval_verdict, oob_detection_claim,
                       oob_wall_time_claim, paired_difference, paired_samples, removal_claim, removal_gain,
-                      removal_samples, wall_time_ratios)
+                      removal_samples, settled_claim, wall_time_ratios)
 from ._data import DATASETS, flip_labels, load_dataset, make_game, make_model, make_problem
 from ._figures import plot_curves, plot_detection, plot_detection_vs_evaluations
 from ._measure import (EXPERIMENT_OPTIONS, addition_masks, detection_auroc, detection_f1, lowest_k, mean_interval,
                        problem_seed, removal_masks, run_data_cleaning, summarise, task_curves)
 from ._methods import (BUDGETED, COMMON_BUDGET_ONLY, DEFAULT_OPTIONS, LABELS, METHODS, RANDOM, SEMIVALUES, SWEPT,
                        method_budgets, method_seed, run_method, run_methods, truncation_game)
+from ._probe import (PROBE_METHODS, probe_comparison_note, probe_summary, rise_past_sweep, run_budget_probe,
+                     trajectory_note)
 
 __all__ = [
     "DATASETS", "load_dataset", "flip_labels", "make_problem", "make_model", "make_game",
@@ -59,4 +65,6 @@ __all__ = [
     "comparison_table", "wall_time_ratios", "removal_samples", "removal_gain", "above_random_claim", "banzhaf_claim",
     "beta_claim", "oob_detection_claim", "oob_wall_time_claim", "removal_claim", "data_cleaning_claims",
     "plot_detection", "plot_detection_vs_evaluations", "plot_curves",
+    "PROBE_METHODS", "run_budget_probe", "probe_summary", "rise_past_sweep", "probe_comparison_note", "trajectory_note",
+    "SETTLED_TOLERANCE", "settled_claim",
 ]

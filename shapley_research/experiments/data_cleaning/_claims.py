@@ -24,6 +24,7 @@ import numpy as np
 
 from .._verdicts import VERDICT_WORDS, combine, describe, interval_verdict  # noqa: F401  (re-exported)
 from ._methods import RANDOM, SEMIVALUES
+from ._probe import probe_comparison_note, rise_past_sweep, trajectory_note
 
 #: Every valuation method's mean detection AUROC must exceed random values' by at least this.
 ABOVE_RANDOM_MARGIN = 0.05
@@ -37,6 +38,8 @@ REMOVAL_FRACTION = 0.10
 REMOVAL_METHOD = "permutation"
 #: The confidence level of every interval.
 LEVEL = 0.95
+#: "Settled": from the sweep's largest budget to the probe's, no semivalue's mean AUROC rises by more than this.
+SETTLED_TOLERANCE = 0.02
 
 BANZHAF_SECTION = "Wang & Jia (AISTATS 2023), experiments section: noisy label detection"
 BETA_SECTION = "Kwon & Zou (AISTATS 2022), experiments section: noisy label detection"
@@ -169,15 +172,20 @@ def above_random_claim(detection):
                                     "below (does not hold), else inconclusive.")
 
 
+def _probe_note(detection, probe, method: str, baseline: str) -> str:
+    return "" if probe is None else probe_comparison_note(detection, probe, method, baseline, -DETECTION_TOLERANCE)
+
+
 def _at_least_as_well(detection, method: str, baseline: str, text: str, section: str, budget=None, *,
-                      undecided=None, scope_note=""):
+                      undecided=None, scope_note="", probe=None):
     budget = claim_budget(detection, (method, baseline)) if budget is None else budget
     sweep = budget_sweep(detection, method, baseline, -DETECTION_TOLERANCE)
     entries = sweep.get(budget) or {d: interval_verdict([], 0.0) for d in dict.fromkeys(detection["dataset"])}
+    probe_note = _probe_note(detection, probe, method, baseline)
     return _decided_claim(f"{text} (decided at {budget} evaluations, the largest of the sweep).",
                           f"min over data sets of mean AUROC({method}) - AUROC({baseline}) at {budget} evaluations",
                           entries, source="paper", section=section, undecided=undecided,
-                          note=" ".join(p for p in (scope_note, _sweep_note(sweep)) if p),
+                          note=" ".join(p for p in (scope_note, _sweep_note(sweep), probe_note) if p),
                           criterion=f"On every data set, the {LEVEL:.0%} t-interval over seeds of the paired "
                                     f"difference of detection AUROC ({method} - {baseline}) at the largest budget "
                                     f"both ran lies wholly >= -{DETECTION_TOLERANCE:g} (holds), wholly below (does "
@@ -185,7 +193,7 @@ def _at_least_as_well(detection, method: str, baseline: str, text: str, section:
                                     "reported beside it.")
 
 
-def banzhaf_claim(detection, budget=None, noisy_utility: bool = False):
+def banzhaf_claim(detection, budget=None, noisy_utility: bool = False, probe=None):
     """Data Banzhaf (MSR) detects flipped labels at least as well as permutation Shapley at equal budget.
 
     Wang & Jia argue from a *noisy* utility (stochastic training): Banzhaf is
@@ -201,17 +209,18 @@ def banzhaf_claim(detection, budget=None, noisy_utility: bool = False):
     return _at_least_as_well(detection, "msr_banzhaf", "permutation",
                              "Data Banzhaf (maximum sample reuse) detects flipped labels at least as well as "
                              "permutation-sampled Shapley values at the same number of utility evaluations",
-                             BANZHAF_SECTION, budget, undecided=scope, scope_note=scope_note)
+                             BANZHAF_SECTION, budget, undecided=scope, scope_note=scope_note, probe=probe)
 
 
-def beta_claim(detection, budget=None):
+def beta_claim(detection, budget=None, probe=None):
     """Beta(16, 1) Shapley detects flipped labels at least as well as the Shapley value at equal budget."""
     return _at_least_as_well(detection, "beta_shapley", "permutation",
                              "Beta(16, 1) Shapley detects flipped labels at least as well as the Shapley value "
-                             "(permutation sampling) at the same number of utility evaluations", BETA_SECTION, budget)
+                             "(permutation sampling) at the same number of utility evaluations", BETA_SECTION, budget,
+                             probe=probe)
 
 
-def oob_detection_claim(detection, semivalues=SEMIVALUES, budget=None):
+def oob_detection_claim(detection, semivalues=SEMIVALUES, budget=None, probe=None):
     """Data-OOB detects flipped labels at least as well as every semivalue estimator."""
     budget = claim_budget(detection, ("data_oob",) + tuple(semivalues)) if budget is None else budget
     entries, sweep_notes = {}, []
@@ -219,7 +228,8 @@ def oob_detection_claim(detection, semivalues=SEMIVALUES, budget=None):
         sweep = budget_sweep(detection, "data_oob", m, -DETECTION_TOLERANCE)
         for d, e in (sweep.get(budget) or {}).items():
             entries[f"{m} on {d}"] = e
-        sweep_notes.append(f"vs {m}: " + _sweep_note(sweep))
+        sweep_notes.append(" ".join(p for p in (f"vs {m}: " + _sweep_note(sweep),
+                                                 _probe_note(detection, probe, "data_oob", m)) if p))
     if not entries:
         entries = {"data_oob": interval_verdict([], 0.0)}
     fits = _ran(detection, budget)
@@ -305,8 +315,33 @@ def removal_claim(curves, method: str = REMOVAL_METHOD, fraction: float = REMOVA
                                     "wholly > 0 (holds), wholly <= 0 (does not hold), else inconclusive.")
 
 
-def data_cleaning_claims(detection, curves, *, noisy_utility: bool = False, same_learner: bool = True) -> list:
-    """All claims, in the order of the report."""
-    return [above_random_claim(detection), banzhaf_claim(detection, noisy_utility=noisy_utility),
-            beta_claim(detection), oob_detection_claim(detection),
-            oob_wall_time_claim(detection, same_learner=same_learner), removal_claim(curves)]
+def settled_claim(detection, probe, semivalues=SEMIVALUES):
+    """The semivalues' detection AUROC has stopped rising by the sweep's largest budget (the probe's verdict)."""
+    entries, budgets = {}, set()
+    for method in semivalues:
+        sweep_top, probe_top, rises = rise_past_sweep(detection, probe, method)
+        budgets.add((sweep_top, probe_top))
+        entries.update({f"{method} on {d}": interval_verdict(x, SETTLED_TOLERANCE, side="below")
+                        for d, x in rises.items()})
+    (sweep_top, probe_top), = budgets if len(budgets) == 1 else {(None, None)}
+    seeds = int(probe["repetition"].nunique()) if len(probe) else 0
+    return _decided_claim(f"The semivalues' detection AUROC has settled by the largest budget of the sweep "
+                          f"({sweep_top} evaluations): going on to {probe_top} raises no semivalue's mean AUROC by "
+                          f"more than {SETTLED_TOLERANCE:g} on any data set.",
+                          f"max over semivalues and data sets of mean AUROC at {probe_top} - AUROC at {sweep_top}",
+                          entries, source="reproduction", worst=max,
+                          note=f"Probe: the first {seeds} repetitions (same splits, flips and streams as the sweep). "
+                               + trajectory_note(detection, probe, semivalues),
+                          criterion=f"For each of {', '.join(semivalues)} and every data set, the {LEVEL:.0%} "
+                                    f"t-interval over the probe's seeds of the paired AUROC difference (at the "
+                                    f"probe's largest budget - at the sweep's largest) lies wholly <= "
+                                    f"{SETTLED_TOLERANCE:g} (holds), wholly above (does not hold), else inconclusive.")
+
+
+def data_cleaning_claims(detection, curves, *, noisy_utility: bool = False, same_learner: bool = True,
+                         probe=None) -> list:
+    """All claims, in the order of the report; with the budget ``probe``, its notes and :func:`settled_claim`."""
+    claims = [above_random_claim(detection), banzhaf_claim(detection, noisy_utility=noisy_utility, probe=probe),
+              beta_claim(detection, probe=probe), oob_detection_claim(detection, probe=probe),
+              oob_wall_time_claim(detection, same_learner=same_learner), removal_claim(curves)]
+    return claims if probe is None else claims + [settled_claim(detection, probe)]

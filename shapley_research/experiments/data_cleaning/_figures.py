@@ -84,14 +84,29 @@ def plot_detection(detection):
     return fig
 
 
-def plot_detection_vs_evaluations(detection):
+def _draw_probe(ax, probe, dataset: str, members) -> None:
+    """The budget probe's means as hollow markers on a dotted line (few seeds: no interval drawn)."""
+    rows = probe[(probe["dataset"] == dataset) & probe["error"].isna()]
+    means = rows.groupby(["method", "budget"], sort=True)[["auroc", "n_evaluations"]].mean().reset_index()
+    for method in members:
+        line = means[means["method"] == method]
+        if line.empty:
+            continue
+        style = _style(method)
+        ax.plot(line["n_evaluations"], line["auroc"], ls=":", lw=1.2, ms=6, mfc="white", **style)
+
+
+def plot_detection_vs_evaluations(detection, probe=None):
     """Mean detection AUROC against utility evaluations spent: one panel per (family, data set).
 
     Budgeted methods are lines with 95% intervals; methods of fixed cost, and
     those run at one budget only, are single points at their cost; random
-    values are a dashed black line in every panel.
+    values are a dashed black line in every panel. With the budget ``probe``
+    (:func:`~._probe.run_budget_probe`), its means over its few seeds continue
+    the semivalues' lines as hollow markers on a dotted line.
     """
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
 
     ok = detection[detection["error"].isna()]
     summary = summarise(ok, ["dataset", "method", "budget"], ["auroc", "n_evaluations"])
@@ -111,6 +126,8 @@ def plot_detection_vs_evaluations(detection):
                 ax.errorbar(x, line["auroc_mean"], yerr=[line["auroc_mean"] - line["auroc_low"],
                                                          line["auroc_high"] - line["auroc_mean"]],
                             ms=6, capsize=2, lw=1.4, label=LABELS.get(method, method), **_style(method))
+            if probe is not None:
+                _draw_probe(ax, probe, dataset, members)
             random = rows[rows["method"] == RANDOM]
             if len(random):
                 ax.axhline(random["auroc_mean"].iloc[0], color="black", ls="--", lw=1, label="random values")
@@ -122,7 +139,13 @@ def plot_detection_vs_evaluations(detection):
                 ax.set_ylabel("detection AUROC\n(mean over seeds, 95% interval)")
             if r == len(families) - 1:
                 ax.set_xlabel("utility evaluations (model fits for Data-OOB, all-S influence), log scale")
-        axes[r, -1].legend(loc="center left", bbox_to_anchor=(1.02, 0.5), fontsize=8, frameon=False)
+        handles, labels = axes[r, -1].get_legend_handles_labels()
+        if probe is not None and set(members) & set(probe["method"]):
+            seeds = probe["repetition"].nunique()
+            handles.append(Line2D([], [], color="gray", ls=":", marker="o", mfc="white"))
+            labels.append(f"past the sweep (probe, {seeds} seeds)")
+        axes[r, -1].legend(handles, labels, loc="center left", bbox_to_anchor=(1.02, 0.5), fontsize=8,
+                           frameon=False)
     fig.suptitle("Detection of flipped labels against evaluations spent (methods that spend no utility evaluation "
                  "are drawn at 1)", fontsize=11)
     fig.tight_layout(rect=(0, 0, 1, 0.98))
