@@ -19,6 +19,11 @@ _STYLE = {
     "all_s_influence": dict(color="tab:green", marker="^"),
     "largest_s_influence": dict(color="tab:red", marker="v"),
 }
+#: panel (a): cost kind -> (label, colour, marker)
+_COST_STYLE = {"fit:sgd": ("training + test loss: SGD, 150 epochs (paper's learner)", "tab:purple", "o"),
+               "fit:lbfgs": ("training + test loss: sklearn LogisticRegression (lbfgs)", "tab:orange", "s"),
+               "influence:largest_s_influence": ("largest-S influence work on N points", "tab:red", "v"),
+               "influence:all_s_influence_per_fit": ("all-S influence work per fit", "tab:green", "^")}
 
 
 # --------------------------------------------------------------------------------------------
@@ -47,12 +52,16 @@ def plot_runtime_scaling(costs, theory, measured, *, epsilon: float, delta: floa
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 3, figsize=(17, 5.2))
-    ax = axes[0]
-    cost_style = {"fit:sgd": ("training + test loss: SGD, 150 epochs (paper's learner)", "tab:purple", "o"),
-                  "fit:lbfgs": ("training + test loss: sklearn LogisticRegression (lbfgs)", "tab:orange", "s"),
-                  "influence:largest_s_influence": ("largest-S influence work on N points", "tab:red", "v"),
-                  "influence:all_s_influence_per_fit": ("all-S influence work per fit", "tab:green", "^")}
-    for kind, (label, color, marker) in cost_style.items():
+    _plot_costs(axes[0], costs)
+    _plot_required_time(axes[1], theory, epsilon=epsilon, delta=delta, utility_range=utility_range)
+    _plot_time_to_target(axes[2], measured, target)
+    fig.tight_layout()
+    return fig
+
+
+def _plot_costs(ax, costs) -> None:
+    """Panel (a): every measured cost, its interpolation (solid) and its linear extrapolation (dashed)."""
+    for kind, (label, color, marker) in _COST_STYLE.items():
         pts = costs[(costs["kind"] == kind) & (costs["source"] == "measured")]
         if pts.empty:
             continue
@@ -67,7 +76,9 @@ def plot_runtime_scaling(costs, theory, measured, *, epsilon: float, delta: floa
            title="(a) measured cost of one evaluation\n(lines: interpolation; dashed: linear extrapolation)")
     ax.legend(loc="upper left", fontsize=7.5)
 
-    ax = axes[1]
+
+def _plot_required_time(ax, theory, *, epsilon: float, delta: float, utility_range: float) -> None:
+    """Panel (b), the paper's view: theorem count x measured cost, solid where the costs were measured."""
     for method in METHODS:
         part = theory[theory["method"] == method].sort_values("n")
         style = _STYLE[method]
@@ -88,7 +99,9 @@ def plot_runtime_scaling(costs, theory, measured, *, epsilon: float, delta: floa
     ax.legend(loc="upper left", fontsize=7.5, title_fontsize=7.5,
               title=f"at N = {n_max:,}: permutation / group testing (Thm. 3) = {ratio:,.0f}x")
 
-    ax = axes[2]
+
+def _plot_time_to_target(ax, measured, target: float) -> None:
+    """Panel (c), the user's view: median CPU time to ``target``; hollow markers where it was not reached."""
     for method in METHODS:
         part = measured[measured["method"] == method].sort_values("n")
         if part.empty:
@@ -114,5 +127,3 @@ def plot_runtime_scaling(costs, theory, measured, *, epsilon: float, delta: floa
     ax.set_xticks(ns, [str(n) for n in ns])
     ax.minorticks_off()
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2, fontsize=7)
-    fig.tight_layout()
-    return fig
