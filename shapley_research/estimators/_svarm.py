@@ -36,6 +36,8 @@ from .._device import check_game_jobs
 from .._validation import (check_choice, check_float, check_game, check_int, check_target,
                            check_target_rank_correlation, check_utilities)
 from ._permutation import documents_sampling_options
+from ._svarm_strata import (batch_state, nearest_filled, pooled_variances, size_sums, size_variances,
+                            stratum_estimates, stratum_statistics)
 from ..games._progress import reporting_to
 from ..result import ValuationResult, register_finalizer
 
@@ -62,105 +64,6 @@ def svarm_size_probabilities(n_players: int) -> np.ndarray:
     sizes = np.arange(2, n - 1)
     weights = 1.0 / np.minimum(sizes, n - sizes)
     return weights / weights.sum() if sizes.size else weights
-
-
-def _block(n: int) -> int:
-    """Entries of one per-(player, size) block of the state."""
-    return n * (n + 1)
-
-
-def _batch_state(masks: np.ndarray, sizes: np.ndarray, u: np.ndarray) -> MeanState:
-    r"""Count, mean and M2 of the batch's per-sample vectors, never formed.
-
-    The vector of sample ``t`` (coalition :math:`A_t`, size :math:`k_t`, centred
-    utility :math:`u_t`) holds, for every player ``i`` and size ``k``,
-    :math:`c = [i \in A_t, k_t = k]`, :math:`u_t c` and :math:`u_t^2 c`, then
-    per size :math:`[k_t = k]`, :math:`u_t [k_t = k]` and :math:`u_t^2 [k_t = k]`.
-    Their sums are sums over the members of each coalition (a compiled sweep
-    per row, in the order of a bincount over the members, so the same sums), and
-    :math:`M_2 = \sum x^2 - (\sum x)^2 / b` follows from the same sums
-    (:math:`c^2 = c`) plus one of :math:`u^4`.
-    """
-    from ._sampling._gt_kernels import add_sized_member_moments  # numba loads on first use
-
-    b, n = masks.shape
-    powers = [None, u, u**2, u**4]
-    sized = np.zeros((4, n + 1, n))  # [moment, size, player]: one contiguous line per row and moment
-    add_sized_member_moments(np.ascontiguousarray(masks).view(np.uint8), np.asarray(sizes, dtype=np.int64),
-                             *(np.ascontiguousarray(w, dtype=float) for w in powers[1:]), sized)
-    member = [moment.T.ravel() for moment in sized]  # cell players * (n + 1) + size, as the state lays them out
-    by_size = [np.bincount(sizes, weights=w, minlength=n + 1) for w in powers]
-    sums, squares = [], []
-    for moments in (member, by_size):
-        count, first, second, fourth = moments
-        sums += [count, first, second]
-        squares += [count, second, fourth]  # sum of x^2 for x = c, u c, u^2 c
-    total = np.concatenate(sums).astype(float)
-    m2 = np.maximum(np.concatenate(squares) - total**2 / b, 0.0)
-    return MeanState(total.size, b, total / b, m2)
-
-
-def _size_sums(sums: np.ndarray, n: int):
-    """Per size ``k = 0..N``, the count, sum and sum of squares of the sampled utilities (from summed stats)."""
-    start = 3 * _block(n)
-    return tuple(sums[start + j * (n + 1):start + (j + 1) * (n + 1)] for j in range(3))
-
-
-def _stratum_statistics(state: MeanState, n: int):
-    """Per (player, size) counts, sums and sums of squares of the members (``in``) and the others (``out``)."""
-    sums = state.mean * state.count
-    block = _block(n)
-    c_in, y_in, q_in = (sums[j * block:(j + 1) * block].reshape(n, n + 1) for j in range(3))
-    c, y, q = _size_sums(sums, n)
-    return (np.rint(c_in), y_in, q_in), (np.rint(c) - np.rint(c_in), y - y_in, q - q_in)
-
-
-def _nearest_filled(means: np.ndarray, filled: np.ndarray) -> np.ndarray:
-    """``means`` with each unfilled entry of a row replaced by the nearest filled one (ties: the smaller size)."""
-    index = np.arange(means.shape[1])
-    before = np.maximum.accumulate(np.where(filled, index, -1), axis=1)
-    after = np.minimum.accumulate(np.where(filled, index, means.shape[1])[:, ::-1], axis=1)[:, ::-1]
-    use_after = (before < 0) | ((after < means.shape[1]) & (after - index < index - before))
-    source = np.where(use_after, after, before)
-    return np.take_along_axis(means, source, axis=1)
-
-
-def _strata(stats, offset: int, exact: dict, n: int):
-    """Means, variances and counts of one sign's strata ``l = 0..N-1``.
-
-    ``stats`` are indexed by coalition size ``k``; the sampled sizes
-    ``2..N-2`` are the strata ``l = k + offset`` (``None`` when ``N < 4``: no
-    size is sampled). The ``exact`` strata have an infinite count (no
-    sampling error).
-    """
-    means, variances, counts = np.zeros((n, n)), np.full((n, n), np.nan), np.zeros((n, n))
-    if stats is not None:
-        count, total, square = (a[:, 2:n - 1] for a in stats)
-        region = slice(2 + offset, n - 1 + offset)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            means[:, region] = np.where(count > 0, total / count, 0.0)
-            spread = np.maximum(square - total**2 / np.maximum(count, 1), 0.0)  # rounding can make it negative
-            variances[:, region] = np.where(count > 1, spread / np.maximum(count - 1, 1), np.nan)
-        counts[:, region] = count
-    for level, values in exact.items():
-        means[:, level], variances[:, level], counts[:, level] = values, 0.0, np.inf
-    return means, variances, counts
-
-
-def _pooled(variances: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Per size, the variance pooled over the players whose stratum has two samples or more (NaN if none)."""
-    ok = np.isfinite(counts) & (counts > 1)
-    weight = np.where(ok, counts - 1, 0.0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(ok, variances * weight, 0.0).sum(axis=0) / weight.sum(axis=0)
-
-
-def _size_variances(state: MeanState, n: int) -> np.ndarray:
-    """Per size ``k = 2..N-2``, the variance of the utility of the sampled coalitions (NaN below two)."""
-    c, y, q = (a[2:n - 1] for a in _size_sums(state.mean * state.count, n))
-    c = np.rint(c)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(c > 1, np.maximum(q - y**2 / np.maximum(c, 1), 0.0) / np.maximum(c - 1, 1), np.nan)
 
 
 def neyman_size_probabilities(state: MeanState, n_players: int, floor: float = NEYMAN_FLOOR) -> np.ndarray:
@@ -215,12 +118,12 @@ def neyman_size_probabilities(state: MeanState, n_players: int, floor: float = N
     if default.size == 0:
         return default
     sizes = np.arange(2, n - 1)
-    whole = _size_variances(state, n)
-    members, outsiders = _stratum_statistics(state, n)
+    whole = size_variances(state, n)
+    members, outsiders = stratum_statistics(state, n)
     spread = []
     for stats, offset in ((members, -1), (outsiders, 0)):  # size k feeds phi+_{k-1} and phi-_k
-        _, variances, counts = _strata(stats, offset, {}, n)
-        pooled = _pooled(variances, counts)[sizes + offset]
+        _, variances, counts = stratum_estimates(stats, offset, {}, n)
+        pooled = pooled_variances(variances, counts)[sizes + offset]
         spread.append(np.where(np.isnan(pooled), whole, pooled))
     cost = spread[0] / sizes + spread[1] / (n - sizes)  # a_k / N
     known = np.isfinite(cost)
@@ -288,7 +191,7 @@ def _pilot(game, n: int, n_pilot: int, entropy: int, reference: float, batch_siz
                 bar.update(done - bar.n)  # only what the game has not reported
     state = MeanState(3 * (n + 1) ** 2)
     for (sizes, masks), u in zip(draws, utilities):
-        state.merge(_batch_state(masks, sizes, u - reference))
+        state.merge(batch_state(masks, sizes, u - reference))
     if checkpoint is not None:
         checkpoint.context["pilot_utilities"] = np.concatenate(utilities).tolist()
     return state
@@ -315,9 +218,9 @@ def _finalize(state, info):
     exact_plus = {n - 2: others(leave), 0: singles, n - 1: np.full(n, full)} if n >= 2 else {0: singles}
     exact_minus = {1: others(singles), 0: np.full(n, empty), n - 1: leave} if n >= 2 else {0: np.full(n, empty)}
     # a coalition of size k samples phi+_{i,k-1} (members) and phi-_{i,k} (the others)
-    members, outsiders = _stratum_statistics(state, n) if n >= 4 else (None, None)
-    plus = _strata(members, -1, exact_plus, n)
-    minus = _strata(outsiders, 0, exact_minus, n)
+    members, outsiders = stratum_statistics(state, n) if n >= 4 else (None, None)
+    plus = stratum_estimates(members, -1, exact_plus, n)
+    minus = stratum_estimates(outsiders, 0, exact_minus, n)
     values = np.zeros(n)
     variance = np.zeros(n)
     empty_strata = 0
@@ -325,9 +228,9 @@ def _finalize(state, info):
     for sign, (means, variances, counts), fed in ((1.0, plus, -1), (-1.0, minus, 0)):
         filled = counts > 0
         empty_strata += int((~filled).sum())
-        values += sign * _nearest_filled(means, filled).sum(axis=1)
+        values += sign * nearest_filled(means, filled).sum(axis=1)
         sampled = np.isfinite(counts)
-        pooled = _pooled(variances, counts)
+        pooled = pooled_variances(variances, counts)
         if np.isfinite(pooled).any():  # sizes without any stratum of two samples: the largest pooled variance
             pooled = np.where(np.isnan(pooled), np.nanmax(pooled), pooled)
         stratum_var = np.where(np.isnan(variances), pooled[None, :], variances)
@@ -363,9 +266,9 @@ def _pass_remainders(state: MeanState, info: dict, n: int) -> np.ndarray | None:
         return None
     if len(info.get("seeds") or ()) > 1:
         return info.get("pass_remainders")
-    (c_in, _, _), (c_out, _, _) = _stratum_statistics(state, n)
+    (c_in, _, _), (c_out, _, _) = stratum_statistics(state, n)
     k = np.asarray(sizes)
-    passes = np.rint(_size_sums(state.mean * state.count, n)[0])[k] // [comb(n, j) for j in sizes]
+    passes = np.rint(size_sums(state.mean * state.count, n)[0])[k] // [comb(n, j) for j in sizes]
     return np.stack([pass_remainder(c_in[:, k], passes, [comb(n - 1, j - 1) for j in sizes]),
                      pass_remainder(c_out[:, k], passes, [comb(n - 1, j) for j in sizes])])
 
@@ -488,45 +391,22 @@ def stratified_svarm_shapley(game, budget, seed=None, *, batch_size: int | None 
         :func:`~shapley_research.merge_results`.
     """
     start = time.perf_counter()
-    n = check_game(game)
-    if n > MAX_PLAYERS:
-        raise ValueError(f"stratified_svarm_shapley keeps one stratum per player and coalition size "
-                         f"(O(N^2) memory), so it takes at most {MAX_PLAYERS} players; this game has {n}. "
-                         "Use permutation_shapley or group_testing_shapley instead.")
+    n = _check_players(game)
     n_jobs = check_game_jobs(game, n_jobs, "stratified_svarm_shapley")
-    allocation = check_choice(allocation, "allocation", ALLOCATIONS)
-    if pilot is not None and allocation != "neyman":
-        raise ValueError(f"pilot sets the pilot of allocation='neyman'; this call has allocation={allocation!r}.")
-    pilot = n * PILOT_PER_PLAYER if pilot is None else check_int(pilot, "pilot", minimum=1)
+    allocation, pilot = _check_allocation(allocation, pilot, n)
     target_stderr = check_target(target_stderr)
     target_rank_correlation = check_target_rank_correlation(target_rank_correlation)
-    targeted = target_stderr is not None or target_rank_correlation is not None
-    fixed = 2 * n + 1 + (0 if empty_utility is not None else 1)
-    if n >= 4:
-        n_units = units_from_budget(budget, fixed, 1, "sampled coalition (after the exact strata)",
-                                    target_stderr=target_stderr, target_rank_correlation=target_rank_correlation)
-    else:  # every stratum is exact: the budget need only cover them
-        if budget is not None and check_int(budget, "budget", minimum=0) < fixed:
-            raise ValueError(f"budget={budget} is smaller than one pass over the exact strata of a "
-                             f"{n}-player game: it needs {evaluations_text(fixed)}.")
-        if budget is None and not targeted:
-            units_from_budget(budget, fixed, 1, "")  # raises the usual TypeError
-        n_units = 0
+    n_units = _sampled_units(n, budget, empty_utility, target_stderr, target_rank_correlation)
     batch_size = (default_batch_size(n, 1) if batch_size is None
                   else check_int(batch_size, "batch_size", minimum=1))
     dim = 3 * (n + 1) ** 2
     # the pilot takes the first coalitions of the budget; a budget below it is all pilot
     n_pilot = 0 if allocation == "svarm" or n < 4 else pilot if n_units is None else min(pilot, n_units)
-    fingerprint = {"method": "stratified_svarm", "n_players": n, "batch_size": batch_size,
-                   "empty_utility": empty_utility}
     levels = np.arange(2, n - 1)
     exhaustive = without_replacement_sizes(n, levels)  # the strata read along random orders
-    if exhaustive:  # files of runs with replacement throughout (large N) stay valid
-        fingerprint["without_replacement"] = MAX_STRATUM
-    if allocation != "svarm":  # the default's files stay those written before allocations existed
-        fingerprint.update(allocation=allocation, pilot=n_pilot)
     entropy, ckpt = open_checkpoint(checkpoint, seed, dim=dim, interval=checkpoint_interval,
-                                    fingerprint=fingerprint)
+                                    fingerprint=_fingerprint(n, batch_size, empty_utility, exhaustive,
+                                                             allocation, n_pilot))
     if enumeration_affordable(n, budget, empty_utility):
         return enumerated_result(game, method="stratified_svarm", seed=entropy, empty_utility=empty_utility,
                                  start=start, info={"allocation": allocation})
@@ -543,26 +423,6 @@ def stratified_svarm_shapley(game, budget, seed=None, *, batch_size: int | None 
             probabilities = neyman_size_probabilities(head, n)
         if n_units is not None:
             n_units -= n_pilot
-
-    def with_pilot(state: MeanState) -> MeanState:
-        if head is None:
-            return state
-        both = MeanState(dim, head.count, head.mean.copy(), head.m2.copy())
-        both.merge(state)
-        return both
-
-    def plan_batch(batch: int, size: int):  # in this process, in batch order: the offsets follow the pilot's
-        return plan.draw(size_rng(entropy, batch), size, probabilities)
-
-    def sample_batch(rng: np.random.Generator, size: int, planned=None):
-        if planned is None:  # every stratum with replacement: sizes and coalitions from the batch's stream
-            sizes = rng.choice(levels, size=size, p=probabilities)
-            masks = random_subsets(rng, sizes, n)
-        else:
-            sizes, offsets = planned
-            masks = draw_coalitions(rng, sizes, offsets, n, entropy)
-        return _batch_state(masks, sizes, _evaluate_batch(game, masks) - reference), size
-
     # the allocation is no option of the estimate (stratum means merge whatever the allocation)
     info = {"n_players": n, "options": {}, "batch_size": batch_size, "empty_utility": anchors.empty,
             "full_utility": anchors.full, "reference": reference, "singletons": singles,
@@ -570,21 +430,111 @@ def stratified_svarm_shapley(game, budget, seed=None, *, batch_size: int | None 
     if n_pilot:
         info.update(pilot=n_pilot, size_probabilities=probabilities.tolist())
 
-    outcome = run_sampling(sample_batch, dim=dim, n_units=n_units, batch_size=batch_size, entropy=entropy,
+    outcome = run_sampling(_CoalitionBatches(game, n, levels, probabilities, entropy, reference), dim=dim,
+                           n_units=n_units, batch_size=batch_size, entropy=entropy,
                            n_jobs=n_jobs, progress=progress, desc="stratified SVARM", unit="coalition",
                            evaluations_per_unit=1,
                            checkpoint=ckpt, target_stderr=target_stderr,
                            target_rank_correlation=target_rank_correlation,
-                           estimates_of=lambda s: _finalize(with_pilot(s), info)[:2],
-                           plan=None if plan is None else plan_batch)
+                           estimates_of=lambda s: _finalize(_with_pilot(head, s), info)[:2],
+                           plan=_stratum_planner(plan, entropy, probabilities))
     info.update(outcome.summary())
-    state = with_pilot(outcome.state)
+    state = _with_pilot(head, outcome.state)
     values, stderr, updates = _finalize(state, info)
     return ValuationResult(
         values=values, n_evaluations=outcome.n_evaluations + anchors.n_evaluations + n_exact + n_pilot,
         method="stratified_svarm", seed=entropy, wall_time=time.perf_counter() - start, stderr=stderr,
         n_samples=state.count, info={**info, **updates}, state=state,
     )
+
+
+def _check_players(game) -> int:
+    """The game's ``N``, at most :data:`MAX_PLAYERS`."""
+    n = check_game(game)
+    if n > MAX_PLAYERS:
+        raise ValueError(f"stratified_svarm_shapley keeps one stratum per player and coalition size "
+                         f"(O(N^2) memory), so it takes at most {MAX_PLAYERS} players; this game has {n}. "
+                         "Use permutation_shapley or group_testing_shapley instead.")
+    return n
+
+
+def _check_allocation(allocation, pilot, n: int) -> tuple[str, int]:
+    """The allocation and the pilot's coalitions (``5 N`` by default; set only with ``"neyman"``)."""
+    allocation = check_choice(allocation, "allocation", ALLOCATIONS)
+    if pilot is not None and allocation != "neyman":
+        raise ValueError(f"pilot sets the pilot of allocation='neyman'; this call has allocation={allocation!r}.")
+    return allocation, n * PILOT_PER_PLAYER if pilot is None else check_int(pilot, "pilot", minimum=1)
+
+
+def _sampled_units(n: int, budget, empty_utility, target_stderr, target_rank_correlation) -> int | None:
+    """Coalitions the budget samples after the ``2N + 2`` exact evaluations (``None``: no cap), or raise.
+
+    Below 4 players every stratum is exact: the budget need only cover them, and nothing is sampled.
+    """
+    fixed = 2 * n + 1 + (0 if empty_utility is not None else 1)
+    if n >= 4:
+        return units_from_budget(budget, fixed, 1, "sampled coalition (after the exact strata)",
+                                 target_stderr=target_stderr, target_rank_correlation=target_rank_correlation)
+    if budget is not None and check_int(budget, "budget", minimum=0) < fixed:
+        raise ValueError(f"budget={budget} is smaller than one pass over the exact strata of a "
+                         f"{n}-player game: it needs {evaluations_text(fixed)}.")
+    if budget is None and target_stderr is None and target_rank_correlation is None:
+        units_from_budget(budget, fixed, 1, "")  # raises the usual TypeError
+    return 0
+
+
+def _fingerprint(n: int, batch_size: int, empty_utility, exhaustive: list, allocation: str, n_pilot: int) -> dict:
+    """What a checkpoint of the run must match."""
+    fingerprint = {"method": "stratified_svarm", "n_players": n, "batch_size": batch_size,
+                   "empty_utility": empty_utility}
+    if exhaustive:  # files of runs with replacement throughout (large N) stay valid
+        fingerprint["without_replacement"] = MAX_STRATUM
+    if allocation != "svarm":  # the default's files stay those written before allocations existed
+        fingerprint.update(allocation=allocation, pilot=n_pilot)
+    return fingerprint
+
+
+class _CoalitionBatches:
+    """The ``sample_batch`` of :func:`run_sampling`: sampled coalitions reduced to the state (:func:`batch_state`).
+
+    Sizes from ``probabilities`` over ``levels``; with a ``planned`` batch (strata without replacement) the
+    sizes and offsets in the strata's orders come from :func:`_stratum_planner`.
+    """
+
+    def __init__(self, game, n_players: int, levels: np.ndarray, probabilities: np.ndarray, entropy: int,
+                 reference: float):
+        self.game, self.n_players, self.levels, self.probabilities = game, n_players, levels, probabilities
+        self.entropy, self.reference = entropy, reference
+
+    def __call__(self, rng: np.random.Generator, size: int, planned=None):
+        n = self.n_players
+        if planned is None:  # every stratum with replacement: sizes and coalitions from the batch's stream
+            sizes = rng.choice(self.levels, size=size, p=self.probabilities)
+            masks = random_subsets(rng, sizes, n)
+        else:
+            sizes, offsets = planned
+            masks = draw_coalitions(rng, sizes, offsets, n, self.entropy)
+        return batch_state(masks, sizes, _evaluate_batch(self.game, masks) - self.reference), size
+
+
+def _stratum_planner(plan: StratumPlan | None, entropy: int, probabilities: np.ndarray):
+    """The ``plan(batch, size)`` of :func:`run_sampling` for strata without replacement (``None`` without)."""
+    if plan is None:
+        return None
+
+    def plan_batch(batch: int, size: int):  # in this process, in batch order: the offsets follow the pilot's
+        return plan.draw(size_rng(entropy, batch), size, probabilities)
+
+    return plan_batch
+
+
+def _with_pilot(head: MeanState | None, state: MeanState) -> MeanState:
+    """``state`` with the pilot's statistics ``head`` merged before it (a copy; ``state`` itself without)."""
+    if head is None:
+        return state
+    both = MeanState(state.dim, head.count, head.mean.copy(), head.m2.copy())
+    both.merge(state)
+    return both
 
 
 def _exact_strata(game, n: int, checkpoint) -> tuple[int, list, list]:

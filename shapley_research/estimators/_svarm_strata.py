@@ -1,0 +1,115 @@
+r"""The state of Stratified SVARM and the stratum statistics read from it.
+
+The state of :func:`~shapley_research.stratified_svarm_shapley` holds, per
+player ``i`` and coalition size ``k``, the count, sum and sum of squares of
+the centred utilities of the sampled coalitions of size ``k`` that contain
+``i``, then the same per size over all sampled coalitions: ``3 (N + 1)^2``
+running sums (:func:`batch_state`). The strata
+:math:`\phi^+_{i,k-1}` (members) and :math:`\phi^-_{i,k}` (the others) are
+read from them (:func:`stratum_statistics`, :func:`stratum_estimates`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._sampling._loop import MeanState
+
+
+def block_size(n: int) -> int:
+    """Entries of one per-(player, size) block of the state."""
+    return n * (n + 1)
+
+
+def batch_state(masks: np.ndarray, sizes: np.ndarray, u: np.ndarray) -> MeanState:
+    r"""Count, mean and M2 of the batch's per-sample vectors, never formed.
+
+    The vector of sample ``t`` (coalition :math:`A_t`, size :math:`k_t`, centred
+    utility :math:`u_t`) holds, for every player ``i`` and size ``k``,
+    :math:`c = [i \in A_t, k_t = k]`, :math:`u_t c` and :math:`u_t^2 c`, then
+    per size :math:`[k_t = k]`, :math:`u_t [k_t = k]` and :math:`u_t^2 [k_t = k]`.
+    Their sums are sums over the members of each coalition (a compiled sweep
+    per row, in the order of a bincount over the members, so the same sums), and
+    :math:`M_2 = \sum x^2 - (\sum x)^2 / b` follows from the same sums
+    (:math:`c^2 = c`) plus one of :math:`u^4`.
+    """
+    from ._sampling._gt_kernels import add_sized_member_moments  # numba loads on first use
+
+    b, n = masks.shape
+    powers = [None, u, u**2, u**4]
+    sized = np.zeros((4, n + 1, n))  # [moment, size, player]: one contiguous line per row and moment
+    add_sized_member_moments(np.ascontiguousarray(masks).view(np.uint8), np.asarray(sizes, dtype=np.int64),
+                             *(np.ascontiguousarray(w, dtype=float) for w in powers[1:]), sized)
+    member = [moment.T.ravel() for moment in sized]  # cell players * (n + 1) + size, as the state lays them out
+    by_size = [np.bincount(sizes, weights=w, minlength=n + 1) for w in powers]
+    sums, squares = [], []
+    for moments in (member, by_size):
+        count, first, second, fourth = moments
+        sums += [count, first, second]
+        squares += [count, second, fourth]  # sum of x^2 for x = c, u c, u^2 c
+    total = np.concatenate(sums).astype(float)
+    m2 = np.maximum(np.concatenate(squares) - total**2 / b, 0.0)
+    return MeanState(total.size, b, total / b, m2)
+
+
+def size_sums(sums: np.ndarray, n: int):
+    """Per size ``k = 0..N``, the count, sum and sum of squares of the sampled utilities (from summed stats)."""
+    start = 3 * block_size(n)
+    return tuple(sums[start + j * (n + 1):start + (j + 1) * (n + 1)] for j in range(3))
+
+
+def stratum_statistics(state: MeanState, n: int):
+    """Per (player, size) counts, sums and sums of squares of the members (``in``) and the others (``out``)."""
+    sums = state.mean * state.count
+    block = block_size(n)
+    c_in, y_in, q_in = (sums[j * block:(j + 1) * block].reshape(n, n + 1) for j in range(3))
+    c, y, q = size_sums(sums, n)
+    return (np.rint(c_in), y_in, q_in), (np.rint(c) - np.rint(c_in), y - y_in, q - q_in)
+
+
+def nearest_filled(means: np.ndarray, filled: np.ndarray) -> np.ndarray:
+    """``means`` with each unfilled entry of a row replaced by the nearest filled one (ties: the smaller size)."""
+    index = np.arange(means.shape[1])
+    before = np.maximum.accumulate(np.where(filled, index, -1), axis=1)
+    after = np.minimum.accumulate(np.where(filled, index, means.shape[1])[:, ::-1], axis=1)[:, ::-1]
+    use_after = (before < 0) | ((after < means.shape[1]) & (after - index < index - before))
+    source = np.where(use_after, after, before)
+    return np.take_along_axis(means, source, axis=1)
+
+
+def stratum_estimates(stats, offset: int, exact: dict, n: int):
+    """Means, variances and counts of one sign's strata ``l = 0..N-1``.
+
+    ``stats`` are indexed by coalition size ``k``; the sampled sizes
+    ``2..N-2`` are the strata ``l = k + offset`` (``None`` when ``N < 4``: no
+    size is sampled). The ``exact`` strata have an infinite count (no
+    sampling error).
+    """
+    means, variances, counts = np.zeros((n, n)), np.full((n, n), np.nan), np.zeros((n, n))
+    if stats is not None:
+        count, total, square = (a[:, 2:n - 1] for a in stats)
+        region = slice(2 + offset, n - 1 + offset)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            means[:, region] = np.where(count > 0, total / count, 0.0)
+            spread = np.maximum(square - total**2 / np.maximum(count, 1), 0.0)  # rounding can make it negative
+            variances[:, region] = np.where(count > 1, spread / np.maximum(count - 1, 1), np.nan)
+        counts[:, region] = count
+    for level, values in exact.items():
+        means[:, level], variances[:, level], counts[:, level] = values, 0.0, np.inf
+    return means, variances, counts
+
+
+def pooled_variances(variances: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Per size, the variance pooled over the players whose stratum has two samples or more (NaN if none)."""
+    ok = np.isfinite(counts) & (counts > 1)
+    weight = np.where(ok, counts - 1, 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(ok, variances * weight, 0.0).sum(axis=0) / weight.sum(axis=0)
+
+
+def size_variances(state: MeanState, n: int) -> np.ndarray:
+    """Per size ``k = 2..N-2``, the variance of the utility of the sampled coalitions (NaN below two)."""
+    c, y, q = (a[2:n - 1] for a in size_sums(state.mean * state.count, n))
+    c = np.rint(c)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(c > 1, np.maximum(q - y**2 / np.maximum(c, 1), 0.0) / np.maximum(c - 1, 1), np.nan)
