@@ -9,6 +9,8 @@ from ._agreement import METHODS, decide, repetitions_to_decide
 
 #: The methods the paper says agree closely: (a)-(c).
 CLOSE_METHODS = ("permutation", "gt_paper", "gt_improved", "all_s")
+_SECTION = ("Section 5, 'Comparing Approximation Accuracy'; Figure 3(a) (fig:comp, the data values of each method; "
+            "the text cites it as fig:adv(d))")
 
 
 def _all(verdicts):
@@ -54,43 +56,56 @@ def evaluate_claims(summary, distances, *, uniform_error: float, spearman_thresh
     -------
     list of Claim
     """
-    section = ("Section 5, 'Comparing Approximation Accuracy'; Figure 3(a) (fig:comp, the data values of each "
-               "method; the text cites it as fig:adv(d))")
+    claims = [_recovery_claim(key, summary.loc[key], uniform_error=uniform_error,
+                              spearman_threshold=spearman_threshold, error_threshold=error_threshold, level=level)
+              for key in CLOSE_METHODS]
+    claims.append(_closeness_claim(distances, level))
+    claims.append(_correlation_claim(summary.loc["largest_s"], alpha))
+    claims.append(_largest_s_claim(summary, uniform_error=uniform_error, ratio_threshold=ratio_threshold,
+                                   largest_error_threshold=largest_error_threshold, level=level))
+    return claims
+
+
+def _recovery_claim(key: str, row, *, uniform_error: float, spearman_threshold: float, error_threshold: float,
+                    level: float):
+    """Claim 1 for one of (a)-(c): its t-intervals against the thresholds and the uniform split's error."""
     level_text = f"{level:.0%} t-interval"
-    claims = []
-    for key in CLOSE_METHODS:
-        row = summary.loc[key]
-        n = int(row["n_repetitions"])
-        parts = [("mean Spearman", "spearman", "above", spearman_threshold, f"{spearman_threshold:g}"),
-                 ("mean relative l2 error", "rel_l2_error", "below", error_threshold, f"{error_threshold:g}"),
-                 ("mean relative l2 error", "rel_l2_error", "below", uniform_error,
-                  f"the uniform split's {uniform_error:.3f}")]
-        verdicts, texts = [], []
-        for name, column, side, threshold, label in parts:
-            low, high = row[f"{column}_ci_low"], row[f"{column}_ci_high"]
-            verdicts.append(decide(low, high, threshold, side))
-            texts.append(_condition_text(name, row[column], low, high, side, threshold, label, verdicts[-1],
-                                         row[f"{column}_sd"], level))
-        verdict = _all(verdicts)
-        note = f"{level:.0%} CIs over {n} repetitions: " + "; ".join(texts) + "."
-        if verdict is None:
-            note = "undecided: the interval straddles the threshold. " + note
-        elif verdict is False and "rel_l2_error_of_mean" in row and np.isfinite(row["rel_l2_error_of_mean"]):
-            variance = row["rel_l2_error_of_mean"] < 0.5 * row["rel_l2_error"]
-            note += (f" Cause: {'variance at the common budget, not bias' if variance else 'bias'}: the estimate "
-                     f"averaged over the {n} repetitions has relative error {row['rel_l2_error_of_mean']:.3f} "
-                     f"(one repetition's: {row['rel_l2_error']:.3f} on average, Spearman sd {row['spearman_sd']:.3f}).")
-        claims.append(claim(
-            f"{METHODS[key]} recovers the reference Shapley values at the common budget.",
-            "[mean Spearman, CI low, CI high, mean relative l2 error, CI low, CI high, uniform split's error]",
-            [row["spearman"], row["spearman_ci_low"], row["spearman_ci_high"], row["rel_l2_error"],
-             row["rel_l2_error_ci_low"], row["rel_l2_error_ci_high"], uniform_error], verdict is True,
-            source="reproduction" if key == "gt_improved" else "paper",
-            section=None if key == "gt_improved" else section,
-            criterion=(f"{level_text} of the mean Spearman over {n} repetitions >= {spearman_threshold}, and that "
-                       f"of the mean relative l2 error <= {error_threshold} and below the uniform split's "
-                       f"error ({uniform_error:.3f}); fails if an interval lies wholly on the wrong side."),
-            note=note))
+    n = int(row["n_repetitions"])
+    parts = [("mean Spearman", "spearman", "above", spearman_threshold, f"{spearman_threshold:g}"),
+             ("mean relative l2 error", "rel_l2_error", "below", error_threshold, f"{error_threshold:g}"),
+             ("mean relative l2 error", "rel_l2_error", "below", uniform_error,
+              f"the uniform split's {uniform_error:.3f}")]
+    verdicts, texts = [], []
+    for name, column, side, threshold, label in parts:
+        low, high = row[f"{column}_ci_low"], row[f"{column}_ci_high"]
+        verdicts.append(decide(low, high, threshold, side))
+        texts.append(_condition_text(name, row[column], low, high, side, threshold, label, verdicts[-1],
+                                     row[f"{column}_sd"], level))
+    verdict = _all(verdicts)
+    note = f"{level:.0%} CIs over {n} repetitions: " + "; ".join(texts) + "."
+    if verdict is None:
+        note = "undecided: the interval straddles the threshold. " + note
+    elif verdict is False and "rel_l2_error_of_mean" in row and np.isfinite(row["rel_l2_error_of_mean"]):
+        variance = row["rel_l2_error_of_mean"] < 0.5 * row["rel_l2_error"]
+        note += (f" Cause: {'variance at the common budget, not bias' if variance else 'bias'}: the estimate "
+                 f"averaged over the {n} repetitions has relative error {row['rel_l2_error_of_mean']:.3f} "
+                 f"(one repetition's: {row['rel_l2_error']:.3f} on average, Spearman sd {row['spearman_sd']:.3f}).")
+    return claim(
+        f"{METHODS[key]} recovers the reference Shapley values at the common budget.",
+        "[mean Spearman, CI low, CI high, mean relative l2 error, CI low, CI high, uniform split's error]",
+        [row["spearman"], row["spearman_ci_low"], row["spearman_ci_high"], row["rel_l2_error"],
+         row["rel_l2_error_ci_low"], row["rel_l2_error_ci_high"], uniform_error], verdict is True,
+        source="reproduction" if key == "gt_improved" else "paper",
+        section=None if key == "gt_improved" else _SECTION,
+        criterion=(f"{level_text} of the mean Spearman over {n} repetitions >= {spearman_threshold}, and that "
+                   f"of the mean relative l2 error <= {error_threshold} and below the uniform split's "
+                   f"error ({uniform_error:.3f}); fails if an interval lies wholly on the wrong side."),
+        note=note)
+
+
+def _closeness_claim(distances, level: float):
+    """Claim 2: every (a)-(c) pair's distance interval lies below every interval of a distance to largest-S."""
+    level_text = f"{level:.0%} t-interval"
     pair_keys = distances[["method_a", "method_b"]]
     within = distances[pair_keys.isin(CLOSE_METHODS).all(axis=1)]
     to_largest = distances[pair_keys.isin(["largest_s"]).any(axis=1) & pair_keys.isin(CLOSE_METHODS).any(axis=1)]
@@ -101,24 +116,34 @@ def evaluate_claims(summary, distances, *, uniform_error: float, spearman_thresh
             f"[{far.ci_low:.3f}, {far.ci_high:.3f}] ({far.n_repetitions} repetitions); lowest lower end to "
             f"largest-S: {near.method_a}-{near.method_b} {near.rel_distance:.3f} [{near.ci_low:.3f}, "
             f"{near.ci_high:.3f}].")
-    claims.append(claim(
+    return claim(
         "The approximations (a)-(c) are closest to each other, farther from largest-S influence.",
         "[max mean distance within (a)-(c), max CI high, min mean distance to largest-S, min CI low]",
         [within.rel_distance.max(), within.ci_high.max(), to_largest.rel_distance.min(), to_largest.ci_low.min()],
-        verdict is True, source="paper", section=section,
+        verdict is True, source="paper", section=_SECTION,
         criterion=(f"the upper ends of the {level_text}s of the mean relative l2 distances between two of (a)-(c) "
                    "are all below the lower ends of those from largest-S to each of them; fails if some "
                    "within-pair's lower end reaches some largest-S pair's upper end."),
-        note=note if verdict is not None else "undecided: the intervals overlap. " + note))
-    largest = summary.loc["largest_s"]
+        note=note if verdict is not None else "undecided: the intervals overlap. " + note)
+
+
+def _correlation_claim(largest, alpha: float):
+    """Claim 3: largest-S's (single, deterministic) Spearman with the reference is positive and significant."""
     correlated = (largest["spearman"] > 0) and (largest["spearman_p"] < alpha)
-    claims.append(claim(
+    return claim(
         "Largest-S influence is correlated with the reference Shapley values.",
         "[Spearman, one-sided p-value]", [largest["spearman"], largest["spearman_p"]], correlated,
-        source="paper", section=section,
+        source="paper", section=_SECTION,
         criterion=(f"Spearman with the exact reference > 0 with one-sided p < {alpha} (largest-S is "
                    "deterministic: one run; random values have Spearman 0 in expectation)."),
-        note=None if correlated else f"Spearman {largest['spearman']:.3f}, p = {largest['spearman_p']:.3g}."))
+        note=None if correlated else f"Spearman {largest['spearman']:.3f}, p = {largest['spearman_p']:.3g}.")
+
+
+def _largest_s_claim(summary, *, uniform_error: float, ratio_threshold: float, largest_error_threshold: float,
+                     level: float):
+    """Claim 4: largest-S's error is large in itself and against the worst (a)-(c) error interval."""
+    level_text = f"{level:.0%} t-interval"
+    largest = summary.loc["largest_s"]
     worst = summary.loc[list(CLOSE_METHODS)]
     error = float(largest["rel_l2_error"])
     verdict = (False if error < largest_error_threshold or error < ratio_threshold * worst.rel_l2_error_ci_low.max()
@@ -133,13 +158,12 @@ def evaluate_claims(summary, distances, *, uniform_error: float, spearman_thresh
     if "loo_exact" in summary.index:
         note += (f" The same scheme on exact leave-one-out marginals, (d*), has error "
                  f"{summary.loc['loo_exact', 'rel_l2_error']:.3f}.")
-    claims.append(claim(
+    return claim(
         "Largest-S influence cannot recover the Shapley value.",
         "[largest-S relative l2 error, worst (a)-(c) mean error, its CI high]",
         [error, worst.rel_l2_error.max(), worst.rel_l2_error_ci_high.max()], verdict is True,
-        source="paper", section=section,
+        source="paper", section=_SECTION,
         criterion=(f"largest-S relative l2 error >= {largest_error_threshold} and >= {ratio_threshold}x the "
                    f"largest upper end of the (a)-(c) error {level_text}s; fails below {largest_error_threshold} "
                    f"or below {ratio_threshold}x the largest lower end."),
-        note=note if verdict is not None else "undecided: the interval straddles the threshold. " + note))
-    return claims
+        note=note if verdict is not None else "undecided: the interval straddles the threshold. " + note)
