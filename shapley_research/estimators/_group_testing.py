@@ -36,7 +36,7 @@ import time
 import numpy as np
 
 from ._small_games import enumerated_result, enumeration_affordable
-from ._sampling._loop import (MeanState, default_batch_size, evaluate_anchors, evaluate_coalitions,
+from ._sampling._loop import (Anchors, MeanState, default_batch_size, evaluate_anchors, evaluate_coalitions,
                               open_checkpoint, run_sampling, units_from_budget)
 from .._device import check_game_jobs
 from .._validation import (check_choice, check_float, check_game, check_int, check_solver,
@@ -239,12 +239,7 @@ def group_testing_shapley(game, budget, seed=None, *, variant: str = "improved",
         with :func:`~shapley_research.merge_results`.
     """
     start = time.perf_counter()
-    variant = check_choice(variant, "variant", {"improved", "paper"})
-    centering = check_choice("linear" if centering is None and variant == "improved"
-                             else centering or "none", "centering", {"none", "linear"})
-    recovery = check_choice(recovery, "recovery", {"closed_form", "cvxpy", "cvxpy_pairwise"})
-    if variant == "paper" and recovery != "closed_form":
-        solver = check_solver(solver)
+    variant, centering, recovery, solver = _check_test_options(variant, centering, recovery, solver)
     n = check_game(game, minimum=2)
     n_jobs = check_game_jobs(game, n_jobs, "group_testing_shapley")
     target_stderr = check_target(target_stderr)
@@ -271,20 +266,58 @@ def group_testing_shapley(game, budget, seed=None, *, variant: str = "improved",
         return enumerated_result(game, method=f"group_testing[{variant}]", seed=entropy, empty_utility=empty_utility,
                                  start=start, info={"options": options, **options})
     anchors = evaluate_anchors(game, empty_utility, checkpoint=ckpt)
-    slope = (anchors.full - anchors.empty) / n_drawn
-    plan = StratumPlan(n_drawn, levels, exhaustive) if exhaustive else None
+    tests = _TestBatches(game, n, variant, centering, probabilities, z, anchors, entropy)
+    outcome = run_sampling(tests, dim=n, n_units=n_units, batch_size=batch_size, entropy=entropy,
+                           n_jobs=n_jobs, progress=progress, desc=f"group testing ({variant})", unit="test",
+                           evaluations_per_unit=1,
+                           checkpoint=ckpt, target_stderr=target_stderr,
+                           target_rank_correlation=target_rank_correlation,
+                           estimates_of=lambda s: (_judged_values(s, variant, anchors), s.stderr),
+                           plan=_test_planner(n_drawn, levels, exhaustive, probabilities, entropy))
+    info = {"options": options, **options, "Z": z, "empty_utility": anchors.empty,
+            "full_utility": anchors.full, "batch_size": batch_size, "recovery": recovery,
+            "epsilon": epsilon, "solver": solver, "without_replacement": exhaustive, **outcome.summary()}
+    values, stderr, updates = _finalize(outcome.state, info)
+    return ValuationResult(values=values, n_evaluations=outcome.n_evaluations + anchors.n_evaluations,
+                           method=f"group_testing[{variant}]", seed=entropy,
+                           wall_time=time.perf_counter() - start, stderr=stderr,
+                           n_samples=outcome.state.count, info={**info, **updates}, state=outcome.state)
 
-    def plan_batch(batch: int, size: int):  # in this process, in batch order: where each stratum's order is
-        k = _draw_sizes(size_rng(entropy, batch), size, probabilities)
-        return k, plan.offsets(k)
 
-    def sample_batch(rng: np.random.Generator, size: int, planned=None):
+def _check_test_options(variant, centering, recovery, solver) -> tuple[str, str, str, str]:
+    """The variant, the centering (default by variant), the recovery and, where a cvxpy recovery runs, the solver."""
+    variant = check_choice(variant, "variant", {"improved", "paper"})
+    centering = check_choice("linear" if centering is None and variant == "improved"
+                             else centering or "none", "centering", {"none", "linear"})
+    recovery = check_choice(recovery, "recovery", {"closed_form", "cvxpy", "cvxpy_pairwise"})
+    if variant == "paper" and recovery != "closed_form":
+        solver = check_solver(solver)
+    return variant, centering, recovery, solver
+
+
+class _TestBatches:
+    """The ``sample_batch`` of :func:`run_sampling`: a batch of tests reduced to its contrast moments.
+
+    A test draws a size ``k`` from :math:`q` and a uniform coalition of that size among the ``P`` players
+    (``planned``: along the strata's orders, :func:`_test_planner`); with ``"improved"`` the null player
+    ``N`` is among them with probability ``k / P`` and the rest is a coalition of the ``N`` players.
+    """
+
+    def __init__(self, game, n_players: int, variant: str, centering: str, probabilities: np.ndarray, z: float,
+                 anchors: Anchors, entropy: int):
+        self.game, self.n, self.variant, self.centering = game, n_players, variant, centering
+        self.n_drawn = n_players + 1 if variant == "improved" else n_players
+        self.probabilities, self.z, self.anchors, self.entropy = probabilities, z, anchors, entropy
+        self.slope = (anchors.full - anchors.empty) / self.n_drawn
+
+    def __call__(self, rng: np.random.Generator, size: int, planned=None):
+        n, n_drawn, anchors = self.n, self.n_drawn, self.anchors
         if planned is None:
-            k, tests = _draw_sizes(rng, size, probabilities), None
+            k, tests = _draw_sizes(rng, size, self.probabilities), None
         else:  # the tests along their strata's orders, over the P players (the null player last)
             k, offsets = planned
-            tests = draw_coalitions(rng, k, offsets, n_drawn, entropy)
-        if variant == "improved":  # the null player is in a uniform k-subset of N + 1 w.p. k / (N + 1),
+            tests = draw_coalitions(rng, k, offsets, n_drawn, self.entropy)
+        if self.variant == "improved":  # the null player is in a uniform k-subset of N + 1 w.p. k / (N + 1),
             # the rest is a uniform subset of the N players
             null = rng.integers(0, n_drawn, size) < k if tests is None else tests[:, n]
             in_game = k - null
@@ -295,34 +328,32 @@ def group_testing_shapley(game, budget, seed=None, *, variant: str = "improved",
         u = np.where(in_game == 0, anchors.empty, anchors.full)
         evaluations = 0
         if drawn.size:
-            u[drawn], evaluations = evaluate_coalitions(game, sides.masks, anchors.empty, anchors.full,
+            u[drawn], evaluations = evaluate_coalitions(self.game, sides.masks, anchors.empty, anchors.full,
                                                         sizes=in_game[drawn])
-        if centering == "linear":
-            u -= anchors.empty + slope * k
-        offset = null if variant == "improved" else k / n
-        return _contrast_moments(z * u, offset, in_game == n, drawn, sides), evaluations
+        if self.centering == "linear":
+            u -= anchors.empty + self.slope * k
+        offset = null if self.variant == "improved" else k / n
+        return _contrast_moments(self.z * u, offset, in_game == n, drawn, sides), evaluations
 
-    def values_of(state: MeanState) -> np.ndarray:
-        """The values the criteria judge: the contrasts (improved), their closed-form recovery (paper)."""
-        if variant == "improved":
-            return state.mean
-        return recover_from_differences(state.mean, anchors.full - anchors.empty)[0]
 
-    outcome = run_sampling(sample_batch, dim=n, n_units=n_units, batch_size=batch_size, entropy=entropy,
-                           n_jobs=n_jobs, progress=progress, desc=f"group testing ({variant})", unit="test",
-                           evaluations_per_unit=1,
-                           checkpoint=ckpt, target_stderr=target_stderr,
-                           target_rank_correlation=target_rank_correlation,
-                           estimates_of=lambda s: (values_of(s), s.stderr),
-                           plan=None if plan is None else plan_batch)
-    info = {"options": options, **options, "Z": z, "empty_utility": anchors.empty,
-            "full_utility": anchors.full, "batch_size": batch_size, "recovery": recovery,
-            "epsilon": epsilon, "solver": solver, "without_replacement": exhaustive, **outcome.summary()}
-    values, stderr, updates = _finalize(outcome.state, info)
-    return ValuationResult(values=values, n_evaluations=outcome.n_evaluations + anchors.n_evaluations,
-                           method=f"group_testing[{variant}]", seed=entropy,
-                           wall_time=time.perf_counter() - start, stderr=stderr,
-                           n_samples=outcome.state.count, info={**info, **updates}, state=outcome.state)
+def _test_planner(n_drawn: int, levels: np.ndarray, exhaustive: list, probabilities: np.ndarray, entropy: int):
+    """The ``plan(batch, size)`` of :func:`run_sampling` where the tests follow the strata's orders (else ``None``)."""
+    if not exhaustive:
+        return None
+    plan = StratumPlan(n_drawn, levels, exhaustive)
+
+    def plan_batch(batch: int, size: int):  # in this process, in batch order: where each stratum's order is
+        k = _draw_sizes(size_rng(entropy, batch), size, probabilities)
+        return k, plan.offsets(k)
+
+    return plan_batch
+
+
+def _judged_values(state: MeanState, variant: str, anchors: Anchors) -> np.ndarray:
+    """The values the criteria judge: the contrasts (improved), their closed-form recovery (paper)."""
+    if variant == "improved":
+        return state.mean
+    return recover_from_differences(state.mean, anchors.full - anchors.empty)[0]
 
 
 @register_finalizer("group_testing[improved]", "group_testing[paper]")
