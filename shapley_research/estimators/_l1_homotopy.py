@@ -214,6 +214,71 @@ def _first_join(corr, along, lam, tiny, blocked, dropped):
     return best, best_gamma, best_sign
 
 
+@numba.njit(cache=True, nogil=True)
+def _first_knot(a_mat, r, pair, both):
+    """Start of the path: ``pair[0] = r``, ``both[0] = A^T r``; the first column to join, its sign, and ``lam``."""
+    pair[0] = r
+    _combine(r, a_mat, a_mat.shape[0], both[0])  # A^T r, by rows of A
+    corr = both[0]
+    joining, lam = 0, 0.0
+    for j in range(corr.size):
+        if abs(corr[j]) > lam:
+            joining, lam = j, abs(corr[j])
+    return joining, 1.0 if corr[joining] > 0 else -1.0, lam
+
+
+@numba.njit(cache=True, nogil=True)
+def _join(a_mat, joining, joining_sign, k, active, coef, signs, rows, factor, blocked):
+    """Extend the factor by column ``joining`` (``L z = A_S^T a_j``) unless it is in the active span; new ``k``."""
+    column = a_mat[:, joining].copy()
+    z = _solve_lower(factor, k, _row_dots(rows, k, column))
+    pivot = _dot(column, column) - _dot(z, z)
+    blocked[joining] = True
+    if pivot > 1e-10 * _dot(column, column):
+        factor[k, :k] = z
+        factor[k, k] = np.sqrt(pivot)
+        rows[k] = column
+        active[k], coef[k], signs[k] = joining, 0.0, joining_sign
+        k += 1
+    return k
+
+
+@numba.njit(cache=True, nogil=True)
+def _first_drop(coef, w, k, tiny):
+    """The first active coefficient to reach 0 along the direction ``w``: ``(index, g)``, -1 if none."""
+    drop_at, gamma_drop = -1, np.inf
+    for i in range(k):
+        if w[i] != 0.0:
+            g = -coef[i] / w[i]
+            if tiny < g < gamma_drop:
+                drop_at, gamma_drop = i, g
+    return drop_at, gamma_drop
+
+
+@numba.njit(cache=True, nogil=True)
+def _crossing(pair, eps2):
+    """The step ``g`` at which the residual ``pair[0] - g pair[1]`` reaches ``epsilon`` (``inf``: never)."""
+    residual, u = pair[0], pair[1]
+    rr, ru, uu = _dot(residual, residual), _dot(residual, u), _dot(u, u)
+    disc = ru * ru - uu * (rr - eps2)  # ||residual - g u||^2 = eps^2 at the smaller root
+    # (epsilon = 0 is the end of the path, where this root is double and loses half the digits)
+    return (rr - eps2) / (ru + np.sqrt(disc)) if eps2 > 0 and disc >= 0 and ru > 0 else np.inf
+
+
+@numba.njit(cache=True, nogil=True)
+def _drop(drop_at, k, active, coef, signs, rows, factor, blocked):
+    """Remove active entry ``drop_at`` (its coefficient reached 0) from the active set and the factor; new ``k``."""
+    for i in range(drop_at, k - 1):
+        active[i], coef[i], signs[i] = active[i + 1], coef[i + 1], signs[i + 1]
+        rows[i] = rows[i + 1]
+    _cholesky_delete(factor, k, drop_at)
+    k -= 1
+    blocked[:] = False  # a column in the old span may be outside the new one
+    for i in range(k):
+        blocked[active[i]] = True
+    return k
+
+
 _CROSSED, _END, _OUT_OF_STEPS = 0, 1, 2
 
 
@@ -229,52 +294,26 @@ def _follow_path(a_mat, r, eps2, max_steps, active, coef, signs, rows, factor, p
     n = a_mat.shape[1]
     capacity = factor.shape[0]
     blocked = np.zeros(n, dtype=np.bool_)  # active, or in the span of the active columns (until a drop)
-    pair[0] = r
     both = np.zeros((2, n))
-    _combine(r, a_mat, a_mat.shape[0], both[0])  # A^T r, by rows of A
-    corr = both[0]
-    joining, lam = 0, 0.0
-    for j in range(n):
-        if abs(corr[j]) > lam:
-            joining, lam = j, abs(corr[j])
-    joining_sign = 1.0 if corr[joining] > 0 else -1.0
+    joining, joining_sign, lam = _first_knot(a_mat, r, pair, both)
     tiny = 1e-12 * lam
     k, dropped = 0, -1
     for step in range(1, max_steps + 1):
-        if joining >= 0:  # extend the factor by the new column: L z = A_S^T a_j
-            column = a_mat[:, joining].copy()
-            z = _solve_lower(factor, k, _row_dots(rows, k, column))
-            pivot = _dot(column, column) - _dot(z, z)
-            blocked[joining] = True
-            if pivot > 1e-10 * _dot(column, column):
-                factor[k, :k] = z
-                factor[k, k] = np.sqrt(pivot)
-                rows[k] = column
-                active[k], coef[k], signs[k] = joining, 0.0, joining_sign
-                k += 1
+        if joining >= 0:
+            k = _join(a_mat, joining, joining_sign, k, active, coef, signs, rows, factor, blocked)
         # direction w = (A_S^T A_S)^{-1} signs and u = A_S w; one pass gives A^T residual and A^T u
         w = _solve_gram(factor, k, signs)
         _combine(w, rows, k, pair[1])
         _project(pair, a_mat, both)
-        corr, along = both[0], both[1]
         # the first knot: a join, a drop (coef + g w = 0), the residual reaching epsilon, or lam = 0
-        joining, gamma_join, joining_sign = _first_join(corr, along, lam, tiny, blocked, dropped)
+        joining, gamma_join, joining_sign = _first_join(both[0], both[1], lam, tiny, blocked, dropped)
         if k == capacity:
             joining, gamma_join = -1, np.inf
-        drop_at, gamma_drop = -1, np.inf
-        for i in range(k):
-            if w[i] != 0.0:
-                g = -coef[i] / w[i]
-                if tiny < g < gamma_drop:
-                    drop_at, gamma_drop = i, g
-        residual, u = pair[0], pair[1]
-        rr, ru, uu = _dot(residual, residual), _dot(residual, u), _dot(u, u)
-        disc = ru * ru - uu * (rr - eps2)  # ||residual - g u||^2 = eps^2 at the smaller root
-        # (epsilon = 0 is the end of the path, where this root is double and loses half the digits)
-        gamma_cross = (rr - eps2) / (ru + np.sqrt(disc)) if eps2 > 0 and disc >= 0 and ru > 0 else np.inf
+        drop_at, gamma_drop = _first_drop(coef, w, k, tiny)
+        gamma_cross = _crossing(pair, eps2)
         gamma = min(gamma_join, gamma_drop, gamma_cross, lam)
         coef[:k] += gamma * w
-        pair[0] -= gamma * u
+        pair[0] -= gamma * pair[1]
         at_end = gamma == lam
         lam -= gamma
         if gamma == gamma_cross:
@@ -284,14 +323,7 @@ def _follow_path(a_mat, r, eps2, max_steps, active, coef, signs, rows, factor, p
         dropped = -1
         if gamma == gamma_drop:
             joining, dropped = -1, active[drop_at]
-            for i in range(drop_at, k - 1):
-                active[i], coef[i], signs[i] = active[i + 1], coef[i + 1], signs[i + 1]
-                rows[i] = rows[i + 1]
-            _cholesky_delete(factor, k, drop_at)
-            k -= 1
-            blocked[:] = False  # a column in the old span may be outside the new one
-            for i in range(k):
-                blocked[active[i]] = True
+            k = _drop(drop_at, k, active, coef, signs, rows, factor, blocked)
     return k, max_steps, lam, _OUT_OF_STEPS
 
 
