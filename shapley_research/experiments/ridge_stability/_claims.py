@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._common import claim
 from ._measure import _spearman, u_shape_fraction, u_shape_statistics
 from ._tables import THEOREM5_CONVENTION, _convention_rows, bootstrap_matrix
 
 LABELS = {"fixed_alpha": "Ridge(alpha = N lambda), intercept (main)",
           "per_coalition": "alpha_S = |S| lambda, intercept",
           "no_intercept": "alpha = N lambda, no intercept (paper's objective as written)"}
-
-
 
 SECTION_FIGURE = "Section 5, 'Stable learning algorithms'; Fig. 5(a) (fig:stable_noise)"
 SECTION_THEOREM5 = "Section 4.4, Theorem 5 (proof: appendix 'Proof of Theorem 5')"
@@ -54,26 +53,45 @@ def evaluate_claims(table, rows: list[dict], factor: float = 2.0, spearman_thres
     metrics : dict
     claims : list of :class:`~shapley_research.experiments.Claim`
     """
-    from .._common import claim
-
     metrics: dict = {"n_lambdas": int(table["lambda"].nunique()), "u_shape_factor": factor,
                      "spearman_threshold": spearman_threshold}
+    shapes, ratios = _convention_shapes(table, rows, factor)
+    metrics.update(shapes)
+    lams, _, sub = ratios["fixed_alpha"]
+    metrics.update(_main_statistics(table, rows, lams, sub, shapes["fixed_alpha"]))
+    formula, outside = _formula_beyond_scope(ratios)
+    metrics.update(formula)
+    theorem5, thm_verdict, thm_note = _theorem5(ratios, metrics["kappa"], outside)
+    metrics.update(theorem5)
+    trends = _trend_verdicts(lams, sub, shapes, metrics, spearman_threshold)
+    claims = (_variance_claims(shapes["fixed_alpha"], trends, factor, spearman_threshold)
+              + _stability_claims(metrics, trends, spearman_threshold)
+              + _theorem5_claims(thm_verdict, thm_note, metrics["max_identity_gap"])
+              + _reproduction_claims(shapes, factor))
+    return metrics, claims
+
+
+def _convention_shapes(table, rows: list[dict], factor: float) -> tuple[dict, dict]:
+    """Per convention: the U-shape statistics, and ``(lambdas, value range / pair bound, its rows)``."""
     shapes, ratios = {}, {}
     for convention in table["convention"].unique():
         lams, sub = _convention_rows(table, convention)
         shape = u_shape_statistics(lams, sub["variance"].to_numpy(), factor)
         shape["bootstrap_u_shape_fraction"] = u_shape_fraction(lams, bootstrap_matrix(rows, convention)[1], factor)
         shape["min_variance_se"] = float(sub["variance_se"].to_numpy()[shape["argmin"]])
-        shapes[convention] = metrics[convention] = shape
+        shapes[convention] = shape
         ratios[convention] = (lams, sub["value_range"].to_numpy() / sub["pair_bound"].to_numpy(), sub)
-    lams, ratio_main, sub = ratios["fixed_alpha"]
-    shape, thr = shapes["fixed_alpha"], spearman_threshold
+    return shapes, ratios
+
+
+def _main_statistics(table, rows: list[dict], lams: np.ndarray, sub, shape: dict) -> dict:
+    """The key numbers of the main convention (``sub``, its rows), and the identity's largest gap over ``table``."""
     k = shape["argmin"]
     sigma, beta = sub["sigma"].to_numpy(), sub["beta"].to_numpy()
     rho_sigma, rho_beta = _spearman(lams[k:], sigma[k:]), _spearman(lams[k:], beta[k:])
     identity = float(np.abs(table["uniform_error"] - np.sqrt(len(rows[0]["values"]) * table["variance_raw"])).max())
     fits = sub["fits_well"].to_numpy()
-    metrics.update({
+    return {
         "lambda_argmin": shape["lambda_argmin"], "min_variance": shape["min_variance"],
         "left_ratio": shape["left_ratio"], "right_ratio": shape["right_ratio"],
         "spearman_left": shape["spearman_left"], "spearman_right": shape["spearman_right"],
@@ -83,19 +101,32 @@ def evaluate_claims(table, rows: list[dict], factor: float = 2.0, spearman_thres
         "lambda_best_test_mse": float(lams[int(np.argmin(sub["test_mse"].to_numpy()))]),
         "min_uniform_error": float(sub["uniform_error_debiased"].min()), "epsilon": float(sub["epsilon"].iloc[0]),
         "kappa": float(sub["kappa"].iloc[0]), "max_identity_gap": identity,
-        "n_permutations": int(sub["n_permutations"].iloc[0])})
-    outside = []  # the formula where its hypotheses fail (unpenalised intercept): reported, not judged
+        "n_permutations": int(sub["n_permutations"].iloc[0])}
+
+
+def _formula_beyond_scope(ratios: dict) -> tuple[dict, list[str]]:
+    """Theorem 5's formula where its hypotheses fail (unpenalised intercept): reported, not judged.
+
+    Returns the metrics entries and one sentence per convention where the formula is exceeded.
+    """
+    entries, outside = {}, []
     for convention in ("fixed_alpha", "per_coalition"):
         if convention in ratios:
             c_lams, ratio, _ = ratios[convention]
             over = np.flatnonzero(ratio > 1)
-            metrics[f"max_range_over_formula_{convention}"] = float(ratio.max())
-            metrics[f"lambda_first_formula_exceeded_{convention}"] = float(c_lams[over[0]]) if over.size else None
+            entries[f"max_range_over_formula_{convention}"] = float(ratio.max())
+            entries[f"lambda_first_formula_exceeded_{convention}"] = float(c_lams[over[0]]) if over.size else None
             if over.size:
                 slope = np.polyfit(np.log(c_lams[over]), np.log(ratio[over]), 1)[0] if over.size > 1 else np.nan
                 outside.append(f"{convention}: from lambda = {c_lams[over[0]]:.3g} on, up to {ratio.max():.3g}x at "
                                f"lambda = {c_lams[int(np.argmax(ratio))]:.3g}, log-log slope in lambda {slope:.2f}")
+    return entries, outside
+
+
+def _theorem5(ratios: dict, kappa: float, outside: list[str]) -> tuple[dict, tuple, str]:
+    """Theorem 5 judged under :data:`THEOREM5_CONVENTION` only: metrics entries, ``(value, holds, undecided)``, note."""
     thm = THEOREM5_CONVENTION
+    entries: dict = {}
     thm_value, thm_holds, thm_undecided = float("nan"), False, "outside its scope"
     thm_note = f"Not checked: {thm}, the only convention that meets the hypotheses, was not run. "
     if thm in ratios:
@@ -103,13 +134,13 @@ def evaluate_claims(table, rows: list[dict], factor: float = 2.0, spearman_thres
         certified = t_sub["guarantee_holds"].to_numpy().astype(bool)
         within = t_sub["uniform_error_debiased"].to_numpy() <= t_sub["epsilon"].to_numpy()
         thm_value, thm_holds, thm_undecided = float(ratio.max()), bool(ratio.max() <= 1.0), None
-        metrics.update({"max_range_over_bound": thm_value, "lambda_max_range_over_bound": float(
+        entries = {"max_range_over_bound": thm_value, "lambda_max_range_over_bound": float(
             t_lams[int(np.argmax(ratio))]), "n_bound_violations": int((ratio > 1).sum()),
             "min_pair_bound": float(t_sub["pair_bound"].min()), "n_certified_by_theorem5": int(certified.sum()),
             "n_uniform_error_within_epsilon": int(within.sum()),
-            "n_certified_but_error_above_epsilon": int((certified & ~within).sum())})
+            "n_certified_but_error_above_epsilon": int((certified & ~within).sum())}
         thm_note = (f"Judged under {thm} (fully penalised ridge), where the hypotheses hold; sigma bounds the sup over "
-                    f"every coalition's model and all training and test points (kappa = {metrics['kappa']:.3g}). "
+                    f"every coalition's model and all training and test points (kappa = {kappa:.3g}). "
                     + (f"The bound holds with {1 / thm_value:.3g}x to spare: a sanity check (a proven bound this far "
                        "from the estimates can fail only through a bug), not evidence. " if thm_holds else
                        f"The range exceeds the bound at {int((ratio > 1).sum())} lambdas (the range of the estimates "
@@ -119,6 +150,15 @@ def evaluate_claims(table, rows: list[dict], factor: float = 2.0, spearman_thres
                      "the learner becomes the coalition mean, whose stability (up to 8 max|y|^2/|S|) does not shrink "
                      "with lambda, unlike the formula. The formula is exceeded there (" + "; ".join(outside)
                      + "): outside the theorem, not a violation of it.")
+    return entries, (thm_value, thm_holds, thm_undecided), thm_note
+
+
+def _trend_verdicts(lams: np.ndarray, sub, shapes: dict, metrics: dict, thr: float) -> dict:
+    """``(holds, note)`` of the four trend claims on the main convention: variance falls, rises; sigma, beta rise."""
+    shape = shapes["fixed_alpha"]
+    k = shape["argmin"]
+    rho_sigma, rho_beta = metrics["spearman_sigma_right"], metrics["spearman_beta_right"]
+    sigma, beta = sub["sigma"].to_numpy(), sub["beta"].to_numpy()
     falls, falls_note = _trend(shape["spearman_left"], -thr, k + 1, "up to the minimum")
     rises, rises_note = _trend(shape["spearman_right"], thr, len(lams) - k, "from the minimum on")
     if rises and "no_intercept" in shapes and not shapes["no_intercept"]["holds"]:
@@ -130,53 +170,84 @@ def evaluate_claims(table, rows: list[dict], factor: float = 2.0, spearman_thres
         beta_note = (f"sigma_hat saturates at {sigma.max():.3g} (residuals stay bounded as lambda grows) while lambda "
                      f"grows {lams[-1] / lams[k]:.3g}-fold right of the minimum, so sigma_hat^2/lambda falls "
                      f"{beta[k] / beta[-1]:.3g}-fold: beta does not explain the rise of the variance.")
+    return {"falls": (falls, falls_note), "rises": (rises, rises_note), "sigma": (sigma_rises, sigma_note),
+            "beta": (beta_rises, beta_note)}
 
-    def paper(text, stat, value, holds, criterion, note=None, section=SECTION_FIGURE, sanity=False, undecided=None):
-        return claim(text, stat, value, holds, source="paper", section=section, criterion=criterion, note=note,
-                     sanity=sanity, undecided=undecided)
 
+def _paper_claim(text, stat, value, holds, criterion, note=None, section=SECTION_FIGURE, sanity=False,
+                 undecided=None):
+    """A claim of the paper (default section: the figure's)."""
+    return claim(text, stat, value, holds, source="paper", section=section, criterion=criterion, note=note,
+                 sanity=sanity, undecided=undecided)
+
+
+def _variance_claims(shape: dict, trends: dict, factor: float, thr: float) -> list:
+    """The paper's claims on the variance under the main convention: U shape, falls, then rises."""
+    (falls, falls_note), (rises, rises_note) = trends["falls"], trends["rises"]
     rule = "fixed_alpha: Spearman correlation of the variance with lambda over the grid points"
-    claims = [
-        paper("The variance of the training points' values is U-shaped in the regularisation strength: more "
-              "regularisation first lowers it, excessive regularisation raises it again.",
-              "min(end variance / minimum variance), fixed_alpha", shape["min_end_ratio"], shape["holds"],
-              f"fixed_alpha: the minimum of the debiased variance lies strictly inside the lambda grid and the "
-              f"variance at both ends is at least {factor:g}x the minimum.", _shape_note(shape, factor)),
-        paper("While the model fits the data, more regularisation (a more stable learner) lowers the variance of "
-              "the values.", "Spearman(variance, lambda) left of the minimum", shape["spearman_left"], falls,
-              f"{rule} up to and including the minimum <= -{thr:g}.", falls_note),
-        paper("With excessive regularisation the variance of the values increases with the regularisation "
-              "strength.", "Spearman(variance, lambda) right of the minimum", shape["spearman_right"], rises,
-              f"{rule} from the minimum on >= {thr:g}.", rises_note),
-        paper("Once the model no longer fits, the Lipschitz constant sigma = 2|x_i^T theta - y_i| |x_i| grows "
-              "with the regularisation strength.", "Spearman(sigma_hat, lambda) right of the variance minimum",
-              rho_sigma, sigma_rises, f"Spearman correlation with lambda, from the variance minimum on, of the "
-              f"paper's estimate sigma_hat = max_i 2|x_i^T theta_D - y_i| ||x_i|| (model fitted on all N points) "
-              f">= {thr:g}.", sigma_note or f"sigma_hat rises but saturates at {sigma.max():.3g}: as lambda grows "
-              "the model tends to a constant and sigma_hat to max_i 2|y_i| ||x_i||."),
-        paper("Because sigma grows, the stability parameter beta ~ sigma^2 / lambda increases with excessive "
-              "regularisation (the paper's explanation of the rise).",
-              "Spearman(beta_hat = sigma_hat^2/(2 lambda N), lambda) right of the variance minimum", rho_beta,
-              beta_rises, f"Spearman correlation of sigma_hat^2/(2 lambda N) with lambda, from the variance minimum "
-              f"on, >= {thr:g}.", beta_note),
-        paper("Theorem 5: for a learner with uniform stability C_stab/|S|, every difference s_i - s_j is at most "
-              "2 C_stab (1 + log(N-1)) / (N-1).", f"max over lambda of (max_i s_i - min_i s_i) / bound, {thm}",
-              thm_value, thm_holds, f"{thm} (fully penalised ridge: the theorem's hypotheses): at every lambda the "
-              "range of the estimated values <= 2 C_stab (1+log(N-1))/(N-1), C_stab = sigma^2/(2 lambda), sigma = "
-              "2 max_z (|y_z| + ||x_z|| ||y_D|| / (2 sqrt(N lambda))) ||x_z|| over training and test points z (a "
-              "rigorous bound on the sup over every coalition's model).", thm_note, SECTION_THEOREM5,
-              sanity=True, undecided=thm_undecided),  # a proven bound, met with a wide slack: only a bug breaks it
-        paper("The variance of the Shapley values is identical to the approximation error of the uniform value "
-              "division: ||s - U(D)/N 1||_2 = sqrt(N Var(s)).", "max |uniform-division error - sqrt(N Var)|",
-              identity, bool(identity <= 1e-9), "max over every (convention, lambda) of "
-              "| ||s_hat - U(D)/N 1||_2 - sqrt(N Var_pop(s_hat)) | <= 1e-9 (the estimates sum to U(D)).",
-              "An algebraic identity for estimates that sum to U(D): a sanity check of the estimator, not evidence."
-              if identity <= 1e-9 else "the estimated values do not sum to U(D).",
-              sanity=True),  # an algebraic identity of efficient estimates
+    return [
+        _paper_claim("The variance of the training points' values is U-shaped in the regularisation strength: more "
+                     "regularisation first lowers it, excessive regularisation raises it again.",
+                     "min(end variance / minimum variance), fixed_alpha", shape["min_end_ratio"], shape["holds"],
+                     f"fixed_alpha: the minimum of the debiased variance lies strictly inside the lambda grid and the "
+                     f"variance at both ends is at least {factor:g}x the minimum.", _shape_note(shape, factor)),
+        _paper_claim("While the model fits the data, more regularisation (a more stable learner) lowers the variance "
+                     "of the values.", "Spearman(variance, lambda) left of the minimum", shape["spearman_left"], falls,
+                     f"{rule} up to and including the minimum <= -{thr:g}.", falls_note),
+        _paper_claim("With excessive regularisation the variance of the values increases with the regularisation "
+                     "strength.", "Spearman(variance, lambda) right of the minimum", shape["spearman_right"], rises,
+                     f"{rule} from the minimum on >= {thr:g}.", rises_note),
     ]
+
+
+def _stability_claims(metrics: dict, trends: dict, thr: float) -> list:
+    """The paper's explanation of the rise: sigma, then beta, grow with lambda right of the variance minimum."""
+    (sigma_rises, sigma_note), (beta_rises, beta_note) = trends["sigma"], trends["beta"]
+    return [
+        _paper_claim("Once the model no longer fits, the Lipschitz constant sigma = 2|x_i^T theta - y_i| |x_i| grows "
+                     "with the regularisation strength.", "Spearman(sigma_hat, lambda) right of the variance minimum",
+                     metrics["spearman_sigma_right"], sigma_rises, f"Spearman correlation with lambda, from the "
+                     f"variance minimum on, of the paper's estimate sigma_hat = max_i 2|x_i^T theta_D - y_i| ||x_i|| "
+                     f"(model fitted on all N points) >= {thr:g}.", sigma_note or f"sigma_hat rises but saturates at "
+                     f"{metrics['max_sigma_paper']:.3g}: as lambda grows the model tends to a constant and sigma_hat "
+                     "to max_i 2|y_i| ||x_i||."),
+        _paper_claim("Because sigma grows, the stability parameter beta ~ sigma^2 / lambda increases with excessive "
+                     "regularisation (the paper's explanation of the rise).",
+                     "Spearman(beta_hat = sigma_hat^2/(2 lambda N), lambda) right of the variance minimum",
+                     metrics["spearman_beta_right"], beta_rises, f"Spearman correlation of sigma_hat^2/(2 lambda N) "
+                     f"with lambda, from the variance minimum on, >= {thr:g}.", beta_note),
+    ]
+
+
+def _theorem5_claims(thm_verdict: tuple, thm_note: str, identity: float) -> list:
+    """Two sanity checks: Theorem 5's bound (judged where it applies) and the variance / uniform-error identity."""
+    thm = THEOREM5_CONVENTION
+    thm_value, thm_holds, thm_undecided = thm_verdict
+    return [
+        _paper_claim("Theorem 5: for a learner with uniform stability C_stab/|S|, every difference s_i - s_j is at "
+                     "most 2 C_stab (1 + log(N-1)) / (N-1).", f"max over lambda of (max_i s_i - min_i s_i) / bound, "
+                     f"{thm}", thm_value, thm_holds, f"{thm} (fully penalised ridge: the theorem's hypotheses): at "
+                     "every lambda the range of the estimated values <= 2 C_stab (1+log(N-1))/(N-1), C_stab = "
+                     "sigma^2/(2 lambda), sigma = 2 max_z (|y_z| + ||x_z|| ||y_D|| / (2 sqrt(N lambda))) ||x_z|| over "
+                     "training and test points z (a rigorous bound on the sup over every coalition's model).",
+                     thm_note, SECTION_THEOREM5,  # a proven bound, met with a wide slack: only a bug breaks it
+                     sanity=True, undecided=thm_undecided),
+        _paper_claim("The variance of the Shapley values is identical to the approximation error of the uniform value "
+                     "division: ||s - U(D)/N 1||_2 = sqrt(N Var(s)).", "max |uniform-division error - sqrt(N Var)|",
+                     identity, bool(identity <= 1e-9), "max over every (convention, lambda) of "
+                     "| ||s_hat - U(D)/N 1||_2 - sqrt(N Var_pop(s_hat)) | <= 1e-9 (the estimates sum to U(D)).",
+                     "An algebraic identity for estimates that sum to U(D): a sanity check of the estimator, not "
+                     "evidence." if identity <= 1e-9 else "the estimated values do not sum to U(D).",
+                     sanity=True),  # an algebraic identity of efficient estimates
+    ]
+
+
+def _reproduction_claims(shapes: dict, factor: float) -> list:
+    """The reproduction's checks: the U shape under the two other conventions, where they were run."""
     intro = {"per_coalition": "Sensitivity: the paper's objective on every coalition (alpha_S = |S| lambda).",
              "no_intercept": "Not a claim of the paper. Under no_intercept every model tends to theta = 0, and every "
                              "value to 0, as lambda grows (by construction), so the variance cannot rise again."}
+    claims = []
     for convention in ("per_coalition", "no_intercept"):
         if convention in shapes:
             other, cause = shapes[convention], _shape_note(shapes[convention], factor)
@@ -187,4 +258,4 @@ def evaluate_claims(table, rows: list[dict], factor: float = 2.0, spearman_thres
                 criterion=f"{convention}: as the paper's U-shape claim (minimum strictly inside the grid, both ends "
                           f">= {factor:g}x the minimum).",
                 note=intro[convention] + (f" Fails: {cause}" if cause else "")))
-    return metrics, claims
+    return claims
