@@ -5,6 +5,7 @@
     shapley-research list [--long]
     shapley-research run NAME [OVERRIDE ...] [--kernel KERNEL] [--quiet]
     shapley-research stage NAME [--results DIR] [--write]
+    shapley-research params [NAME ...] [--write | --check]
     shapley-research --project-dir DIR ...
 
 ``run`` composes ``conf/`` with hydra (``profile=quick``, ``output_dir=PATH``,
@@ -37,8 +38,9 @@ from .experiments import EXPERIMENT_NAMES
 from .experiments._common import METRICS_FILE, held_count, read_metrics, undecided_count, verdict_of
 from .experiments._report import CITED_PAPERS_EXPERIMENTS, RUN_INFO_FILE, write_report
 from .experiments._schema import check_parameters
-from .experiments._project import (Project, ProjectError, check_declared, check_name, dvc_stage,
-                                   notebook_parameters, write_dvc_stage)
+from .experiments._project import (RUNNER_ENV, Project, ProjectError, check_declared, check_name,
+                                   check_notebook_in_sync, dvc_stage, notebook_parameters, profile_key_problems,
+                                   run_profile, write_dvc_stage)
 
 KERNEL_NAME = "shapley-research"
 KERNEL_ENV = "SHAPLEY_RESEARCH_KERNEL"
@@ -208,18 +210,36 @@ def summarize(name: str, profile: str, run_dir: Path, metrics: dict, seconds: fl
     return "\n".join(lines)
 
 
+def run_parameters(project: Project, name: str, overrides: list[str]) -> dict:
+    """The notebook parameters of a run, checked before any kernel starts (a bad value fails in a second).
+
+    Raises
+    ------
+    ProjectError
+        If a value breaks its type or range, a profile file sets an unknown
+        key, the notebook's ``parameters`` cell departs from ``conf/`` (an edit
+        there would be silently overridden), or the notebook lacks a parameter.
+    """
+    params = notebook_parameters(project.compose(name, overrides), name)
+    try:
+        check_parameters(name, params)
+    except ValueError as err:
+        raise ProjectError(f"invalid configuration of {name}: {err}") from None
+    problems = profile_key_problems(project, name)
+    if problems:
+        raise ProjectError("\n".join(problems))
+    check_notebook_in_sync(project, name)
+    check_declared(project.notebook(name), params)
+    params["profile"] = run_profile(project, name, params, overrides)  # "custom" unless a profile's values
+    return params
+
+
 def cmd_run(args) -> int:
     """Compose the configuration, execute the notebook, check ``metrics.json``, print the verdicts."""
     name = check_name(args.name)
     project = _project(args)
-    config = project.compose(name, args.overrides)
-    params = notebook_parameters(config, name)
-    try:  # before the kernel starts: a bad value fails in a second, with the key named
-        check_parameters(name, params)
-    except ValueError as err:
-        raise ProjectError(f"invalid configuration of {name}: {err}") from None
+    params = run_parameters(project, name, args.overrides)
     notebook = project.notebook(name)
-    check_declared(notebook, params)
     kernel = select_kernel(args.kernel)
     run_dir = Path(params["output_dir"])
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -239,6 +259,7 @@ def cmd_run(args) -> int:
     previous = os.environ.get(PROGRESS_ENV)
     if previous is None:
         os.environ[PROGRESS_ENV] = "off"
+    previous_runner, os.environ[RUNNER_ENV] = os.environ.get(RUNNER_ENV), "cli"  # this command records the run
     try:
         papermill.execute_notebook(str(notebook), str(executed), parameters=params, kernel_name=kernel,
                                    cwd=str(project.root), progress_bar=False, log_output=not args.quiet,
@@ -254,6 +275,10 @@ def cmd_run(args) -> int:
     finally:
         if previous is None:  # leave the caller's environment as it was
             del os.environ[PROGRESS_ENV]
+        if previous_runner is None:
+            del os.environ[RUNNER_ENV]
+        else:
+            os.environ[RUNNER_ENV] = previous_runner
     seconds = time.perf_counter() - start
     try:
         metrics = read_metrics(run_dir)
@@ -297,6 +322,39 @@ def cmd_stage(args) -> int:
         print(yaml.safe_dump({args.name: dvc_stage(project, check_name(args.name), args.results)},
                              sort_keys=False), end="")
     return EXIT_OK
+
+
+def cmd_params(args) -> int:
+    """Print, check or rewrite the notebooks' ``parameters`` cells, generated from ``conf/``."""
+    from .experiments._notebook import parameters_cell, parameters_source, write_parameters_cell
+    from .experiments._project import generated_parameters
+    from .experiments._schema import declaration_problems
+
+    project = _project(args)
+    names = [check_name(name) for name in args.names] or project.available()
+    stale = []
+    for name in names:
+        problems = declaration_problems(name, project.root) + profile_key_problems(project, name)
+        if problems:
+            raise ProjectError(f"conf/ and the declared parameters of {name} disagree:\n  " + "\n  ".join(problems))
+        source = parameters_source(generated_parameters(project, name))
+        notebook = project.notebook(name)
+        shown = notebook.relative_to(project.root)
+        if args.write:
+            try:
+                print(f"wrote {shown}" if write_parameters_cell(notebook, source) else f"{shown} is up to date")
+            except ValueError as err:
+                raise ProjectError(str(err)) from None
+        elif args.check:
+            if parameters_cell(notebook) != source:
+                stale.append(name)
+                print(f"{shown}: the parameters cell is not the one generated from conf/", file=sys.stderr)
+        else:
+            print(f"# {shown}\n{source}" if len(names) > 1 else source, end="")
+    if stale:
+        print(f"run `shapley-research params {' '.join(stale)} --write` after checking the differences "
+              "(`shapley-research run` names each one)", file=sys.stderr)
+    return EXIT_FAILED if stale else EXIT_OK
 
 
 def cmd_compare(args) -> int:
@@ -349,6 +407,18 @@ def build_parser() -> argparse.ArgumentParser:
     p_stage.add_argument("--results", metavar="DIR", help="where the run wrote (default: PROJECT/results)")
     p_stage.add_argument("--write", action="store_true", help="add or replace the stage in PROJECT/dvc.yaml")
     p_stage.set_defaults(func=cmd_stage)
+
+    p_params = sub.add_parser(
+        "params", help="print, check or rewrite the notebooks' parameters cells, generated from conf/",
+        description="The parameters cell of notebooks/NAME.ipynb holds the paper profile's values of conf/ (the one "
+                    "source of values; types and ranges: shapley_research/experiments/_schema.py). Print it, "
+                    "check that the notebook's is the same (--check, exit status 1 if not), or rewrite the "
+                    "notebook's, leaving every other cell as it is (--write).")
+    p_params.add_argument("names", nargs="*", metavar="NAME", help="experiments (default: all available)")
+    mode = p_params.add_mutually_exclusive_group()
+    mode.add_argument("--write", action="store_true", help="rewrite the notebooks' parameters cells")
+    mode.add_argument("--check", action="store_true", help="exit 1 if a notebook's cell is not the generated one")
+    p_params.set_defaults(func=cmd_params)
 
     p_report = sub.add_parser("report", help="write results/README.md: figures beside claims and verdicts",
                               description="Collect every RESULTS/NAME/metrics.json and run_info.json into "

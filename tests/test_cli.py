@@ -30,7 +30,7 @@ def project(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def quick_run(project, tmp_path_factory):
-    """One quick run with an override that makes the fixture's first claim fail."""
+    """One quick run with an override that makes the fixture's first claim fail (so a custom run, not quick)."""
     out = tmp_path_factory.mktemp("out")
     proc = subprocess.run(cli_command() + ["--project-dir", str(project), "run", "iris_accuracy", "profile=quick",
                                            f"output_dir={out}", "experiment.true_mean=5"],
@@ -50,13 +50,15 @@ def test_run_writes_all_results(quick_run):
     assert sorted(p.name for p in run_dir.iterdir()) == [
         "histogram.pdf", "histogram.png", "iris_accuracy.ipynb", "metrics.json", "run_info.json", "samples.csv"]
     metrics = json.loads((run_dir / "metrics.json").read_text())
-    assert metrics["profile"] == "quick" and metrics["n_samples"] == 200  # conf/experiment_profile/.../quick.yaml
+    # conf/experiment_profile/.../quick.yaml, and an override: recorded as a custom run (test_parameters.py)
+    assert metrics["profile"] == "custom" and metrics["n_samples"] == 200
     # A claim that does not hold is a result, not an error: the exit status above is 0.
     assert [c["holds"] for c in metrics["claims"]] == [False, True]
     assert [c["source"] for c in metrics["claims"]] == ["paper", "reproduction"]
     assert all({"claim", "statistic", "holds", "source", "criterion", "timing"} <= set(c) for c in metrics["claims"])
     info = json.loads((run_dir / "run_info.json").read_text())
-    assert info["experiment"] == "iris_accuracy" and info["profile"] == "quick"
+    assert list(info) == ["experiment", "profile", "wall_seconds", "cpu_seconds"]
+    assert info["experiment"] == "iris_accuracy" and info["profile"] == "custom"
     assert 0 < info["wall_seconds"] and 0 < info["cpu_seconds"]
 
 
@@ -64,13 +66,13 @@ def test_run_injects_the_composed_parameters(quick_run):
     _, run_dir = quick_run
     nb = nbformat.read(run_dir / "iris_accuracy.ipynb", as_version=4)
     assert nb.metadata.papermill.parameters == {
-        "output_dir": str(run_dir), "profile": "quick", "seed": 0, "n_jobs": 1, "n_samples": 200, "true_mean": 5}
+        "output_dir": str(run_dir), "profile": "custom", "seed": 0, "n_jobs": 1, "n_samples": 200, "true_mean": 5}
     assert any("injected-parameters" in c.metadata.get("tags", []) for c in nb.cells)
 
 
 def test_run_prints_verdicts_and_streams_progress(quick_run):
     proc, run_dir = quick_run
-    assert ("iris_accuracy (profile=quick): 0 of 1 claims of the paper hold; 1 of 1 checks of this reproduction "
+    assert ("iris_accuracy (profile=custom): 0 of 1 claims of the paper hold; 1 of 1 checks of this reproduction "
             "hold") in proc.stdout
     assert "[DOES NOT HOLD] (Fixture, Section 1) The sample mean is within three standard errors" in proc.stdout
     assert "[holds] (reproduction) The sample standard deviation" in proc.stdout
@@ -108,7 +110,7 @@ def test_help_lists_commands(capsys):
         main(["--help"])
     assert exc.value.code == 0
     out = capsys.readouterr().out
-    assert all(word in out for word in ("list", "run", "stage", "--project-dir"))
+    assert all(word in out for word in ("list", "run", "stage", "params", "--project-dir"))
 
 
 @pytest.mark.parametrize("args, message", [

@@ -22,7 +22,7 @@ LANGUAGE_INFO = {"name": "python", "file_extension": ".py", "mimetype": "text/x-
                  "codemirror_mode": {"name": "ipython", "version": 3}}
 
 __all__ = ["PARAMETERS_TAG", "LANGUAGE_INFO", "build_notebook", "write_notebook", "parameters_cell",
-           "notebook_defaults"]
+           "notebook_defaults", "parameters_source", "write_parameters_cell", "RunRecorder"]
 
 
 def build_notebook(parameters: str, cells: Iterable[str | tuple[str, str]], title: str | None = None,
@@ -135,3 +135,114 @@ def notebook_defaults(path: str | os.PathLike) -> dict[str, Any]:
         if str(err).startswith(str(path)):
             raise
         raise ValueError(f"{path}: {err}") from None
+
+
+def _literal(value: Any) -> str:
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)  # a Python literal too, with double quotes
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(map(_literal, value)) + "]"
+    if value is None or isinstance(value, (bool, int, float)):
+        return repr(value)
+    raise TypeError(f"a notebook parameter must be a string, number, boolean, None or list, got {value!r}.")
+
+
+def parameters_source(params: dict[str, Any]) -> str:
+    """The ``parameters`` cell holding ``params``: one ``name = literal`` line each, in order.
+
+    The inverse of :func:`notebook_defaults`' parsing: parsing the source gives
+    ``params`` back.
+    """
+    return "".join(f"{key} = {_literal(value)}\n" for key, value in params.items())
+
+
+def write_parameters_cell(path: str | os.PathLike, source: str) -> bool:
+    """Replace the source of the notebook's ``parameters`` cell; return whether the file changed.
+
+    Only that cell's ``"source"`` is rewritten, in nbformat's layout; every
+    other byte of the file is kept (a notebook is a DVC dependency of its
+    stage, and its other cells must not change).
+
+    Raises
+    ------
+    ValueError
+        If the parameters cell is missing or misplaced, ``source`` holds
+        anything but ``name = literal`` lines, or the cell's source cannot be
+        found in the file as nbformat writes it.
+    """
+    _parse_parameters(source)
+    path = Path(path)
+    old = parameters_cell(path)
+    if old == source:
+        return False
+    text = path.read_text(encoding="utf-8")
+
+    def layout(cell_source: str) -> str:  # nbformat: indent 1, cell keys at depth 3
+        lines = json.dumps(cell_source.splitlines(keepends=True), indent=1, ensure_ascii=False)
+        return '"source": ' + lines.replace("\n", "\n   ")
+
+    if text.count(layout(old)) != 1:
+        raise ValueError(f"{path}: cannot locate the parameters cell's source in the file; write the cell "
+                         "with Jupyter instead.")
+    path.write_text(text.replace(layout(old), layout(source)), encoding="utf-8")
+    return True
+
+
+class RunRecorder:
+    """Writes ``run_info.json`` as ``shapley-research run`` does, for a notebook run any other way.
+
+    Called after every cell of the kernel (IPython's ``post_run_cell``; at exit
+    in plain Python), it writes once this run's ``metrics.json`` exists, so a
+    run that stops early records nothing; the last cell's call leaves the
+    whole run's times.
+    """
+
+    active: "RunRecorder | None" = None
+
+    def __init__(self, name: str, profile: str, run_dir: Path):
+        import time
+
+        self.info = {"experiment": name, "profile": profile}
+        self.run_dir = run_dir
+        self.started, self.cpu_started = time.time(), _cpu_seconds()
+
+    def __call__(self, *_: Any) -> None:
+        import time
+
+        from ._common import METRICS_FILE
+        from ._report import RUN_INFO_FILE
+
+        metrics = self.run_dir / METRICS_FILE
+        if not metrics.is_file() or metrics.stat().st_mtime < self.started:
+            return
+        info = dict(self.info, wall_seconds=round(time.time() - self.started, 1),
+                    cpu_seconds=round(_cpu_seconds() - self.cpu_started, 1))
+        (self.run_dir / RUN_INFO_FILE).write_text(json.dumps(info, indent=2) + "\n")
+
+    def install(self) -> None:
+        """Call after every cell from now on, in place of the recorder of an earlier check in this kernel."""
+        import atexit
+
+        try:
+            from IPython import get_ipython
+
+            shell = get_ipython()
+        except ImportError:
+            shell = None
+        previous, RunRecorder.active = RunRecorder.active, self
+        if shell is None:
+            atexit.register(self)
+            if previous is not None:
+                atexit.unregister(previous)
+            return
+        if previous is not None and previous in shell.events.callbacks["post_run_cell"]:
+            shell.events.unregister("post_run_cell", previous)
+        shell.events.register("post_run_cell", self)
+
+
+def _cpu_seconds() -> float:
+    """CPU seconds of this process and its finished children."""
+    import resource
+
+    return sum(u.ru_utime + u.ru_stime for u in (resource.getrusage(resource.RUSAGE_SELF),
+                                                resource.getrusage(resource.RUSAGE_CHILDREN)))

@@ -240,6 +240,150 @@ def check_declared(notebook: Path, params: dict[str, Any]) -> None:
                            "declare them there (with the paper profile's values) or remove them from conf/.")
 
 
+# --- one source of parameters: the notebook's cell is generated, every run records its profile ---------
+
+#: What a run whose parameters match no profile of ``conf/`` records as its profile.
+CUSTOM_PROFILE = "custom"
+#: Set to ``"cli"`` by ``shapley-research run`` for the notebook's kernel: the command records the run itself.
+RUNNER_ENV = "SHAPLEY_RESEARCH_RUNNER"
+# Parameters that do not change what a run computes: left out when matching a run to a profile.
+_NOT_COMPARED = ("output_dir", "profile", "n_jobs")
+
+
+def generated_parameters(project: Project, name: str) -> dict[str, Any]:
+    """The values of notebook ``name``'s ``parameters`` cell: the default (paper) composition of ``conf/``.
+
+    ``output_dir`` is the project-relative ``results/NAME``, so the notebook run
+    by hand writes where ``dvc repro`` does.
+    """
+    return dict(notebook_parameters(project.compose(name), name), output_dir=f"{RESULTS_DIR}/{name}")
+
+
+def _where(name: str, key: str) -> tuple[str, str]:
+    """The file a parameter's value lives in, and the override that changes it for one run."""
+    if key in ("output_dir", "seed", "n_jobs"):
+        return f"{CONFIG_DIR}/config.yaml", key
+    if key == "profile":
+        return f"{CONFIG_DIR}/profile/", key
+    return f"{CONFIG_DIR}/experiment/{name}.yaml", f"experiment.{key}"
+
+
+def _override(option: str, value: Any) -> str:
+    import shlex
+
+    from ._notebook import _literal
+
+    text = value if isinstance(value, str) else _literal(value)
+    return shlex.quote(f"{option}={text}")
+
+
+def notebook_sync_problems(project: Project, name: str) -> list[str]:
+    """How notebook ``name``'s ``parameters`` cell departs from :func:`generated_parameters` (empty if not).
+
+    One line per parameter, saying where it lives; an edited cell would
+    otherwise be silently replaced by the configuration's values at run time.
+    """
+    from ._notebook import notebook_defaults
+
+    try:
+        found = notebook_defaults(project.notebook(name))
+    except ValueError as err:
+        return [str(err)]
+    expected = generated_parameters(project, name)
+    problems = []
+    for key, value in found.items():
+        where, option = _where(name, key)
+        if key not in expected:
+            problems.append(f"{key} is not a parameter of {name}: give it a value in {where} and a type in "
+                            "shapley_research/experiments/_schema.py, not in the notebook.")
+        elif value != expected[key]:
+            problems.append(f"{key} lives in {where} ({key} = {expected[key]!r} there), not in the notebook "
+                            f"({value!r}); edit it there or pass {_override(option, value)} to "
+                            "shapley-research run.")
+    problems += [f"{key} ({_where(name, key)[0]}) is missing from the cell." for key in expected if key not in found]
+    return problems
+
+
+def check_notebook_in_sync(project: Project, name: str) -> None:
+    """Raise :class:`ProjectError` unless the notebook's ``parameters`` cell holds the configuration's values."""
+    problems = notebook_sync_problems(project, name)
+    if problems:
+        raise ProjectError(f"the parameters cell of {NOTEBOOK_DIR}/{name}.ipynb differs from conf/ (the one "
+                           "source of parameters):\n  " + "\n  ".join(problems) + "\nAfter an edit of conf/, "
+                           f"`shapley-research params {name} --write` regenerates the cell.")
+
+
+def profile_key_problems(project: Project, name: str) -> list[str]:
+    """Keys of ``conf/experiment_profile/NAME/*.yaml`` that ``conf/experiment/NAME.yaml`` lacks.
+
+    A profile only changes parameters the experiment has; a misspelt key would
+    otherwise add a parameter.
+    """
+    from omegaconf import OmegaConf
+
+    keys = set(OmegaConf.load(project.experiment_conf(name)))
+    problems = []
+    for path in sorted((project.conf_dir / "experiment_profile" / name).glob("*.yaml")):
+        extra = [key for key in (OmegaConf.load(path) or {}) if key not in keys]
+        problems += [f"{CONFIG_DIR}/experiment_profile/{name}/{path.name}: {key} is not a parameter of {name} "
+                     f"(those are the keys of {CONFIG_DIR}/experiment/{name}.yaml)." for key in extra]
+    return problems
+
+
+def _plain(value: Any) -> Any:
+    return [_plain(v) for v in value] if isinstance(value, (list, tuple)) else value
+
+
+def profile_of(project: Project, name: str, params: dict[str, Any]) -> str:
+    """The profile whose composed parameters ``params`` are, or :data:`CUSTOM_PROFILE`.
+
+    Every parameter counts but ``output_dir``, ``profile`` and ``n_jobs``
+    (results do not depend on them): a changed ``seed`` is a custom run.
+    """
+    for profile in project.profiles():
+        composed = notebook_parameters(project.compose(name, [f"profile={profile}"]), name)
+        keys = [key for key in composed if key not in _NOT_COMPARED]
+        if all(key in params and _plain(params[key]) == _plain(composed[key]) for key in keys):
+            return profile
+    return CUSTOM_PROFILE
+
+
+def run_profile(project: Project, name: str, params: dict[str, Any], overrides: list[str] | tuple[str, ...]) -> str:
+    """The profile a ``shapley-research run`` with ``overrides`` records: :func:`profile_of` its parameters.
+
+    Overrides of ``profile``, ``output_dir`` and ``n_jobs`` alone leave the
+    chosen profile's values, which need no comparison.
+    """
+    if all(any(_user_sets([o], key) for key in _NOT_COMPARED) for o in overrides):
+        return params["profile"]
+    return profile_of(project, name, params)
+
+
+def record_notebook_run(name: str, namespace: dict[str, Any]) -> None:
+    """Record a notebook run that ``shapley-research run`` did not start (plain papermill, Jupyter).
+
+    Sets ``namespace["profile"]`` to :func:`profile_of` the parameters (the
+    notebook's default says ``"paper"`` whatever papermill passed), so the
+    results name the profile that ran, and writes ``OUTPUT_DIR/run_info.json``
+    with the fields the command writes once the run has written its
+    ``metrics.json``. Does nothing under ``shapley-research run``
+    (:data:`RUNNER_ENV`), which records its runs itself.
+    """
+    if os.environ.get(RUNNER_ENV) == "cli":
+        return
+    try:
+        profile = profile_of(Project.locate(), name, namespace)
+    except ProjectError:  # no conf/ to compare with: nothing says which profile this is
+        profile = CUSTOM_PROFILE
+    if namespace.get("profile") != profile:
+        match = "match no profile of conf/" if profile == CUSTOM_PROFILE else f"are conf/'s {profile} profile"
+        print(f"The parameters {match}: recorded as profile = {profile!r}.")
+        namespace["profile"] = profile
+    from ._notebook import RunRecorder
+
+    RunRecorder(name, profile, Path(str(namespace["output_dir"]))).install()
+
+
 # --- DVC --------------------------------------------------------------------------------------------------
 
 # Experiments whose packages another experiment's package imports (its stage depends on them too).

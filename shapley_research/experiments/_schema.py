@@ -1,22 +1,37 @@
-"""Typed parameters of every experiment, checked before a notebook's kernel starts.
+"""Every experiment's parameters, declared once: their types and ranges, checked before a notebook runs.
 
-Each experiment's keys (``conf/experiment/NAME.yaml``, minus ``description``)
-have a :class:`Spec` here: a type and the values that make sense (counts are
-positive, fractions lie in (0, 1), grids are non-empty). ``shapley-research
-run`` checks the composed parameters against it and stops with one line
-naming the key and what was expected, instead of failing minutes later
-inside the notebook; ``tests/test_pipeline.py`` checks that every key of
-``conf/`` has a spec and that both profiles pass.
+The values of a parameter live in ``conf/`` (``conf/experiment/NAME.yaml`` at
+the paper's scale, ``conf/experiment_profile/NAME/PROFILE.yaml`` for what a
+profile changes); its name, type and range live here, in one frozen dataclass
+per experiment (:data:`DECLARATIONS`), one annotated field per parameter, e.g.
+``n_train: Annotated[int, Range(2)]``. Everything else is derived:
+
+- :data:`SCHEMAS` (a :class:`Spec` per key) and :func:`parameter_problems`,
+  which ``shapley-research run`` applies to the composed parameters so a bad
+  value stops it in a second, naming the key;
+- :func:`declaration_problems`: every key of the experiment's file and of its
+  profiles' files is declared here, and every declared field has a value;
+- the notebook's ``parameters`` cell, generated from the paper profile by
+  ``shapley-research params NAME --write`` (``tests/test_parameters.py``
+  checks that every cell is in sync).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import numbers
+import os
+import types
+import typing
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any, Literal
 
-__all__ = ["Spec", "SCHEMAS", "COMMON", "parameter_problems", "check_parameters", "check_notebook_parameters"]
+__all__ = ["Spec", "SCHEMAS", "COMMON", "DECLARATIONS", "Range", "Length", "spec_of", "parameter_problems",
+           "check_parameters", "check_notebook_parameters", "declaration_problems"]
+
+# Where each fact about a parameter lives, for the messages that send an edit there.
+TYPES_FILE = "shapley_research/experiments/_schema.py"
 
 
 @dataclass(frozen=True)
@@ -80,106 +95,315 @@ class Spec:
         return self.high is None or not (value > self.high or (self.open_high and value == self.high))
 
 
-def integer(low=None, high=None, nullable=False) -> Spec:
-    return Spec("int", low, high, nullable=nullable)
+@dataclass(frozen=True)
+class Range:
+    """Bounds of a number, inclusive unless ``open_low`` / ``open_high``: ``Annotated[int, Range(1)]``."""
+
+    low: float | None = None
+    high: float | None = None
+    open_low: bool = False
+    open_high: bool = False
 
 
-def number(low=None, high=None, open_low=False, open_high=False) -> Spec:
-    return Spec("float", low, high, open_low, open_high)
+@dataclass(frozen=True)
+class Length:
+    """The exact length of a list: ``Annotated[list[int], Length(2)]``."""
+
+    value: int
 
 
-def text(*choices: str, nullable: bool = False) -> Spec:
-    return Spec("str", choices=tuple(choices), nullable=nullable)
+def spec_of(annotation: Any) -> Spec:
+    """The :class:`Spec` of a field's type annotation.
+
+    ``int``, ``float``, ``str``, ``bool``, ``Literal[...]`` of strings and
+    ``list[X]``, each optionally ``Annotated`` with :class:`Range` (numbers) or
+    :class:`Length` (lists) and ``| None`` (nullable).
+
+    Raises
+    ------
+    TypeError
+        For any other annotation.
+    """
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is Annotated:
+        spec = spec_of(args[0])
+        for extra in args[1:]:
+            if isinstance(extra, Range):
+                spec = dataclasses.replace(spec, low=extra.low, high=extra.high, open_low=extra.open_low,
+                                           open_high=extra.open_high)
+            elif isinstance(extra, Length):
+                spec = dataclasses.replace(spec, length=extra.value)
+        return spec
+    if origin in (typing.Union, types.UnionType) and type(None) in args:
+        others = [a for a in args if a is not type(None)]
+        if len(others) == 1:
+            return dataclasses.replace(spec_of(others[0]), nullable=True)
+    if origin is Literal and all(isinstance(a, str) for a in args):
+        return Spec("str", choices=args)
+    if origin is list and len(args) == 1:
+        return Spec("list", item=spec_of(args[0]))
+    kinds = {int: "int", float: "float", str: "str", bool: "bool"}
+    if annotation in kinds:
+        return Spec(kinds[annotation])
+    raise TypeError(f"cannot derive a parameter spec from the annotation {annotation!r}.")
 
 
-def list_of(item: Spec, length: int | None = None, nullable: bool = False) -> Spec:
-    return Spec("list", item=item, length=length, nullable=nullable)
+def _specs(declaration: type) -> dict[str, Spec]:
+    hints = typing.get_type_hints(declaration, include_extras=True)
+    return {field.name: spec_of(hints[field.name]) for field in dataclasses.fields(declaration)}
 
 
-FLAG = Spec("bool")
-COUNT = integer(1)
-POSITIVE = number(0, open_low=True)
-FRACTION = number(0, 1, open_low=True, open_high=True)
-UNIT = number(0, 1)  # a fraction that may be 0 or 1
-SPEARMAN = number(-1, 1)
+# Shorthands for the types that recur.
+Count = Annotated[int, Range(1)]
+Positive = Annotated[float, Range(0, open_low=True)]
+Fraction = Annotated[float, Range(0, 1, open_low=True, open_high=True)]
+Unit = Annotated[float, Range(0, 1)]  # a fraction that may be 0 or 1
+Correlation = Annotated[float, Range(-1, 1)]
+NonNegative = Annotated[float, Range(0)]
+Digit = Annotated[int, Range(0, 9)]
 
-#: Parameters every experiment receives (``conf/config.yaml`` and the profile).
-COMMON = {"output_dir": text(), "profile": text(), "seed": integer(0), "n_jobs": integer(-1)}
 
-SCHEMAS: dict[str, dict[str, Spec]] = {
-    "iris_accuracy": {
-        "class_pair": list_of(integer(0, 2), length=2), "n_train": integer(2), "n_test": integer(2),
-        "C": POSITIVE, "reference": text("exact", "permutation"), "reference_permutations": COUNT,
-        "budget_permutations": COUNT, "n_repetitions": integer(2), "n_repetitions_all_s": COUNT,
-        "first_order_all_s": FLAG, "n_utility_checks": integer(0), "spearman_threshold": SPEARMAN,
-        "error_threshold": POSITIVE, "largest_error_threshold": POSITIVE, "ratio_threshold": POSITIVE,
-        "alpha": FRACTION, "confidence_level": FRACTION,
-    },
-    "runtime_scaling": {
-        "digits": list_of(integer(0, 9), length=2), "n_train": integer(2), "n_test": COUNT, "epochs": COUNT,
-        "C": POSITIVE, "epsilon": POSITIVE, "delta": FRACTION, "utility_range": POSITIVE,
-        "theory_n_min": integer(2), "theory_n_max": integer(2), "theory_points_per_decade": COUNT,
-        "cost_learners": list_of(text("sgd", "lbfgs")), "fit_sizes": list_of(integer(2)),
-        "influence_ns": list_of(integer(2)), "cost_min_total": POSITIVE, "measured_ns": list_of(integer(3)),
-        "pca_components": COUNT, "target_rel_error": POSITIVE, "reference_rel_error": POSITIVE,
-        "exact_max_players": integer(2, 20), "n_seeds": COUNT, "max_doublings": integer(0),
-        "all_s_max_doublings": integer(0), "all_s_enumerated_n": integer(3, 16),
-        "scaling_games": list_of(text("knn", "unanimity")),
-        "scaling_methods": list_of(text("permutation", "permutation_antithetic", "group_testing_paper",
-                                        "group_testing_improved", "compressive", "svarm")),
-        "scaling_ns": list_of(integer(8)), "scaling_permutation_ns": list_of(integer(8), nullable=True),
-        "scaling_targets": list_of(FRACTION), "scaling_seeds": COUNT, "permutation_cap": COUNT,
-        "group_testing_cap": COUNT, "group_testing_max_work": COUNT, "compressive_cap": COUNT,
-        "compressive_max_players": integer(4), "svarm_cap": COUNT, "svarm_max_players": integer(4),
-        "knn_k": COUNT, "knn_test_points": integer(1, 1000), "knn_components": integer(1, 784),
-        "knn_jitter": number(0), "scaling_n_jobs": COUNT,
-    },
-    "sparsity": {
-        "n_train": integer(2), "n_test": COUNT, "n_components": COUNT, "batch_size": COUNT,
-        "reference_permutations": COUNT, "reference_parts": COUNT, "permutation_grid": list_of(COUNT),
-        "n_repetitions": COUNT, "measurement_fractions": list_of(number(0, 1, open_low=True)),
-        "recovery": text("homotopy", "cvxpy"), "solver": text(), "sparsity_level": FRACTION,
-        "paper_k_fraction": FRACTION, "null_draws": COUNT, "null_quantile": FRACTION,
-        "target_fractions": list_of(FRACTION),
-    },
-    "ridge_stability": {
-        "n_train": integer(2), "lambda_min": POSITIVE, "lambda_max": POSITIVE, "n_lambdas": integer(3),
-        "n_permutations": integer(2), "n_bootstrap": integer(2),
-        "conventions": list_of(text("fixed_alpha", "per_coalition", "no_intercept")),
-        "u_shape_factor": number(1, open_low=True), "spearman_threshold": number(0, 1, open_low=True),
-        "fit_tolerance": POSITIVE, "epsilon": POSITIVE,
-    },
-    "privacy_noise": {
-        "n_train": integer(2), "n_test": COUNT, "n_public": COUNT, "n_components": COUNT,
-        "logistic_C": POSITIVE, "epsilons": list_of(POSITIVE), "delta": FRACTION, "clip_norm": POSITIVE,
-        "clamp": FLAG, "n_permutations": integer(2), "spearman_threshold": SPEARMAN,
-        "excess_drop_min_se": number(0),
-    },
-    "adversarial": {
-        "n_model_train": integer(2), "n_components": COUNT, "C": POSITIVE, "n_per_class": COUNT,
-        "n_test": COUNT, "test_ratios": list_of(UNIT), "fgsm_epsilon": number(0, 1, open_low=True),
-        "cw_steps": COUNT, "cw_stepsize": POSITIVE, "cw_binary_search_steps": COUNT,
-        "cw_confidence": number(0), "n_permutations": integer(2), "cache_dir": text(nullable=True),
-    },
-    "data_cleaning": {
-        "datasets": list_of(text("breast_cancer", "digits")), "digit_classes": list_of(integer(0, 9), length=2),
-        "n_train": integer(4), "n_test": integer(2), "flip_fraction": FRACTION, "n_seeds": COUNT, "budget": COUNT,
-        "budget_grid": list_of(COUNT), "logistic_C": POSITIVE, "max_iter": COUNT, "knn_k": COUNT,
-        "truncation": number(0, 1, open_high=True), "beta_alpha": POSITIVE, "beta_beta": POSITIVE,
-        "oob_max_estimators": COUNT, "removal_fractions": list_of(number(0, 1, open_high=True)),
-        "addition_fractions": list_of(number(0, 1, open_low=True)),
-    },
-    "mlp_cleaning": {
-        "datasets": list_of(text("breast_cancer", "digits", "mnist")),
-        "digit_classes": list_of(integer(0, 9), length=2), "n_train": integer(4), "n_test": integer(2),
-        "flip_fraction": FRACTION, "n_seeds": COUNT, "budget": COUNT,
-        "models": list_of(text("mlp", "logistic")), "hidden": COUNT, "steps": COUNT, "learning_rate": POSITIVE,
-        "weight_decay": number(0), "device": text(), "dtype": text("float32", "float64"),
-        "chunk_size": integer(1, nullable=True), "pca_components": COUNT, "logistic_C": POSITIVE, "max_iter": COUNT,
-        "truncation": number(0, 1, open_high=True), "beta_alpha": POSITIVE, "beta_beta": POSITIVE,
-        "oob_estimators": COUNT,
-    },
+def int_in(low: int, high: int | None = None) -> Any:
+    """An integer in ``[low, high]`` (``high=None``: no upper bound)."""
+    return Annotated[int, Range(low, high)]
+
+
+def float_in(low: float, high: float | None = None, *, open_low: bool = False, open_high: bool = False) -> Any:
+    """A number in the interval from ``low`` to ``high``, closed unless ``open_low`` / ``open_high``."""
+    return Annotated[float, Range(low, high, open_low, open_high)]
+
+
+def pair(item: Any) -> Any:
+    """A list of exactly two ``item``."""
+    return Annotated[list[item], Length(2)]
+
+
+@dataclass(frozen=True)
+class Common:
+    """What every experiment receives (``conf/config.yaml``, the profile's ``name``)."""
+
+    output_dir: str
+    profile: str
+    seed: int_in(0)
+    n_jobs: int_in(-1)
+
+
+# --- the experiments' parameters: one field per key of conf/experiment/NAME.yaml, in its order ------------
+
+@dataclass(frozen=True)
+class IrisAccuracy:
+    """``iris_accuracy``: values in ``conf/experiment/iris_accuracy.yaml``."""
+
+    class_pair: pair(int_in(0, 2))
+    n_train: int_in(2)
+    n_test: int_in(2)
+    C: Positive
+    reference: Literal["exact", "permutation"]
+    reference_permutations: Count
+    budget_permutations: Count
+    n_repetitions: int_in(2)
+    n_repetitions_all_s: Count
+    first_order_all_s: bool
+    n_utility_checks: int_in(0)
+    spearman_threshold: Correlation
+    error_threshold: Positive
+    largest_error_threshold: Positive
+    ratio_threshold: Positive
+    alpha: Fraction
+    confidence_level: Fraction
+
+
+@dataclass(frozen=True)
+class RuntimeScaling:
+    """``runtime_scaling``: values in ``conf/experiment/runtime_scaling.yaml``."""
+
+    digits: pair(Digit)
+    n_train: int_in(2)
+    n_test: Count
+    epochs: Count
+    C: Positive
+    epsilon: Positive
+    delta: Fraction
+    utility_range: Positive
+    theory_n_min: int_in(2)
+    theory_n_max: int_in(2)
+    theory_points_per_decade: Count
+    cost_learners: list[Literal["sgd", "lbfgs"]]
+    fit_sizes: list[int_in(2)]
+    influence_ns: list[int_in(2)]
+    cost_min_total: Positive
+    measured_ns: list[int_in(3)]
+    pca_components: Count
+    target_rel_error: Positive
+    reference_rel_error: Positive
+    exact_max_players: int_in(2, 20)
+    n_seeds: Count
+    max_doublings: int_in(0)
+    all_s_max_doublings: int_in(0)
+    all_s_enumerated_n: int_in(3, 16)
+    scaling_games: list[Literal["knn", "unanimity"]]
+    scaling_methods: list[Literal["permutation", "permutation_antithetic", "group_testing_paper",
+                                  "group_testing_improved", "compressive", "svarm"]]
+    scaling_ns: list[int_in(8)]
+    scaling_permutation_ns: list[int_in(8)] | None
+    scaling_targets: list[Fraction]
+    scaling_seeds: Count
+    permutation_cap: Count
+    group_testing_cap: Count
+    group_testing_max_work: Count
+    compressive_cap: Count
+    compressive_max_players: int_in(4)
+    svarm_cap: Count
+    svarm_max_players: int_in(4)
+    knn_k: Count
+    knn_test_points: int_in(1, 1000)
+    knn_components: int_in(1, 784)
+    knn_jitter: NonNegative
+    scaling_n_jobs: Count
+
+
+@dataclass(frozen=True)
+class Sparsity:
+    """``sparsity``: values in ``conf/experiment/sparsity.yaml``."""
+
+    n_train: int_in(2)
+    n_test: Count
+    n_components: Count
+    batch_size: Count
+    reference_permutations: Count
+    reference_parts: Count
+    permutation_grid: list[Count]
+    n_repetitions: Count
+    measurement_fractions: list[float_in(0, 1, open_low=True)]
+    recovery: Literal["homotopy", "cvxpy"]
+    solver: str
+    sparsity_level: Fraction
+    paper_k_fraction: Fraction
+    null_draws: Count
+    null_quantile: Fraction
+    target_fractions: list[Fraction]
+
+
+@dataclass(frozen=True)
+class RidgeStability:
+    """``ridge_stability``: values in ``conf/experiment/ridge_stability.yaml``."""
+
+    n_train: int_in(2)
+    lambda_min: Positive
+    lambda_max: Positive
+    n_lambdas: int_in(3)
+    n_permutations: int_in(2)
+    n_bootstrap: int_in(2)
+    conventions: list[Literal["fixed_alpha", "per_coalition", "no_intercept"]]
+    u_shape_factor: float_in(1, open_low=True)
+    spearman_threshold: float_in(0, 1, open_low=True)
+    fit_tolerance: Positive
+    epsilon: Positive
+
+
+@dataclass(frozen=True)
+class PrivacyNoise:
+    """``privacy_noise``: values in ``conf/experiment/privacy_noise.yaml``."""
+
+    n_train: int_in(2)
+    n_test: Count
+    n_public: Count
+    n_components: Count
+    logistic_C: Positive
+    epsilons: list[Positive]
+    delta: Fraction
+    clip_norm: Positive
+    clamp: bool
+    n_permutations: int_in(2)
+    spearman_threshold: Correlation
+    excess_drop_min_se: NonNegative
+
+
+@dataclass(frozen=True)
+class Adversarial:
+    """``adversarial``: values in ``conf/experiment/adversarial.yaml``."""
+
+    n_model_train: int_in(2)
+    n_components: Count
+    C: Positive
+    n_per_class: Count
+    n_test: Count
+    test_ratios: list[Unit]
+    fgsm_epsilon: float_in(0, 1, open_low=True)
+    cw_steps: Count
+    cw_stepsize: Positive
+    cw_binary_search_steps: Count
+    cw_confidence: NonNegative
+    n_permutations: int_in(2)
+    cache_dir: str | None
+
+
+@dataclass(frozen=True)
+class DataCleaning:
+    """``data_cleaning``: values in ``conf/experiment/data_cleaning.yaml``."""
+
+    datasets: list[Literal["breast_cancer", "digits"]]
+    digit_classes: pair(Digit)
+    n_train: int_in(4)
+    n_test: int_in(2)
+    flip_fraction: Fraction
+    n_seeds: Count
+    budget: Count
+    budget_grid: list[Count]
+    logistic_C: Positive
+    max_iter: Count
+    knn_k: Count
+    truncation: float_in(0, 1, open_high=True)
+    beta_alpha: Positive
+    beta_beta: Positive
+    oob_max_estimators: Count
+    removal_fractions: list[float_in(0, 1, open_high=True)]
+    addition_fractions: list[float_in(0, 1, open_low=True)]
+
+
+@dataclass(frozen=True)
+class MlpCleaning:
+    """``mlp_cleaning``: values in ``conf/experiment/mlp_cleaning.yaml``."""
+
+    datasets: list[Literal["breast_cancer", "digits", "mnist"]]
+    digit_classes: pair(Digit)
+    n_train: int_in(4)
+    n_test: int_in(2)
+    flip_fraction: Fraction
+    n_seeds: Count
+    budget: Count
+    models: list[Literal["mlp", "logistic"]]
+    hidden: Count
+    steps: Count
+    learning_rate: Positive
+    weight_decay: NonNegative
+    device: str
+    dtype: Literal["float32", "float64"]
+    chunk_size: Count | None
+    pca_components: Count
+    logistic_C: Positive
+    max_iter: Count
+    truncation: float_in(0, 1, open_high=True)
+    beta_alpha: Positive
+    beta_beta: Positive
+    oob_estimators: Count
+
+
+#: Experiment name -> the dataclass declaring its parameters.
+DECLARATIONS: dict[str, type] = {
+    "iris_accuracy": IrisAccuracy, "runtime_scaling": RuntimeScaling, "sparsity": Sparsity,
+    "ridge_stability": RidgeStability, "privacy_noise": PrivacyNoise, "adversarial": Adversarial,
+    "data_cleaning": DataCleaning, "mlp_cleaning": MlpCleaning,
 }
+#: Parameters every experiment receives (``conf/config.yaml`` and the profile).
+COMMON: dict[str, Spec] = _specs(Common)
+#: Experiment name -> parameter -> :class:`Spec`, derived from :data:`DECLARATIONS`.
+SCHEMAS: dict[str, dict[str, Spec]] = {name: _specs(declaration) for name, declaration in DECLARATIONS.items()}
+
+
+def _declaration_name(name: str) -> str:
+    declaration = DECLARATIONS.get(name)
+    return f"{TYPES_FILE}, class {declaration.__name__}" if declaration else TYPES_FILE
 
 
 def parameter_problems(name: str, params: dict[str, Any], *, require_specs: bool = False) -> list[str]:
@@ -196,7 +420,7 @@ def parameter_problems(name: str, params: dict[str, Any], *, require_specs: bool
         where = key if key in COMMON else f"experiment.{key}"
         if spec is None:
             if require_specs:
-                problems.append(f"{where}: no type is declared for it in shapley_research/experiments/_schema.py.")
+                problems.append(f"{where}: no type is declared for it in {_declaration_name(name)}.")
         elif not spec.accepts(value):
             problems.append(f"{where}={value!r}: expected {spec.describe()}.")
     return problems
@@ -210,12 +434,18 @@ def check_parameters(name: str, params: dict[str, Any]) -> None:
 
 
 def check_notebook_parameters(name: str, namespace: dict[str, Any]) -> None:
-    """Check a notebook's parameters where it runs, for runs that bypass the command line tool.
+    """Check a notebook's parameters where it runs, and record the run, however the notebook is run.
 
     Every experiment notebook calls this right after its parameters cell, so
     ``papermill notebooks/NAME.ipynb out.ipynb -p KEY VALUE`` with a bad value
     fails at once, naming the key. papermill's ``-p`` passes a list as a string
     (``-p grid "[5, 20]"`` gives ``'[5, 20]'``); the message says to use ``-y``.
+
+    Outside ``shapley-research run`` (which records its runs itself), a run
+    that passes is recorded as that command would record it: ``profile`` in
+    ``namespace`` is set to the profile whose values the parameters are, or
+    ``"custom"``, and ``OUTPUT_DIR/run_info.json`` is written (see
+    :func:`~shapley_research.experiments._project.record_notebook_run`).
 
     Raises
     ------
@@ -230,3 +460,40 @@ def check_notebook_parameters(name: str, namespace: dict[str, Any]) -> None:
             hint = ("\npapermill's -p passes a list as a string: give lists as YAML with -y, "
                     "e.g. -y \"permutation_grid: [5, 20]\".")
         raise ValueError(f"invalid parameters of notebooks/{name}.ipynb:\n" + "\n".join(problems) + hint)
+    from ._project import record_notebook_run
+
+    record_notebook_run(name, namespace)
+
+
+def declaration_problems(name: str, project_dir: str | os.PathLike | None = None) -> list[str]:
+    """Where experiment ``name``'s files in ``conf/`` and its declaration here disagree (empty when they agree).
+
+    Every key of ``conf/experiment/NAME.yaml`` (but ``description``) is a
+    field of the experiment's dataclass and every field has a value there;
+    every key of every ``conf/experiment_profile/NAME/*.yaml`` (``scale.yaml``
+    too, which no ``conf/profile`` composes) is declared, and the values each
+    profile file gives, over the experiment's, pass :func:`parameter_problems`.
+    """
+    from omegaconf import OmegaConf
+
+    from ._project import META_KEYS, Project
+
+    project = Project.locate(project_dir)
+    base_path = project.experiment_conf(name)
+    base = OmegaConf.to_container(OmegaConf.load(base_path), resolve=True)
+    declared = list(SCHEMAS[name])
+    keys = [key for key in base if key not in META_KEYS]
+    where = _declaration_name(name)
+    problems = [f"conf/experiment/{name}.yaml: {key} has no declared type; declare it in {where}."
+                for key in keys if key not in declared]
+    problems += [f"{where}: {key} has no value in conf/experiment/{name}.yaml; give it one there."
+                 for key in declared if key not in keys]
+    for path in sorted((project.conf_dir / "experiment_profile" / name).glob("*.yaml")):
+        profile = OmegaConf.to_container(OmegaConf.load(path), resolve=True) or {}
+        shown = f"conf/experiment_profile/{name}/{path.name}"
+        problems += [f"{shown}: {key} is not a parameter of {name} (declared in {where}, valued in "
+                     f"conf/experiment/{name}.yaml); a profile only changes declared parameters."
+                     for key in profile if key not in declared]
+        values = {key: value for key, value in {**base, **profile}.items() if key in declared}
+        problems += [f"{shown}: {problem}" for problem in parameter_problems(name, values)]
+    return problems

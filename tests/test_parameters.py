@@ -1,0 +1,195 @@
+"""One source for every experiment parameter (conf/README.md, "Where a parameter lives").
+
+Values live in conf/, types and ranges in shapley_research/experiments/_schema.py (one dataclass per
+experiment); the notebooks' parameters cells are generated from both, and an edit in the wrong place is
+refused with a message naming the right one. One papermill run in all (the plain recipe records what ran).
+"""
+
+import json
+import shutil
+import subprocess
+from typing import Annotated, Literal
+
+import pytest
+from _pipeline_project import REPO
+
+from shapley_research.cli import main
+from shapley_research.experiments import EXPERIMENT_NAMES, check_notebook_parameters
+from shapley_research.experiments._notebook import (RunRecorder, build_notebook, notebook_defaults,
+                                                    parameters_cell, parameters_source, write_notebook,
+                                                    write_parameters_cell)
+from shapley_research.experiments._project import (CUSTOM_PROFILE, RUNNER_ENV, Project, generated_parameters,
+                                                   notebook_parameters, notebook_sync_problems,
+                                                   profile_key_problems, profile_of)
+from shapley_research.experiments._schema import (DECLARATIONS, SCHEMAS, Length, Range, Spec,
+                                                  declaration_problems, spec_of)
+
+REAL = Project(REPO)
+AVAILABLE = [name for name in EXPERIMENT_NAMES if not REAL.missing(name)]
+
+
+def copy_project(root, names=("sparsity",)):
+    """The real conf/ and the named notebooks, in a throw-away project directory."""
+    shutil.copytree(REPO / "conf", root / "conf", ignore=shutil.ignore_patterns("README.md"))
+    (root / "notebooks").mkdir()
+    for name in names:
+        shutil.copy(REAL.notebook(name), root / "notebooks" / f"{name}.ipynb")
+    return Project(root)
+
+
+def test_specs_are_derived_from_the_annotations():
+    assert spec_of(Annotated[int, Range(2)]) == Spec("int", 2)
+    assert spec_of(Annotated[float, Range(0, 1, open_low=True)]) == Spec("float", 0, 1, open_low=True)
+    assert spec_of(Literal["a", "b"]) == Spec("str", choices=("a", "b"))
+    assert spec_of(Annotated[list[Annotated[int, Range(0, 9)]], Length(2)]) == \
+        Spec("list", item=Spec("int", 0, 9), length=2)
+    assert spec_of(list[int] | None) == Spec("list", item=Spec("int"), nullable=True)
+    assert spec_of(Annotated[int, Range(1)] | None) == Spec("int", 1, nullable=True)
+    assert spec_of(str | None).describe() == "a string or null"
+    with pytest.raises(TypeError, match="cannot derive a parameter spec"):
+        spec_of(dict[str, int])
+
+
+def test_every_experiment_is_declared_once():
+    assert list(DECLARATIONS) == list(EXPERIMENT_NAMES) and list(SCHEMAS) == list(EXPERIMENT_NAMES)
+
+
+@pytest.mark.parametrize("name", AVAILABLE)
+def test_conf_holds_a_valid_value_for_exactly_the_declared_parameters(name):
+    assert declaration_problems(name, REPO) == []
+    assert profile_key_problems(REAL, name) == []
+
+
+@pytest.mark.parametrize("name", AVAILABLE)
+def test_notebook_parameters_cell_is_the_generated_one(name):
+    """`shapley-research params NAME --write` regenerates it; the values are the paper profile's."""
+    source = parameters_source(generated_parameters(REAL, name))
+    assert parameters_cell(REAL.notebook(name)) == source, (
+        f"notebooks/{name}.ipynb's parameters cell is stale: run `shapley-research params {name} --write`")
+    assert notebook_sync_problems(REAL, name) == []
+
+
+def test_params_check_passes_and_print_shows_the_cell(capsys):
+    assert main(["params", "sparsity", "--check"]) == 0
+    assert main(["params", "sparsity"]) == 0
+    assert capsys.readouterr().out == parameters_cell(REAL.notebook("sparsity"))
+
+
+def test_a_profile_key_that_is_not_declared_is_refused(tmp_path, capsys):
+    project = copy_project(tmp_path)
+    with open(project.profile_conf("sparsity", "quick"), "a") as f:
+        f.write("null_drawz: 3\n")
+    assert any("quick.yaml: null_drawz is not a parameter of sparsity" in p
+               for p in declaration_problems("sparsity", tmp_path))
+    assert main(["--project-dir", str(tmp_path), "run", "sparsity", "profile=quick",
+                 f"output_dir={tmp_path / 'out'}"]) == 2
+    assert "quick.yaml: null_drawz is not a parameter of sparsity" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_key_without_a_type_or_a_type_without_a_value_is_named(tmp_path):
+    project = copy_project(tmp_path)
+    text = project.experiment_conf("sparsity").read_text().replace("null_draws:", "null_drawz:")
+    project.experiment_conf("sparsity").write_text(text)
+    problems = declaration_problems("sparsity", tmp_path)
+    assert ("conf/experiment/sparsity.yaml: null_drawz has no declared type; declare it in "
+            "shapley_research/experiments/_schema.py, class Sparsity.") in problems
+    assert ("shapley_research/experiments/_schema.py, class Sparsity: null_draws has no value in "
+            "conf/experiment/sparsity.yaml; give it one there.") in problems
+
+
+def test_an_edited_notebook_cell_is_refused_saying_where_the_parameter_lives(tmp_path, capsys):
+    project = copy_project(tmp_path)
+    notebook = project.notebook("sparsity")
+    original = notebook.read_bytes()
+    edited = parameters_cell(notebook).replace("null_draws = 200", "null_draws = 100")
+    assert write_parameters_cell(notebook, edited)
+    code = main(["--project-dir", str(tmp_path), "run", "sparsity", "profile=quick",
+                 f"output_dir={tmp_path / 'out'}"])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err
+    assert ("null_draws lives in conf/experiment/sparsity.yaml (null_draws = 200 there), not in the notebook "
+            "(100); edit it there or pass experiment.null_draws=100 to shapley-research run.") in err
+    assert "`shapley-research params sparsity --write` regenerates the cell" in err
+    assert not (tmp_path / "out").exists()  # refused before the kernel starts
+    # --check finds it; --write restores the file byte for byte (every other cell untouched).
+    assert main(["--project-dir", str(tmp_path), "params", "sparsity", "--check"]) == 1
+    assert main(["--project-dir", str(tmp_path), "params", "sparsity", "--write"]) == 0
+    assert notebook.read_bytes() == original
+
+
+def test_write_parameters_cell_refuses_anything_but_literals(tmp_path):
+    project = copy_project(tmp_path)
+    with pytest.raises(ValueError, match="must be a literal"):
+        write_parameters_cell(project.notebook("sparsity"), "n_train = len([1])\n")
+
+
+def test_parameters_source_round_trips():
+    params = {"a": "x", "b": [1, 2.5, "y"], "c": None, "d": True, "e": 1e-05}
+    assert parameters_source(params) == 'a = "x"\nb = [1, 2.5, "y"]\nc = None\nd = True\ne = 1e-05\n'
+    nb = build_notebook(parameters_source(params), ["pass"])
+    assert nb.cells[0].source == parameters_source(params)
+
+
+@pytest.mark.parametrize("change, expected", [
+    ({}, "quick"), ({"n_jobs": 2, "output_dir": "/elsewhere"}, "quick"), ({"null_draws": 100}, CUSTOM_PROFILE),
+    ({"seed": 1}, CUSTOM_PROFILE),
+])
+def test_profile_of_names_the_profile_whose_values_ran(change, expected):
+    quick = notebook_parameters(REAL.compose("sparsity", ["profile=quick"]), "sparsity")
+    assert profile_of(REAL, "sparsity", {**quick, **change, "profile": "paper"}) == expected
+    assert profile_of(REAL, "sparsity", notebook_parameters(REAL.compose("sparsity"), "sparsity")) == "paper"
+
+
+def test_check_cell_records_a_run_that_the_command_did_not_start(tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv(RUNNER_ENV, raising=False)
+    monkeypatch.chdir(REPO)
+    run_dir = tmp_path / "sparsity"
+    namespace = dict(notebook_parameters(REAL.compose("sparsity", ["profile=quick"]), "sparsity"),
+                     profile="paper", output_dir=str(run_dir))
+    import atexit
+
+    try:
+        check_notebook_parameters("sparsity", namespace)
+        recorder = RunRecorder.active
+        assert namespace["profile"] == "quick"
+        assert "recorded as profile = 'quick'" in capsys.readouterr().out
+        recorder()
+        assert not run_dir.exists()  # no metrics.json yet: the run has not finished
+        run_dir.mkdir()
+        (run_dir / "metrics.json").write_text("{}")
+        recorder()
+    finally:
+        atexit.unregister(RunRecorder.active)
+        RunRecorder.active = None
+    info = json.loads((run_dir / "run_info.json").read_text())
+    assert list(info) == ["experiment", "profile", "wall_seconds", "cpu_seconds"]
+    assert info["experiment"] == "sparsity" and info["profile"] == "quick"
+    # Under `shapley-research run` the command records the run: the check leaves everything as it is.
+    monkeypatch.setenv(RUNNER_ENV, "cli")
+    namespace["profile"] = "paper"
+    check_notebook_parameters("sparsity", namespace)
+    assert namespace["profile"] == "paper" and RunRecorder.active is None
+
+
+@pytest.mark.skipif(not shutil.which("papermill"), reason="needs papermill on PATH")
+def test_plain_papermill_recipe_records_the_profile_and_run_info(tmp_path):
+    """notebooks/README.md's recipe: custom values are recorded as "custom", and run_info.json is written."""
+    project = copy_project(tmp_path / "project", names=())
+    cells = ["from shapley_research.experiments import check_notebook_parameters\n"
+             "check_notebook_parameters('sparsity', globals())",
+             "from shapley_research.experiments import claim, write_metrics\n"
+             "write_metrics(output_dir, {'profile': profile}, [claim('c', 's', 1, True, source='reproduction', "
+             "criterion='c')]);"]
+    source = parameters_source(generated_parameters(REAL, "sparsity"))
+    write_notebook(build_notebook(source, cells), project.notebook("sparsity"))
+    out = tmp_path / "out" / "sparsity"
+    proc = subprocess.run(["papermill", str(project.notebook("sparsity")), str(tmp_path / "executed.ipynb"),
+                           "-p", "output_dir", str(out), "-p", "n_train", "200", "-y", "permutation_grid: [5, 20]"],
+                          cwd=project.root, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads((out / "metrics.json").read_text())["profile"] == CUSTOM_PROFILE
+    info = json.loads((out / "run_info.json").read_text())
+    assert info["experiment"] == "sparsity" and info["profile"] == CUSTOM_PROFILE
+    assert info["wall_seconds"] >= 0 and info["cpu_seconds"] >= 0
+    assert notebook_defaults(project.notebook("sparsity"))["profile"] == "paper"
