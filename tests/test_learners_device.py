@@ -158,7 +158,7 @@ def test_bad_devices_and_dtypes_fail_before_any_work():
         LogisticRegressionUtility(X, y, Xt, yt, device=0)
     with pytest.raises(ValueError, match="not a torch device"):
         LogisticRegressionUtility(X, y, Xt, yt, device="gpu")
-    with pytest.raises(ValueError, match="fast=False fits the estimator"):
+    with pytest.raises(ValueError, match="fast=False fits LogisticRegression itself on every coalition"):
         ModelUtility(LogisticRegression(), X, y, Xt, yt, fast=False, device="cpu")
     game = LogisticRegressionUtility(X, y, Xt, yt, device="cpu")
     with pytest.raises(ValueError, match="non-negative integers"):

@@ -60,51 +60,25 @@ def check_learner(learner: Any, X: np.ndarray, y: np.ndarray, device: Any) -> No
                              "the bagged models must train on the points they value.")
 
 
-def _metric(task: str) -> str:
-    return "accuracy" if task == "classification" else "neg_mean_squared_error"
-
-
-def _unsupported(model: Any, task: str) -> str | None:
-    """Why a scikit-learn ``model`` has no batched learner for ``task`` (None when it has one)."""
-    from sklearn.linear_model import LogisticRegression, Ridge
-
-    from ..utilities.learners import unsupported_reason
-
-    own = {LogisticRegression: "classification", Ridge: "regression"}.get(type(model))
-    reason = unsupported_reason(model, _metric(own or task))
-    if reason is None and own != task:
-        return f"task={task!r}, but its batched learner is for {own}"
-    return reason
-
-
 def batched_learner(model: Any, X: np.ndarray, y: np.ndarray, task: str, fast, device: Any,
                     n_jobs: int | None) -> Any:
     """The batched learner that runs the estimators of ``model``, or ``None`` for the per-fit path.
 
     ``model`` is a scikit-learn (or fit/predict) model: ``fast`` and
     ``device`` route it as in :class:`~shapley_research.ModelUtility`
-    (``"auto"``: batched whenever a learner exists). ``n_jobs > 1`` is refused
+    (:func:`~shapley_research.utilities.learners.route_decision`), except that
+    ``"auto"`` goes batched whenever a learner exists. ``n_jobs > 1`` is refused
     for a learner on a device (:func:`~shapley_research._device.check_game_jobs`).
     """
-    device = resolve_device(device, _OWNER)
-    name = type(model).__name__
-    if fast is False:
-        if device is not None:
-            raise ValueError(f"{_OWNER}: device={str(device)!r} runs a batched learner, but fast=False fits "
-                             f"{name} itself on every bootstrap sample; pass fast='auto' or fast=True.")
-        return None
-    reason = _unsupported(model, task)
-    if reason is not None:
-        if device is not None:
-            raise ValueError(f"{_OWNER}: device={str(device)!r} needs a model with a batched learner, but {name} "
-                             f"has none: {reason}. For a torch module pass a TorchModelUtility as the model.")
-        if fast is True:
-            raise ValueError(f"{_OWNER}: fast=True but {name} has no batched learner: {reason}. Pass "
-                             "fast='auto' or fast=False to fit the model itself on every bootstrap sample.")
-        return None
-    from ..utilities.learners import learner_for
+    from ..utilities.learners import learner_for, route_decision
 
-    learner = learner_for(model, X, y, X, y, _metric(task), device=device)
+    device = resolve_device(device, _OWNER)
+    decision = route_decision(model, None, fast, X.shape[0], X.shape[1], device=device, unit="bootstrap sample",
+                              always_batched=True, task=task)
+    if not decision.batched:
+        return None
+    metric = "accuracy" if task == "classification" else "neg_mean_squared_error"
+    learner = learner_for(model, X, y, X, y, metric, device=device)
     check_game_jobs(learner, n_jobs, _OWNER)
     return learner
 

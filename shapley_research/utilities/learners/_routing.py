@@ -64,7 +64,8 @@ def check_fast(fast) -> bool | str:
 
 
 def route_decision(model, metric, fast, n_samples: int, n_features: int, n_classes: int | None = None,
-                   warm_prefixes: bool = False, device=None) -> RouteDecision:
+                   warm_prefixes: bool = False, device=None, *, unit: str = "coalition",
+                   always_batched: bool = False, task: str | None = None) -> RouteDecision:
     """Where ``ModelUtility(model, ..., fast=fast)`` fits its coalitions, and why.
 
     ``fast`` is ``False`` (always per subset), ``True`` (the batched learner;
@@ -77,29 +78,60 @@ def route_decision(model, metric, fast, n_samples: int, n_features: int, n_class
     nothing is fitted), or when a ``device`` (a resolved ``torch.device``) is
     given: the cost model predicts numpy on this CPU, and a device asks for the
     learner's torch path.
-    """
-    from sklearn.linear_model import LogisticRegression
 
+    Other callers (:func:`~shapley_research.data_oob`) name what one fit
+    trains on (``unit``, in the messages), route every supported model with
+    ``fast="auto"`` batched (``always_batched``), and may give the ``task``
+    they need instead of a ``metric`` (which is then ignored): the model is
+    checked with its own task's default metric, and a model whose learner is
+    for the other task has none.
+    """
     fast = check_fast(fast)
     if fast is False:
         if device is not None:
-            raise ValueError(f"device={str(device)!r} runs a batched learner, but fast=False fits the estimator "
-                             "itself on every coalition; pass fast='auto' or fast=True.")
-        return RouteDecision(False, "per-subset fits: fast=False fits the estimator on every coalition")
-    reason = unsupported_reason(model, metric)
-    if reason is not None and device is not None:
-        raise ValueError(f"device={str(device)!r} needs a model with a batched learner, but "
-                         f"{type(model).__name__} has none here: {reason}. For a torch module use "
-                         "TorchModelUtility.")
+            raise ValueError(f"device={str(device)!r} runs a batched learner, but fast=False fits "
+                             f"{type(model).__name__} itself on every {unit}; pass fast='auto' or fast=True.")
+        return RouteDecision(False, f"per-subset fits: fast=False fits the estimator on every {unit}")
+    reason = _task_reason(model, task) if task is not None else unsupported_reason(model, metric)
     if reason is not None:
-        if fast is True:
-            raise ValueError(f"fast=True but {type(model).__name__} has no batched learner here: {reason}. "
-                             "Pass fast='auto' or fast=False to fit the estimator itself.")
+        _refuse_unsupported(model, fast, device, reason, unit)
         return RouteDecision(False, f"per-subset fits: {type(model).__name__} has no batched learner ({reason})")
     if fast is True:
         return RouteDecision(True, "batched: fast=True forces the batched learner")
     if device is not None:
         return RouteDecision(True, f"batched: device={str(device)!r} runs the batched learner there")
+    if always_batched:
+        return RouteDecision(True, f"batched: fast='auto' trains every {unit} with the batched learner")
+    return _route_supported(model, n_samples, n_features, n_classes, warm_prefixes)
+
+
+def _task_reason(model, task: str) -> str | None:
+    """Why ``model`` has no batched learner for ``task``, checked with its own task's default metric."""
+    from sklearn.linear_model import LogisticRegression, Ridge
+
+    own = {LogisticRegression: "classification", Ridge: "regression"}.get(type(model))
+    reason = unsupported_reason(model, "accuracy" if (own or task) == "classification" else "neg_mean_squared_error")
+    if reason is None and own != task:
+        return f"task={task!r}, but its batched learner is for {own}"
+    return reason
+
+
+def _refuse_unsupported(model, fast, device, reason: str, unit: str) -> None:
+    """The ``ValueError`` of a model without a batched learner that ``device`` or ``fast=True`` asks for."""
+    name = type(model).__name__
+    if device is not None:
+        raise ValueError(f"device={str(device)!r} needs a model with a batched learner, but {name} has none: "
+                         f"{reason}. For a torch module use TorchModelUtility.")
+    if fast is True:
+        raise ValueError(f"fast=True but {name} has no batched learner: {reason}. Pass fast='auto' or "
+                         f"fast=False to fit {name} itself on every {unit}.")
+
+
+def _route_supported(model, n_samples: int, n_features: int, n_classes: int | None,
+                     warm_prefixes: bool) -> RouteDecision:
+    """``fast="auto"`` for a supported model: the exact prefix path, one class, or the cost model."""
+    from sklearn.linear_model import LogisticRegression
+
     logistic = type(model) is LogisticRegression
     if logistic and warm_prefixes:
         return RouteDecision(True, "batched: warm_prefixes=True asks for the logistic learner's exact one-pass path")
