@@ -128,6 +128,30 @@ def check_masks(masks, n_players: int) -> np.ndarray:
     return masks
 
 
+def check_weights(weights, n_players: int, name: str = "masks", owner: str | None = None) -> np.ndarray:
+    """Return masks (booleans, kept) or sample weights (non-negative integers, as int64) of shape (m, n_players).
+
+    Sample weights are e.g. bootstrap counts; integral floats are accepted. A
+    non-numeric dtype raises a ``TypeError``; a numeric array with a wrong value
+    (negative, fractional, not finite) a ``ValueError``. ``owner`` prefixes the
+    messages.
+    """
+    prefix = "" if owner is None else f"{owner}: "
+    array = np.asarray(weights)
+    if array.ndim != 2 or array.shape[1] != n_players:
+        raise ValueError(f"{prefix}{name} must have shape (m, n_players) = (m, {n_players}), "
+                         f"got shape {array.shape}.")
+    if array.dtype == np.bool_:
+        return array
+    if not (np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.floating)):
+        raise TypeError(f"{prefix}{name} must be boolean masks or integer sample weights, got dtype {array.dtype}.")
+    finite = array.dtype.kind != "f" or bool(np.isfinite(array).all())  # np.mod warns on infinities
+    if array.size and not (finite and np.all(array >= 0) and np.all(np.mod(array, 1) == 0)):
+        raise ValueError(f"{prefix}{name} must contain only booleans (or 0/1) or non-negative integers (sample "
+                         "weights, such as bootstrap counts).")
+    return array.astype(np.int64)
+
+
 def check_permutations(permutations, n_players: int) -> np.ndarray:
     """Return ``permutations`` as an integer ``(m, n_players)`` array whose rows permute ``range(n_players)``, or raise.
 

@@ -213,7 +213,7 @@ def test_predict_labels_constant_models_and_other_rows():
 
 @pytest.mark.parametrize("weights, error, match", [
     (np.ones((2, 5), dtype=int), ValueError, "shape"),
-    (np.full((1, 48), 0.5), TypeError, "non-negative integers"),
+    (np.full((1, 48), 0.5), ValueError, "non-negative integers"),
     (-np.ones((1, 48), dtype=int), ValueError, "non-negative"),
 ])
 def test_bad_weights_are_refused(weights, error, match):

@@ -30,7 +30,7 @@ from ._model_data import (CLASSIFICATION_METRICS, DEGENERATE_MODES, LOG_EPS, LOG
                           REGRESSION_METRICS, ConstantPredictor, TargetInfo, check_dataset,
                           check_degenerate_options, clipped_mean_log_probability, constant_utilities,
                           degenerate_rows, degenerate_utilities, is_frame, r2_from_sums, regression_scores,
-                          resolve_metric, take_rows)
+                          resolve_metric, split_degenerate, take_rows)
 from ._coalition_fits import (CoalitionFitWarning, collected_warnings, describe_error, fit_size_limit,
                               unfit_message, with_all_classes)
 from .._device import check_dtype, resolve_device
@@ -428,11 +428,8 @@ class ModelUtility(Game):
 
     def _compute_rows(self, masks: np.ndarray, tally) -> tuple[np.ndarray, str | None]:
         """Utilities of ``masks`` and the message about coalitions that could not be fitted (or None)."""
-        counts = self.targets.class_counts(masks) if self.task == "classification" else None
-        degenerate = degenerate_rows(masks, self.targets, self.min_samples, counts)
-        values = np.empty(masks.shape[0])
-        if degenerate.any():
-            values[degenerate] = self._degenerate_utilities(masks, degenerate, counts)
+        values, degenerate, counts = split_degenerate(masks, self.targets, self.metric, self.degenerate,
+                                                      self.default_utility, self.min_samples, self.X_test)
         too_small = np.zeros_like(degenerate)
         if self._fit_limit is not None:  # known before the fit: never handed to the model
             too_small = ~degenerate & (masks.sum(axis=1) < self._fit_limit[0])

@@ -198,6 +198,18 @@ def clipped_mean_log_probability(log_p_true: np.ndarray) -> np.ndarray:
     return np.mean(np.clip(log_p_true, LOG_EPS, LOG_ONE_MINUS_EPS), axis=-1)
 
 
+def constant_frequencies(counts: np.ndarray, info: TargetInfo) -> np.ndarray:
+    """Class probabilities (m, K) of the constant model: the (weighted) class frequencies, the prior when empty."""
+    sizes = counts.sum(axis=1, keepdims=True)
+    return np.where(sizes > 0, counts / np.maximum(sizes, 1), info.prior)
+
+
+def constant_means(weights: np.ndarray, info: TargetInfo) -> np.ndarray:
+    """Prediction (m,) of the constant regression model: the (weighted) mean target, 0 when empty."""
+    sizes = weights.sum(axis=1)
+    return np.where(sizes > 0, (weights @ info.y_train) / np.maximum(sizes, 1), 0.0)
+
+
 def constant_utilities(masks: np.ndarray, info: TargetInfo, metric, counts: np.ndarray | None = None,
                        X_test: np.ndarray | None = None) -> np.ndarray:
     """Utility of the constant model (see :class:`ConstantPredictor`) of each coalition."""
@@ -205,17 +217,14 @@ def constant_utilities(masks: np.ndarray, info: TargetInfo, metric, counts: np.n
         return np.array([float(metric(ConstantPredictor.from_coalition(mask, info), X_test, info.y_test))
                          for mask in masks])
     if info.task == "classification":
-        counts = info.class_counts(masks) if counts is None else counts
-        sizes = counts.sum(axis=1, keepdims=True)
-        freq = np.where(sizes > 0, counts / np.maximum(sizes, 1), info.prior)
+        freq = constant_frequencies(info.class_counts(masks) if counts is None else counts, info)
         if metric == "accuracy":
             return info.test_fraction[np.argmax(freq, axis=1)]
         with np.errstate(divide="ignore"):
             log_freq = np.log(freq)
         clipped = np.clip(log_freq, LOG_EPS, LOG_ONE_MINUS_EPS)
         return clipped @ info.test_fraction + info.unseen_test_fraction * LOG_EPS
-    sizes = masks.sum(axis=1)
-    means = np.where(sizes > 0, (masks @ info.y_train) / np.maximum(sizes, 1), 0.0)
+    means = constant_means(masks, info)
     return regression_scores(np.repeat(means[:, None], len(info.y_test), axis=1), info.y_test, metric,
                              info.ss_tot)
 
@@ -318,3 +327,19 @@ def degenerate_utilities(masks: np.ndarray, info: TargetInfo, metric, mode: str,
                          "(empty, fewer than min_samples points, or a single class); pass "
                          "degenerate='constant' or degenerate='default' to give it a utility.")
     return constant_utilities(masks, info, metric, counts=counts, X_test=X_test)
+
+
+def split_degenerate(masks: np.ndarray, info: TargetInfo, metric, mode: str, default_utility, min_samples: int,
+                     X_test=None, owner: str = "ModelUtility"):
+    """Utilities (m,) with those of the degenerate coalitions filled in, the degenerate rows, the class counts.
+
+    The first step of every model utility's ``evaluate``: the entries of the
+    non-degenerate rows are left for the fits. ``counts`` is ``None`` for regression.
+    """
+    counts = info.class_counts(masks) if info.task == "classification" else None
+    degenerate = degenerate_rows(masks, info, min_samples, counts)
+    values = np.empty(masks.shape[0])
+    if degenerate.any():
+        values[degenerate] = degenerate_utilities(masks[degenerate], info, metric, mode, default_utility,
+                                                  None if counts is None else counts[degenerate], X_test, owner)
+    return values, degenerate, counts

@@ -16,12 +16,13 @@ from typing import Any, Callable
 import numpy as np
 
 from ._model_data import (TargetInfo, check_dataset, check_degenerate_options, clipped_mean_log_probability,
-                          degenerate_rows, degenerate_utilities, regression_scores, resolve_metric)
+                          constant_frequencies, constant_means, degenerate_rows, regression_scores, resolve_metric,
+                          split_degenerate)
 from ._torch_training import (MAX_CHUNK, TrainingPlan, activations_per_row, bytes_per_model, epoch_batches,
                               redrawn_parameters, reinitialization_seed, stacked_copies, stacked_forward,
                               stacked_gradient, train_chunk)
 from .._device import available_bytes, check_dtype, import_torch, release, resolve_device, torch_dtype
-from .._validation import check_bool, check_choice, check_features, check_float, check_int
+from .._validation import check_bool, check_choice, check_features, check_float, check_int, check_weights
 from ..games._base import Game
 from ..games._progress import report_evaluated
 
@@ -331,13 +332,9 @@ class TorchModelUtility(Game):
 
     # -- the game ---------------------------------------------------------------------------------
     def _evaluate(self, masks: np.ndarray) -> np.ndarray:
-        counts = self.targets.class_counts(masks) if self.task == "classification" else None
-        degenerate = degenerate_rows(masks, self.targets, self.min_samples, counts)
-        values = np.empty(masks.shape[0])
+        values, degenerate, _ = split_degenerate(masks, self.targets, self.metric, self.degenerate,
+                                                 self.default_utility, self.min_samples, owner=_OWNER)
         if degenerate.any():
-            values[degenerate] = degenerate_utilities(
-                masks[degenerate], self.targets, self.metric, self.degenerate, self.default_utility,
-                None if counts is None else counts[degenerate], owner=_OWNER)
             report_evaluated(int(degenerate.sum()))
         trained = np.flatnonzero(~degenerate)
 
@@ -385,7 +382,7 @@ class TorchModelUtility(Game):
             the training majority when empty) or the weighted mean target (0 when
             empty).
         """
-        weights = self._check_weights(weights)
+        weights = check_weights(weights, self.n_players, "weights", _OWNER)
         X = self._rows_to_predict(X)
         degenerate = degenerate_rows(weights, self.targets, self.min_samples)
         classification = self.task == "classification"
@@ -410,7 +407,7 @@ class TorchModelUtility(Game):
         regression; ``weights`` and ``X`` as in :meth:`predict`. Every row must
         have a positive total weight.
         """
-        weights = self._check_weights(weights)
+        weights = check_weights(weights, self.n_players, "weights", _OWNER)
         X = self._rows_to_predict(X)
         empty = np.flatnonzero(weights.sum(axis=1) == 0)
         if empty.size:
@@ -418,22 +415,6 @@ class TorchModelUtility(Game):
         parts: list[np.ndarray] = []
         self._in_chunks(weights, X, lambda block, outputs: parts.append(outputs))
         return np.concatenate(parts) if parts else np.empty((0, X.shape[0]))
-
-    def _check_weights(self, weights: Any) -> np.ndarray:
-        weights = np.asarray(weights)
-        if weights.ndim != 2 or weights.shape[1] != self.n_players:
-            raise ValueError(f"{_OWNER}: weights must have shape (m, n_players) = (m, {self.n_players}), "
-                             f"got shape {weights.shape}.")
-        if weights.dtype == np.bool_:
-            return weights
-        if weights.dtype.kind == "f" and np.isfinite(weights).all() and (weights == np.round(weights)).all():
-            weights = weights.astype(np.int64)
-        if weights.dtype.kind not in "iu":
-            raise TypeError(f"{_OWNER}: weights must be booleans or non-negative integers (sample counts), "
-                            f"got dtype {weights.dtype}.")
-        if (weights < 0).any():
-            raise ValueError(f"{_OWNER}: weights must be non-negative, got {int(weights.min())}.")
-        return weights.astype(np.int64)
 
     def _rows_to_predict(self, X: Any) -> Any:
         if X is None:
@@ -448,11 +429,9 @@ class TorchModelUtility(Game):
         """The constant model of each weighted coalition (ModelUtility's ConstantPredictor, with counts)."""
         info = self.targets
         if self.task == "regression":
-            totals = weights.sum(axis=1)
-            return np.where(totals > 0, (weights @ info.y_train) / np.maximum(totals, 1), 0.0)
-        counts = info.class_counts(weights)
-        counts = np.where(counts.sum(axis=1, keepdims=True) > 0, counts, info.prior)
-        return info.classes[counts.argmax(axis=1)]
+            return constant_means(weights, info)
+        # the frequencies' argmax is the counts': dividing integer counts by their total keeps their order
+        return info.classes[constant_frequencies(info.class_counts(weights), info).argmax(axis=1)]
 
     def __repr__(self) -> str:
         return (f"{_OWNER}({type(self.model).__name__}, n_players={self.n_players}, metric={self.metric!r}, "

@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from .._model_data import (TargetInfo, check_dataset, check_degenerate_options, degenerate_rows,
-                           degenerate_utilities, resolve_metric)
+from .._model_data import (TargetInfo, check_dataset, check_degenerate_options,
+                           degenerate_utilities, resolve_metric, split_degenerate)
 from ..._device import available_bytes, check_dtype, release, resolve_device
 from ..._validation import check_bool, check_features, check_int
 from ...games._base import Game, prefix_positions, prefix_utilities
@@ -58,21 +58,6 @@ def _check_features_like(X, design: _Design, name: str = "X") -> np.ndarray:
     if X.shape[1] != design.n_features:
         raise ValueError(f"{name} has {X.shape[1]} features; the game was built with {design.n_features}.")
     return design.transform(X)
-
-
-def _check_weights(weights: Any, n_players: int, name: str = "masks") -> np.ndarray:
-    """Masks (booleans, or 0/1) or sample weights (non-negative integers, e.g. bootstrap counts), shape (m, N)."""
-    array = np.asarray(weights)
-    if array.ndim != 2 or array.shape[1] != n_players:
-        raise ValueError(f"{name} must have shape (m, n_players) = (m, {n_players}), got shape {array.shape}.")
-    if array.dtype == np.bool_:
-        return array
-    if not (np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.floating)):
-        raise TypeError(f"{name} must be boolean masks or integer sample weights, got dtype {array.dtype}.")
-    if array.size and not (np.all(array >= 0) and np.all(np.mod(array, 1) == 0)):
-        raise ValueError(f"{name} must contain only booleans (or 0/1) or non-negative integers (sample weights, "
-                         "such as bootstrap counts).")
-    return array.astype(np.int64)
 
 
 def _chunks(total: int, size: int):
@@ -125,17 +110,10 @@ class _BatchedLearner(Game):
         size = int(max(1, min(cap, budget // max(bytes_per_row, 1))))
         return size if self.batch_size is None else min(size, self.batch_size)
 
-    def _counts(self, masks):
-        return self.targets.class_counts(masks) if self.task == "classification" else None
-
     def _evaluate(self, masks: np.ndarray) -> np.ndarray:
-        counts = self._counts(masks)
-        degenerate = degenerate_rows(masks, self.targets, self.min_samples, counts)
-        values = np.empty(masks.shape[0])
-        if degenerate.any():
-            values[degenerate] = degenerate_utilities(
-                masks[degenerate], self.targets, self.metric, self.degenerate, self.default_utility,
-                None if counts is None else counts[degenerate], owner=type(self).__name__)
+        values, degenerate, counts = split_degenerate(masks, self.targets, self.metric, self.degenerate,
+                                                      self.default_utility, self.min_samples,
+                                                      owner=type(self).__name__)
         fit = ~degenerate
         if fit.any():
             values[fit] = self._fitted_utilities(masks[fit], None if counts is None else counts[fit])

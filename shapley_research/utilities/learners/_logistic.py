@@ -14,9 +14,9 @@ import warnings
 
 import numpy as np
 
-from .._model_data import clipped_mean_log_probability, degenerate_rows
-from ..._validation import check_bool, check_choice, check_float, check_int, check_permutations
-from ._base import _CHUNK_BYTES, _BatchedLearner, _check_features_like, _check_weights, _chunks
+from .._model_data import clipped_mean_log_probability, constant_frequencies, degenerate_rows
+from ..._validation import check_bool, check_choice, check_float, check_int, check_permutations, check_weights
+from ._base import _CHUNK_BYTES, _BatchedLearner, _check_features_like, _chunks
 from ._binary import _BinaryChunk
 from ._lbfgs import _lbfgs
 from ._newton import _newton
@@ -317,7 +317,7 @@ class LogisticRegressionUtility(_BatchedLearner):
         ``coef[c1] - coef[c0]`` (and likewise the intercept). Degenerate
         coalitions give NaN rows.
         """
-        masks = _check_weights(masks, self.n_players, "masks")
+        masks = check_weights(masks, self.n_players, "masks")
         counts = self.targets.class_counts(masks)
         fit = ~degenerate_rows(masks, self.targets, self.min_samples, counts)
         K, q = self.targets.n_classes, self.design.q
@@ -337,13 +337,11 @@ class LogisticRegressionUtility(_BatchedLearner):
         Degenerate coalitions give the constant model's probabilities (class
         frequencies of ``S``, weighted; the prior for the empty set).
         """
-        masks = _check_weights(masks, self.n_players, "masks")
+        masks = check_weights(masks, self.n_players, "masks")
         X = self.design.test if X is None else _check_features_like(X, self.design)
         counts = self.targets.class_counts(masks)
         fit = ~degenerate_rows(masks, self.targets, self.min_samples, counts)
-        sizes = counts.sum(axis=1, keepdims=True)
-        freq = np.where(sizes > 0, counts / np.maximum(sizes, 1), self.targets.prior)
-        out = np.repeat(freq[:, None, :], X.shape[0], axis=1)
+        out = np.repeat(constant_frequencies(counts, self.targets)[:, None, :], X.shape[0], axis=1)
         if fit.any():
             backend, xp = self._backend, self._backend.xp
             theta = self._fit_thetas(masks[fit], counts[fit])

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._model_data import degenerate_rows, regression_scores
-from ..._validation import check_float, check_int, check_permutations
-from ._base import _CHUNK_BYTES, _BatchedLearner, _check_features_like, _check_weights, _chunks
+from .._model_data import constant_means, degenerate_rows, regression_scores
+from ..._validation import check_float, check_int, check_permutations, check_weights
+from ._base import _CHUNK_BYTES, _BatchedLearner, _check_features_like, _chunks
 
 
 class RidgeUtility(_BatchedLearner):
@@ -117,7 +117,7 @@ class RidgeUtility(_BatchedLearner):
         counts: ``Ridge().fit(X, y, sample_weight=w)``). Rows of degenerate
         coalitions (no model is fitted) are NaN.
         """
-        masks = _check_weights(masks, self.n_players, "masks")
+        masks = check_weights(masks, self.n_players, "masks")
         theta = np.full((masks.shape[0], self.design.q), np.nan)
         fit = ~degenerate_rows(masks, self.targets, self.min_samples)
         theta[fit] = self._backend.to_numpy(self._thetas(masks[fit]))
@@ -130,12 +130,10 @@ class RidgeUtility(_BatchedLearner):
         Degenerate coalitions predict by the constant convention (mean of
         ``y_S``, weighted; 0 for the empty set), whatever ``degenerate`` says.
         """
-        masks = _check_weights(masks, self.n_players, "masks")
+        masks = check_weights(masks, self.n_players, "masks")
         X = self.design.test if X is None else _check_features_like(X, self.design)
         fit = ~degenerate_rows(masks, self.targets, self.min_samples)
-        sizes = masks.sum(axis=1)
-        means = np.where(sizes > 0, (masks @ self.y_train) / np.maximum(sizes, 1), 0.0)
-        out = np.repeat(means[:, None], X.shape[0], axis=1)
+        out = np.repeat(constant_means(masks, self.targets)[:, None], X.shape[0], axis=1)
         backend = self._backend
         out[fit] = backend.to_numpy(self._thetas(masks[fit]) @ backend.xp.permute_dims(backend.asarray(X), (1, 0)))
         return out

@@ -53,11 +53,12 @@ class _SoftmaxChunk:
     (module docstring), ``offset`` (B, K, 1) with ``NEG_LOGIT`` on absent classes.
     """
 
-    def __init__(self, data: _SoftmaxData, weight, present, C):
+    def __init__(self, data: _SoftmaxData, weight, present, C, all_present: bool | None = None):
         self.data, self.weight, self.present, self.C = data, weight, present, C
         xp, backend = data.xp, data.backend
         self.offset = xp.where(present, backend.scalar(0.0), backend.scalar(NEG_LOGIT))[:, :, None]
-        self.all_present = bool(xp.all(present))
+        # ``None``: read from ``present`` (a device sync on a GPU)
+        self.all_present = bool(xp.all(present)) if all_present is None else all_present
         self.size = xp.sum(weight, axis=1)
 
     @classmethod
@@ -70,7 +71,9 @@ class _SoftmaxChunk:
                    xp.where(n_present == 2, backend.scalar(0.5 * C), backend.scalar(C)))
 
     def take(self, rows) -> "_SoftmaxChunk":
-        return _SoftmaxChunk(self.data, self.weight[rows], self.present[rows], self.C[rows])
+        """The chunk of coalitions ``rows``; all classes stay present in every row if they were (no device sync)."""
+        return _SoftmaxChunk(self.data, self.weight[rows], self.present[rows], self.C[rows],
+                             all_present=True if self.all_present else None)
 
     def __len__(self) -> int:
         return self.weight.shape[0]
