@@ -41,10 +41,10 @@ Protocol (every open choice is a parameter of ``conf/experiment/data_cleaning.ya
 """
 
 from ._claims import (ABOVE_RANDOM_MARGIN, DETECTION_TOLERANCE, LEVEL, REMOVAL_FRACTION, REMOVAL_METHOD,
-                      SETTLED_TOLERANCE, WALL_TIME_RATIO, above_random_claim, banzhaf_claim, beta_claim, budget_sweep, claim_budget,
-                      combine, comparison_table, data_cleaning_claims, interval_verdict, oob_detection_claim,
-                      oob_wall_time_claim, paired_difference, paired_samples, removal_claim, removal_gain,
-                      removal_samples, settled_claim, wall_time_ratios)
+                      SETTLED_TOLERANCE, WALL_TIME_RATIO, above_random_claim, banzhaf_claim, beta_claim, budget_sweep,
+                      claim_budget, combine, comparison_table, data_cleaning_claims, interval_verdict,
+                      oob_detection_claim, oob_wall_time_claim, paired_difference, paired_samples, removal_claim,
+                      removal_gain, removal_samples, settled_claim, wall_time_ratios)
 from ._data import DATASETS, flip_labels, load_dataset, make_game, make_model, make_problem
 from ._figures import plot_curves, plot_detection, plot_detection_vs_evaluations
 from ._measure import (EXPERIMENT_OPTIONS, addition_masks, detection_auroc, detection_f1, lowest_k, mean_interval,
