@@ -350,6 +350,8 @@ class DataCleaning:
     n_seeds: Count
     budget: Count
     budget_grid: list[Count]
+    probe_budgets: list[Count]
+    probe_seeds: Count
     logistic_C: Positive
     max_iter: Count
     knn_k: Count
@@ -493,7 +495,7 @@ def declaration_problems(name: str, project_dir: str | os.PathLike | None = None
         shown = f"conf/experiment_profile/{name}/{path.name}"
         problems += [f"{shown}: {key} is not a parameter of {name} (declared in {where}, valued in "
                      f"conf/experiment/{name}.yaml); a profile only changes declared parameters."
-                     for key in profile if key not in declared]
+                     for key in profile if key not in declared and key not in keys]  # those: above
         values = {key: value for key, value in {**base, **profile}.items() if key in declared}
         problems += [f"{shown}: {problem}" for problem in parameter_problems(name, values)]
     return problems
