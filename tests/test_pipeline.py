@@ -61,7 +61,8 @@ def check_notebook_matches_paper_profile(project: Project, name: str) -> None:
     quick = notebook_parameters(project.compose(name, ["profile=quick"]), name)
     expected = dict(paper, output_dir=f"results/{name}")
     assert notebook_defaults(project.notebook(name)) == expected, (
-        f"the parameters cell of notebooks/{name}.ipynb should hold the paper profile's values")
+        f"the parameters cell of notebooks/{name}.ipynb should hold the paper profile's values: "
+        f"run `shapley-research params {name} --write`")
     assert quick["profile"] == "quick"
     changed = {k for k in paper if paper[k] != quick[k]} - {"output_dir", "profile"}
     assert changed, f"conf/experiment_profile/{name}/quick.yaml changes no parameter: quick is not smaller"

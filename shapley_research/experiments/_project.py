@@ -236,8 +236,12 @@ def check_declared(notebook: Path, params: dict[str, Any]) -> None:
         raise ProjectError(str(err)) from None
     undeclared = sorted(set(params) - set(declared))
     if undeclared:
-        raise ProjectError(f"{notebook} does not declare {', '.join(undeclared)} in its parameters cell; "
-                           "declare them there (with the paper profile's values) or remove them from conf/.")
+        name = notebook.stem
+        raise ProjectError(f"{notebook} does not declare {', '.join(undeclared)} in its parameters cell, "
+                           f"which is generated from conf/: a parameter of {name} is a key of "
+                           f"{CONFIG_DIR}/experiment/{name}.yaml with a type in "
+                           "shapley_research/experiments/_schema.py; add it there and run "
+                           f"`shapley-research params {name} --write`, or drop the override.")
 
 
 # --- one source of parameters: the notebook's cell is generated, every run records its profile ---------
