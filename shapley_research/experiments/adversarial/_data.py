@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -179,72 +180,32 @@ def prepare_data(*, seed: int, n_model_train: int, n_components: int, C: float, 
     Extra keyword arguments (the notebook's other parameters) are ignored, so
     ``prepare_data(**params)`` works.
     """
-    from ...attacks import FOOLBOX_VERSION, load_or_generate
+    from ...attacks import load_or_generate
 
     X, y = load_mnist_pixels()
     split = split_indices(y, n_model_train=n_model_train, n_per_class=n_per_class, n_test=n_test, seed=seed)
     components, mean = fit_pca(X[split["model"]], n_components)
     src, test = split["adversarial_source"], split["test"]
-    model_cache: dict[str, Any] = {}
-
-    def source_model():
-        if "model" not in model_cache:
-            from ...attacks import train_torch_logistic_regression
-
-            model_cache["model"] = train_torch_logistic_regression(
-                X[split["model"]], y[split["model"]], n_classes=10, C=C, projection=(components, mean))
-        return model_cache["model"]
-
+    source = _AttackSource(X, y, split, components, mean, C=C, verbose=verbose)
     settings = dict(fgsm_epsilon=fgsm_epsilon, cw_steps=cw_steps, cw_stepsize=cw_stepsize,
                     cw_binary_search_steps=cw_binary_search_steps, cw_confidence=cw_confidence)
     features_adv, features_test = {}, {"benign": project(X[test], components, mean)}
+    clean_train = project(X[src], components, mean)
     info, regenerated, files = {}, {}, {}
     for attack in ATTACKS:
         kwargs = attack_settings(attack, **settings)
-        params = {"version": CACHE_VERSION, "attack_settings": kwargs, "attacks": f"foolbox {FOOLBOX_VERSION}",
-                  "model": {"type": "torch float64 multinomial logistic regression on PCA, Newton's method",
-                            "n_model_train": n_model_train, "n_components": n_components, "C": C, "seed": seed}}
+        params = _cache_params(kwargs, n_model_train=n_model_train, n_components=n_components, C=C, seed=seed)
         inputs = {"model_images": X[split["model"]], "model_labels": y[split["model"]],
                   "source_images": X[src], "source_labels": y[src], "test_images": X[test], "test_labels": y[test]}
-
-        def generate(kwargs=kwargs):
-            from ...attacks import generate_adversarial
-
-            start = time.process_time()
-            model = source_model()
-            out = {}
-            for name, rows in (("train", src), ("test", test)):
-                result = generate_adversarial(model, X[rows], y[rows], **kwargs)
-                out.update({f"{name}_images": result.images, f"{name}_success": result.success,
-                            f"{name}_l2": result.l2, f"{name}_linf": result.linf})
-            clean = _source_accuracy(model, X[test], y[test])
-            out["source_clean_test_accuracy"] = np.array(clean)
-            if verbose:
-                print(f"generated {kwargs['attack']} images for {len(src)} training and {len(test)} test images "
-                      f"in {time.process_time() - start:.1f} s CPU", flush=True)
-            return out
-
         path = None if cache_dir is None else Path(cache_dir) / f"{attack}.npz"
-        arrays, regenerated[attack] = load_or_generate(path, params, generate, inputs=inputs)
+        arrays, regenerated[attack] = load_or_generate(path, params, partial(source.generate, kwargs), inputs=inputs)
         if verbose and not regenerated[attack]:
             print(f"{attack}: adversarial images loaded from the cache {path}", flush=True)
         files[attack] = None if path is None else str(path)
         features_adv[attack] = project(arrays["train_images"], components, mean)
         features_test[attack] = project(arrays["test_images"], components, mean)
-        shift = {name: np.linalg.norm(features - project(X[rows], components, mean), axis=1)
-                 for name, features, rows in (("train", features_adv[attack], src),
-                                              ("test", features_test[attack], test))}
-        info[attack] = {
-            "median_pca_shift_train": float(np.median(shift["train"])),
-            "median_pca_shift_test": float(np.median(shift["test"])),
-            "success_rate_train": float(arrays["train_success"].mean()),
-            "success_rate_test": float(arrays["test_success"].mean()),
-            "median_l2_train": float(np.median(arrays["train_l2"])),
-            "median_l2_test": float(np.median(arrays["test_l2"])),
-            "median_linf_test": float(np.median(arrays["test_linf"])),
-            "source_clean_test_accuracy": float(arrays["source_clean_test_accuracy"]),
-            "source_adversarial_test_accuracy": float(1.0 - arrays["test_success"].mean()),
-        }
+        info[attack] = _attack_info(arrays, features_adv[attack], features_test[attack], clean_train,
+                                    features_test["benign"])
     n_benign = split["benign"].size
     return AdversarialData(
         components=components, mean=mean,
@@ -252,6 +213,73 @@ def prepare_data(*, seed: int, n_model_train: int, n_components: int, C: float, 
         groups=np.repeat([0, 1], [n_benign, src.size]),
         features_benign=project(X[split["benign"]], components, mean), features_adversarial=features_adv,
         y_test=y[test], features_test=features_test, attack_info=info, regenerated=regenerated, cache_files=files)
+
+
+def _cache_params(kwargs: dict[str, Any], *, n_model_train: int, n_components: int, C: float,
+                  seed: int) -> dict[str, Any]:
+    """What keys an attack's cache file: the attack's and the attacked model's settings, and the versions."""
+    from ...attacks import FOOLBOX_VERSION
+
+    return {"version": CACHE_VERSION, "attack_settings": kwargs, "attacks": f"foolbox {FOOLBOX_VERSION}",
+            "model": {"type": "torch float64 multinomial logistic regression on PCA, Newton's method",
+                      "n_model_train": n_model_train, "n_components": n_components, "C": C, "seed": seed}}
+
+
+class _AttackSource:
+    """The attacks' source: the attacked model, trained at most once (only when a cache is missing or stale)."""
+
+    def __init__(self, X: np.ndarray, y: np.ndarray, split: dict[str, np.ndarray], components: np.ndarray,
+                 mean: np.ndarray, *, C: float, verbose: bool):
+        self.X, self.y, self.split = X, y, split
+        self.components, self.mean, self.C, self.verbose = components, mean, C, verbose
+        self._model = None
+
+    def model(self):
+        """The attacked model (torch multinomial logistic regression on the PCA), trained on first use."""
+        if self._model is None:
+            from ...attacks import train_torch_logistic_regression
+
+            rows = self.split["model"]
+            self._model = train_torch_logistic_regression(
+                self.X[rows], self.y[rows], n_classes=10, C=self.C, projection=(self.components, self.mean))
+        return self._model
+
+    def generate(self, kwargs: dict[str, Any]) -> dict[str, np.ndarray]:
+        """One attack's arrays to cache: adversarial training and test images, success, norms, clean accuracy."""
+        from ...attacks import generate_adversarial
+
+        X, y, src, test = self.X, self.y, self.split["adversarial_source"], self.split["test"]
+        start = time.process_time()
+        model = self.model()
+        out = {}
+        for name, rows in (("train", src), ("test", test)):
+            result = generate_adversarial(model, X[rows], y[rows], **kwargs)
+            out.update({f"{name}_images": result.images, f"{name}_success": result.success,
+                        f"{name}_l2": result.l2, f"{name}_linf": result.linf})
+        clean = _source_accuracy(model, X[test], y[test])
+        out["source_clean_test_accuracy"] = np.array(clean)
+        if self.verbose:
+            print(f"generated {kwargs['attack']} images for {len(src)} training and {len(test)} test images "
+                  f"in {time.process_time() - start:.1f} s CPU", flush=True)
+        return out
+
+
+def _attack_info(arrays: dict[str, np.ndarray], features_train: np.ndarray, features_test: np.ndarray,
+                 clean_train: np.ndarray, clean_test: np.ndarray) -> dict[str, float]:
+    """Numbers about one attack: PCA-space shifts of the images, success rates, norms, the model's accuracies."""
+    shift = {"train": np.linalg.norm(features_train - clean_train, axis=1),
+             "test": np.linalg.norm(features_test - clean_test, axis=1)}
+    return {
+        "median_pca_shift_train": float(np.median(shift["train"])),
+        "median_pca_shift_test": float(np.median(shift["test"])),
+        "success_rate_train": float(arrays["train_success"].mean()),
+        "success_rate_test": float(arrays["test_success"].mean()),
+        "median_l2_train": float(np.median(arrays["train_l2"])),
+        "median_l2_test": float(np.median(arrays["test_l2"])),
+        "median_linf_test": float(np.median(arrays["test_linf"])),
+        "source_clean_test_accuracy": float(arrays["source_clean_test_accuracy"]),
+        "source_adversarial_test_accuracy": float(1.0 - arrays["test_success"].mean()),
+    }
 
 
 def _source_accuracy(model, X, y) -> float:
