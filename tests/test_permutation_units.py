@@ -1,5 +1,5 @@
 """The named units that permutation_shapley composes: antithetic pairs, rotations, position adjustment,
-truncation tally, the variant's costs and options, and the split estimators' helpers."""
+the truncation tally, the variant's costs and options, and the batches they make."""
 
 import numpy as np
 import pytest
@@ -11,6 +11,8 @@ from shapley_research.estimators._permutation_variants import (PermutationVarian
                                                                rotation_of, with_reverses)
 from shapley_research.estimators._sampling._loop import Anchors, MeanState
 from shapley_research.estimators._truncation import TALLY, append_tally, split_tally
+
+pytestmark = pytest.mark.sampling  # the samplers themselves, on small games: the exact shortcut stays off
 
 N = 7
 
@@ -122,3 +124,42 @@ def test_the_batches_pickle_and_give_the_same_values_in_parallel(kwargs):
     two = permutation_shapley(game, 1200, 3, batch_size=8, n_jobs=2, **kwargs)
     assert np.array_equal(one.values, two.values) and np.array_equal(one.stderr, two.stderr)
     assert one.n_evaluations == two.n_evaluations
+
+
+def test_svarm_units_count_the_sampled_coalitions_and_merge_the_pilot_first():
+    from shapley_research.estimators._svarm import _check_allocation, _sampled_units, _with_pilot
+
+    assert _sampled_units(6, 100, None, None, None) == 100 - (2 * 6 + 2)
+    assert _sampled_units(3, 8, None, None, None) == 0 and _sampled_units(3, None, None, 0.1, None) == 0
+    with pytest.raises(ValueError, match="exact strata of a 3-player game"):
+        _sampled_units(3, 7, None, None, None)
+    assert _check_allocation("svarm", None, 6) == ("svarm", 30)
+    with pytest.raises(ValueError, match="pilot sets the pilot"):
+        _check_allocation("svarm", 10, 6)
+    head, rest = MeanState(2), MeanState(2)
+    head.add_batch(np.array([[1.0, 2.0], [3.0, 4.0]]))
+    rest.add_batch(np.array([[5.0, 6.0]]))
+    assert _with_pilot(None, rest) is rest
+    both = _with_pilot(head, rest)
+    assert both.count == 3 and np.allclose(both.mean, [3.0, 4.0]) and head.count == 2 and rest.count == 1
+
+
+def test_group_testing_options_default_the_centering_by_variant():
+    from shapley_research.estimators._group_testing import _check_test_options
+
+    assert _check_test_options("improved", None, "closed_form", "ANY") == ("improved", "linear", "closed_form", "ANY")
+    assert _check_test_options("paper", None, "closed_form", "ANY")[1] == "none"
+    with pytest.raises(ValueError, match="variant"):
+        _check_test_options("other", None, "closed_form", "ANY")
+
+
+def test_homotopy_steps_find_the_first_drop_and_the_crossing():
+    from shapley_research.estimators._l1_homotopy import _crossing, _first_drop
+
+    coef, w = np.array([1.0, -2.0, 0.5, 3.0]), np.array([-1.0, 1.0, 1.0, 0.0])
+    assert _first_drop(coef, w, 4, 1e-12) == (0, 1.0)  # coef + g w = 0 first at g = 1 (entry 0); entry 1 at 2
+    assert _first_drop(coef, w, 0, 1e-12)[0] == -1
+    pair = np.array([[3.0, 4.0], [0.6, 0.8]])  # residual of norm 5 along its own direction
+    g = _crossing(pair, 1.0)
+    assert np.isclose(np.linalg.norm(pair[0] - g * pair[1]), 1.0) and np.isclose(g, 4.0)
+    assert _crossing(pair, 0.0) == np.inf
