@@ -256,8 +256,8 @@ def permutation_shapley(game, budget, seed=None, *, antithetic: bool = False, ro
     n_units = units_from_budget(budget, fixed, variant.evaluations_per_unit, variant.unit_name,
                                 target_stderr=target_stderr, target_rank_correlation=target_rank_correlation)
     batch_size = variant.batch_size(batch_size, n_units)
-    options = variant.options()
-    entropy, ckpt = open_checkpoint(checkpoint, seed, dim=variant.state_dim(), interval=checkpoint_interval,
+    options, dim = variant.options(), variant.state_dim()
+    entropy, ckpt = open_checkpoint(checkpoint, seed, dim=dim, interval=checkpoint_interval,
                                     fingerprint={"method": "permutation", "n_players": n, "batch_size": batch_size,
                                                  "empty_utility": empty_utility, **options})
     if enumeration_affordable(n, budget, empty_utility):
@@ -267,8 +267,8 @@ def permutation_shapley(game, budget, seed=None, *, antithetic: bool = False, ro
     info = {"options": options, **options, "batch_size": batch_size, "empty_utility": anchors.empty,
             **({"full_utility": anchors.full} if variant.stops_early else {}),
             **({"n_players": n} if variant.position_adjustment or variant.truncation is not None else {})}
-    sampling = dict(dim=variant.state_dim(), batch_size=batch_size, entropy=entropy, n_jobs=n_jobs, progress=progress,
-                    desc="permutation sampling" if truncation is None else "truncated permutation sampling",
+    sampling = dict(dim=dim, batch_size=batch_size, entropy=entropy, n_jobs=n_jobs, progress=progress,
+                    desc="permutation sampling" if variant.truncation is None else "truncated permutation sampling",
                     unit=variant.progress_unit, target_stderr=target_stderr,
                     target_rank_correlation=target_rank_correlation, estimates_of=_judged_estimates(variant, info),
                     evaluations_per_unit=variant.evaluations_per_unit)
