@@ -2,8 +2,8 @@
 
 A checkpoint holds what the loop of :mod:`shapley_research.estimators._sampling._loop` needs
 to continue: the merged :class:`MeanState` of the batches done, how many
-batches and evaluations that took, and the run's *context* (utilities of the
-anchors, evaluated once). Batch ``b`` always draws from the stream
+batches and evaluations that took (together a :class:`LoopSnapshot`), and
+the run's *context* (utilities of the anchors, evaluated once). Batch ``b`` always draws from the stream
 ``(seed, b)``, so continuing at batch ``batches`` reproduces the uninterrupted
 run bit for bit.
 
@@ -16,6 +16,11 @@ does not belong to the call:
 * its *fingerprint* (estimator, options, players, batch size, seed) must equal
   the call's, since otherwise its samples would not be the call's samples.
 
+The file is an ``.npz`` archive of three arrays: ``mean`` and ``m2`` (the
+state's moments) and ``meta``, a JSON text with ``format`` (:data:`FORMAT`),
+``fingerprint``, ``context``, ``count``, ``n_evaluations``, ``batches`` and
+``sha256`` (of the other entries and the two arrays' bytes).
+
 Writes are atomic (a temporary file in the same folder, flushed and
 ``os.replace``-d over the old one), so a run killed while saving leaves the
 previous good state in place.
@@ -27,6 +32,7 @@ import hashlib
 import json
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -41,6 +47,43 @@ class CheckpointError(ValueError):
 def _digest(meta: dict, mean: np.ndarray, m2: np.ndarray) -> str:
     blob = json.dumps(meta, sort_keys=True).encode() + mean.tobytes() + m2.tobytes()
     return hashlib.sha256(blob).hexdigest()
+
+
+@dataclass(frozen=True, eq=False)
+class LoopSnapshot:
+    """The state of a sampling run after its first ``batches`` batches: what a checkpoint stores.
+
+    Attributes
+    ----------
+    mean, m2 : numpy.ndarray
+        The merged moments (:class:`~._loop.MeanState`'s ``mean`` and ``m2``).
+    count : int
+        Samples merged.
+    n_evaluations : int
+        Utility evaluations those batches made.
+    batches : int
+        Batches merged: the run continues at batch ``batches``.
+    """
+
+    mean: np.ndarray
+    m2: np.ndarray
+    count: int
+    n_evaluations: int
+    batches: int
+
+    @classmethod
+    def of(cls, state, n_evaluations: int, batches: int) -> "LoopSnapshot":
+        """A copy of ``state``'s moments (a :class:`~._loop.MeanState`, which later merges replace)."""
+        return cls(state.mean.copy(), state.m2.copy(), state.count, n_evaluations, batches)
+
+    @classmethod
+    def held_by(cls, checkpoint) -> "LoopSnapshot":
+        """What a loaded ``checkpoint`` holds (a :class:`Checkpoint`, or an object with its attributes)."""
+        return cls(checkpoint.mean, checkpoint.m2, checkpoint.count, checkpoint.n_evaluations, checkpoint.batches)
+
+    def write(self, checkpoint, force: bool = False) -> bool:
+        """``checkpoint.save`` of this state (every ``checkpoint.interval`` seconds, or now with ``force``)."""
+        return checkpoint.save(self.mean, self.m2, self.count, self.n_evaluations, self.batches, force=force)
 
 
 class Checkpoint:
@@ -77,6 +120,11 @@ class Checkpoint:
         self._last_save = time.monotonic()
         if self.loaded:
             self._load()
+
+    @property
+    def snapshot(self) -> LoopSnapshot:
+        """The state the file held when it was opened (``None`` moments for a new file)."""
+        return LoopSnapshot.held_by(self)
 
     @property
     def seed(self):

@@ -10,50 +10,43 @@ Bernoulli projections (compressive sampling). So one loop serves them all:
   on the seed and the batch size, never on how batches are scheduled (a batch
   may also take a *plan* made in this process in batch order, e.g. where it
   starts in each stratum's order of coalitions, replayed from batch 0 on a
-  resume);
-* each batch is reduced to ``(count, mean, M2)`` and merged, in batch order,
-  into a :class:`MeanState` (Chan et al.'s parallel Welford update), which is
-  O(dimension) memory whatever the number of samples;
+  resume): :mod:`._batches` plans and runs them;
+* each batch is reduced to ``(count, mean, M2)`` and merged, in batch order
+  (:func:`merged_in_order`), into a :class:`MeanState` (Chan et al.'s
+  parallel Welford update), which is O(dimension) memory whatever the number
+  of samples; a checkpoint stores it as a :class:`~._checkpoint.LoopSnapshot`;
 * every batch runs with :data:`BATCH_THREADS` BLAS/OpenMP threads, in the
   parent and in every worker (:func:`pinned_threads`): a BLAS product's
   rounding depends on how many threads split it, and joblib's workers would
   otherwise run with fewer threads than the parent;
 * a run stops at its budget or, after a whole batch, at a precision target:
   the largest standard error (``target_stderr``) or the stability of the
-  ranking (``target_rank_correlation``, :func:`expected_rank_correlation`).
-  Both are pure functions of the merged state, so a stop happens at the same
-  batch for any ``n_jobs`` and after a checkpoint/resume.
+  ranking (``target_rank_correlation``, :func:`expected_rank_correlation`):
+  the rules of :mod:`._stopping`. All are pure functions of the merged state,
+  so a stop happens at the same batch for any ``n_jobs`` and after a
+  checkpoint/resume.
+
+:func:`run_sampling` wires these units together.
 """
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Iterable, Iterator
 
 import numpy as np
 
-from ._checkpoint import Checkpoint
-from ._progress import progress_bar, set_total
+# the streams and MIN_SAMPLES_FOR_PRECISION are re-exported: estimators and tests import them from here
+from ._batches import (AUX_STREAM, BATCH_STREAM, ORDER_STREAM, SIZE_STREAM, aux_rng,  # noqa: F401
+                       batch_jobs, batch_rng, close_batches, evaluate_batches, samples_in_batches)
+from ._checkpoint import Checkpoint, LoopSnapshot
+from ._progress import expected_evaluations, progress_bar, show_batch
+from ._stopping import MIN_SAMPLES_FOR_PRECISION, StateEstimates, first_reached, stopping_rules  # noqa: F401
 from ...games._progress import reporting_to
 from ..._threads import BATCH_THREADS, Pinned, pinned_threads  # noqa: F401 - re-exported to the estimators
 from ..._validation import check_float, check_int, check_seed, check_utilities
 
 COMPILED_MERGE_DIM = 2**14  # states at least this long merge in one compiled pass (numba loads once, ~0.3 s)
-BATCH_STREAM = 0  # spawn_key prefix of the per-batch sample streams
-AUX_STREAM = 1  # spawn_key prefix of auxiliary streams (e.g. a measurement matrix)
-SIZE_STREAM = 2  # spawn_key prefix of the planned coalition sizes (._without_replacement)
-ORDER_STREAM = 3  # spawn_key prefix of the random orders of the size strata (likewise)
-
-
-def batch_rng(entropy: int, batch: int) -> np.random.Generator:
-    """Generator of batch ``batch``: independent of every other batch."""
-    return np.random.default_rng(np.random.SeedSequence(entropy, spawn_key=(BATCH_STREAM, batch)))
-
-
-def aux_rng(entropy: int, index: int = 0) -> np.random.Generator:
-    """Generator for draws made once per run rather than per batch."""
-    return np.random.default_rng(np.random.SeedSequence(entropy, spawn_key=(AUX_STREAM, index)))
 
 
 @dataclass
@@ -232,8 +225,6 @@ def open_checkpoint(checkpoint, seed, *, fingerprint: dict, dim: int,
     return ckpt.fingerprint["seed"], ckpt
 
 
-MIN_SAMPLES_FOR_PRECISION = 30  # a standard error from fewer samples is too noisy to stop on
-
 RANK_DRAWS = 32  # parametric-bootstrap draws of the rank-stability criterion
 RANK_ENTROPY = 0x5A4B_2019  # fixed entropy of its draws: the criterion is a pure function of the state
 RANK_CHUNK_CELLS = 2**21  # draws are ranked in chunks of about this many cells (bounded memory)
@@ -346,13 +337,49 @@ class SamplingOutcome:
         return {"stopped_by": self.stopped_by, "resumed_samples": self.resumed_samples}
 
 
-def _batch_sizes(n_units: int | None, batch_size: int):
-    """Sizes of batches 0, 1, ...: full batches, then the remainder (endless without ``n_units``)."""
-    done = 0
-    while n_units is None or done < n_units:
-        size = batch_size if n_units is None else min(batch_size, n_units - done)
-        yield size
-        done += size
+def merge_batch(state: MeanState, samples) -> None:
+    """Merge one batch's result, a ``(size, dim)`` array of samples or their :class:`MeanState`."""
+    if isinstance(samples, MeanState):
+        state.merge(samples)
+    else:
+        state.add_batch(samples)
+
+
+def merged_in_order(results: Iterable[tuple[object, int]], state: MeanState,
+                    start: LoopSnapshot) -> Iterator[LoopSnapshot]:
+    """Merge ``(samples, evaluations)`` of the batches from ``start.batches`` on into ``state``, in batch order.
+
+    Yields the run's state after each batch (its moments copied, for a
+    checkpoint). Merging in batch order makes the sums, and so every value,
+    the same for any ``n_jobs``.
+    """
+    n_evaluations, batches = start.n_evaluations, start.batches
+    for samples, evaluations in results:
+        merge_batch(state, samples)
+        n_evaluations += evaluations
+        batches += 1
+        yield LoopSnapshot.of(state, n_evaluations, batches)
+
+
+def resumed_state(checkpoint, dim: int, n_units: int | None, batch_size: int) -> tuple[MeanState, LoopSnapshot]:
+    """The state a run starts from: empty, or the one a loaded ``checkpoint`` holds, if it fits this call.
+
+    A file whose batches hold other than the samples this call plans in as
+    many batches (a smaller budget, or a run that ended on a partial batch) is
+    refused.
+    """
+    if checkpoint is None or not checkpoint.loaded:
+        state = MeanState(dim)
+        return state, LoopSnapshot.of(state, 0, 0)
+    held = LoopSnapshot.held_by(checkpoint)
+    planned = samples_in_batches(n_units, batch_size, held.batches)
+    if planned != held.count:
+        raise checkpoint.refuse(
+            f"holds {held.count} samples in {held.batches} batches, but this call's budget plans "
+            f"{planned} samples in its first {held.batches} batches (a smaller budget, or a run that ended "
+            "on a partial batch)")
+    state = MeanState(dim, held.count, held.mean, held.m2)
+    return state, LoopSnapshot.of(state, held.n_evaluations, held.batches)
 
 
 def run_sampling(
@@ -435,131 +462,39 @@ def run_sampling(
     does the bar change any number.
     """
 
-    state, n_evaluations, first = MeanState(dim), 0, 0
-    if checkpoint is not None and checkpoint.loaded:
-        first, n_evaluations = checkpoint.batches, checkpoint.n_evaluations
-        planned = sum(size for _, size in zip(range(first), _batch_sizes(n_units, batch_size)))
-        if planned != checkpoint.count:
-            raise checkpoint.refuse(
-                f"holds {checkpoint.count} samples in {first} batches, but this call's budget plans "
-                f"{planned} samples in its first {first} batches (a smaller budget, or a run that ended "
-                "on a partial batch)")
-        state = MeanState(dim, checkpoint.count, checkpoint.mean, checkpoint.m2)
-    resumed = state.count
+    state, snapshot = resumed_state(checkpoint, dim, n_units, batch_size)
+    judged = StateEstimates(state, estimates_of=estimates_of, watch=watch,
+                            rank_correlation_of=expected_rank_correlation)
+    rules = stopping_rules(n_units, target_stderr, target_rank_correlation)
+    targets = dict(target_stderr=target_stderr, target_rank_correlation=target_rank_correlation)
 
-    cache: dict = {}
+    def total(n_evaluations: int) -> int | None:
+        return expected_evaluations(judged, n_evaluations, n_units=n_units, target_stderr=target_stderr,
+                                    evaluations_per_unit=evaluations_per_unit)
 
-    def once_per_state(name: str, compute: Callable[[], object]):
-        """``compute()``, evaluated once per merged state (the count grows with every merge)."""
-        if cache.get("count") != state.count:
-            cache.clear()
-            cache["count"] = state.count
-        if name not in cache:
-            cache[name] = compute()
-        return cache[name]
-
-    def estimates_now() -> tuple[np.ndarray, np.ndarray]:
-        return once_per_state("estimates", lambda: (state.mean, state.stderr) if estimates_of is None
-                              else estimates_of(state))
-
-    def stderr_now() -> np.ndarray:
-        return estimates_now()[1]
-
-    def precision() -> float:
-        if state.count < 2:
-            return np.inf
-        return once_per_state("precision", lambda: float(np.nanmax(stderr_now()[watch])))
-
-    def rank_correlation() -> float:
-        def compute() -> float:
-            values, stderr = estimates_now()
-            return expected_rank_correlation(values[watch], stderr[watch], key=state.count)
-
-        if state.count < 2:
-            return float("nan")
-        return once_per_state("rank_correlation", compute)
-
-    def reached() -> str | None:
-        if n_units is not None and state.count >= n_units:
-            return "budget"
-        if (target_stderr is not None and state.count >= MIN_SAMPLES_FOR_PRECISION
-                and precision() <= target_stderr):
-            return "target_stderr"
-        if (target_rank_correlation is not None and state.count >= MIN_SAMPLES_FOR_PRECISION
-                and rank_correlation() >= target_rank_correlation):
-            return "target_rank_correlation"
-        return None
-
-    def expected_total() -> int | None:
-        if target_stderr is None or state.count < 2:
-            return n_units
-        needed = int(np.ceil(state.count * max(precision() / max(target_stderr, 1e-300), 1.0) ** 2))
-        needed = max(needed, MIN_SAMPLES_FOR_PRECISION, state.count)
-        return needed if n_units is None else min(needed, n_units)
-
-    def expected_evaluations() -> int | None:
-        units = expected_total()
-        per_unit = n_evaluations / state.count if state.count and n_evaluations else evaluations_per_unit
-        if units is None or per_unit is None:
-            return None
-        return max(int(round(units * per_unit)), n_evaluations)
-
-    bar = progress_bar(progress, total=expected_evaluations(), initial=n_evaluations, desc=desc)
-    snapshot = (state.mean.copy(), state.m2.copy(), state.count, n_evaluations, first)
-    stopped_by = reached()
-
-    def jobs():
-        for b, size in enumerate(_batch_sizes(n_units, batch_size)):
-            planned = () if plan is None else (plan(b, size),)  # every batch's, in order: plans may carry state
-            if b >= first:
-                yield b, size, planned
-
+    bar = progress_bar(progress, total=total(snapshot.n_evaluations), initial=snapshot.n_evaluations, desc=desc)
+    start, stopped_by = snapshot, first_reached(rules, judged)
     # this thread holds the pin from before any worker starts, over the merges and stopping rules too: the
     # threading backend's batches rely on it, as OpenBLAS (pthreads) ignores a limit set in a worker thread
     with pinned_threads():
-        if stopped_by is None and n_jobs in (None, 1):  # drawn inside the pin below
-            results = (sample_batch(batch_rng(entropy, b), size, *planned) for b, size, planned in jobs())
-        elif stopped_by is None:
-            from joblib import Parallel, delayed
-
-            # one batch per task (batches are large already) and a short queue: little work is
-            # wasted past a precision stop; each worker pins its own threads
-            results = Parallel(n_jobs=n_jobs, return_as="generator", batch_size=1, pre_dispatch="2*n_jobs")(
-                delayed(Pinned(sample_batch))(batch_rng(entropy, b), size, *planned) for b, size, planned in jobs())
-        else:
-            results = iter(())
+        results = iter(()) if stopped_by is not None else evaluate_batches(
+            sample_batch, batch_jobs(n_units, batch_size, first=start.batches, plan=plan), entropy, n_jobs)
         try:
             with bar, reporting_to(None if bar.disable else bar.update):
-                for batch, (samples, evaluations) in enumerate(results, start=first):
-                    if isinstance(samples, MeanState):
-                        state.merge(samples)
-                    else:
-                        state.add_batch(samples)
-                    n_evaluations += evaluations
-                    snapshot = (state.mean.copy(), state.m2.copy(), state.count, n_evaluations, batch + 1)
+                for snapshot in merged_in_order(results, state, start):
                     if checkpoint is not None:
-                        checkpoint.save(*snapshot)
-                    set_total(bar, expected_evaluations())
-                    bar.update(n_evaluations - bar.n)  # only what the game has not reported within the batch
-                    postfix = {f"{unit}s": state.count}
-                    if target_stderr is not None:
-                        postfix.update(stderr=f"{precision():.3g}", target=f"{target_stderr:.3g}")
-                    if target_rank_correlation is not None and not bar.disable:
-                        postfix.update(rank_corr=f"{rank_correlation():.4g}",
-                                       rank_target=f"{target_rank_correlation:.4g}")
-                    bar.set_postfix(postfix, refresh=False)
-                    stopped_by = reached()
+                        snapshot.write(checkpoint)
+                    show_batch(bar, judged, snapshot.n_evaluations, total=total(snapshot.n_evaluations),
+                               unit=unit, **targets)
+                    stopped_by = first_reached(rules, judged)
                     if stopped_by is not None:
                         break
         except BaseException:
             if checkpoint is not None:  # keep every batch merged before the interruption
-                checkpoint.save(*snapshot, force=True)
+                snapshot.write(checkpoint, force=True)
             raise
         finally:
-            if hasattr(results, "close"):
-                with warnings.catch_warnings():  # joblib warns about the batches discarded past a stop
-                    warnings.simplefilter("ignore", UserWarning)
-                    results.close()  # stops joblib from dispatching batches past the stopping point
+            close_batches(results)  # stops joblib from dispatching batches past the stopping point
     if checkpoint is not None:
-        checkpoint.save(*snapshot, force=True)
-    return SamplingOutcome(state, n_evaluations, stopped_by or "budget", resumed)
+        snapshot.write(checkpoint, force=True)
+    return SamplingOutcome(state, snapshot.n_evaluations, stopped_by or "budget", start.count)

@@ -19,12 +19,21 @@ estimator call, and differ from run to run); their own progress lines, one
 per step of an experiment, go to papermill's log as before. The bars count utility
 evaluations, so tqdm's rate and time left are evaluations per second and the
 time the remaining evaluations take at that rate.
+
+The sampling loop's bar is sized by :func:`expected_evaluations` and moved
+after every batch by :func:`show_batch`; both read the precision from the
+loop's :class:`~._stopping.StateEstimates`, so they compute nothing that
+the stopping rules would not, and never change a number.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+
+import numpy as np
+
+from ._stopping import MIN_SAMPLES_FOR_PRECISION, Judged
 
 #: Seconds between two lines of a bar written to a log (a file or a pipe rather than a terminal).
 LOG_INTERVAL = 30.0
@@ -103,3 +112,50 @@ def set_total(bar, total: float | None) -> None:
         if not bar.total:
             meter.layout.width = None
     bar.total = total
+
+
+def expected_samples(judged: Judged, *, n_units: int | None, target_stderr: float | None) -> int | None:
+    """Samples a run will take: ``n_units``, or, with ``target_stderr``, those it needs at ``stderr ~ 1/sqrt(n)``.
+
+    ``None`` when unknown (no cap, and no standard error to extrapolate).
+    """
+    count = judged.count
+    if target_stderr is None or count < 2:
+        return n_units
+    needed = int(np.ceil(count * max(judged.max_stderr() / max(target_stderr, 1e-300), 1.0) ** 2))
+    needed = max(needed, MIN_SAMPLES_FOR_PRECISION, count)
+    return needed if n_units is None else min(needed, n_units)
+
+
+def expected_evaluations(judged: Judged, n_evaluations: int, *, n_units: int | None, target_stderr: float | None,
+                         evaluations_per_unit: float | None) -> int | None:
+    """The bar's total: :func:`expected_samples` times the cost of a sample, at least ``n_evaluations``.
+
+    The cost is the one measured so far, or ``evaluations_per_unit`` before a
+    batch has measured it; ``None`` when either is unknown.
+    """
+    units = expected_samples(judged, n_units=n_units, target_stderr=target_stderr)
+    count = judged.count
+    per_unit = n_evaluations / count if count and n_evaluations else evaluations_per_unit
+    if units is None or per_unit is None:
+        return None
+    return max(int(round(units * per_unit)), n_evaluations)
+
+
+def show_batch(bar, judged: Judged, n_evaluations: int, *, total: int | None, unit: str,
+               target_stderr: float | None, target_rank_correlation: float | None) -> None:
+    """Move ``bar`` to ``n_evaluations`` (the rows a game reported within the batch counted once) and label it.
+
+    The label shows the samples (named ``unit``), the largest standard error
+    with ``target_stderr``, and the expected rank correlation with
+    ``target_rank_correlation`` (computed only when the bar shows).
+    """
+    set_total(bar, total)
+    bar.update(n_evaluations - bar.n)  # only what the game has not reported within the batch
+    postfix = {f"{unit}s": judged.count}
+    if target_stderr is not None:
+        postfix.update(stderr=f"{judged.max_stderr():.3g}", target=f"{target_stderr:.3g}")
+    if target_rank_correlation is not None and not bar.disable:
+        postfix.update(rank_corr=f"{judged.rank_correlation():.4g}",
+                       rank_target=f"{target_rank_correlation:.4g}")
+    bar.set_postfix(postfix, refresh=False)

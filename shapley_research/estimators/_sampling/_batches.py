@@ -1,0 +1,103 @@
+"""Batches of the sampling loop: their sizes, their random streams, their plans, and running them.
+
+The numbers a run draws depend only on the seed and the batch size, never on
+how batches are scheduled:
+
+* :func:`batch_sizes`: full batches of ``batch_size`` samples, then the
+  remainder (endless without a sample count);
+* :func:`batch_rng`: batch ``b`` draws from its own stream
+  ``SeedSequence(entropy, spawn_key=(BATCH_STREAM, b))``;
+* :func:`batch_jobs`: the batches to run, from the first one a checkpoint has
+  not done, each with its *plan*, made in this process for every batch in
+  batch order from batch 0 (plans may carry state from batch to batch);
+* :func:`evaluate_batches`: runs them, in this process or in joblib's
+  workers, and returns their results in batch order.
+"""
+
+from __future__ import annotations
+
+import itertools
+import warnings
+from typing import Callable, Iterable, Iterator, NamedTuple
+
+import numpy as np
+
+from ..._threads import Pinned
+
+BATCH_STREAM = 0  # spawn_key prefix of the per-batch sample streams
+AUX_STREAM = 1  # spawn_key prefix of auxiliary streams (e.g. a measurement matrix)
+SIZE_STREAM = 2  # spawn_key prefix of the planned coalition sizes (._without_replacement)
+ORDER_STREAM = 3  # spawn_key prefix of the random orders of the size strata (likewise)
+
+
+def batch_rng(entropy: int, batch: int) -> np.random.Generator:
+    """Generator of batch ``batch``: independent of every other batch."""
+    return np.random.default_rng(np.random.SeedSequence(entropy, spawn_key=(BATCH_STREAM, batch)))
+
+
+def aux_rng(entropy: int, index: int = 0) -> np.random.Generator:
+    """Generator for draws made once per run rather than per batch."""
+    return np.random.default_rng(np.random.SeedSequence(entropy, spawn_key=(AUX_STREAM, index)))
+
+
+def batch_sizes(n_units: int | None, batch_size: int) -> Iterator[int]:
+    """Sizes of batches 0, 1, ...: full batches, then the remainder (endless without ``n_units``)."""
+    done = 0
+    while n_units is None or done < n_units:
+        size = batch_size if n_units is None else min(batch_size, n_units - done)
+        yield size
+        done += size
+
+
+def samples_in_batches(n_units: int | None, batch_size: int, batches: int) -> int:
+    """Samples that the first ``batches`` batches of a run of ``n_units`` hold (fewer if the run has fewer)."""
+    return sum(itertools.islice(batch_sizes(n_units, batch_size), batches))
+
+
+class BatchJob(NamedTuple):
+    """One batch to run: its index (which selects its stream), its size, and ``(plan,)`` or ``()``."""
+
+    index: int
+    size: int
+    planned: tuple
+
+
+def batch_jobs(n_units: int | None, batch_size: int, *, first: int = 0,
+               plan: Callable[[int, int], object] | None = None) -> Iterator[BatchJob]:
+    """The batches from ``first`` on, lazily; ``plan(batch, size)`` is called for every batch from 0, in order.
+
+    The plans of the batches before ``first`` (done before a resume) are made
+    and discarded, so that a plan carrying state from the batches before it
+    is the same as in an uninterrupted run.
+    """
+    for index, size in enumerate(batch_sizes(n_units, batch_size)):
+        planned = () if plan is None else (plan(index, size),)
+        if index >= first:
+            yield BatchJob(index, size, planned)
+
+
+def evaluate_batches(sample_batch: Callable, jobs: Iterable[BatchJob], entropy: int,
+                     n_jobs: int | None) -> Iterator:
+    """``sample_batch(batch_rng(entropy, index), size, *planned)`` of every job, lazily, in batch order.
+
+    With ``n_jobs`` of ``None`` or 1 each batch runs in this process when its
+    result is asked for (the caller holds the thread pin). Otherwise joblib's
+    workers run them, one batch per task and a short queue, so that little
+    work is wasted past a precision stop; each worker pins its own threads
+    (:class:`~shapley_research._threads.Pinned`). Pass the result to
+    :func:`close_batches` when done, to stop joblib dispatching more.
+    """
+    if n_jobs in (None, 1):
+        return (sample_batch(batch_rng(entropy, job.index), job.size, *job.planned) for job in jobs)
+    from joblib import Parallel, delayed
+
+    return Parallel(n_jobs=n_jobs, return_as="generator", batch_size=1, pre_dispatch="2*n_jobs")(
+        delayed(Pinned(sample_batch))(batch_rng(entropy, job.index), job.size, *job.planned) for job in jobs)
+
+
+def close_batches(results: Iterator) -> None:
+    """Stop the batches of :func:`evaluate_batches` not asked for yet (joblib's warning about them silenced)."""
+    if hasattr(results, "close"):
+        with warnings.catch_warnings():  # joblib warns about the batches discarded past a stop
+            warnings.simplefilter("ignore", UserWarning)
+            results.close()
