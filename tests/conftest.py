@@ -9,34 +9,48 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from shapley_research.estimators import _small_games
+
 from games import (VOTING_QUOTA, VOTING_WEIGHTS, AdditiveGame, AirportGame, GloveGame, MajorityGame,
                    SizeAdditiveGame, TableGame, WeightedVotingGame, random_unanimity_game, sparse_game)
 
+#: The users' limit of the small-game enumeration, which the tests keep unless marked ``sampling``.
+_ENUMERATION_DEFAULT = _small_games.ENUMERATION_MAX_PLAYERS
 
-@pytest.fixture(scope="session", autouse=True)
-def _sample_small_games():
-    """Keep the samplers sampling on the zoo's small games, unless a test is marked ``enumeration``.
+
+def _switch_for(node) -> str | None:
+    """``"sampling"`` or ``"enumeration"``: the one of the two markers closest to ``node``, or None."""
+    for marker in node.iter_markers():
+        if marker.name in ("sampling", "enumeration"):
+            return marker.name
+    return None
+
+
+def _enumeration_limit(node) -> int:
+    """0 (always sample) under a ``sampling`` marker, else the users' default."""
+    return 0 if _switch_for(node) == "sampling" else _ENUMERATION_DEFAULT
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _small_games_per_module(request):
+    """The small-game enumeration as a module's markers set it, from the module's first fixture on.
 
     A sampling estimator whose budget covers all 2^N coalitions returns the exact values
-    (``shapley_research.estimators._small_games``); most tests here study the sampling itself (unbiasedness,
-    standard errors, checkpoints, stopping rules) on games of 4 to 12 players with larger budgets, so
-    the shortcut is off for them, from the first fixture on (session scope). ``tests/test_small_games.py``
-    tests it; subprocess runs (the experiments, the README) always have it.
+    (``shapley_research.estimators._small_games``), as it does for every user, and the tests run with
+    that default. A test or module that studies the sampling itself on a small game (unbiasedness,
+    standard errors, checkpoints, stopping rules) is marked ``sampling``, which switches the shortcut
+    off; at module scope so that a module's own fixtures, made before its tests, sample too.
+    ``enumeration`` on a test turns it back on under a ``sampling`` module.
     """
-    from shapley_research.estimators import _small_games
-
-    default = _small_games.ENUMERATION_MAX_PLAYERS
-    _small_games.ENUMERATION_MAX_PLAYERS = 0
-    yield default
-    _small_games.ENUMERATION_MAX_PLAYERS = default
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_small_games, "ENUMERATION_MAX_PLAYERS", _enumeration_limit(request.node))
+        yield
 
 
 @pytest.fixture(autouse=True)
-def _enumeration_where_marked(request, monkeypatch, _sample_small_games):
-    if request.node.get_closest_marker("enumeration") is not None:
-        from shapley_research.estimators import _small_games
-
-        monkeypatch.setattr(_small_games, "ENUMERATION_MAX_PLAYERS", _sample_small_games)
+def _small_games_per_test(request, monkeypatch):
+    """The small-game enumeration as the test's closest ``sampling``/``enumeration`` marker sets it."""
+    monkeypatch.setattr(_small_games, "ENUMERATION_MAX_PLAYERS", _enumeration_limit(request.node))
 
 
 @pytest.fixture(scope="session")
@@ -127,6 +141,17 @@ def _quick_runs(tmp_path_factory, name: str) -> list:
         _QUICK_RUNS[name] = _run_side_by_side(name, [tmp_path_factory.mktemp(f"quick_{name}"),
                                                      tmp_path_factory.mktemp(f"rerun_{name}")])
     return _QUICK_RUNS[name]
+
+
+#: Fixtures that run an experiment's notebook end to end (minutes): a test that uses one is ``slow``.
+_END_TO_END_FIXTURES = {"quick_run", "quick_rerun"}
+
+
+def pytest_collection_modifyitems(items):
+    """Mark ``slow`` every test that reads an end-to-end run, so that ``-m "not slow"`` never starts one."""
+    for item in items:
+        if _END_TO_END_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(scope="session")

@@ -218,12 +218,14 @@ PREFIX_OUTPUTS = [
 ]
 
 
+@pytest.mark.sampling  # the sampling path itself, on a small game
 @pytest.mark.parametrize("estimator", ["permutation", "permutation_antithetic", "compressive"])
 @pytest.mark.parametrize("output,error,match", [row(c[0], *c[1:]) for c in PREFIX_OUTPUTS])
 def test_bad_prefix_path_output(estimator, output, error, match):
     assert_raises(lambda: ESTIMATORS[estimator](PrefixGame(output)), error, match)
 
 
+@pytest.mark.sampling  # the sampling path itself, on a small game
 @pytest.mark.parametrize("estimator", sorted(ESTIMATORS))
 @pytest.mark.parametrize("where", ["evaluate", "evaluate_prefixes", "function_game"])
 def test_game_that_raises_propagates(estimator, where):
@@ -240,6 +242,7 @@ def test_game_that_raises_propagates(estimator, where):
         ESTIMATORS[estimator](game)
 
 
+@pytest.mark.sampling  # the sampling path itself, on a small game
 @pytest.mark.parametrize("estimator", ["permutation", "group_testing_improved", "compressive"])
 def test_game_that_raises_in_a_worker_propagates(estimator):
     from joblib import parallel_config
@@ -419,6 +422,7 @@ def test_sampler_rejects_bad_parameter_before_evaluating(sampler, kwargs, error,
     assert game.calls == 0, "the parameter must be checked before the game is evaluated"
 
 
+@pytest.mark.sampling  # the sampling path itself, on a small game
 @pytest.mark.parametrize("sampler", sorted(SAMPLERS))
 @pytest.mark.filterwarnings("ignore:msr_banzhaf. .* players were sampled only in:UserWarning")
 def test_budget_of_exactly_one_pass_works(sampler):

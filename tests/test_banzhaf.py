@@ -15,6 +15,8 @@ from games import (VOTING_NULL_PLAYERS, VOTING_QUOTA, VOTING_WEIGHTS, AdditiveGa
                    random_unanimity_game, relative_l2)
 from shapley_research.estimators._banzhaf import exact_banzhaf, msr_banzhaf
 
+pytestmark = pytest.mark.sampling  # the samplers themselves, on small games: the exact shortcut stays off
+
 VOTING = WeightedVotingGame(VOTING_WEIGHTS, VOTING_QUOTA)
 AIRPORT = AirportGame([3.0, 1.0, 4.0, 1.0, 5.0, 9.0, 2.0, 6.0, 5.0, 3.0])
 UNANIMITY = random_unanimity_game(11, 12, 5, seed=7, null_players=[10])

@@ -25,6 +25,8 @@ from games import (VOTING_NULL_PLAYERS, AdditiveGame, AirportGame, CountingGame,
                    random_unanimity_game, relative_l2)
 from shapley_research.estimators._beta_shapley import _Layout, beta_shapley, beta_weights, exact_beta_shapley
 
+pytestmark = pytest.mark.sampling  # the samplers themselves, on small games: the exact shortcut stays off
+
 SHAPES = [(16.0, 1.0), (4.0, 1.0), (1.0, 4.0), (2.0, 2.0), (0.5, 0.5), (1.0, 1.0)]
 
 

@@ -16,6 +16,8 @@ import pytest
 import shapley_research as sr
 from games import CountingGame, Interrupted, InterruptingGame, MajorityGame, WeightedVotingGame
 
+pytestmark = pytest.mark.sampling  # the samplers themselves, on small games: the exact shortcut stays off
+
 GAME = WeightedVotingGame([4, 3, 3, 2, 2, 1, 1, 1], quota=9)
 N = GAME.n_players
 

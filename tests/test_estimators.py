@@ -17,6 +17,8 @@ from games import (VOTING_NULL_PLAYERS, AdditiveGame, AirportGame, CountingGame,
 from shapley_research import (compressive_shapley, group_testing_shapley, permutation_shapley,
                               uniform_shapley)
 
+pytestmark = pytest.mark.sampling  # the samplers themselves, on small games: the exact shortcut stays off
+
 SEEDS = range(6)
 
 

@@ -219,6 +219,7 @@ def test_contrast_moments_match_the_dense_formula(variant, path):
 # --- the estimator ---
 
 
+@pytest.mark.sampling  # the sampler's own draws, on a small game
 @pytest.mark.parametrize("variant", ["improved", "paper"])
 def test_estimator_evaluates_each_test_once_with_sizes_from_q(variant):
     """Every test is one evaluation of a coalition of the right law, except U(empty) and U(D),
@@ -246,6 +247,7 @@ def test_estimator_evaluates_each_test_once_with_sizes_from_q(variant):
         assert stats.chisquare(rows.sum(axis=0)).pvalue > P_VALUE
 
 
+@pytest.mark.sampling  # the sampler's own draws, on a small game
 def test_evaluate_coalitions_is_not_given_known_rows():
     """Empty and grand coalitions (improved variant, k = 1 with the null player, k = N without it)
     are answered by the anchors: the game never sees them, and no mask matrix is copied."""

@@ -11,6 +11,8 @@ from sklearn.linear_model import LogisticRegression, Ridge
 
 from shapley_research import LogisticRegressionUtility, ModelUtility, RidgeUtility, msr_banzhaf
 
+pytestmark = pytest.mark.slow  # the torch path: several seconds a test on CPU
+
 torch = pytest.importorskip("torch")
 
 

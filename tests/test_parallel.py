@@ -11,6 +11,8 @@ from joblib import parallel_config
 
 import shapley_research as sr
 
+pytestmark = [pytest.mark.slow, pytest.mark.sampling]  # process pools and a Dask cluster; the batches must sample
+
 distributed = pytest.importorskip("distributed")
 
 WEIGHTS = np.linspace(0.0, 1.0, 30)

@@ -8,6 +8,8 @@ import pytest
 from games import CountingGame, SizeAdditiveGame, random_unanimity_game, relative_l2
 from shapley_research import permutation_shapley
 
+pytestmark = pytest.mark.sampling  # the samplers themselves, on small games: the exact shortcut stays off
+
 N = 12
 
 

@@ -8,6 +8,8 @@ import shapley_research as sr
 from shapley_research.estimators import _position_effects
 from games import (AirportGame, SizeAdditiveGame, UnanimityGame, relative_l2)
 
+pytestmark = pytest.mark.sampling  # the samplers themselves, on small games: the exact shortcut stays off
+
 
 def size_additive(n: int, seed: int = 0) -> SizeAdditiveGame:
     rng = np.random.default_rng(seed)

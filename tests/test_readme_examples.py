@@ -60,12 +60,14 @@ def test_the_readme_has_its_examples():
     assert all("print(" in block for block in blocks), "every example prints its result"
 
 
+@pytest.mark.slow  # runs every README block in a fresh interpreter
 def test_every_python_block_runs_as_a_script(tmp_path):
     script = tmp_path / "readme_examples.py"
     script.write_text("\n\n".join(f"# --- README block {i} ---\n{block}" for i, block in enumerate(python_blocks())))
     _run([str(script)], tmp_path)
 
 
+@pytest.mark.slow  # runs every README block in a fresh interpreter
 def test_every_python_block_runs_pasted_into_the_interactive_prompt(tmp_path):
     (tmp_path / "console.py").write_text(CONSOLE)
     (tmp_path / "blocks.json").write_text(json.dumps(python_blocks()))

@@ -14,6 +14,8 @@ from shapley_research.games import prefix_masks
 from shapley_research.estimators import group_testing_size_distribution
 from shapley_research.estimators import random_permutations
 
+pytestmark = pytest.mark.sampling  # the samplers themselves, on small games: the exact shortcut stays off
+
 # --- MeanState ---
 
 

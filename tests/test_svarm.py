@@ -8,6 +8,8 @@ from shapley_research.estimators._sampling import _without_replacement
 from shapley_research.estimators._svarm import MAX_PLAYERS, svarm_size_probabilities
 from games import AirportGame, TableGame, random_unanimity_game, relative_l2
 
+pytestmark = pytest.mark.sampling  # the samplers themselves, on small games: the exact shortcut stays off
+
 AIRPORT = AirportGame(np.random.default_rng(0).uniform(0.0, 1.0, 12))
 UNANIMITY = random_unanimity_game(10, n_terms=6, max_size=4, seed=1, null_players=(9,))
 

@@ -17,6 +17,8 @@ from games import (AirportGame, CountingGame, Interrupted, InterruptingGame, Siz
                    random_unanimity_game, relative_l2)
 from shapley_research.games import Game
 
+pytestmark = pytest.mark.sampling  # the samplers themselves, on small games: the exact shortcut stays off
+
 
 class SmallCoalitionGame(Game):
     r"""Additive among coalitions of at most ``m`` players, zero beyond.

@@ -22,6 +22,8 @@ from shapley_research.estimators import (marginal_contributions, permutation_sha
 from shapley_research.estimators._truncation import prefix_chunks
 from shapley_research.games import Game
 
+pytestmark = pytest.mark.sampling  # the samplers themselves, on small games: the exact shortcut stays off
+
 
 class NoisyOrGame(Game):
     r"""``U(S) = 1 - prod_{i in S} (1 - p_i)``: the chance that one member of ``S`` succeeds.

@@ -180,6 +180,7 @@ def test_duck_typed_game_output_is_checked():
                 run(game)
 
 
+@pytest.mark.sampling  # the sampling path itself, on a small game
 def test_bad_prefix_path_output_is_caught():
     class BadPrefixes(AdditiveGame):
         def evaluate_prefixes(self, permutations):

@@ -22,6 +22,8 @@ from shapley_research.estimators._svarm import _finalize, svarm_size_probabiliti
 from games import (AirportGame, CountingGame, GloveGame, Interrupted, InterruptingGame, TableGame, UnanimityGame,
                    WeightedVotingGame, random_unanimity_game, relative_l2)
 
+pytestmark = pytest.mark.sampling  # the samplers themselves, on small games: the exact shortcut stays off
+
 UNANIMITY = random_unanimity_game(10, n_terms=6, max_size=4, seed=1, null_players=(9,))
 AIRPORT = AirportGame(np.random.default_rng(0).uniform(0.0, 1.0, 10))
 SMALL = {"unanimity": random_unanimity_game(7, n_terms=6, max_size=4, seed=2),
