@@ -8,6 +8,8 @@ import pytest
 from shapley_research.attacks import (array_digest, cache_key, check_images, check_labels, generate_adversarial,
                                       load_or_generate, read_cache, train_torch_logistic_regression)
 
+pytestmark = pytest.mark.slow  # torch and foolbox: seconds a test
+
 torch = pytest.importorskip("torch")
 needs_foolbox = pytest.mark.skipif(importlib.util.find_spec("foolbox") is None,
                                    reason="foolbox (the attacks extra) is not installed")

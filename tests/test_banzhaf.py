@@ -134,6 +134,7 @@ def test_msr_error_falls_like_one_over_sqrt_budget(game):
     assert 5.0 < small / large < 13.0  # 64x the samples: about 8x smaller
 
 
+@pytest.mark.slow  # over a second
 def test_msr_is_unbiased_over_seeds():
     # A ratio estimator, but conditionally unbiased: given which coalitions hold i, the others are still uniform
     # draws of S + i and of S, so each side's mean is unbiased whenever both sides have a coalition. The only
@@ -203,6 +204,7 @@ def test_one_sided_players_get_zero_and_an_infinite_standard_error():
 # --- msr_banzhaf: the sampling machinery ------------------------------------------------------------------
 
 
+@pytest.mark.slow  # starts a pool of worker processes (loky)
 def test_identical_for_any_n_jobs_and_backend():
     from joblib import parallel_config
 

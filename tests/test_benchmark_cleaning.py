@@ -14,6 +14,8 @@ from sklearn.metrics import roc_auc_score
 from _benchmark_scripts import load_benchmark
 from shapley_research import ModelUtility
 
+pytestmark = pytest.mark.slow  # the benchmark scripts (benchmarks/), loaded and run small
+
 
 @pytest.fixture(scope="module")
 def bench():

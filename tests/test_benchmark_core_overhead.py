@@ -8,6 +8,8 @@ import pytest
 from _benchmark_scripts import load_benchmark
 from shapley_research import exact_shapley
 
+pytestmark = pytest.mark.slow  # the benchmark scripts (benchmarks/), loaded and run small
+
 
 @pytest.fixture(scope="module")
 def bench():

@@ -7,6 +7,8 @@ import yaml
 
 from _benchmark_scripts import load_benchmark
 
+pytestmark = pytest.mark.slow  # the benchmark scripts (benchmarks/), loaded and run small
+
 
 @pytest.fixture(scope="module")
 def bench():

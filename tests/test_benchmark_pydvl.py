@@ -13,6 +13,8 @@ import pytest
 from _benchmark_scripts import load_benchmark
 from shapley_research import KNNUtility, exact_shapley, knn_shapley
 
+pytestmark = pytest.mark.slow  # the benchmark scripts (benchmarks/), loaded and run small
+
 
 @pytest.fixture(scope="module")
 def bench():

@@ -178,6 +178,7 @@ UNBIASED_GAMES = {"airport": AirportGame([3.0, 1.0, 4.0, 1.0, 5.0, 9.0, 2.0, 6.0
                   "glove": GloveGame(3, 6)}
 
 
+@pytest.mark.slow  # over a second
 @pytest.mark.parametrize("alpha, beta", [(16.0, 1.0), (1.0, 16.0), (2.0, 2.0), (0.5, 0.5)])
 @pytest.mark.parametrize("name", sorted(UNBIASED_GAMES))
 def test_mean_over_seeds_is_the_exact_value(name, alpha, beta):
@@ -325,6 +326,7 @@ def _arrays(result):
     return result.values, result.stderr, result.state.mean, result.state.m2
 
 
+@pytest.mark.slow  # starts a pool of worker processes (loky)
 def test_results_do_not_depend_on_n_jobs():
     game = UNBIASED_GAMES["unanimity"]
     sequential, parallel = (beta_shapley(game, 3_000, 1, batch_size=16, n_jobs=jobs) for jobs in (1, 2))

@@ -70,6 +70,7 @@ def test_interrupted_then_resumed_equals_uninterrupted(name, tmp_path):
     assert 0 < counting.rows < full.n_evaluations - 2
 
 
+@pytest.mark.slow  # kills a child interpreter mid-run
 def test_killed_process_resumes_to_the_same_values(tmp_path):
     """SIGKILL (no chance to clean up) mid-run; the last periodic checkpoint is intact."""
     path = tmp_path / "killed.ckpt"

@@ -169,6 +169,7 @@ def test_clean_values_are_not_ordered_by_an_arbitrary_subset():
     assert 0.35 < auroc < 0.65
 
 
+@pytest.mark.slow  # over a second
 def test_standard_errors_match_the_spread_over_seeds():
     X, y = blobs(60, seed=4)
     noisy, _ = flip(y, 0.2, seed=2)
@@ -183,6 +184,7 @@ def test_standard_errors_match_the_spread_over_seeds():
 
 # ----------------------------------------------------------------------------- reproducibility
 
+@pytest.mark.slow  # starts a pool of worker processes (loky)
 def test_identical_for_any_n_jobs():
     X, y = blobs(80, seed=5)
     noisy, _ = flip(y, 0.1, seed=3)

@@ -45,6 +45,7 @@ def assert_same_run(per_fit, batched):
 
 # ----------------------------------------------------------------------------- same results as per fit
 
+@pytest.mark.slow  # over a second
 @pytest.mark.parametrize("data, model", [
     (breast_cancer, LogisticRegression(tol=1e-8)),
     (iris, LogisticRegression(tol=1e-8, max_iter=1000)),  # three classes: multinomial and binary samples
@@ -164,6 +165,7 @@ def test_learner_instance_mismatches_are_refused(change, match):
         data_oob(learner, X, y, n_estimators=3, seed=0, **kwargs)
 
 
+@pytest.mark.slow  # over a second
 def test_torch_model_utility_runs_through_data_oob():
     torch = pytest.importorskip("torch")
     from torch import nn

@@ -81,6 +81,7 @@ CONVERGENCE = {
 }
 
 
+@pytest.mark.slow  # over a second
 @pytest.mark.parametrize("name", sorted(CONVERGENCE))
 def test_converges_to_exact_values(name, unanimity_game):
     small, large, bound, ratio, seeds = CONVERGENCE[name]
@@ -241,6 +242,7 @@ def test_seed_none_is_recorded_and_repeatable(name, unanimity_game):
     assert not np.array_equal(first.values, ESTIMATORS[name](unanimity_game, 500, None).values)
 
 
+@pytest.mark.slow  # starts a pool of worker processes (loky)
 def test_results_do_not_depend_on_n_jobs(unanimity_game, sparse_values_game):
     game = unanimity_game
     runs = {

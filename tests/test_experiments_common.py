@@ -152,6 +152,7 @@ def test_experiment_dir_creates_nested(tmp_path):
     assert experiment_dir(tmp_path / "a") == tmp_path / "a"
 
 
+@pytest.mark.slow  # over a second
 def test_save_figure_writes_png_and_pdf(tmp_path):
     import matplotlib.pyplot as plt
 
@@ -209,6 +210,7 @@ def test_progress_prints_coarse_lines(capsys):
     assert [line.split(" done")[0] for line in capsys.readouterr().out.splitlines()] == ["1", "2", "4"]
 
 
+@pytest.mark.slow  # over a second
 def test_build_notebook_tags_the_parameters_cell(tmp_path):
     nb = build_notebook("n = 3\nname: str = 'x'  # comment\n", ["print(n)", ("markdown", "# Notes")],
                         title="# Title")

@@ -208,6 +208,7 @@ def small_game():
     return X, y, X_test, y_test, exact_shapley(game).values
 
 
+@pytest.mark.slow  # over a second
 def test_all_s_is_close_to_exact_and_closer_than_largest_s(small_game):
     X, y, X_test, y_test, exact = small_game
     largest = largest_s_influence(X, y, X_test, y_test, C=0.3)

@@ -28,6 +28,7 @@ def problem(m, n, nonzero, noise=0.05, seed=0, kind="bernoulli"):
 CASES = [(30, 60, 4), (40, 80, 80), (80, 60, 60), (120, 200, 10)]
 
 
+@pytest.mark.slow  # over a second
 @pytest.mark.parametrize("kind", ["bernoulli", "gaussian"])
 @pytest.mark.parametrize("m, n, nonzero", CASES)
 @pytest.mark.parametrize("radius", [0.25, 1.0, 3.0])
@@ -153,6 +154,7 @@ def test_compressive_recoveries_agree(sparse_values_game):
     assert fast.values.sum() == pytest.approx(slow.values.sum(), rel=1e-6)
 
 
+@pytest.mark.slow  # over a second
 @pytest.mark.parametrize("integer_form", [True, False])
 @pytest.mark.parametrize("radius", [0.0, 0.05])
 def test_tiny_bernoulli_matrices_never_return_a_wrong_optimum(radius, integer_form):

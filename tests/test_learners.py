@@ -166,6 +166,7 @@ def test_binary_newton_takes_the_steps_of_the_two_class_softmax(iris, fit_interc
                                atol=1e-15 * scale)
 
 
+@pytest.mark.slow  # over a second
 @pytest.mark.parametrize("n_classes,solver", [(2, "newton"), (3, "lbfgs")])
 def test_auto_counts_the_unknowns_of_the_newton_system(n_classes, solver):
     """99 features: 100 unknowns for two classes (binary objective), 300 for three; the threshold is 160."""

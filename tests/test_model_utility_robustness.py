@@ -90,6 +90,7 @@ def test_only_regression_and_clustering_scorers_are_skipped():
     assert {"accuracy", "neg_log_loss", "roc_auc_ovr", "top_k_accuracy"} <= set(CLASSIFICATION_SCORERS)
 
 
+@pytest.mark.slow  # over a second
 @pytest.mark.parametrize("data", ["binary", "multiclass"])
 @pytest.mark.parametrize("name", CLASSIFICATION_SCORERS)
 def test_every_classification_scorer_survives_coalitions_missing_a_class(request, data, name):
@@ -182,6 +183,7 @@ def fit_warnings(record):
     return [w for w in record if "min_samples" in str(w.message)]
 
 
+@pytest.mark.slow  # starts a pool of worker processes (loky)
 @pytest.mark.parametrize("model, limit", [
     (KNeighborsClassifier(n_neighbors=5), 5),
     (make_pipeline(StandardScaler(), KNeighborsClassifier(n_neighbors=4)), 4),  # the limit of the final step
@@ -244,6 +246,7 @@ def test_a_run_with_a_model_that_needs_points_finishes(multiclass):
 # Warnings of coalition fits: once per kind, with a count
 # ---------------------------------------------------------------------------------------------
 
+@pytest.mark.slow  # starts a pool of worker processes (loky)
 @pytest.mark.parametrize("n_jobs", [None, 2])
 def test_convergence_warnings_are_reported_once_with_their_count(multiclass, n_jobs):
     X_train, y_train, X_test, y_test = multiclass
@@ -303,6 +306,7 @@ def raw_pipeline(missing=False):
     return make_pipeline(columns, LogisticRegression())
 
 
+@pytest.mark.slow  # over a second
 @pytest.mark.parametrize("missing", [False, True])
 def test_a_pipeline_is_valued_on_raw_data_as_scikit_learn_fits_it(multiclass, missing):
     X_train, y_train, X_test, y_test = raw_frames(multiclass, missing)

@@ -132,6 +132,7 @@ def criterion(result: sr.ValuationResult) -> float:
     return expected_rank_correlation(values, stderr, key=count)
 
 
+@pytest.mark.slow  # over a second
 @pytest.mark.sampling  # a stopping rule watches the sampling, on a small game
 @pytest.mark.parametrize("name", sorted(ESTIMATORS))
 def test_stops_at_the_first_batch_that_reaches_the_target(name):

@@ -49,6 +49,7 @@ def test_unanimity_null_players_get_zero_and_values_are_efficient():
     assert values.sum() == pytest.approx(game(np.ones(6, dtype=bool)) - game(np.zeros(6, dtype=bool)))
 
 
+@pytest.mark.slow  # over a second
 @pytest.mark.parametrize("n", [7, 64, 301])
 def test_unanimity_evaluation_from_either_side_matches_the_definition(n):
     game = random_unanimity_sum(n, seed=n)

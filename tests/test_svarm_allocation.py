@@ -152,6 +152,7 @@ def test_a_budget_below_the_pilot_is_all_pilot():
     assert result.n_evaluations == counting.rows == 2 * n + 2 + 7
 
 
+@pytest.mark.slow  # starts a pool of worker processes (loky)
 def test_identical_for_any_n_jobs():
     game = GAMES["size_additive"]
     # batches of 20: the pilot (50 coalitions) spans three, evaluated by the workers too

@@ -23,6 +23,8 @@ from shapley_research.utilities._model_data import TargetInfo, constant_utilitie
 from shapley_research.utilities._torch_model import TorchModelUtility  # noqa: E402
 from shapley_research.utilities._torch_training import epoch_batches  # noqa: E402
 
+pytestmark = pytest.mark.slow  # trains torch models: seconds a test on CPU
+
 
 def make_classification(n_train: int = 48, n_test: int = 30, d: int = 4, k: int = 3, seed: int = 0):
     rng = np.random.default_rng(seed)

@@ -244,6 +244,7 @@ def test_default_batches_are_small_enough_for_the_savings_to_buy_permutations():
     assert permutation_shapley(game, 3000, seed=6, truncation=0.0).info["batch_size"] == plain.info["batch_size"]
 
 
+@pytest.mark.slow  # starts a pool of worker processes (loky)
 def test_identical_for_one_and_two_jobs():
     game = NoisyOrGame(np.linspace(0.02, 0.3, 14))
     runs = [permutation_shapley(game, 4000, seed=7, truncation=0.05, antithetic=True, batch_size=4, n_jobs=jobs)

@@ -280,6 +280,7 @@ def ten_point_game_data(iris):
     return X[train], y[train], X_test, y_test  # 10 points, 3 classes
 
 
+@pytest.mark.slow  # over a second
 def test_exact_shapley_of_clone_and_fit_game_equals_brute_force(iris):
     X_train, y_train, X_test, y_test = ten_point_game_data(iris)
     model = DecisionTreeClassifier(max_depth=2, random_state=0)
@@ -290,6 +291,7 @@ def test_exact_shapley_of_clone_and_fit_game_equals_brute_force(iris):
     assert np.isclose(result.values.sum(), result.info["full_utility"] - result.info["empty_utility"])
 
 
+@pytest.mark.slow  # over a second
 def test_exact_shapley_of_logistic_game_equals_brute_force(iris):
     X_train, y_train, X_test, y_test = ten_point_game_data(iris)
     model = LogisticRegression(C=0.5, solver="newton-cholesky", tol=1e-10, max_iter=1000)

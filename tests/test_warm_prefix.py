@@ -17,6 +17,8 @@ from sklearn.linear_model import LogisticRegression
 from shapley_research import LogisticRegressionUtility, ModelUtility, as_game, permutation_shapley
 from shapley_research.games import prefix_masks
 
+pytestmark = pytest.mark.slow  # exact prefix fits of logistic models: seconds a test
+
 
 @pytest.fixture(scope="module")
 def iris():

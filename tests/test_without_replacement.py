@@ -171,6 +171,7 @@ def test_unbiased_and_its_standard_errors_are_honest():
     assert 0.8 < (spread / stderr.mean(axis=0)).mean() < 1.25
 
 
+@pytest.mark.slow  # starts a pool of worker processes (loky)
 @pytest.mark.parametrize("batch_size", [1, 7, 64, 1_000])
 def test_identical_for_any_n_jobs_and_backend(batch_size):
     game = SMALL["unanimity"]
