@@ -326,8 +326,9 @@ def test_quick_run_end_to_end(quick_run):
     out = tmp_path / "data_cleaning"
     metrics = json.loads((out / "metrics.json").read_text())
     claims = metrics["claims"]
-    assert len(claims) == 6
+    assert len(claims) == 7  # the papers' and own claims, then the budget probe's
     assert claims[1]["verdict"] == "outside its scope"  # Banzhaf: a deterministic utility
+    assert metrics["probe"]["budgets"] and set(metrics["probe"]["auroc"]) == {"breast_cancer", "digits"}
     assert metrics["comparisons_by_budget"] and max(metrics["budgets"]) > metrics["budget"]
     for entry in claims:
         assert isinstance(entry["holds"], bool) and entry["criterion"] and entry["statistic"]["name"]
@@ -341,5 +342,5 @@ def test_quick_run_end_to_end(quick_run):
         assert (out / f"{stem}.png").exists() and (out / f"{stem}.pdf").exists()
     detection = pd.read_csv(out / "detection.csv")
     assert set(detection["method"]) == set(dc.METHODS)
-    for table in ("curves", "values", "detection_summary"):
+    for table in ("curves", "values", "detection_summary", "budget_probe"):
         assert len(pd.read_csv(out / f"{table}.csv")) > 0
