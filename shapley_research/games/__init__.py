@@ -9,11 +9,23 @@ number of players and serves the tests and the measured scaling panel. Games
 built from trained models are in :mod:`shapley_research.utilities`. A game
 that evaluates its rows one at a time may call :func:`report_evaluated` after
 each, so that the running estimator's progress bar moves within a batch.
+
+The building blocks of estimators and model utilities are public here too:
+prefix masks and positions of permutations (:func:`prefix_masks`,
+:func:`prefix_positions`, :func:`prefix_utilities`, :func:`evaluate_prefixes`),
+the reporter an estimator installs around its evaluations
+(:func:`reporting_to`), and the compiled KNN match counts
+(:func:`knn_match_counts`, :func:`knn_prefix_match_counts`).
 """
 
-from ._base import FunctionGame, Game, GameLike, as_game, evaluate_prefixes, prefix_masks
-from ._progress import report_evaluated
+from ._base import (PREFIX_MASK_CELLS, FunctionGame, Game, GameLike, as_game, evaluate_prefixes, prefix_masks,
+                    prefix_positions, prefix_utilities)
+from ._kernels import knn_match_counts, knn_prefix_match_counts
+from ._progress import report_evaluated, reporting_to
 from ._unanimity import UnanimitySumGame, random_unanimity_sum
 
 __all__ = ["Game", "GameLike", "FunctionGame", "as_game", "prefix_masks", "evaluate_prefixes",
-           "UnanimitySumGame", "random_unanimity_sum", "report_evaluated"]
+           "UnanimitySumGame", "random_unanimity_sum", "report_evaluated",
+           # building blocks of estimators and model utilities
+           "prefix_positions", "prefix_utilities", "PREFIX_MASK_CELLS", "reporting_to", "knn_match_counts",
+           "knn_prefix_match_counts"]

@@ -16,22 +16,28 @@ to building the prefix masks otherwise.
 
 from __future__ import annotations
 
-from typing import Callable, Protocol, runtime_checkable
+from typing import Any, Callable, Protocol, runtime_checkable
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from .._validation import check_bool, check_int, check_masks, check_real_scalar, check_utilities
 
-__all__ = ["Game", "GameLike", "FunctionGame", "as_game", "evaluate_prefixes", "prefix_masks"]
+__all__ = ["Game", "GameLike", "FunctionGame", "as_game", "evaluate_prefixes", "prefix_masks", "prefix_positions",
+           "prefix_utilities", "PREFIX_MASK_CELLS"]
 
 
 @runtime_checkable
 class GameLike(Protocol):
-    """What an estimator needs from a game (structural type)."""
+    """What an estimator needs from a game (structural type).
+
+    ``evaluate`` maps a boolean ``(m, n_players)`` array of coalitions to
+    their ``m`` float utilities.
+    """
 
     n_players: int
 
-    def evaluate(self, masks: np.ndarray) -> np.ndarray: ...
+    def evaluate(self, masks: NDArray[np.bool_]) -> NDArray[np.float64]: ...
 
 
 class Game:
@@ -44,26 +50,39 @@ class Game:
 
     n_players: int
 
-    def evaluate(self, masks) -> np.ndarray:
-        masks = check_masks(masks, self.n_players)
-        return check_utilities(self._evaluate(masks), masks.shape[0],
+    def evaluate(self, masks: ArrayLike) -> NDArray[np.float64]:
+        """Utilities of a batch of coalitions.
+
+        Parameters
+        ----------
+        masks : array-like of bool, shape (m, n_players)
+            Row ``r`` is the indicator vector of coalition ``S_r`` (0/1
+            integers or floats are accepted).
+
+        Returns
+        -------
+        ndarray of float64, shape (m,)
+            ``U(S_r)`` for every row, finite.
+        """
+        checked = check_masks(masks, self.n_players)
+        return check_utilities(self._evaluate(checked), checked.shape[0],
                                source=f"{type(self).__name__}._evaluate")
 
-    def _evaluate(self, masks: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
+    def _evaluate(self, masks: NDArray[np.bool_]) -> ArrayLike:  # pragma: no cover - abstract
         raise NotImplementedError(f"{type(self).__name__} must implement _evaluate(masks).")
 
-    def __call__(self, coalition) -> float:
+    def __call__(self, coalition: ArrayLike) -> float:
         """Utility of one coalition: a boolean mask, or an iterable of player indices.
 
         Indices must be integers (or integral floats) in ``range(n_players)``;
         negative indices are refused rather than counted from the end.
         """
-        coalition = np.asarray(coalition)
-        if coalition.dtype == np.bool_:
-            mask = coalition.reshape(1, -1)
+        array = np.asarray(coalition)
+        if array.dtype == np.bool_:
+            mask = array.reshape(1, -1)
         else:
             mask = np.zeros((1, self.n_players), dtype=bool)
-            mask[0, _check_indices(coalition, self.n_players)] = True
+            mask[0, _check_indices(array, self.n_players)] = True
         return float(self.evaluate(mask)[0])
 
     def __repr__(self) -> str:
@@ -73,14 +92,15 @@ class Game:
 class FunctionGame(Game):
     """A game defined by a Python function (see :func:`as_game`)."""
 
-    def __init__(self, fn: Callable, n_players: int, vectorized: bool = False):
+    def __init__(self, fn: Callable[[NDArray[np.bool_]], ArrayLike], n_players: int,
+                 vectorized: bool = False) -> None:
         if not callable(fn):
             raise TypeError(f"fn must be callable, got {type(fn).__name__}.")
         self.fn = fn
         self.n_players = check_int(n_players, "n_players", minimum=1)
         self.vectorized = check_bool(vectorized, "vectorized")
 
-    def _evaluate(self, masks: np.ndarray) -> np.ndarray:
+    def _evaluate(self, masks: NDArray[np.bool_]) -> ArrayLike:
         if self.vectorized:
             return self.fn(masks)
         return np.fromiter((check_real_scalar(self.fn(row), "fn(mask)", _SCALAR_HINT) for row in masks),
@@ -90,7 +110,7 @@ class FunctionGame(Game):
 _SCALAR_HINT = " (as_game with vectorized=False); pass vectorized=True for a function of a mask matrix"
 
 
-def _check_indices(coalition: np.ndarray, n_players: int) -> np.ndarray:
+def _check_indices(coalition: np.ndarray, n_players: int) -> NDArray[np.intp]:
     """Player indices of a coalition given as integers in ``range(n_players)``, or raise."""
     indices = coalition.reshape(-1)
     if indices.size == 0:
@@ -105,7 +125,7 @@ def _check_indices(coalition: np.ndarray, n_players: int) -> np.ndarray:
     return indices.astype(np.intp)
 
 
-def as_game(fn: Callable, n_players: int, vectorized: bool = False) -> FunctionGame:
+def as_game(fn: Callable[[NDArray[np.bool_]], ArrayLike], n_players: int, vectorized: bool = False) -> FunctionGame:
     """Wrap a utility function as a game.
 
     Parameters
@@ -142,21 +162,23 @@ def as_game(fn: Callable, n_players: int, vectorized: bool = False) -> FunctionG
 PREFIX_MASK_CELLS = 2**22  # most mask cells built at once for a game without evaluate_prefixes (4 MiB of bools)
 
 
-def prefix_positions(permutations: np.ndarray) -> np.ndarray:
+def prefix_positions(permutations: NDArray[np.integer[Any]]) -> NDArray[np.signedinteger[Any]]:
     """``positions[t, j]``: the position of player ``j`` in permutation ``t``, in the narrowest integer type.
 
     Player ``j`` is in prefix ``k`` of ``pi_t`` iff ``positions[t, j] <= k``;
     the comparison dominates building prefix masks, and the narrowest type makes
-    it 3-6x faster.
+    it 3-6x faster. ``permutations`` is an ``(m, n)`` integer array; the
+    result has the same shape, in ``int16``, ``int32`` or ``int64``.
     """
     m, n = permutations.shape
-    dtype = np.int16 if n <= np.iinfo(np.int16).max else np.int32 if n <= np.iinfo(np.int32).max else np.int64
+    dtype: type[np.signedinteger[Any]] = (np.int16 if n <= np.iinfo(np.int16).max
+                                          else np.int32 if n <= np.iinfo(np.int32).max else np.int64)
     positions = np.empty((m, n), dtype=dtype)
     np.put_along_axis(positions, permutations, np.arange(n, dtype=dtype)[None, :], axis=1)
     return positions
 
 
-def prefix_masks(permutations: np.ndarray) -> np.ndarray:
+def prefix_masks(permutations: NDArray[np.integer[Any]]) -> NDArray[np.bool_]:
     """Masks of all prefixes of each permutation.
 
     For ``permutations`` of shape ``(m, n)`` returns a boolean ``(m * n, n)``
@@ -169,8 +191,14 @@ def prefix_masks(permutations: np.ndarray) -> np.ndarray:
     return masks.reshape(m * n, n)
 
 
-def evaluate_prefixes(game: GameLike, permutations: np.ndarray) -> np.ndarray:
-    """Utilities of all prefixes, through the game's fast path when it has one."""
+def evaluate_prefixes(game: GameLike, permutations: NDArray[np.integer[Any]]) -> NDArray[np.float64]:
+    """Utilities of all prefixes, through the game's fast path when it has one.
+
+    ``permutations`` is an ``(m, n)`` integer array of permutations of the
+    players; returns the ``(m, n)`` float64 utilities ``U({pi_t[0..k]})``
+    (``game.evaluate_prefixes`` when the game has it, else prefix masks
+    through ``game.evaluate``, see :func:`prefix_utilities`).
+    """
     m, n = permutations.shape
     fast = getattr(game, "evaluate_prefixes", None)
     if fast is not None:
@@ -186,7 +214,8 @@ def evaluate_prefixes(game: GameLike, permutations: np.ndarray) -> np.ndarray:
     return prefix_utilities(game, positions, np.arange(n, dtype=positions.dtype))
 
 
-def prefix_utilities(game: GameLike, positions: np.ndarray, evaluated: np.ndarray) -> np.ndarray:
+def prefix_utilities(game: GameLike, positions: NDArray[np.signedinteger[Any]],
+                     evaluated: NDArray[np.signedinteger[Any]]) -> NDArray[np.float64]:
     """``(m, len(evaluated))`` utilities, through ``game.evaluate``, of the prefixes ``evaluated`` of permutations.
 
     ``positions`` are the permutations' :func:`prefix_positions`. One call

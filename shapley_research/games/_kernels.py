@@ -22,18 +22,25 @@ Match counts are integers, so every path gives bit-identical KNN utilities.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numba
 import numpy as np
+from numpy.typing import NDArray
 
 
 @numba.njit(cache=True, nogil=True)
-def knn_match_counts(masks, order, rank_by_player, match_by_player, k):
+def knn_match_counts(masks: NDArray[np.bool_], order: NDArray[np.integer[Any]],
+                     rank_by_player: NDArray[np.integer[Any]], match_by_player: NDArray[np.integer[Any]],
+                     k: int) -> NDArray[np.int64]:
     """Per coalition, the number of (test point, neighbour) pairs among the ``K`` nearest with the test label.
 
     ``order[t]`` lists the players by distance to test point ``t``;
     ``rank_by_player[i, t]`` is player ``i``'s position there and
     ``match_by_player[i, t]`` whether player ``i`` carries test point ``t``'s
-    label (player-major, so a member's row is read in one sweep).
+    label (player-major, so a member's row is read in one sweep). Shapes:
+    ``masks`` ``(m, N)`` (C-contiguous), ``order`` ``(T, N)``, the two
+    ``by_player`` arrays ``(N, T)``; returns ``(m,)`` counts.
     """
     m, n = masks.shape
     n_test = order.shape[0]
@@ -83,8 +90,13 @@ def knn_match_counts(masks, order, rank_by_player, match_by_player, k):
 
 
 @numba.njit(cache=True, nogil=True)
-def knn_prefix_match_counts(permutations, rank_by_player, match_by_player, k):
-    """Match counts of every prefix of every permutation, one pass per permutation."""
+def knn_prefix_match_counts(permutations: NDArray[np.integer[Any]], rank_by_player: NDArray[np.integer[Any]],
+                            match_by_player: NDArray[np.integer[Any]], k: int) -> NDArray[np.int64]:
+    """Match counts of every prefix of every permutation, one pass per permutation.
+
+    ``permutations`` ``(m, N)``, the ``by_player`` arrays ``(N, T)`` as in
+    :func:`knn_match_counts`; returns ``(m, N)`` counts.
+    """
     m, n = permutations.shape
     n_test = rank_by_player.shape[1]
     counts = np.zeros((m, n), dtype=np.int64)

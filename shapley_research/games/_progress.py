@@ -24,7 +24,9 @@ from typing import Callable, Iterator
 
 __all__ = ["report_evaluated", "reporting_to"]
 
-_REPORTER: contextvars.ContextVar = contextvars.ContextVar("shapley_research_reporter", default=None)
+# (thread id, callback) of the estimator evaluating, or None
+_REPORTER: contextvars.ContextVar[tuple[int, Callable[[int], object]] | None] = contextvars.ContextVar(
+    "shapley_research_reporter", default=None)
 
 
 def report_evaluated(n: int = 1) -> None:

@@ -20,7 +20,10 @@ in the game.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from ._kernels import unanimity_prefix_utilities, unanimity_utilities
 from .._validation import check_int, check_permutations
@@ -51,7 +54,7 @@ class UnanimitySumGame(Game):
     member.
     """
 
-    def __init__(self, n_players, coalitions, coefficients):
+    def __init__(self, n_players: int, coalitions: Sequence[ArrayLike], coefficients: ArrayLike) -> None:
         self.n_players = check_int(n_players, "n_players", minimum=1)
         terms = [np.unique(np.asarray(t)) for t in coalitions]
         for j, term in enumerate(terms):
@@ -60,11 +63,11 @@ class UnanimitySumGame(Game):
                                  f"got {term.tolist()}.")
             if term[0] < 0 or term[-1] >= self.n_players:
                 raise ValueError(f"coalitions[{j}] holds players outside range({self.n_players}): {term.tolist()}.")
-        coefficients = np.asarray(coefficients, dtype=float)
-        if coefficients.shape != (len(terms),) or not np.all(np.isfinite(coefficients)):
+        values = np.asarray(coefficients, dtype=float)
+        if values.shape != (len(terms),) or not np.all(np.isfinite(values)):
             raise ValueError(f"coefficients must be {len(terms)} finite numbers (one per coalition), "
-                             f"got shape {coefficients.shape}.")
-        self.coefficients = coefficients
+                             f"got shape {values.shape}.")
+        self.coefficients = values
         self.sizes = np.array([t.size for t in terms], dtype=np.int64)
         self._starts = np.concatenate([[0], np.cumsum(self.sizes)]).astype(np.int64)
         self._members = (np.concatenate(terms) if terms else np.zeros(0)).astype(np.int64)
@@ -74,26 +77,31 @@ class UnanimitySumGame(Game):
         self._terms_start = np.concatenate([[0], np.cumsum(np.bincount(self._members, minlength=self.n_players))
                                             ]).astype(np.int64)
 
-    def _evaluate(self, masks: np.ndarray) -> np.ndarray:
+    def _evaluate(self, masks: NDArray[np.bool_]) -> NDArray[np.float64]:
         return unanimity_utilities(np.ascontiguousarray(masks), self.sizes, self.coefficients, self._terms_start,
                                    self._terms_of)
 
-    def evaluate_prefixes(self, permutations) -> np.ndarray:
-        """Utilities of every prefix of each permutation, an ``(m, N)`` array (see :mod:`shapley_research.games`)."""
-        permutations = check_permutations(permutations, self.n_players)
-        return unanimity_prefix_utilities(permutations.astype(np.int64, copy=False), self._members, self._starts,
+    def evaluate_prefixes(self, permutations: ArrayLike) -> NDArray[np.float64]:
+        """Utilities of every prefix of each permutation, an ``(m, N)`` array (see :mod:`shapley_research.games`).
+
+        ``permutations`` is an integer ``(m, N)`` array whose rows permute ``range(N)``.
+        """
+        checked = check_permutations(permutations, self.n_players)
+        return unanimity_prefix_utilities(checked.astype(np.int64, copy=False), self._members, self._starts,
                                           self.coefficients)
 
-    def _spread(self, shares: np.ndarray) -> np.ndarray:
+    def _spread(self, shares: NDArray[np.float64]) -> NDArray[np.float64]:
         """``v_i = sum over terms j containing i of shares_j``."""
-        return np.bincount(self._members, weights=np.repeat(shares, self.sizes), minlength=self.n_players)
+        # numpy's stubs type bincount as integer even with float weights
+        return np.bincount(self._members, weights=np.repeat(shares, self.sizes),  # type: ignore[return-value]
+                           minlength=self.n_players)
 
-    def shapley_values(self) -> np.ndarray:
-        """Exact Shapley values: ``s_i = sum_{j: i in A_j} c_j / |A_j|``."""
+    def shapley_values(self) -> NDArray[np.float64]:
+        """Exact Shapley values: ``s_i = sum_{j: i in A_j} c_j / |A_j|``, float64 ``(n_players,)``."""
         return self._spread(self.coefficients / self.sizes)
 
-    def banzhaf_values(self) -> np.ndarray:
-        """Exact Banzhaf values: ``beta_i = sum_{j: i in A_j} c_j / 2^(|A_j| - 1)``."""
+    def banzhaf_values(self) -> NDArray[np.float64]:
+        """Exact Banzhaf values: ``beta_i = sum_{j: i in A_j} c_j / 2^(|A_j| - 1)``, float64 ``(n_players,)``."""
         return self._spread(self.coefficients / np.exp2(self.sizes - 1))
 
     def __repr__(self) -> str:
