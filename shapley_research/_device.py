@@ -105,17 +105,17 @@ def release(device: Any) -> None:
         torch.cuda.empty_cache()
 
 
-def check_game_jobs(game: Any, n_jobs: Any, owner: str) -> int | None:
+def check_game_jobs(game: object, n_jobs: object, owner: str) -> int | None:
     """``n_jobs`` checked (:func:`~._validation.check_n_jobs`), refusing ``n_jobs > 1`` for a game on a device.
 
     One process owns a GPU: joblib workers would each copy the data to it and
     compete for its memory, while one chunk already trains many coalitions
     in parallel on it.
     """
-    n_jobs = check_n_jobs(n_jobs)
+    jobs = check_n_jobs(n_jobs)
     device = getattr(game, "device", None)
-    if device is None or n_jobs in (None, 1) or (n_jobs < 0 and (os.cpu_count() or 1) + 1 + n_jobs <= 1):
-        return n_jobs
-    raise ValueError(f"{owner}: n_jobs={n_jobs} with {type(game).__name__} on device {str(device)!r}; a game on a "
+    if device is None or jobs is None or jobs == 1 or (jobs < 0 and (os.cpu_count() or 1) + 1 + jobs <= 1):
+        return jobs
+    raise ValueError(f"{owner}: n_jobs={jobs} with {type(game).__name__} on device {str(device)!r}; a game on a "
                      "device runs in one process (its chunks of coalitions already run in parallel there). "
                      "Pass n_jobs=None.")

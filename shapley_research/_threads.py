@@ -11,20 +11,23 @@ from __future__ import annotations
 import sys
 import threading
 from contextlib import contextmanager
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
+
+if TYPE_CHECKING:
+    from threadpoolctl import ThreadpoolController
 
 BATCH_THREADS = 1  # BLAS/OpenMP threads while a batch is computed, wherever it runs
 
 _pin_lock = threading.Lock()
 _pin_depth = 0  # pinned sections running in this process (BLAS pools are process-wide)
-_pin_blas = None
+_pin_blas: Any = None  # the process-wide BLAS limit (a threadpoolctl limiter) while pinned
 _pin_local = threading.local()  # pinned sections running in this thread (OpenMP's limit is per thread)
 
 
-_controller_state: dict = {}
+_controller_state: dict[str, Any] = {}
 
 
-def _controller():
+def _controller() -> ThreadpoolController:
     """threadpoolctl's view of the loaded thread pools, rescanned only when a module has been imported since.
 
     A scan walks every loaded shared library (milliseconds, more with torch
@@ -41,7 +44,7 @@ def _controller():
     return _controller_state["controller"]
 
 
-def thread_controller():
+def thread_controller() -> ThreadpoolController:
     """The shared, current ``threadpoolctl.ThreadpoolController`` (for limits other than the batch pin)."""
     with _pin_lock:
         return _controller()
@@ -90,9 +93,9 @@ def pinned_threads() -> Iterator[None]:
 class Pinned:
     """``fn`` called under :func:`pinned_threads` (picklable, for joblib and Dask workers)."""
 
-    def __init__(self, fn: Callable):
+    def __init__(self, fn: Callable[..., Any]) -> None:
         self.fn = fn
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         with pinned_threads():
             return self.fn(*args, **kwargs)

@@ -7,44 +7,45 @@ early with a message naming the argument and what was expected.
 from __future__ import annotations
 
 import numbers
+from collections.abc import Collection
+from typing import SupportsInt, cast
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 
-def check_int(value, name: str, *, minimum: int | None = None) -> int:
+def check_int(value: object, name: str, *, minimum: int | None = None) -> int:
     """Return ``value`` as a Python int, or raise naming ``name``.
 
     Integral floats (``1e4``) are accepted; booleans and fractions are not.
     """
     if isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be an integer, got a boolean ({value!r}).")
-    if isinstance(value, numbers.Integral):
-        value = int(value)
-    elif isinstance(value, numbers.Real) and float(value).is_integer():
-        value = int(value)
+    if isinstance(value, numbers.Integral) or (isinstance(value, numbers.Real) and float(value).is_integer()):
+        number = int(cast(SupportsInt, value))  # int() takes every Real (typeshed's numbers.Real lacks __int__)
     else:
         raise TypeError(f"{name} must be an integer, got {value!r} of type {type(value).__name__}.")
-    if minimum is not None and value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}.")
-    return value
+    if minimum is not None and number < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {number}.")
+    return number
 
 
-def check_float(value, name: str, *, minimum: float | None = None, strict: bool = False,
+def check_float(value: object, name: str, *, minimum: float | None = None, strict: bool = False,
                 maximum: float | None = None) -> float:
     """Return ``value`` as a finite float within the given bounds, or raise."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a real number, got {value!r} of type {type(value).__name__}.")
-    value = float(value)
-    if not np.isfinite(value):
-        raise ValueError(f"{name} must be finite, got {value}.")
-    if minimum is not None and (value <= minimum if strict else value < minimum):
-        raise ValueError(f"{name} must be {'>' if strict else '>='} {minimum}, got {value}.")
-    if maximum is not None and value > maximum:
-        raise ValueError(f"{name} must be <= {maximum}, got {value}.")
-    return value
+    number = float(value)
+    if not np.isfinite(number):
+        raise ValueError(f"{name} must be finite, got {number}.")
+    if minimum is not None and (number <= minimum if strict else number < minimum):
+        raise ValueError(f"{name} must be {'>' if strict else '>='} {minimum}, got {number}.")
+    if maximum is not None and number > maximum:
+        raise ValueError(f"{name} must be <= {maximum}, got {number}.")
+    return number
 
 
-def check_choice(value, name: str, choices) -> str:
+def check_choice(value: object, name: str, choices: Collection[str]) -> str:
     """Return ``value`` if it is one of ``choices``, or raise naming ``name``."""
     try:
         known = bool(value in choices)
@@ -52,20 +53,20 @@ def check_choice(value, name: str, choices) -> str:
         known = False
     if not known:
         raise ValueError(f"{name} must be one of {sorted(choices)}, got {value!r}.")
-    return value
+    return cast(str, value)  # one of the choices
 
 
-def check_n_jobs(n_jobs) -> int | None:
+def check_n_jobs(n_jobs: object) -> int | None:
     """Return ``n_jobs`` as joblib understands it: ``None`` or a non-zero integer (``-1``: all cores)."""
     if n_jobs is None:
         return None
-    n_jobs = check_int(n_jobs, "n_jobs")
-    if n_jobs == 0:
+    jobs = check_int(n_jobs, "n_jobs")
+    if jobs == 0:
         raise ValueError("n_jobs must be None, a positive integer or a negative one (-1: all cores), got 0.")
-    return n_jobs
+    return jobs
 
 
-def check_solver(solver) -> str:
+def check_solver(solver: object) -> str:
     """Return the name of an installed cvxpy solver, or raise naming ``solver``."""
     if not isinstance(solver, str):
         raise TypeError(f"solver must be the name of a cvxpy solver, got {solver!r} of type {type(solver).__name__}.")
@@ -77,7 +78,7 @@ def check_solver(solver) -> str:
     return solver
 
 
-def check_game(game, *, minimum: int = 1) -> int:
+def check_game(game: object, *, minimum: int = 1) -> int:
     """Return ``game.n_players`` after checking that ``game`` is a game, or raise naming it.
 
     A game has an integer ``n_players`` (at least ``minimum``) and a method
@@ -97,38 +98,39 @@ def check_game(game, *, minimum: int = 1) -> int:
     return n
 
 
-def check_seed(seed) -> int:
+def check_seed(seed: object) -> int:
     """Resolve ``seed`` to the non-negative integer entropy of the run.
 
     ``None`` draws fresh entropy from the operating system; the drawn value is
     returned (and stored on the result) so the run can be repeated exactly.
     """
     if seed is None:
-        return int(np.random.SeedSequence().entropy)
+        return int(cast(SupportsInt, np.random.SeedSequence().entropy))  # drawn entropy is an int
     if isinstance(seed, np.random.SeedSequence):
         if not isinstance(seed.entropy, numbers.Integral) or seed.spawn_key:
             raise ValueError("seed: pass a SeedSequence with integer entropy and no spawn key, or an int.")
-        return int(seed.entropy)
+        return int(cast(SupportsInt, seed.entropy))  # an Integral, checked above
     return check_int(seed, "seed", minimum=0)
 
 
-def check_masks(masks, n_players: int) -> np.ndarray:
+def check_masks(masks: ArrayLike, n_players: int) -> NDArray[np.bool_]:
     """Return ``masks`` as a boolean ``(m, n_players)`` array, or raise."""
-    masks = np.asarray(masks)
-    if masks.ndim != 2 or masks.shape[1] != n_players:
+    array = np.asarray(masks)
+    if array.ndim != 2 or array.shape[1] != n_players:
         raise ValueError(
-            f"masks must have shape (m, n_players) = (m, {n_players}), got shape {masks.shape}."
+            f"masks must have shape (m, n_players) = (m, {n_players}), got shape {array.shape}."
         )
-    if masks.dtype != np.bool_:
-        if not (np.issubdtype(masks.dtype, np.integer) or np.issubdtype(masks.dtype, np.floating)):
-            raise TypeError(f"masks must be a boolean array, got dtype {masks.dtype}.")
-        if not np.isin(masks, (0, 1)).all():
+    if array.dtype != np.bool_:
+        if not (np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.floating)):
+            raise TypeError(f"masks must be a boolean array, got dtype {array.dtype}.")
+        if not np.isin(array, (0, 1)).all():
             raise ValueError("masks must contain only booleans (or 0/1).")
-        masks = masks.astype(bool)
-    return masks
+        array = array.astype(bool)
+    return array
 
 
-def check_weights(weights, n_players: int, name: str = "masks", owner: str | None = None) -> np.ndarray:
+def check_weights(weights: ArrayLike, n_players: int, name: str = "masks",
+                  owner: str | None = None) -> NDArray[np.bool_] | NDArray[np.int64]:
     """Return masks (booleans, kept) or sample weights (non-negative integers, as int64) of shape (m, n_players).
 
     Sample weights are e.g. bootstrap counts; integral floats are accepted. A
@@ -152,29 +154,29 @@ def check_weights(weights, n_players: int, name: str = "masks", owner: str | Non
     return array.astype(np.int64)
 
 
-def check_permutations(permutations, n_players: int) -> np.ndarray:
+def check_permutations(permutations: ArrayLike, n_players: int) -> NDArray[np.integer]:
     """Return ``permutations`` as an integer ``(m, n_players)`` array whose rows permute ``range(n_players)``, or raise.
 
     ``O(m N)``: a row is a permutation iff its entries lie in range and every
     player is marked seen.
     """
-    permutations = np.asarray(permutations)
-    if permutations.ndim != 2 or permutations.shape[1] != n_players:
+    array = np.asarray(permutations)
+    if array.ndim != 2 or array.shape[1] != n_players:
         raise ValueError(f"permutations must have shape (m, n_players) = (m, {n_players}), "
-                         f"got {permutations.shape}.")
-    if not np.issubdtype(permutations.dtype, np.integer):
-        raise TypeError(f"permutations must be integers, got dtype {permutations.dtype}.")
-    if permutations.size:
-        seen = np.zeros(permutations.shape, dtype=bool)
-        in_range = permutations.min() >= 0 and permutations.max() < n_players
+                         f"got {array.shape}.")
+    if not np.issubdtype(array.dtype, np.integer):
+        raise TypeError(f"permutations must be integers, got dtype {array.dtype}.")
+    if array.size:
+        seen = np.zeros(array.shape, dtype=bool)
+        in_range = array.min() >= 0 and array.max() < n_players
         if in_range:
-            np.put_along_axis(seen, permutations, True, axis=1)
+            np.put_along_axis(seen, array, True, axis=1)
         if not (in_range and seen.all()):
             raise ValueError("each row of permutations must be a permutation of range(n_players).")
-    return permutations
+    return array
 
 
-def check_utilities(values, n_rows: int, source: str = "game.evaluate") -> np.ndarray:
+def check_utilities(values: object, n_rows: int, source: str = "game.evaluate") -> NDArray[np.float64]:
     """Return utilities as a finite float array of length ``n_rows``, or raise."""
     try:
         array = np.asarray(values)
@@ -201,7 +203,7 @@ def check_utilities(values, n_rows: int, source: str = "game.evaluate") -> np.nd
     return values
 
 
-def check_real_scalar(value, what: str, hint: str = "") -> float:
+def check_real_scalar(value: object, what: str, hint: str = "") -> float:
     """Return ``value`` as a float when it is one real number, or a TypeError saying ``what`` must return one.
 
     Python and NumPy numbers and one-element real arrays are accepted; strings
@@ -222,7 +224,7 @@ def check_real_scalar(value, what: str, hint: str = "") -> float:
     raise TypeError(f"{what} must return one real number, got {type(value).__name__}{shape}{hint}.")
 
 
-def check_real_array(values, name: str) -> np.ndarray:
+def check_real_array(values: object, name: str) -> NDArray[np.float64]:
     """Return ``values`` as a float array of any shape, or a TypeError naming ``name``.
 
     Strings (which NumPy would parse) and complex numbers (whose imaginary part
@@ -237,7 +239,7 @@ def check_real_array(values, name: str) -> np.ndarray:
         raise TypeError(f"{name} must be an array of real numbers, got {type(values).__name__}.") from exc
 
 
-def check_features(X, name: str) -> np.ndarray:
+def check_features(X: object, name: str) -> NDArray[np.float64]:
     """Return ``X`` as a finite, dense, 2-D float array with samples and features, or raise."""
     if hasattr(X, "toarray") and not isinstance(X, np.ndarray):
         raise TypeError(f"{name} must be a dense array; sparse matrices are not supported (call .toarray()).")
@@ -266,21 +268,21 @@ def check_features(X, name: str) -> np.ndarray:
     return X
 
 
-def check_bool(value, name: str) -> bool:
+def check_bool(value: object, name: str) -> bool:
     """Return ``value`` as a bool, or raise (``0``/``1`` and strings are refused)."""
     if not isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be True or False, got {value!r} of type {type(value).__name__}.")
     return bool(value)
 
 
-def check_target(target_stderr) -> float | None:
+def check_target(target_stderr: object) -> float | None:
     """``None`` or a positive finite standard error to stop at."""
     if target_stderr is None:
         return None
     return check_float(target_stderr, "target_stderr", minimum=0.0, strict=True)
 
 
-def check_target_rank_correlation(target_rank_correlation) -> float | None:
+def check_target_rank_correlation(target_rank_correlation: object) -> float | None:
     """``None`` or an expected Spearman correlation in ``(0, 1]`` to stop at (booleans refused)."""
     if target_rank_correlation is None:
         return None
@@ -291,7 +293,7 @@ def check_target_rank_correlation(target_rank_correlation) -> float | None:
     return value
 
 
-def check_target_vector(y, name: str, n_samples: int, x_name: str, noun: str = "labels") -> np.ndarray:
+def check_target_vector(y: ArrayLike, name: str, n_samples: int, x_name: str, noun: str = "labels") -> np.ndarray:
     """Return ``y`` as a 1-D array with one entry per sample of ``x_name``, or raise naming ``name``.
 
     A column ``(n, 1)`` or row ``(1, n)`` vector is flattened; anything else
@@ -307,7 +309,7 @@ def check_target_vector(y, name: str, n_samples: int, x_name: str, noun: str = "
     return y
 
 
-def check_class_labels(y, name: str, *, sortable: bool = True) -> np.ndarray:
+def check_class_labels(y: np.ndarray, name: str, *, sortable: bool = True) -> np.ndarray:
     """Check a 1-D array of class labels: no NaN/inf, no complex, and (``sortable``) comparable."""
     kind = y.dtype.kind
     if kind == "f" and not np.isfinite(y).all():

