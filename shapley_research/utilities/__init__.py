@@ -8,13 +8,21 @@ learner of :mod:`.learners` that trains many coalitions at once
 :class:`KNNUtility` is the K-nearest-neighbour utility, whose exact Shapley
 values :func:`knn_shapley` computes in :math:`O(N \log N)` per test point
 (Jia et al., VLDB 2019).
+
+Building blocks for other games trained on data are public too: the split
+and target checks (:func:`check_dataset`, :class:`TargetInfo`) and the
+degenerate-coalition convention of :class:`ModelUtility`
+(:func:`degenerate_rows`, :func:`constant_utilities`).
 """
 
 from ._knn import KNNUtility, knn_shapley
 from ._model import CLASSIFICATION_METRICS, REGRESSION_METRICS, ConstantPredictor, ModelUtility
+from ._model_data import TargetInfo, check_dataset, constant_utilities, degenerate_rows
 from .learners import LogisticRegressionUtility, RidgeUtility
 from ._torch_model import TorchModelUtility
 
 __all__ = ["ModelUtility", "ConstantPredictor", "CLASSIFICATION_METRICS", "REGRESSION_METRICS",
            "LogisticRegressionUtility", "RidgeUtility", "KNNUtility", "knn_shapley",
-           "TorchModelUtility"]
+           "TorchModelUtility",
+           # building blocks of games trained on data
+           "TargetInfo", "check_dataset", "constant_utilities", "degenerate_rows"]

@@ -19,9 +19,10 @@ import sys
 import threading
 import warnings
 from numbers import Integral
-from typing import Iterator
+from typing import Any, Callable, Iterator, TextIO
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 from sklearn.utils.metaestimators import available_if
 
 __all__ = ["AllClassesModel", "with_all_classes", "fit_size_limit", "collected_warnings", "WarningTally",
@@ -32,7 +33,7 @@ __all__ = ["AllClassesModel", "with_all_classes", "fit_size_limit", "collected_w
 # Every class of the training set
 # --------------------------------------------------------------------------------------------
 
-def _inner_has(method: str):
+def _inner_has(method: str) -> Callable[[AllClassesModel], bool]:
     return lambda self: hasattr(self.coalition_model_, method)
 
 
@@ -45,49 +46,49 @@ class AllClassesModel:
 
     _estimator_type = "classifier"  # scikit-learn < 1.6 reads this instead of the tags
 
-    def __init__(self, model, classes: np.ndarray):
+    def __init__(self, model: Any, classes: ArrayLike) -> None:
         self.coalition_model_ = model
         self.classes_ = np.asarray(classes)
         self._columns = np.searchsorted(self.classes_, np.asarray(model.classes_))
 
-    def __sklearn_tags__(self):
+    def __sklearn_tags__(self) -> Any:
         from sklearn.utils import get_tags
 
         return get_tags(self.coalition_model_)
 
-    def __getattr__(self, name: str):
+    def __getattr__(self, name: str) -> Any:
         if name.startswith("__") or name in ("coalition_model_", "classes_", "_columns"):
             raise AttributeError(name)  # never recurse while unpickling or half-built
         return getattr(self.coalition_model_, name)
 
-    def predict(self, X) -> np.ndarray:
+    def predict(self, X: Any) -> np.ndarray:
         return self.coalition_model_.predict(X)
 
     @available_if(_inner_has("predict_proba"))
-    def predict_proba(self, X) -> np.ndarray:
+    def predict_proba(self, X: Any) -> NDArray[np.float64]:
         return self._spread(self.coalition_model_.predict_proba(X), 0.0)
 
     @available_if(_inner_has("predict_log_proba"))
-    def predict_log_proba(self, X) -> np.ndarray:
+    def predict_log_proba(self, X: Any) -> NDArray[np.float64]:
         return self._spread(self.coalition_model_.predict_log_proba(X), -np.inf)
 
     @available_if(_inner_has("decision_function"))
-    def decision_function(self, X) -> np.ndarray:
+    def decision_function(self, X: Any) -> NDArray[np.float64]:
         scores = np.asarray(self.coalition_model_.decision_function(X), dtype=float)
         if scores.ndim == 1:  # two classes: the score of classes_[1]; classes_[0]'s is its negation (sklearn's rule)
             scores = np.column_stack([-scores, scores])
         lowest = scores.min(axis=1, keepdims=True)
         return self._spread(scores, lowest - 1.0 - np.abs(lowest))
 
-    def _spread(self, values, fill) -> np.ndarray:
-        values = np.asarray(values, dtype=float)
-        out = np.empty((values.shape[0], len(self.classes_)))
+    def _spread(self, values: ArrayLike, fill: float | NDArray[np.float64]) -> NDArray[np.float64]:
+        array = np.asarray(values, dtype=float)
+        out = np.empty((array.shape[0], len(self.classes_)))
         out[...] = fill
-        out[:, self._columns] = values
+        out[:, self._columns] = array
         return out
 
 
-def with_all_classes(model, classes: np.ndarray):
+def with_all_classes(model: Any, classes: np.ndarray) -> Any:
     """``model`` itself when it knows every class in ``classes``, else an :class:`AllClassesModel`."""
     seen = getattr(model, "classes_", None)
     if seen is None:
@@ -105,7 +106,7 @@ def with_all_classes(model, classes: np.ndarray):
 # Models known to need a minimum number of points
 # --------------------------------------------------------------------------------------------
 
-def fit_size_limit(model) -> tuple[int, str] | None:
+def fit_size_limit(model: Any) -> tuple[int, str] | None:
     """``(k, reason)`` when ``model`` (or a Pipeline's final step) cannot be used on fewer than ``k`` points."""
     from sklearn.neighbors import KNeighborsClassifier, KNeighborsRegressor
     from sklearn.pipeline import Pipeline
@@ -115,7 +116,7 @@ def fit_size_limit(model) -> tuple[int, str] | None:
         final = final.steps[-1][1]
     if isinstance(final, (KNeighborsClassifier, KNeighborsRegressor)):
         k = final.n_neighbors
-        if isinstance(k, Integral) and not isinstance(k, bool) and k > 1:
+        if isinstance(k, Integral) and not isinstance(k, bool) and int(k) > 1:
             return int(k), f"{type(final).__name__}(n_neighbors={k}) needs at least {k} points"
     return None
 
@@ -139,10 +140,11 @@ def _module_of(filename: str) -> str | None:
 class WarningTally:
     """Warnings counted by kind: category and message text with its numbers replaced by ``#``."""
 
-    def __init__(self):
-        self.kinds: dict[tuple, list] = {}  # key -> [category, first text, filename, lineno, module, count]
+    def __init__(self) -> None:
+        # key -> [category, first text, filename, lineno, module, count]
+        self.kinds: dict[tuple[str, str, str], list[Any]] = {}
 
-    def add(self, message, category, filename: str, lineno: int) -> None:
+    def add(self, message: Warning | str, category: type[Warning], filename: str, lineno: int) -> None:
         text = str(message)
         key = (category.__module__, category.__qualname__, _NUMBER.sub("#", text))
         if key in self.kinds:
@@ -150,7 +152,7 @@ class WarningTally:
         else:
             self.kinds[key] = [category, text, filename, lineno, _module_of(filename), 1]
 
-    def merge(self, other: "WarningTally") -> None:
+    def merge(self, other: WarningTally) -> None:
         for key, (category, text, filename, lineno, module, count) in other.kinds.items():
             if key in self.kinds:
                 self.kinds[key][-1] += count
@@ -166,11 +168,12 @@ class WarningTally:
 
 
 _lock = threading.Lock()
-_active = {"depth": 0, "saved": None}
+_active: dict[str, Any] = {"depth": 0, "saved": None}  # collections running; the saved hook
 _local = threading.local()
 
 
-def _show(message, category, filename, lineno, file=None, line=None) -> None:
+def _show(message: Warning | str, category: type[Warning], filename: str, lineno: int, file: TextIO | None = None,
+          line: str | None = None) -> None:
     tally = getattr(_local, "tally", None)
     if tally is not None:
         tally.add(message, category, filename, lineno)

@@ -9,37 +9,39 @@ from __future__ import annotations
 import time
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from .._validation import (check_class_labels, check_features, check_int, check_label_kinds, check_permutations,
                            check_target_vector)
-from ..games._kernels import knn_match_counts, knn_prefix_match_counts
-from ..games._base import Game
+from ..games import Game, knn_match_counts, knn_prefix_match_counts
 from ..result import ValuationResult
 
 __all__ = ["knn_shapley", "KNNUtility"]
 
 
-def _check_xy(X_train, y_train, X_test, y_test):
-    X_train, X_test = check_features(X_train, "X_train"), check_features(X_test, "X_test")
-    if X_train.shape[1] != X_test.shape[1]:
-        raise ValueError(f"X_train has {X_train.shape[1]} features but X_test has {X_test.shape[1]}.")
+def _check_xy(X_train: ArrayLike, y_train: ArrayLike, X_test: ArrayLike, y_test: ArrayLike
+              ) -> tuple[NDArray[np.float64], np.ndarray, NDArray[np.float64], np.ndarray]:
+    X_tr, X_te = check_features(X_train, "X_train"), check_features(X_test, "X_test")
+    if X_tr.shape[1] != X_te.shape[1]:
+        raise ValueError(f"X_train has {X_tr.shape[1]} features but X_test has {X_te.shape[1]}.")
     # labels are only compared for equality here, so they need not be sortable
-    y_train = check_class_labels(check_target_vector(y_train, "y_train", X_train.shape[0], "X_train"), "y_train",
-                                 sortable=False)
-    y_test = check_class_labels(check_target_vector(y_test, "y_test", X_test.shape[0], "X_test"), "y_test",
-                                sortable=False)
-    check_label_kinds(y_train, y_test)
-    return X_train, y_train, X_test, y_test
+    y_tr = check_class_labels(check_target_vector(y_train, "y_train", X_tr.shape[0], "X_train"), "y_train",
+                              sortable=False)
+    y_te = check_class_labels(check_target_vector(y_test, "y_test", X_te.shape[0], "X_test"), "y_test",
+                              sortable=False)
+    check_label_kinds(y_tr, y_te)
+    return X_tr, y_tr, X_te, y_te
 
 
-def _neighbour_order(X_train: np.ndarray, X_test: np.ndarray) -> np.ndarray:
+def _neighbour_order(X_train: NDArray[np.float64], X_test: NDArray[np.float64]) -> NDArray[np.intp]:
     """Training indices sorted by distance to each test point (stable: ties by index)."""
     sq = (np.einsum("ij,ij->i", X_test, X_test)[:, None] - 2.0 * X_test @ X_train.T
           + np.einsum("ij,ij->i", X_train, X_train)[None, :])
     return np.argsort(sq, axis=1, kind="stable")
 
 
-def knn_shapley(X_train, y_train, X_test, y_test, k, *, block_size: int = 256) -> ValuationResult:
+def knn_shapley(X_train: ArrayLike, y_train: ArrayLike, X_test: ArrayLike, y_test: ArrayLike, k: int, *,
+                block_size: int = 256) -> ValuationResult:
     r"""Exact Shapley values of the KNN classification utility.
 
     For one test point :math:`(x, y)` the utility of a training set :math:`S` is
@@ -63,10 +65,11 @@ def knn_shapley(X_train, y_train, X_test, y_test, k, *, block_size: int = 256) -
 
     Parameters
     ----------
-    X_train : array of shape (N, d)
-    y_train : array of shape (N,)
-    X_test : array of shape (m, d)
-    y_test : array of shape (m,)
+    X_train : array-like of float, shape (N, d)
+    y_train : array-like, shape (N,)
+        Class labels (integers or strings), compared for equality only.
+    X_test : array-like of float, shape (m, d)
+    y_test : array-like, shape (m,)
     k : int
         Number of neighbours, at least 1.
     block_size : int, default 256
@@ -79,21 +82,21 @@ def knn_shapley(X_train, y_train, X_test, y_test, k, *, block_size: int = 256) -
         ``n_evaluations`` is 0 (no utility is evaluated).
     """
     start = time.perf_counter()
-    X_train, y_train, X_test, y_test = _check_xy(X_train, y_train, X_test, y_test)
+    X_tr, y_tr, X_te, y_te = _check_xy(X_train, y_train, X_test, y_test)
     k = check_int(k, "k", minimum=1)
     block_size = check_int(block_size, "block_size", minimum=1)
-    n = X_train.shape[0]
+    n = X_tr.shape[0]
     ranks = np.arange(1, n + 1)
     step = np.minimum(k, ranks[:-1]) / (k * ranks[:-1])  # min(K, j) / (K j), j = 1..N-1
     totals = np.zeros(n)
-    for lo in range(0, X_test.shape[0], block_size):
-        order = _neighbour_order(X_train, X_test[lo:lo + block_size])
-        match = (y_train[order] == y_test[lo:lo + block_size, None]).astype(float)
+    for lo in range(0, X_te.shape[0], block_size):
+        order = _neighbour_order(X_tr, X_te[lo:lo + block_size])
+        match = (y_tr[order] == y_te[lo:lo + block_size, None]).astype(float)
         last = match[:, -1:] * (min(k, n) / (k * n))  # 1[match] / N unless K > N
         increments = (match[:, :-1] - match[:, 1:]) * step
         sorted_values = np.hstack([np.cumsum(increments[:, ::-1], axis=1)[:, ::-1] + last, last])
         totals += np.bincount(order.ravel(), weights=sorted_values.ravel(), minlength=n)
-    return ValuationResult(values=totals / X_test.shape[0], n_evaluations=0, method="knn_exact",
+    return ValuationResult(values=totals / X_te.shape[0], n_evaluations=0, method="knn_exact",
                            wall_time=time.perf_counter() - start, info={"k": k})
 
 
@@ -106,28 +109,31 @@ class KNNUtility(Game):
     exact Shapley values.
 
     Evaluation is compiled and costs about ``O(N)`` per coalition (see
-    :mod:`shapley_research.games._kernels`); ``evaluate_prefixes`` walks a
+    :func:`shapley_research.games.knn_match_counts`); ``evaluate_prefixes`` walks a
     permutation in one pass, ``O(T K)`` per added player for ``T`` test
     points, so permutation estimators pay ``O(N T K)`` per permutation.
     """
 
-    def __init__(self, X_train, y_train, X_test, y_test, k):
-        X_train, y_train, X_test, y_test = _check_xy(X_train, y_train, X_test, y_test)
+    def __init__(self, X_train: ArrayLike, y_train: ArrayLike, X_test: ArrayLike, y_test: ArrayLike, k: int) -> None:
+        X_tr, y_tr, X_te, y_te = _check_xy(X_train, y_train, X_test, y_test)
         self.k = check_int(k, "k", minimum=1)
-        self.n_players = X_train.shape[0]
-        self._order = _neighbour_order(X_train, X_test)
-        rank = np.empty(self._order.shape, dtype=np.int32)
-        np.put_along_axis(rank, self._order, np.arange(self.n_players, dtype=np.int32)[None, :], axis=1)
-        self._order = self._order.astype(np.int32)
+        self.n_players = X_tr.shape[0]
+        order = _neighbour_order(X_tr, X_te)
+        rank = np.empty(order.shape, dtype=np.int32)
+        np.put_along_axis(rank, order, np.arange(self.n_players, dtype=np.int32)[None, :], axis=1)
+        self._order = order.astype(np.int32)
         self._rank = np.ascontiguousarray(rank.T)  # player-major: a player's ranks in one sweep
-        self._match = np.ascontiguousarray((y_train[:, None] == y_test[None, :]).astype(np.int32))
+        self._match = np.ascontiguousarray((y_tr[:, None] == y_te[None, :]).astype(np.int32))
         self._scale = self.k * self._order.shape[0]
 
-    def _evaluate(self, masks: np.ndarray) -> np.ndarray:
+    def _evaluate(self, masks: NDArray[np.bool_]) -> NDArray[np.float64]:
         counts = knn_match_counts(np.ascontiguousarray(masks), self._order, self._rank, self._match, self.k)
         return counts / self._scale
 
-    def evaluate_prefixes(self, permutations) -> np.ndarray:
-        """Utilities of every prefix of each permutation, an ``(m, N)`` array (see :mod:`shapley_research.games`)."""
-        permutations = check_permutations(permutations, self.n_players)
-        return knn_prefix_match_counts(permutations, self._rank, self._match, self.k) / self._scale
+    def evaluate_prefixes(self, permutations: ArrayLike) -> NDArray[np.float64]:
+        """Utilities of every prefix of each permutation, an ``(m, N)`` array (see :mod:`shapley_research.games`).
+
+        ``permutations`` is an integer ``(m, N)`` array whose rows permute ``range(N)``.
+        """
+        checked = check_permutations(permutations, self.n_players)
+        return knn_prefix_match_counts(checked, self._rank, self._match, self.k) / self._scale

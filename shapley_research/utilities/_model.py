@@ -20,25 +20,28 @@ import contextlib
 import copy
 import warnings
 from collections import OrderedDict
-from typing import Callable
+from typing import TYPE_CHECKING, Any, Callable, Literal, cast
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 # The data checks, metrics, TargetInfo, ConstantPredictor and the degenerate-coalition helpers live in
 # _model_data, below this module and the batched learners; their names are re-exported here.
 from ._model_data import (CLASSIFICATION_METRICS, DEGENERATE_MODES, LOG_EPS, LOG_ONE_MINUS_EPS,  # noqa: F401
-                          REGRESSION_METRICS, ConstantPredictor, TargetInfo, check_dataset,
+                          REGRESSION_METRICS, ConstantPredictor, Metric, TargetInfo, check_dataset,
                           check_degenerate_options, clipped_mean_log_probability, constant_utilities,
                           degenerate_rows, degenerate_utilities, is_frame, r2_from_sums, regression_scores,
                           resolve_metric, split_degenerate, take_rows)
-from ._coalition_fits import (CoalitionFitWarning, collected_warnings, describe_error, fit_size_limit,
+from ._coalition_fits import (CoalitionFitWarning, WarningTally, collected_warnings, describe_error, fit_size_limit,
                               unfit_message, with_all_classes)
 from .._device import check_dtype, resolve_device
 from .._threads import thread_controller
 from .._validation import check_bool, check_choice, check_int, check_n_jobs, check_real_scalar
-from ..games._base import Game
-from ..games._progress import report_evaluated
+from ..games import Game, report_evaluated
 from .learners import check_fast, learner_for, route_decision
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = ["ModelUtility", "ConstantPredictor", "CLASSIFICATION_METRICS", "REGRESSION_METRICS"]
 
@@ -54,7 +57,7 @@ class CoalitionCache:
     ``maxsize`` entries costs about ``maxsize * (N/8 + 100)`` bytes.
     """
 
-    def __init__(self, maxsize: int):
+    def __init__(self, maxsize: int) -> None:
         self.maxsize = maxsize
         self._store: OrderedDict[bytes, float] = OrderedDict()
         self.hits = 0
@@ -63,8 +66,9 @@ class CoalitionCache:
     def __len__(self) -> int:
         return len(self._store)
 
-    def evaluate(self, masks: np.ndarray, compute: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
-        """Utilities of ``masks``, computing only coalitions not seen before (once each)."""
+    def evaluate(self, masks: NDArray[np.bool_],
+                 compute: Callable[[NDArray[np.bool_]], ArrayLike]) -> NDArray[np.float64]:
+        """Utilities ``(m,)`` of boolean ``(m, N)`` masks, computing only coalitions not seen before (once each)."""
         packed = np.packbits(masks, axis=1)
         keys = [row.tobytes() for row in packed]
         values = np.empty(len(keys))
@@ -90,6 +94,7 @@ class CoalitionCache:
         return values
 
     def clear(self) -> None:
+        """Forget every coalition and reset the counters."""
         self._store.clear()
         self.hits = self.misses = 0
 
@@ -97,7 +102,7 @@ class CoalitionCache:
 # ModelUtility
 # --------------------------------------------------------------------------------------------
 
-def _is_classifier(model) -> bool:
+def _is_classifier(model: Any) -> bool:
     from sklearn.base import is_classifier
 
     try:
@@ -106,7 +111,7 @@ def _is_classifier(model) -> bool:
         return getattr(model, "_estimator_type", None) == "classifier"
 
 
-def _fresh_copy(model):
+def _fresh_copy(model: Any) -> Any:
     """``sklearn.base.clone`` for estimators, ``copy.deepcopy`` for other fit/predict objects."""
     if hasattr(model, "get_params"):
         from sklearn.base import clone
@@ -323,11 +328,14 @@ class ModelUtility(Game):
     0.96
     """
 
-    def __init__(self, model, X_train, y_train, X_test, y_test, metric="accuracy", *,
-                 task: str = "auto", degenerate: str = "constant", default_utility: float | None = None,
-                 min_samples: int = 1, cache: bool = False, cache_size: int = 65536, fast=False,
-                 blas_threads: int | None = 1, n_jobs: int | None = None, warm_prefixes: bool = False,
-                 device=None, dtype: str = "float64"):
+    def __init__(self, model: Any, X_train: ArrayLike, y_train: ArrayLike, X_test: ArrayLike, y_test: ArrayLike,
+                 metric: Metric = "accuracy", *,
+                 task: Literal["auto", "classification", "regression"] = "auto",
+                 degenerate: Literal["constant", "default", "raise"] = "constant",
+                 default_utility: float | None = None, min_samples: int = 1, cache: bool = False,
+                 cache_size: int = 65536, fast: bool | Literal["auto"] = False, blas_threads: int | None = 1,
+                 n_jobs: int | None = None, warm_prefixes: bool = False,
+                 device: str | torch.device | None = None, dtype: Literal["float64", "float32"] = "float64") -> None:
         if isinstance(model, type):
             raise TypeError(f"model must be an estimator instance, got the class {model.__name__}; "
                             f"pass {model.__name__}() instead.")
@@ -379,7 +387,7 @@ class ModelUtility(Game):
             self.evaluate_prefixes = self._evaluate_prefixes
 
     # -- routing to the batched learners ------------------------------------------------------
-    def _route(self, fast):
+    def _route(self, fast: object) -> Any:
         """The batched learner or None, by :func:`~.learners.route_decision`; the decision is kept as ``route_``."""
         fast = check_fast(fast)
         n_classes = len(self.targets.classes) if self.task == "classification" else None
@@ -397,7 +405,7 @@ class ModelUtility(Game):
                            self.metric, degenerate=self.degenerate,
                            default_utility=self.default_utility, min_samples=self.min_samples, **options)
 
-    def _route_tables(self, fast):
+    def _route_tables(self, fast: object) -> Any:
         """Routing for DataFrames given as they are: the batched learners compute on numeric X only."""
         if isinstance(fast, (bool, np.bool_)) and fast:
             raise ValueError("fast=True needs numeric features, but X_train and X_test are DataFrames with "
@@ -408,12 +416,12 @@ class ModelUtility(Game):
         return self._route(fast)  # refuses any other value with its own message
 
     # -- evaluation -------------------------------------------------------------------------
-    def _evaluate(self, masks: np.ndarray) -> np.ndarray:
+    def _evaluate(self, masks: NDArray[np.bool_]) -> NDArray[np.float64]:
         if self.cache_ is not None:
             return self.cache_.evaluate(masks, self._compute)
         return self._compute(masks)
 
-    def _compute(self, masks: np.ndarray) -> np.ndarray:
+    def _compute(self, masks: NDArray[np.bool_]) -> NDArray[np.float64]:
         if self.learner_ is not None:
             before = self.learner_.n_fits
             values = self.learner_.evaluate(masks)
@@ -426,7 +434,7 @@ class ModelUtility(Game):
             warnings.warn(unfit, CoalitionFitWarning, stacklevel=4)
         return values
 
-    def _compute_rows(self, masks: np.ndarray, tally) -> tuple[np.ndarray, str | None]:
+    def _compute_rows(self, masks: NDArray[np.bool_], tally: WarningTally) -> tuple[NDArray[np.float64], str | None]:
         """Utilities of ``masks`` and the message about coalitions that could not be fitted (or None)."""
         values, degenerate, counts = split_degenerate(masks, self.targets, self.metric, self.degenerate,
                                                       self.default_utility, self.min_samples, self.X_test)
@@ -438,9 +446,10 @@ class ModelUtility(Game):
         failed = rows[sorted(errors)]
         if not too_small.any() and failed.size == 0:
             return values, None
+        limit = cast("tuple[int, str]", self._fit_limit)  # read only when a row is too small, so set
         causes: dict[str, int] = {}
         if too_small.any():
-            causes[self._fit_limit[1]] = int(too_small.sum())
+            causes[limit[1]] = int(too_small.sum())
         for error in errors.values():
             causes[describe_error(error)] = causes.get(describe_error(error), 0) + 1
         self._check_unfit(masks, too_small, failed, [errors[i] for i in sorted(errors)], tally)
@@ -448,14 +457,16 @@ class ModelUtility(Game):
         unfit[failed] = True
         values[unfit] = self._degenerate_utilities(masks, unfit, counts)
         largest = int(masks[unfit].sum(axis=1).max())
-        suggested = max(largest + 1, self._fit_limit[0] if too_small.any() else 0)
+        suggested = max(largest + 1, limit[0] if too_small.any() else 0)
         return values, unfit_message(int(unfit.sum()), masks.shape[0], causes, largest, suggested, self.degenerate)
 
-    def _degenerate_utilities(self, masks: np.ndarray, rows: np.ndarray, counts) -> np.ndarray:
+    def _degenerate_utilities(self, masks: NDArray[np.bool_], rows: NDArray[np.bool_],
+                              counts: NDArray[np.float64] | None) -> NDArray[np.float64]:
         return degenerate_utilities(masks[rows], self.targets, self.metric, self.degenerate, self.default_utility,
                                     None if counts is None else counts[rows], self.X_test)
 
-    def _check_unfit(self, masks: np.ndarray, too_small: np.ndarray, failed: np.ndarray, errors: list, tally) -> None:
+    def _check_unfit(self, masks: NDArray[np.bool_], too_small: NDArray[np.bool_], failed: NDArray[np.intp],
+                     errors: list[Exception], tally: WarningTally) -> None:
         """Raise when coalitions that could not be fitted must not get the degenerate utility.
 
         Errors are the user's to see when the full training set cannot be fitted
@@ -477,10 +488,12 @@ class ModelUtility(Game):
                 raise error
         if self.degenerate == "raise" and too_small.any():
             size = int(masks[too_small][0].sum())
-            raise ValueError(f"ModelUtility: cannot fit a coalition of {size} point(s): {self._fit_limit[1]}; "
-                             f"pass min_samples={self._fit_limit[0]}, or degenerate='constant' or 'default'.")
+            limit = cast("tuple[int, str]", self._fit_limit)  # set, since a row is too small
+            raise ValueError(f"ModelUtility: cannot fit a coalition of {size} point(s): {limit[1]}; "
+                             f"pass min_samples={limit[0]}, or degenerate='constant' or 'default'.")
 
-    def _fit_batches(self, masks: np.ndarray, tally) -> tuple[np.ndarray, dict[int, Exception]]:
+    def _fit_batches(self, masks: NDArray[np.bool_], tally: WarningTally
+                     ) -> tuple[NDArray[np.float64], dict[int, Exception]]:
         """Fit and score every row of ``masks``, in joblib workers with ``n_jobs``: values and errors by row."""
         if masks.shape[0] < 2 or self.n_jobs in (None, 1):
             parts = [self._fit_rows(masks)]
@@ -501,7 +514,8 @@ class ModelUtility(Game):
             tally.merge(part_tally)
         return np.concatenate(values), errors
 
-    def _fit_rows(self, masks: np.ndarray):
+    def _fit_rows(self, masks: NDArray[np.bool_]
+                  ) -> tuple[NDArray[np.float64], dict[int, Exception], int, WarningTally]:
         """Fit and score one coalition per row of ``masks``, in this process.
 
         Returns the utilities (NaN where it failed), the errors by row, the
@@ -524,8 +538,8 @@ class ModelUtility(Game):
                 report_evaluated()  # moves the estimator's progress bar per fit (a no-op in worker processes)
         return values, errors, n_fitted, tally
 
-    def score(self, model) -> float:
-        """The metric of a fitted ``model`` on the test set."""
+    def score(self, model: Any) -> float:
+        """The metric of a fitted ``model`` (an estimator with ``predict``) on the test set."""
         if callable(self.metric):
             if self.task == "classification":  # a column for every training class (Notes)
                 model = with_all_classes(model, self.targets.classes)
@@ -544,12 +558,13 @@ class ModelUtility(Game):
                              -np.inf)
         return float(clipped_mean_log_probability(log_p))
 
-    def _evaluate_prefixes(self, permutations) -> np.ndarray:
+    def _evaluate_prefixes(self, permutations: ArrayLike) -> NDArray[np.float64]:
         """One-pass prefix utilities (exact learners only); bypasses the cache."""
         values = self.learner_.evaluate_prefixes(permutations)
         return values
 
     def clear_cache(self) -> None:
+        """Empty the coalition cache (no-op without ``cache=True``)."""
         if self.cache_ is not None:
             self.cache_.clear()
 

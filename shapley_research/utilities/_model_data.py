@@ -11,9 +11,10 @@ both so that imports point one way: ``utility -> learners -> _model_data``.
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable, Literal, Union, cast
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator
 
 from .._validation import (check_choice, check_class_labels, check_features, check_float, check_int,
@@ -26,32 +27,38 @@ DEGENERATE_MODES = ("constant", "default", "raise")
 LOG_EPS = float(np.log(np.finfo(float).eps))  # sklearn's log_loss clips probabilities at eps
 LOG_ONE_MINUS_EPS = float(np.log1p(-np.finfo(float).eps))
 
+#: A scorer ``scorer(model, X_test, y_test) -> float``, such as ``sklearn.metrics.get_scorer(name)``.
+Scorer = Callable[[Any, Any, Any], float]
+#: A metric as given: a name (:data:`CLASSIFICATION_METRICS`, :data:`REGRESSION_METRICS`, an alias) or a scorer.
+Metric = Union[str, Scorer]
+Task = Literal["classification", "regression"]
+
 
 # --------------------------------------------------------------------------------------------
 # Validation of the data set, the metric and the degenerate-coalition options
 # --------------------------------------------------------------------------------------------
 
-def _check_targets(y, name: str, n_samples: int, X_name: str, task: str) -> np.ndarray:
-    y = check_target_vector(y, name, n_samples, X_name, noun="targets")
+def _check_targets(y: ArrayLike, name: str, n_samples: int, X_name: str, task: str) -> np.ndarray:
+    vector = check_target_vector(y, name, n_samples, X_name, noun="targets")
     if task == "regression":
-        if y.dtype.kind in "cUS":
-            raise TypeError(f"{name} must be real numbers for a regression metric, got dtype {y.dtype}.")
+        if vector.dtype.kind in "cUS":
+            raise TypeError(f"{name} must be real numbers for a regression metric, got dtype {vector.dtype}.")
         try:
-            y = y.astype(float)
+            vector = vector.astype(float)
         except (TypeError, ValueError) as exc:
             raise TypeError(f"{name} must be numeric for a regression metric.") from exc
-        if not np.isfinite(y).all():
+        if not np.isfinite(vector).all():
             raise ValueError(f"{name} contains NaN or infinite values.")
-        return y
-    return check_class_labels(y, name)
+        return vector
+    return check_class_labels(vector, name)
 
 
-def is_frame(X) -> bool:
+def is_frame(X: object) -> bool:
     """Whether ``X`` is a 2-D pandas-like table (rows selected by position with ``.iloc``)."""
     return hasattr(X, "iloc") and hasattr(X, "columns") and getattr(X, "ndim", None) == 2
 
 
-def is_raw_table(X) -> bool:
+def is_raw_table(X: object) -> bool:
     """A DataFrame that is not a finite numeric table (text, categories, missing values): given as is."""
     if not is_frame(X):
         return False
@@ -62,7 +69,7 @@ def is_raw_table(X) -> bool:
     return False
 
 
-def _check_tables(X_train, X_test):
+def _check_tables(X_train: Any, X_test: Any) -> tuple[Any, Any]:
     """Two DataFrames with the same columns and at least one row and column each, left as they are."""
     for name, X in (("X_train", X_train), ("X_test", X_test)):
         if not is_frame(X):
@@ -79,34 +86,42 @@ def _check_tables(X_train, X_test):
     return X_train, X_test
 
 
-def take_rows(X, mask: np.ndarray):
+def take_rows(X: Any, mask: NDArray[np.bool_]) -> Any:
     """The rows of ``mask``: ``X[mask]`` for arrays, by position for DataFrames."""
     return X.iloc[np.flatnonzero(mask)] if is_frame(X) else X[mask]
 
 
-def check_dataset(X_train, y_train, X_test, y_test, task: str, *, tables: bool = False):
+def check_dataset(X_train: ArrayLike, y_train: ArrayLike, X_test: ArrayLike, y_test: ArrayLike, task: str, *,
+                  tables: bool = False) -> tuple[Any, np.ndarray, Any, np.ndarray]:
     """Validate a train/test split; return float features and 1-D targets.
+
+    Returns ``(X_train, y_train, X_test, y_test)``: float64 ``(N, d)`` and
+    ``(m, d)`` features (or the DataFrames, see ``tables``), targets of
+    shapes ``(N,)`` and ``(m,)`` (float64 for regression, the labels as
+    given for classification).
 
     With ``tables=True`` a DataFrame that is not a finite numeric table (see
     :func:`is_raw_table`) is kept as it is, for a model to take it (X_test
     then must be a DataFrame with the same columns); anything else is checked
     and converted to float exactly as without it.
     """
+    X_tr: Any
+    X_te: Any
     if tables and (is_raw_table(X_train) or is_raw_table(X_test)):
-        X_train, X_test = _check_tables(X_train, X_test)
+        X_tr, X_te = _check_tables(X_train, X_test)
     else:
-        X_train = check_features(X_train, "X_train")
-        X_test = check_features(X_test, "X_test")
-        if X_train.shape[1] != X_test.shape[1]:
-            raise ValueError(f"X_train has {X_train.shape[1]} features but X_test has {X_test.shape[1]}.")
-    y_train = _check_targets(y_train, "y_train", X_train.shape[0], "X_train", task)
-    y_test = _check_targets(y_test, "y_test", X_test.shape[0], "X_test", task)
+        X_tr = check_features(X_train, "X_train")
+        X_te = check_features(X_test, "X_test")
+        if X_tr.shape[1] != X_te.shape[1]:
+            raise ValueError(f"X_train has {X_tr.shape[1]} features but X_test has {X_te.shape[1]}.")
+    y_tr = _check_targets(y_train, "y_train", X_tr.shape[0], "X_train", task)
+    y_te = _check_targets(y_test, "y_test", X_te.shape[0], "X_test", task)
     if task == "classification":
-        check_label_kinds(y_train, y_test)
-    return X_train, y_train, X_test, y_test
+        check_label_kinds(y_tr, y_te)
+    return X_tr, y_tr, X_te, y_te
 
 
-def resolve_metric(metric) -> tuple[str | Callable, str | None]:
+def resolve_metric(metric: Metric) -> tuple[Metric, Task | None]:
     """Return ``(metric, task)``; ``task`` is None for a callable scorer."""
     if callable(metric) and not isinstance(metric, str):
         return metric, None
@@ -122,17 +137,18 @@ def resolve_metric(metric) -> tuple[str | Callable, str | None]:
                      f"got {metric!r}.")
 
 
-def check_degenerate_options(degenerate, default_utility, min_samples):
+def check_degenerate_options(degenerate: str, default_utility: float | None,
+                             min_samples: int) -> tuple[str, float | None, int]:
     """Validate ``degenerate``, ``default_utility`` and ``min_samples``."""
-    check_choice(degenerate, "degenerate", DEGENERATE_MODES)
-    if degenerate == "default":
+    mode = check_choice(degenerate, "degenerate", DEGENERATE_MODES)
+    if mode == "default":
         if default_utility is None:
             raise ValueError("degenerate='default' needs a number as default_utility.")
         default_utility = check_float(default_utility, "default_utility")
     elif default_utility is not None:
         raise ValueError(f"default_utility={default_utility!r} is only used with degenerate='default' "
                          f"(got degenerate={degenerate!r}).")
-    return degenerate, default_utility, check_int(min_samples, "min_samples", minimum=1)
+    return mode, default_utility, check_int(min_samples, "min_samples", minimum=1)
 
 
 # --------------------------------------------------------------------------------------------
@@ -148,7 +164,7 @@ class TargetInfo:
     Regression: ``y_train``, ``y_test``, ``ss_tot``.
     """
 
-    def __init__(self, y_train: np.ndarray, y_test: np.ndarray, task: str):
+    def __init__(self, y_train: np.ndarray, y_test: np.ndarray, task: str) -> None:
         self.task = task
         self.y_train, self.y_test = y_train, y_test
         if task == "classification":
@@ -170,20 +186,21 @@ class TargetInfo:
     def n_classes(self) -> int:
         return len(self.classes)
 
-    def class_counts(self, masks: np.ndarray) -> np.ndarray:
+    def class_counts(self, masks: np.ndarray) -> NDArray[np.float64]:
         """Number of points of each class in each coalition, shape (m, K)."""
         return masks.astype(float) @ self.train_onehot
 
 
-def r2_from_sums(ss_res, ss_tot: float):
-    """``1 - ss_res / ss_tot`` with ``sklearn.metrics.r2_score``'s finite convention."""
-    ss_res = np.asarray(ss_res, dtype=float)
+def r2_from_sums(ss_res: ArrayLike, ss_tot: float) -> NDArray[np.float64]:
+    """``1 - ss_res / ss_tot`` with ``sklearn.metrics.r2_score``'s finite convention (same shape as ``ss_res``)."""
+    residual = np.asarray(ss_res, dtype=float)
     if ss_tot == 0.0:
-        return np.where(ss_res == 0.0, 1.0, 0.0)
-    return 1.0 - ss_res / ss_tot
+        return np.where(residual == 0.0, 1.0, 0.0)
+    return 1.0 - residual / ss_tot
 
 
-def regression_scores(predictions: np.ndarray, y_test: np.ndarray, metric: str, ss_tot: float) -> np.ndarray:
+def regression_scores(predictions: np.ndarray, y_test: np.ndarray, metric: str,
+                      ss_tot: float) -> NDArray[np.float64]:
     """Metric of each row of ``predictions`` (m, n_test) against ``y_test``."""
     residual = np.atleast_2d(predictions) - y_test
     if metric == "neg_mean_squared_error":
@@ -193,26 +210,31 @@ def regression_scores(predictions: np.ndarray, y_test: np.ndarray, metric: str, 
     return r2_from_sums(np.sum(residual**2, axis=1), ss_tot)
 
 
-def clipped_mean_log_probability(log_p_true: np.ndarray) -> np.ndarray:
+def clipped_mean_log_probability(log_p_true: np.ndarray) -> NDArray[np.float64]:
     """Row means of ``log p`` of the true labels, clipped like sklearn's log_loss."""
     return np.mean(np.clip(log_p_true, LOG_EPS, LOG_ONE_MINUS_EPS), axis=-1)
 
 
-def constant_frequencies(counts: np.ndarray, info: TargetInfo) -> np.ndarray:
+def constant_frequencies(counts: np.ndarray, info: TargetInfo) -> NDArray[np.float64]:
     """Class probabilities (m, K) of the constant model: the (weighted) class frequencies, the prior when empty."""
     sizes = counts.sum(axis=1, keepdims=True)
     return np.where(sizes > 0, counts / np.maximum(sizes, 1), info.prior)
 
 
-def constant_means(weights: np.ndarray, info: TargetInfo) -> np.ndarray:
+def constant_means(weights: np.ndarray, info: TargetInfo) -> NDArray[np.float64]:
     """Prediction (m,) of the constant regression model: the (weighted) mean target, 0 when empty."""
     sizes = weights.sum(axis=1)
     return np.where(sizes > 0, (weights @ info.y_train) / np.maximum(sizes, 1), 0.0)
 
 
-def constant_utilities(masks: np.ndarray, info: TargetInfo, metric, counts: np.ndarray | None = None,
-                       X_test: np.ndarray | None = None) -> np.ndarray:
-    """Utility of the constant model (see :class:`ConstantPredictor`) of each coalition."""
+def constant_utilities(masks: np.ndarray, info: TargetInfo, metric: Metric, counts: np.ndarray | None = None,
+                       X_test: Any = None) -> NDArray[np.float64]:
+    """Utility of the constant model (see :class:`ConstantPredictor`) of each coalition.
+
+    ``masks`` is a boolean ``(m, N)`` array (or ``(m, N)`` sample weights),
+    ``counts`` the ``(m, K)`` class counts when already known; returns the
+    ``(m,)`` float64 utilities. ``X_test`` is what a callable metric scores on.
+    """
     if callable(metric):
         return np.array([float(metric(ConstantPredictor.from_coalition(mask, info), X_test, info.y_test))
                          for mask in masks])
@@ -251,7 +273,8 @@ class ConstantPredictor(BaseEstimator):
         The predicted target (regression).
     """
 
-    def __init__(self, classes=None, probabilities=None, value: float = 0.0):
+    def __init__(self, classes: ArrayLike | None = None, probabilities: ArrayLike | None = None,
+                 value: float = 0.0) -> None:
         self.classes = classes
         self.probabilities = probabilities
         self.value = value
@@ -264,7 +287,7 @@ class ConstantPredictor(BaseEstimator):
     def _estimator_type(self) -> str:  # scikit-learn < 1.6 reads this instead of the tags
         return "regressor" if self.classes is None else "classifier"
 
-    def __sklearn_tags__(self):
+    def __sklearn_tags__(self) -> Any:
         from sklearn.utils import ClassifierTags, RegressorTags
 
         tags = super().__sklearn_tags__()
@@ -276,27 +299,32 @@ class ConstantPredictor(BaseEstimator):
         return tags
 
     @classmethod
-    def from_coalition(cls, mask: np.ndarray, info: TargetInfo) -> "ConstantPredictor":
-        mask = np.asarray(mask, dtype=bool)
+    def from_coalition(cls, mask: ArrayLike, info: TargetInfo) -> ConstantPredictor:
+        """The constant model of the coalition ``mask`` (boolean, length ``N``)."""
+        members = np.asarray(mask, dtype=bool)
         if info.task == "classification":
-            counts = info.train_onehot[mask].sum(axis=0)
+            counts = info.train_onehot[members].sum(axis=0)
             freq = counts / counts.sum() if counts.sum() > 0 else info.prior
             return cls(classes=info.classes, probabilities=freq)
-        return cls(value=float(info.y_train[mask].mean()) if mask.any() else 0.0)
+        return cls(value=float(info.y_train[members].mean()) if members.any() else 0.0)
 
-    def fit(self, X, y):  # pragma: no cover - present for the estimator protocol only
+    def fit(self, X: Any, y: Any) -> ConstantPredictor:  # pragma: no cover - for the estimator protocol only
+        """Nothing to fit: the prediction is fixed at construction."""
         return self
 
-    def predict(self, X):
+    def predict(self, X: Any) -> np.ndarray:
+        """``len(X)`` copies of the predicted label (classification) or target (regression)."""
         n = len(X)
         if self.classes is None:
             return np.full(n, self._value)
-        return np.repeat(self.classes_[np.argmax(self._probabilities)], n)
+        probabilities = cast(NDArray[np.float64], self._probabilities)  # given with the classes
+        return np.repeat(self.classes_[np.argmax(probabilities)], n)
 
-    def predict_proba(self, X):
+    def predict_proba(self, X: Any) -> NDArray[np.float64]:
+        """The class probabilities, shape ``(len(X), n_classes)`` (classification only)."""
         if self.classes is None:
             raise AttributeError("a regression ConstantPredictor has no predict_proba.")
-        return np.tile(self._probabilities, (len(X), 1))
+        return np.tile(cast(NDArray[np.float64], self._probabilities), (len(X), 1))
 
 
 # --------------------------------------------------------------------------------------------
@@ -304,7 +332,7 @@ class ConstantPredictor(BaseEstimator):
 # --------------------------------------------------------------------------------------------
 
 def degenerate_rows(masks: np.ndarray, info: TargetInfo, min_samples: int,
-                    counts: np.ndarray | None = None) -> np.ndarray:
+                    counts: np.ndarray | None = None) -> NDArray[np.bool_]:
     """Boolean per coalition: empty, fewer than ``min_samples`` points, or (classification) one class."""
     sizes = masks.sum(axis=1)
     degenerate = sizes < min_samples
@@ -314,13 +342,14 @@ def degenerate_rows(masks: np.ndarray, info: TargetInfo, min_samples: int,
     return degenerate
 
 
-def degenerate_utilities(masks: np.ndarray, info: TargetInfo, metric, mode: str, default_utility,
-                         counts=None, X_test=None, owner: str = "ModelUtility") -> np.ndarray:
+def degenerate_utilities(masks: np.ndarray, info: TargetInfo, metric: Metric, mode: str, default_utility: float | None,
+                         counts: np.ndarray | None = None, X_test: Any = None,
+                         owner: str = "ModelUtility") -> NDArray[np.float64]:
     """Utilities of degenerate coalitions under the ``degenerate`` convention."""
     if masks.shape[0] == 0:
         return np.empty(0)
     if mode == "default":
-        return np.full(masks.shape[0], float(default_utility))
+        return np.full(masks.shape[0], float(cast(float, default_utility)))  # checked with the mode
     if mode == "raise":
         size = int(masks[0].sum())
         raise ValueError(f"{owner}: cannot fit a model on a degenerate coalition of {size} point(s) "
@@ -329,8 +358,9 @@ def degenerate_utilities(masks: np.ndarray, info: TargetInfo, metric, mode: str,
     return constant_utilities(masks, info, metric, counts=counts, X_test=X_test)
 
 
-def split_degenerate(masks: np.ndarray, info: TargetInfo, metric, mode: str, default_utility, min_samples: int,
-                     X_test=None, owner: str = "ModelUtility"):
+def split_degenerate(masks: np.ndarray, info: TargetInfo, metric: Metric, mode: str, default_utility: float | None,
+                     min_samples: int, X_test: Any = None, owner: str = "ModelUtility"
+                     ) -> tuple[NDArray[np.float64], NDArray[np.bool_], NDArray[np.float64] | None]:
     """Utilities (m,) with those of the degenerate coalitions filled in, the degenerate rows, the class counts.
 
     The first step of every model utility's ``evaluate``: the entries of the

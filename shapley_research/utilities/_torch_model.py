@@ -11,9 +11,10 @@ built, never when this module is.
 from __future__ import annotations
 
 import copy
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Literal, cast
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from ._model_data import (TargetInfo, check_dataset, check_degenerate_options, clipped_mean_log_probability,
                           constant_frequencies, constant_means, degenerate_rows, regression_scores, resolve_metric,
@@ -23,8 +24,10 @@ from ._torch_training import (MAX_CHUNK, TrainingPlan, activations_per_row, byte
                               stacked_gradient, train_chunk)
 from .._device import available_bytes, check_dtype, import_torch, release, resolve_device, torch_dtype
 from .._validation import check_bool, check_choice, check_features, check_float, check_int, check_weights
-from ..games._base import Game
-from ..games._progress import report_evaluated
+from ..games import Game, report_evaluated
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = ["TorchModelUtility"]
 
@@ -183,12 +186,14 @@ class TorchModelUtility(Game):
     ((50,), 64)
     """
 
-    def __init__(self, model: Any, X_train: Any, y_train: Any, X_test: Any, y_test: Any,
-                 metric: str = "accuracy", *, optimizer: str = "adam", learning_rate: float = 1e-2,
-                 steps: int | None = None, epochs: int | None = None, batch_size: int | None = None,
-                 weight_decay: float = 0.0, device: Any = "cpu", dtype: Any = "float32", seed: int = 0,
-                 chunk_size: int | None = None, reinitialize: bool = False, degenerate: str = "constant",
-                 default_utility: float | None = None, min_samples: int = 1, progress: bool = False):
+    def __init__(self, model: torch.nn.Module, X_train: ArrayLike, y_train: ArrayLike, X_test: ArrayLike,
+                 y_test: ArrayLike, metric: str = "accuracy", *, optimizer: Literal["adam", "sgd"] = "adam",
+                 learning_rate: float = 1e-2, steps: int | None = None, epochs: int | None = None,
+                 batch_size: int | None = None, weight_decay: float = 0.0,
+                 device: str | torch.device | None = "cpu", dtype: str | np.dtype[Any] | torch.dtype = "float32",
+                 seed: int = 0, chunk_size: int | None = None, reinitialize: bool = False,
+                 degenerate: Literal["constant", "default", "raise"] = "constant",
+                 default_utility: float | None = None, min_samples: int = 1, progress: bool = False) -> None:
         torch = import_torch(_OWNER)
         if not isinstance(model, torch.nn.Module):
             kind = f"the class {model.__name__}" if isinstance(model, type) else type(model).__name__
@@ -224,7 +229,7 @@ class TorchModelUtility(Game):
 
     def _prepare_module(self, model: Any) -> None:
         """The template module on the device, its trained parameters' initial values and its constants."""
-        torch = import_torch(_OWNER)
+        import_torch(_OWNER)  # says how to install torch when it is missing
         trained = [name for name, param in model.named_parameters() if param.requires_grad]
         if not trained:
             raise ValueError(f"{_OWNER}: model has no parameter with requires_grad=True: nothing to train.")
@@ -292,7 +297,7 @@ class TorchModelUtility(Game):
         size = int(min(MAX_CHUNK, max(1, available_bytes(self.device) // per_model)))
         return size if self.chunk_size is None else min(size, self.chunk_size)
 
-    def _initial_parameters(self, weights: np.ndarray) -> dict:
+    def _initial_parameters(self, weights: np.ndarray) -> dict[str, Any]:
         if not self.reinitialize:
             return stacked_copies(self._initial, weights.shape[0])
         seeds = [reinitialization_seed(self.seed, row) for row in weights]
@@ -331,7 +336,7 @@ class TorchModelUtility(Game):
             release(self.device)  # no cached GPU memory stays held between calls
 
     # -- the game ---------------------------------------------------------------------------------
-    def _evaluate(self, masks: np.ndarray) -> np.ndarray:
+    def _evaluate(self, masks: NDArray[np.bool_]) -> NDArray[np.float64]:
         values, degenerate, _ = split_degenerate(masks, self.targets, self.metric, self.degenerate,
                                                  self.default_utility, self.min_samples, owner=_OWNER)
         if degenerate.any():
@@ -345,7 +350,7 @@ class TorchModelUtility(Game):
             self._in_chunks(masks[trained], self._X_test, score)
         return values
 
-    def _scores(self, outputs: np.ndarray) -> np.ndarray:
+    def _scores(self, outputs: np.ndarray) -> NDArray[np.float64]:
         """The metric of each model from its test outputs (B, n_test[, K])."""
         info = self.targets
         if self.task == "regression":
@@ -360,7 +365,7 @@ class TorchModelUtility(Game):
         return clipped_mean_log_probability(np.where(seen, true, -np.inf))
 
     # -- sample weights ---------------------------------------------------------------------------
-    def predict(self, weights: Any, X: Any = None) -> np.ndarray:
+    def predict(self, weights: ArrayLike, X: ArrayLike | None = None) -> np.ndarray:
         """Predictions of a model trained on each row of ``weights``.
 
         Parameters
@@ -382,14 +387,14 @@ class TorchModelUtility(Game):
             the training majority when empty) or the weighted mean target (0 when
             empty).
         """
-        weights = check_weights(weights, self.n_players, "weights", _OWNER)
-        X = self._rows_to_predict(X)
-        degenerate = degenerate_rows(weights, self.targets, self.min_samples)
+        checked = check_weights(weights, self.n_players, "weights", _OWNER)
+        rows_X = self._rows_to_predict(X)
+        degenerate = degenerate_rows(checked, self.targets, self.min_samples)
         classification = self.task == "classification"
-        predictions = np.empty((weights.shape[0], X.shape[0]), dtype=self.targets.classes.dtype
+        predictions = np.empty((checked.shape[0], rows_X.shape[0]), dtype=self.targets.classes.dtype
                                if classification else float)
         if degenerate.any():
-            predictions[degenerate] = self._constant_predictions(weights[degenerate])[:, None]
+            predictions[degenerate] = self._constant_predictions(checked[degenerate])[:, None]
         trained = np.flatnonzero(~degenerate)
 
         def store(block: slice, outputs: np.ndarray) -> None:
@@ -397,24 +402,24 @@ class TorchModelUtility(Game):
             predictions[rows] = self.targets.classes[outputs.argmax(axis=2)] if classification else outputs
 
         if trained.size:
-            self._in_chunks(weights[trained], X, store)
+            self._in_chunks(checked[trained], rows_X, store)
         return predictions
 
-    def trained_outputs(self, weights: Any, X: Any = None) -> np.ndarray:
+    def trained_outputs(self, weights: ArrayLike, X: ArrayLike | None = None) -> NDArray[np.float64]:
         """Raw outputs (float64) of a model trained on each row of ``weights``, no degenerate rule applied.
 
         ``(m, n, K)`` logits for classification, ``(m, n)`` values for
         regression; ``weights`` and ``X`` as in :meth:`predict`. Every row must
         have a positive total weight.
         """
-        weights = check_weights(weights, self.n_players, "weights", _OWNER)
-        X = self._rows_to_predict(X)
-        empty = np.flatnonzero(weights.sum(axis=1) == 0)
+        checked = check_weights(weights, self.n_players, "weights", _OWNER)
+        rows_X = self._rows_to_predict(X)
+        empty = np.flatnonzero(checked.sum(axis=1) == 0)
         if empty.size:
             raise ValueError(f"{_OWNER}: weights row {int(empty[0])} is all zero: there is nothing to train on.")
         parts: list[np.ndarray] = []
-        self._in_chunks(weights, X, lambda block, outputs: parts.append(outputs))
-        return np.concatenate(parts) if parts else np.empty((0, X.shape[0]))
+        self._in_chunks(checked, rows_X, lambda block, outputs: parts.append(outputs))
+        return np.concatenate(parts) if parts else np.empty((0, rows_X.shape[0]))
 
     def _rows_to_predict(self, X: Any) -> Any:
         if X is None:
@@ -447,7 +452,7 @@ def _metric_and_task(metric: Any) -> tuple[str, str]:
     name, task = resolve_metric(metric)
     if task is None:
         raise TypeError(f"{_OWNER} takes a metric name, not a callable scorer (use ModelUtility for one).")
-    return name, task
+    return cast(str, name), task  # a named metric has a task
 
 
 def _resolve_steps(steps: int | None, epochs: int | None, batch_size: int | None, n_rows: int) -> int:
@@ -460,7 +465,7 @@ def _resolve_steps(steps: int | None, epochs: int | None, batch_size: int | None
     return epochs if batch_size is None else epochs * -(-n_rows // batch_size)
 
 
-def _check_output_shape(shape: tuple, rows: int, targets: TargetInfo | None) -> None:
+def _check_output_shape(shape: tuple[int, ...], rows: int, targets: TargetInfo | None) -> None:
     """ValueError unless ``shape`` is (rows, K) for K classes, or (rows,) / (rows, 1) for regression."""
     if targets is not None:
         k = targets.n_classes

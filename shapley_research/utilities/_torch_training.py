@@ -24,7 +24,7 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 import numpy as np
 
@@ -58,7 +58,7 @@ class TrainingPlan:
 # The loss of one model, and the gradients of a stack of them
 # --------------------------------------------------------------------------------------------
 
-def per_model_loss(template: Any, task: str) -> Callable:
+def per_model_loss(template: Any, task: str) -> Callable[..., Tensor]:
     """``loss(params, constants, weights, X, y)``: the weighted mean loss of one model (no batch axis).
 
     ``template`` is the module whose forward ``torch.func.functional_call``
@@ -70,7 +70,7 @@ def per_model_loss(template: Any, task: str) -> Callable:
     import torch
     from torch.func import functional_call
 
-    def loss(params: dict, constants: dict, weights: Tensor, X: Tensor, y: Tensor) -> Tensor:
+    def loss(params: dict[str, Tensor], constants: dict[str, Tensor], weights: Tensor, X: Tensor, y: Tensor) -> Tensor:
         outputs = functional_call(template, (params, constants), (X,))
         if task == "classification":
             losses = torch.nn.functional.cross_entropy(outputs, y, reduction="none")
@@ -81,18 +81,18 @@ def per_model_loss(template: Any, task: str) -> Callable:
     return loss
 
 
-def stacked_gradient(template: Any, task: str) -> Callable:
+def stacked_gradient(template: Any, task: str) -> Callable[..., dict[str, Tensor]]:
     """``grad(params, constants, weights, X, y)``: per-model gradients of stacked ``params`` (dict of (B, ...))."""
     from torch.func import grad, vmap
 
     return vmap(grad(per_model_loss(template, task)), in_dims=(0, None, 0, None, None))
 
 
-def stacked_forward(template: Any) -> Callable:
+def stacked_forward(template: Any) -> Callable[..., Tensor]:
     """``forward(params, constants, X)``: outputs (B, n, ...) of every model of a stack on the same rows."""
     from torch.func import functional_call, vmap
 
-    def forward(params: dict, constants: dict, X: Tensor) -> Tensor:
+    def forward(params: dict[str, Tensor], constants: dict[str, Tensor], X: Tensor) -> Tensor:
         return functional_call(template, (params, constants), (X,))
 
     return vmap(forward, in_dims=(0, None, None))
@@ -118,8 +118,9 @@ class StackedOptimizer:
         self.name, self.learning_rate, self.weight_decay = name, learning_rate, weight_decay
         self.step_count = 0
         self.steps = torch.zeros((flat.shape[0], 1), dtype=flat.dtype, device=flat.device)
-        self.mean = torch.zeros_like(flat) if name == "adam" else None
-        self.square = torch.zeros_like(flat) if name == "adam" else None
+        # Adam's moments (None for SGD, which never reads them)
+        self.mean: Tensor = torch.zeros_like(flat) if name == "adam" else None
+        self.square: Tensor = torch.zeros_like(flat) if name == "adam" else None
 
     def step(self, flat: Tensor, grad: Tensor, active: Tensor | None = None) -> None:
         """Update ``flat`` in place from ``grad`` (both (B, P)); ``active`` is None or (B,) booleans."""
@@ -159,7 +160,7 @@ class StackedOptimizer:
         flat.sub_(torch.where(active, step_size * self.mean / denominator, 0.0))
 
 
-def flat_parameters(params: dict) -> tuple[Tensor, dict]:
+def flat_parameters(params: dict[str, Tensor]) -> tuple[Tensor, dict[str, Tensor]]:
     """One contiguous (B, P) copy of the stacked ``params`` and a dict of views of it, shaped as ``params``.
 
     The optimiser then updates all parameters of all models with a handful
@@ -189,17 +190,19 @@ def epoch_batches(plan: TrainingPlan, n_rows: int) -> np.ndarray:
     one shorter, padded). The schedule depends only on the seed, ``N`` and
     ``batch_size``, so every coalition of every chunk sees the same batches.
     """
+    batch_size = cast(int, plan.batch_size)  # a minibatch plan's
     rng = np.random.default_rng([plan.seed, SCHEDULE_STREAM])
-    per_epoch = math.ceil(n_rows / plan.batch_size)
+    per_epoch = math.ceil(n_rows / batch_size)
     n_epochs = math.ceil(plan.n_steps / per_epoch)
-    padded = np.full((n_epochs, per_epoch * plan.batch_size), -1, dtype=np.int64)
+    padded = np.full((n_epochs, per_epoch * batch_size), -1, dtype=np.int64)
     for epoch in range(n_epochs):
         padded[epoch, :n_rows] = rng.permutation(n_rows)
-    return padded.reshape(n_epochs * per_epoch, plan.batch_size)[:plan.n_steps]
+    return padded.reshape(n_epochs * per_epoch, batch_size)[:plan.n_steps]
 
 
-def train_chunk(gradient: Callable, params: dict, constants: dict, weights: Tensor, X: Tensor, y: Tensor,
-                plan: TrainingPlan, schedule: Tensor | None = None) -> dict:
+def train_chunk(gradient: Callable[..., dict[str, Tensor]], params: dict[str, Tensor], constants: dict[str, Tensor],
+                weights: Tensor, X: Tensor, y: Tensor, plan: TrainingPlan,
+                schedule: Tensor | None = None) -> dict[str, Tensor]:
     """The stacked ``params`` (copied, as views of one flat tensor) trained on ``weights`` (B, N).
 
     Full batch: every step uses all ``N`` rows. Minibatches: step ``t`` uses
@@ -232,7 +235,7 @@ def train_chunk(gradient: Callable, params: dict, constants: dict, weights: Tens
 # Initial parameters
 # --------------------------------------------------------------------------------------------
 
-def stacked_copies(initial: dict, count: int) -> dict:
+def stacked_copies(initial: dict[str, Tensor], count: int) -> dict[str, Tensor]:
     """``count`` copies of every initial parameter, stacked on a new leading axis."""
     return {key: value.unsqueeze(0).expand(count, *value.shape).clone() for key, value in initial.items()}
 
@@ -245,7 +248,7 @@ def reinitialization_seed(seed: int, weights_row: np.ndarray) -> int:
     return (int(state[0]) << 32 | int(state[1])) >> 1  # torch.manual_seed takes at most 2**63 - 1
 
 
-def redrawn_parameters(scratch: Any, names: list[str], seeds: list[int], dtype: Any, device: Any) -> dict:
+def redrawn_parameters(scratch: Any, names: list[str], seeds: list[int], dtype: Any, device: Any) -> dict[str, Tensor]:
     """Stacked parameters ``names`` of ``scratch`` after ``reset_parameters()`` under each seed.
 
     ``scratch`` is a host copy of the module, re-initialised in place under
@@ -254,7 +257,7 @@ def redrawn_parameters(scratch: Any, names: list[str], seeds: list[int], dtype: 
     """
     import torch
 
-    drawn = {name: [] for name in names}
+    drawn: dict[str, list[Any]] = {name: [] for name in names}
     with torch.random.fork_rng(devices=[]):
         for seed in seeds:
             torch.manual_seed(seed)

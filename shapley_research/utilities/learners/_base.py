@@ -10,16 +10,20 @@ convention), chunking by working memory and the ``evaluate`` flow.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, Iterator
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from .._model_data import (TargetInfo, check_dataset, check_degenerate_options,
-                           degenerate_utilities, resolve_metric, split_degenerate)
+                           Metric, degenerate_utilities, resolve_metric, split_degenerate)
 from ..._device import available_bytes, check_dtype, release, resolve_device
 from ..._validation import check_bool, check_features, check_int
-from ...games._base import Game, prefix_positions, prefix_utilities
+from ...games import Game, prefix_positions, prefix_utilities
 from ._array import NUMPY, ArrayBackend
+
+if TYPE_CHECKING:
+    import torch
 
 _CHUNK_BYTES = 48 * 2**20  # working memory per chunk of coalitions
 
@@ -27,7 +31,7 @@ _CHUNK_BYTES = 48 * 2**20  # working memory per chunk of coalitions
 class _Design:
     """Centred design matrices with the intercept column, and the penalty pattern."""
 
-    def __init__(self, X_train: np.ndarray, X_test: np.ndarray, fit_intercept: bool):
+    def __init__(self, X_train: NDArray[np.float64], X_test: NDArray[np.float64], fit_intercept: bool) -> None:
         self.fit_intercept = fit_intercept
         self.n_features = X_train.shape[1]
         self.mean = X_train.mean(axis=0) if fit_intercept else np.zeros(self.n_features)
@@ -38,13 +42,14 @@ class _Design:
         if fit_intercept:
             self.penalty[-1] = 0.0
 
-    def transform(self, X: np.ndarray) -> np.ndarray:
+    def transform(self, X: NDArray[np.float64]) -> NDArray[np.float64]:
+        """``(n, d)`` features to the ``(n, q)`` centred design (intercept column last)."""
         X = X - self.mean
         if self.fit_intercept:
             X = np.hstack([X, np.ones((X.shape[0], 1))])
         return np.ascontiguousarray(X)
 
-    def to_original(self, theta: np.ndarray):
+    def to_original(self, theta: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """``(coef, intercept)`` in the original feature coordinates from centred ``theta[..., q]``."""
         coef = theta[..., :self.n_features]
         if not self.fit_intercept:
@@ -52,15 +57,15 @@ class _Design:
         return coef.copy(), theta[..., -1] - coef @ self.mean
 
 
-def _check_features_like(X, design: _Design, name: str = "X") -> np.ndarray:
+def _check_features_like(X: ArrayLike, design: _Design, name: str = "X") -> NDArray[np.float64]:
 
-    X = check_features(X, name)
-    if X.shape[1] != design.n_features:
-        raise ValueError(f"{name} has {X.shape[1]} features; the game was built with {design.n_features}.")
-    return design.transform(X)
+    features = check_features(X, name)
+    if features.shape[1] != design.n_features:
+        raise ValueError(f"{name} has {features.shape[1]} features; the game was built with {design.n_features}.")
+    return design.transform(features)
 
 
-def _chunks(total: int, size: int):
+def _chunks(total: int, size: int) -> Iterator[slice]:
     for lo in range(0, total, size):
         yield slice(lo, min(lo + size, total))
 
@@ -69,16 +74,18 @@ class _BatchedLearner(Game):
     """Data checks, degenerate coalitions and the evaluate flow shared by the learners."""
 
     exact_prefixes = False
-    device = None  # numpy unless _set_backend chose a torch device
+    device: torch.device | None = None  # numpy unless _set_backend chose a torch device
     dtype = "float64"
     _backend = NUMPY
 
-    def _setup(self, X_train, y_train, X_test, y_test, metric, fit_intercept, degenerate, default_utility,
-               min_samples, batch_size, task):
-        self.metric, metric_task = resolve_metric(metric)
-        if callable(self.metric):
+    def _setup(self, X_train: ArrayLike, y_train: ArrayLike, X_test: ArrayLike, y_test: ArrayLike, metric: Metric,
+               fit_intercept: bool, degenerate: str, default_utility: float | None, min_samples: int,
+               batch_size: int | None, task: str) -> None:
+        resolved, metric_task = resolve_metric(metric)
+        if callable(resolved):
             raise TypeError(f"{type(self).__name__} takes a metric name, not a callable "
                             "(use ModelUtility for a custom scorer).")
+        self.metric = resolved
         if metric_task != task:
             raise ValueError(f"{type(self).__name__} needs a {task} metric, got {metric!r}.")
         self.task = task
@@ -92,7 +99,7 @@ class _BatchedLearner(Game):
         self.design = _Design(self.X_train, self.X_test, bool(fit_intercept))
         self.n_fits = 0
 
-    def _set_backend(self, device: Any, dtype: Any) -> None:
+    def _set_backend(self, device: str | torch.device | None, dtype: Any) -> None:
         """Where the solvers run: numpy (``device=None``) or torch on ``device``, in ``dtype``."""
         owner = type(self).__name__
         self.device = resolve_device(device, owner)
@@ -110,7 +117,12 @@ class _BatchedLearner(Game):
         size = int(max(1, min(cap, budget // max(bytes_per_row, 1))))
         return size if self.batch_size is None else min(size, self.batch_size)
 
-    def _evaluate(self, masks: np.ndarray) -> np.ndarray:
+    def _fitted_utilities(self, masks: NDArray[np.bool_],
+                          counts: NDArray[np.float64] | None) -> NDArray[np.float64]:  # pragma: no cover
+        """Utilities of non-degenerate coalitions (with their class counts): each learner's own."""
+        raise NotImplementedError
+
+    def _evaluate(self, masks: NDArray[np.bool_]) -> NDArray[np.float64]:
         values, degenerate, counts = split_degenerate(masks, self.targets, self.metric, self.degenerate,
                                                       self.default_utility, self.min_samples,
                                                       owner=type(self).__name__)
@@ -121,12 +133,12 @@ class _BatchedLearner(Game):
             release(self.device)  # the chunks' cached device memory goes back; the game's data stays
         return values
 
-    def _device_prefixes(self, permutations: np.ndarray) -> np.ndarray:
+    def _device_prefixes(self, permutations: NDArray[np.integer[Any]]) -> NDArray[np.float64]:
         """On a device: every prefix refitted in batches of masks (exact), as a game without a prefix path."""
         positions = prefix_positions(permutations)
         return prefix_utilities(self, positions, np.arange(self.n_players, dtype=positions.dtype))
 
-    def _prefix_degenerate(self, permutations: np.ndarray) -> np.ndarray:
+    def _prefix_degenerate(self, permutations: NDArray[np.integer[Any]]) -> NDArray[np.bool_]:
         """(m, n) booleans: is prefix ``k`` of permutation ``t`` degenerate."""
         sizes = np.arange(1, self.n_players + 1)
         degenerate = np.broadcast_to(sizes < self.min_samples, permutations.shape).copy()
@@ -136,7 +148,8 @@ class _BatchedLearner(Game):
             degenerate |= np.logical_and.accumulate(labels == first, axis=1)
         return degenerate
 
-    def _prefix_degenerate_utilities(self, permutations, degenerate) -> np.ndarray:
+    def _prefix_degenerate_utilities(self, permutations: NDArray[np.integer[Any]],
+                                     degenerate: NDArray[np.bool_]) -> NDArray[np.float64]:
         """Utilities of the degenerate prefixes (usually the first few of each permutation)."""
         rows, cols = np.nonzero(degenerate)
         if rows.size == 0:

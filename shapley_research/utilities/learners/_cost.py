@@ -57,6 +57,7 @@ per subset, the cautious side).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -105,7 +106,7 @@ class RouteDecision:
         return self.reason
 
 
-def _positive_int(value, name: str, minimum: int = 1) -> int:
+def _positive_int(value: object, name: str, minimum: int = 1) -> int:
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"{name} must be an integer, got {type(value).__name__}.")
     if value < minimum:
@@ -162,7 +163,7 @@ def ridge_costs(n_samples: int, n_features: int, *, fit_intercept: bool = True) 
     return e0 + e1 * N * q**2 / 2 + e2 * q**3, r0 + r1 * k * q * min(k, q), "ridge"
 
 
-def route_by_cost(model, n_samples: int, n_features: int, n_classes: int | None = None,
+def route_by_cost(model: Any, n_samples: int, n_features: int, n_classes: int | None = None,
                   margin: float = SAFETY_MARGIN) -> RouteDecision:
     """Route a *supported* model (see ``unsupported_reason``) by the predicted cost per coalition.
 

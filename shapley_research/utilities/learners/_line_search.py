@@ -8,10 +8,16 @@ converged (at rounding level).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from ._softmax import _SoftmaxChunk
 
+if TYPE_CHECKING:
+    from ._binary import _BinaryChunk
 
-def _armijo(chunk: _SoftmaxChunk, theta, f, g, direction, with_grad: bool, max_halvings: int = 40, slope=None):
+
+def _armijo(chunk: _SoftmaxChunk | _BinaryChunk, theta: Any, f: Any, g: Any, direction: Any, with_grad: bool,
+            max_halvings: int = 40, slope: Any = None) -> tuple[Any, Any, Any, Any]:
     """Backtracking line search: per coalition the largest ``t = 2^-j`` with sufficient decrease.
 
     Returns the new parameters, objective, gradient (when ``with_grad``; the
@@ -24,7 +30,7 @@ def _armijo(chunk: _SoftmaxChunk, theta, f, g, direction, with_grad: bool, max_h
     step = backend.ones((len(chunk),))
     accepted = backend.zeros((len(chunk),), "bool")
     new_theta, new_f = backend.copy(theta), backend.copy(f)
-    new_g = backend.copy(g) if with_grad else None
+    new_g: Any = backend.copy(g) if with_grad else None  # a backend array when with_grad
     pending = backend.arange(len(chunk))
     for _ in range(max_halvings):
         sub = chunk if pending.shape[0] == len(chunk) else chunk.take(pending)
@@ -45,13 +51,13 @@ def _armijo(chunk: _SoftmaxChunk, theta, f, g, direction, with_grad: bool, max_h
     return new_theta, new_f, new_g, accepted
 
 
-def _no_progress(chunk: _SoftmaxChunk, f_old, f_new):
+def _no_progress(chunk: _SoftmaxChunk | _BinaryChunk, f_old, f_new):
     """Relative decrease below ``64 eps`` (scipy's L-BFGS ``ftol`` as scikit-learn sets it), eps of the dtype."""
     backend, xp = chunk.data.backend, chunk.data.xp
     scale = backend.maximum(xp.maximum(xp.abs(f_old), xp.abs(f_new)), 1.0)
     return (f_old - f_new) <= 64 * backend.eps * scale
 
 
-def _stalled_converged(chunk: _SoftmaxChunk, g, tol: float):
+def _stalled_converged(chunk: _SoftmaxChunk | _BinaryChunk, g, tol: float):
     """Coalitions whose line search found no decrease: done if the gradient is at rounding level."""
     return chunk.converged(g, 1e3 * tol)

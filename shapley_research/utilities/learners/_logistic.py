@@ -11,8 +11,10 @@ live in :mod:`._online_prefix` and :mod:`._warm_prefix` (the mathematics is in
 from __future__ import annotations
 
 import warnings
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from .._model_data import clipped_mean_log_probability, constant_frequencies, degenerate_rows
 from ..._validation import check_bool, check_choice, check_float, check_int, check_permutations, check_weights
@@ -23,6 +25,9 @@ from ._newton import _newton
 from ._online_prefix import online_prefix_utilities
 from ._softmax import NEG_LOGIT, _data_hessian, _SoftmaxChunk, _SoftmaxData
 from ._warm_prefix import exact_prefix_utilities
+
+if TYPE_CHECKING:
+    import torch
 
 PRECONDITION_MAX_PARAMS = 4096  # largest K q whose full-data Hessian L-BFGS is preconditioned by
 
@@ -114,12 +119,14 @@ class LogisticRegressionUtility(_BatchedLearner):
         prefixes the warm steps did not converge), ``hessians`` (inverted).
     """
 
-    def __init__(self, X_train, y_train, X_test, y_test, metric="accuracy", *, C: float = 1.0,
-                 fit_intercept: bool = True, tol: float = 1e-6, max_iter: int = 500, solver: str = "auto",
-                 newton_max_params: int = 160, degenerate: str = "constant",
+    def __init__(self, X_train: ArrayLike, y_train: ArrayLike, X_test: ArrayLike, y_test: ArrayLike,
+                 metric: str = "accuracy", *, C: float = 1.0, fit_intercept: bool = True, tol: float = 1e-6,
+                 max_iter: int = 500, solver: Literal["auto", "newton", "lbfgs"] = "auto",
+                 newton_max_params: int = 160, degenerate: Literal["constant", "default", "raise"] = "constant",
                  default_utility: float | None = None, min_samples: int = 1, batch_size: int | None = None,
                  prefix_refit_ratio: float | None = 1.5, prefix_steps: int = 3, warm_start: bool = True,
-                 prefix_path: str = "online", device=None, dtype: str = "float64"):
+                 prefix_path: Literal["online", "exact"] = "online", device: str | torch.device | None = None,
+                 dtype: Literal["float64", "float32"] = "float64") -> None:
         self._setup(X_train, y_train, X_test, y_test, metric, fit_intercept, degenerate, default_utility,
                     min_samples, batch_size, "classification")
         self.C = check_float(C, "C", minimum=0.0, strict=True)
@@ -137,9 +144,9 @@ class LogisticRegressionUtility(_BatchedLearner):
         # an exact prefix path lets ModelUtility and the estimators rely on evaluate_prefixes
         self.exact_prefixes = self.prefix_path == "exact"
         self._set_backend(device, dtype)
-        self.last_prefix_info_: dict = {}
+        self.last_prefix_info_: dict[str, int] = {}
         self.classes_ = self.targets.classes
-        self.last_fit_info_: dict = {}
+        self.last_fit_info_: dict[str, Any] = {}
 
     @property
     def n_params(self) -> int:
@@ -300,10 +307,11 @@ class LogisticRegressionUtility(_BatchedLearner):
             values[s] = clipped_mean_log_probability(backend.to_numpy(log_p))
         return values
 
-    def _fitted_utilities(self, masks, counts) -> np.ndarray:
-        return self._score_thetas(self._fit_thetas(masks, counts), counts > 0)
+    def _fitted_utilities(self, masks: NDArray[np.bool_], counts: NDArray[np.float64] | None) -> NDArray[np.float64]:
+        class_counts = cast(NDArray[np.float64], counts)  # always counted for classification
+        return self._score_thetas(self._fit_thetas(masks, class_counts), class_counts > 0)
 
-    def fit_subsets(self, masks):
+    def fit_subsets(self, masks: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """Fitted ``(coef, intercept)`` of each coalition, in scikit-learn's layout.
 
         ``masks`` (m, N) are boolean masks or integer sample weights (bootstrap
@@ -329,7 +337,7 @@ class LogisticRegressionUtility(_BatchedLearner):
             return coef[:, 1] - coef[:, 0], intercept[:, 1] - intercept[:, 0]
         return coef, intercept
 
-    def predict_proba(self, masks, X=None) -> np.ndarray:
+    def predict_proba(self, masks: ArrayLike, X: ArrayLike | None = None) -> NDArray[np.float64]:
         """Class probabilities (m, n, K) over :attr:`classes_` on ``X`` (default: the test set).
 
         ``masks`` (m, N) are boolean masks or integer sample weights
@@ -351,7 +359,7 @@ class LogisticRegressionUtility(_BatchedLearner):
             out[fit] = backend.to_numpy(E / xp.sum(E, axis=1, keepdims=True)).transpose(0, 2, 1)
         return out
 
-    def predict(self, masks, X=None) -> np.ndarray:
+    def predict(self, masks: ArrayLike, X: ArrayLike | None = None) -> np.ndarray:
         """Predicted labels (m, n) on ``X`` (default: the test set) of each coalition's model.
 
         ``masks`` as in :meth:`predict_proba` (masks or integer sample
@@ -360,7 +368,7 @@ class LogisticRegressionUtility(_BatchedLearner):
         return self.classes_[np.argmax(self.predict_proba(masks, X), axis=2)]
 
     # -- one pass along permutations ----------------------------------------------------------
-    def evaluate_prefixes(self, permutations) -> np.ndarray:
+    def evaluate_prefixes(self, permutations: ArrayLike) -> NDArray[np.float64]:
         """Prefix utilities (m, n) in one pass per permutation: exact or an online approximation.
 
         With ``prefix_path="exact"`` every prefix is fitted to ``tol`` (the

@@ -8,9 +8,14 @@ convergence, ``O(K^2 N q^2)`` per iteration (:mod:`shapley_research.utilities.le
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ._array import namespace
 from ._line_search import _armijo, _no_progress, _stalled_converged
 from ._softmax import _SoftmaxChunk
+
+if TYPE_CHECKING:
+    from ._binary import _BinaryChunk
 
 
 def _solve_spd(H, b):
@@ -27,7 +32,7 @@ def _solve_spd(H, b):
     return namespace(H).linalg.solve(H, b[..., None])[..., 0]
 
 
-def _newton(chunk: _SoftmaxChunk, theta, tol: float, max_iter: int):
+def _newton(chunk: _SoftmaxChunk | _BinaryChunk, theta, tol: float, max_iter: int):
     """Batched damped Newton; returns theta, iterations used and converged flags.
 
     The full step is evaluated together with the next iteration's gradient

@@ -8,11 +8,17 @@ the inverse (the mathematics is in :mod:`shapley_research.utilities.learners`).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, Literal
+
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from .._model_data import constant_means, degenerate_rows, regression_scores
 from ..._validation import check_float, check_int, check_permutations, check_weights
 from ._base import _CHUNK_BYTES, _BatchedLearner, _check_features_like, _chunks
+
+if TYPE_CHECKING:
+    import torch
 
 
 class RidgeUtility(_BatchedLearner):
@@ -61,10 +67,12 @@ class RidgeUtility(_BatchedLearner):
 
     exact_prefixes = True
 
-    def __init__(self, X_train, y_train, X_test, y_test, metric="neg_mean_squared_error", *, alpha: float = 1.0,
-                 fit_intercept: bool = True, degenerate: str = "constant", default_utility: float | None = None,
-                 min_samples: int = 1, batch_size: int | None = None, refresh_every: int = 64, device=None,
-                 dtype: str = "float64"):
+    def __init__(self, X_train: ArrayLike, y_train: ArrayLike, X_test: ArrayLike, y_test: ArrayLike,
+                 metric: str = "neg_mean_squared_error", *, alpha: float = 1.0, fit_intercept: bool = True,
+                 degenerate: Literal["constant", "default", "raise"] = "constant",
+                 default_utility: float | None = None, min_samples: int = 1, batch_size: int | None = None,
+                 refresh_every: int = 64, device: str | torch.device | None = None,
+                 dtype: Literal["float64", "float32"] = "float64") -> None:
         self._setup(X_train, y_train, X_test, y_test, metric, fit_intercept, degenerate, default_utility,
                     min_samples, batch_size, "regression")
         self.alpha = check_float(alpha, "alpha", minimum=0.0, strict=True)
@@ -110,7 +118,7 @@ class RidgeUtility(_BatchedLearner):
             out[s] = backend.xp.linalg.solve(self._gram(weights), rhs[..., None])[..., 0]
         return out
 
-    def fit_subsets(self, masks):
+    def fit_subsets(self, masks: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """Fitted ``(coef, intercept)`` of each coalition: arrays (m, d) and (m,).
 
         ``masks`` (m, N) are boolean masks or integer sample weights (bootstrap
@@ -123,7 +131,7 @@ class RidgeUtility(_BatchedLearner):
         theta[fit] = self._backend.to_numpy(self._thetas(masks[fit]))
         return self.design.to_original(theta)
 
-    def predict(self, masks, X=None) -> np.ndarray:
+    def predict(self, masks: ArrayLike, X: ArrayLike | None = None) -> NDArray[np.float64]:
         """Predictions (m, n) on ``X`` (default: the test set) of each coalition's model.
 
         ``masks`` as in :meth:`fit_subsets` (masks or integer sample weights).
@@ -138,10 +146,10 @@ class RidgeUtility(_BatchedLearner):
         out[fit] = backend.to_numpy(self._thetas(masks[fit]) @ backend.xp.permute_dims(backend.asarray(X), (1, 0)))
         return out
 
-    def _fitted_utilities(self, masks, counts) -> np.ndarray:
+    def _fitted_utilities(self, masks: NDArray[np.bool_], counts: NDArray[np.float64] | None) -> NDArray[np.float64]:
         return self._score_thetas(self._thetas(masks))
 
-    def _score_thetas(self, theta) -> np.ndarray:
+    def _score_thetas(self, theta: Any) -> NDArray[np.float64]:
         """Test metric (numpy, m) of parameters ``theta`` (m, q) in the backend."""
         values = np.empty(theta.shape[0])
         for s in _chunks(theta.shape[0], self._chunk_size(8 * len(self.y_test))):
@@ -149,7 +157,7 @@ class RidgeUtility(_BatchedLearner):
                                           self.metric, self.targets.ss_tot)
         return values
 
-    def evaluate_prefixes(self, permutations) -> np.ndarray:
+    def evaluate_prefixes(self, permutations: ArrayLike) -> NDArray[np.float64]:
         """Utilities (m, n) of the prefixes of each permutation, in one pass each (exact).
 
         ``A^{-1}`` of the first point is computed directly (the unpenalised

@@ -10,17 +10,21 @@ equivalent :class:`RidgeUtility` or :class:`LogisticRegressionUtility`.
 
 from __future__ import annotations
 
-import numpy as np
+from typing import TYPE_CHECKING, Any, Literal, cast
 
-from .._model_data import CLASSIFICATION_METRICS, REGRESSION_METRICS
-from ...games._base import Game
+import numpy as np
+from numpy.typing import ArrayLike
+
+from .._model_data import CLASSIFICATION_METRICS, REGRESSION_METRICS, Metric
+if TYPE_CHECKING:
+    import torch
 from ._cost import RouteDecision, route_by_cost
 from ._logistic import LogisticRegressionUtility
 from ._ridge import RidgeUtility
 
 
-def unsupported_reason(model, metric) -> str | None:
-    """Why ``model`` cannot use a batched learner (None when it can)."""
+def unsupported_reason(model: Any, metric: Metric | None) -> str | None:
+    """Why ``model`` (a scikit-learn estimator) cannot use a batched learner with ``metric`` (None when it can)."""
     from sklearn.linear_model import LogisticRegression, Ridge
 
     if type(model) is LogisticRegression:
@@ -31,7 +35,8 @@ def unsupported_reason(model, metric) -> str | None:
         if penalty not in ("l2", "deprecated") or l1_ratio not in (0, 0.0, None):
             return f"only the L2 penalty is supported (penalty={penalty!r}, l1_ratio={l1_ratio!r})"
         C = params.get("C")
-        if not (np.isscalar(C) and np.isfinite(C) and C > 0):
+        # np.isscalar's TypeGuard narrows C to numpy scalars and str, where numbers are meant
+        if not (np.isscalar(C) and np.isfinite(C) and C > 0):  # type: ignore[operator]
             return f"C must be a finite positive number, got {C!r}"
         if params.get("dual", False):
             return "dual=True is not supported"
@@ -54,18 +59,19 @@ def unsupported_reason(model, metric) -> str | None:
     return "only sklearn.linear_model.LogisticRegression and Ridge have batched learners"
 
 
-def check_fast(fast) -> bool | str:
+def check_fast(fast: object) -> bool | Literal["auto"]:
     """``fast`` as ``True``, ``False`` or ``"auto"`` (numpy booleans accepted), else a ``ValueError``."""
     if isinstance(fast, (bool, np.bool_)):
         return bool(fast)
     if isinstance(fast, str) and fast == "auto":  # a membership test would let 1 and 0 through
-        return fast
+        return cast(Literal["auto"], fast)
     raise ValueError(f"fast must be 'auto', True or False, got {fast!r}.")
 
 
-def route_decision(model, metric, fast, n_samples: int, n_features: int, n_classes: int | None = None,
-                   warm_prefixes: bool = False, device=None, *, unit: str = "coalition",
-                   always_batched: bool = False, task: str | None = None) -> RouteDecision:
+def route_decision(model: Any, metric: Metric | None, fast: bool | Literal["auto"], n_samples: int, n_features: int,
+                   n_classes: int | None = None, warm_prefixes: bool = False, device: torch.device | None = None,
+                   *, unit: str = "coalition", always_batched: bool = False,
+                   task: str | None = None) -> RouteDecision:
     """Where ``ModelUtility(model, ..., fast=fast)`` fits its coalitions, and why.
 
     ``fast`` is ``False`` (always per subset), ``True`` (the batched learner;
@@ -105,7 +111,7 @@ def route_decision(model, metric, fast, n_samples: int, n_features: int, n_class
     return _route_supported(model, n_samples, n_features, n_classes, warm_prefixes)
 
 
-def _task_reason(model, task: str) -> str | None:
+def _task_reason(model: Any, task: str) -> str | None:
     """Why ``model`` has no batched learner for ``task``, checked with its own task's default metric."""
     from sklearn.linear_model import LogisticRegression, Ridge
 
@@ -116,7 +122,7 @@ def _task_reason(model, task: str) -> str | None:
     return reason
 
 
-def _refuse_unsupported(model, fast, device, reason: str, unit: str) -> None:
+def _refuse_unsupported(model: Any, fast: bool | str, device: torch.device | None, reason: str, unit: str) -> None:
     """The ``ValueError`` of a model without a batched learner that ``device`` or ``fast=True`` asks for."""
     name = type(model).__name__
     if device is not None:
@@ -127,7 +133,7 @@ def _refuse_unsupported(model, fast, device, reason: str, unit: str) -> None:
                          f"fast=False to fit {name} itself on every {unit}.")
 
 
-def _route_supported(model, n_samples: int, n_features: int, n_classes: int | None,
+def _route_supported(model: Any, n_samples: int, n_features: int, n_classes: int | None,
                      warm_prefixes: bool) -> RouteDecision:
     """``fast="auto"`` for a supported model: the exact prefix path, one class, or the cost model."""
     from sklearn.linear_model import LogisticRegression
@@ -140,15 +146,20 @@ def _route_supported(model, n_samples: int, n_features: int, n_classes: int | No
     return route_by_cost(model, n_samples, n_features, n_classes)
 
 
-def learner_for(model, X_train, y_train, X_test, y_test, metric, **options) -> Game:
-    """The batched learner equivalent to ``model`` (see :func:`unsupported_reason`)."""
+def learner_for(model: Any, X_train: ArrayLike, y_train: ArrayLike, X_test: ArrayLike, y_test: ArrayLike,
+                metric: Metric, **options: Any) -> LogisticRegressionUtility | RidgeUtility:
+    """The batched learner equivalent to ``model`` (see :func:`unsupported_reason`).
+
+    ``options`` go to the learner (``degenerate``, ``prefix_path``, ``device``, ...).
+    """
     from sklearn.linear_model import LogisticRegression
 
     params = model.get_params()
+    name = cast(str, metric)  # a supported model's metric is a name (unsupported_reason)
     if type(model) is LogisticRegression:
         # honour a tolerance tighter than the learner's default (the learner's is tighter than sklearn's)
         tol = min(float(params.get("tol", 1e-4)), 1e-6)
-        return LogisticRegressionUtility(X_train, y_train, X_test, y_test, metric, C=float(params["C"]),
+        return LogisticRegressionUtility(X_train, y_train, X_test, y_test, name, C=float(params["C"]),
                                          fit_intercept=bool(params["fit_intercept"]), tol=tol, **options)
-    return RidgeUtility(X_train, y_train, X_test, y_test, metric, alpha=float(params["alpha"]),
+    return RidgeUtility(X_train, y_train, X_test, y_test, name, alpha=float(params["alpha"]),
                         fit_intercept=bool(params["fit_intercept"]), **options)
