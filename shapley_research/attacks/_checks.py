@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+if TYPE_CHECKING:
+    import torch
 
 from .._validation import check_int
 
@@ -15,7 +21,8 @@ _PIXEL_SLACK = 1e-6  # rounding of pixels computed elsewhere (e.g. in float32)
 # Validation
 # --------------------------------------------------------------------------------------------
 
-def check_images(X, bounds=(0.0, 1.0), name: str = "X") -> np.ndarray:
+def check_images(X: ArrayLike | torch.Tensor, bounds: Iterable[float] = (0.0, 1.0),
+                 name: str = "X") -> NDArray[np.float64]:
     """Return ``X`` as a C-contiguous float64 array of images within ``bounds``, or raise.
 
     Parameters
@@ -24,6 +31,13 @@ def check_images(X, bounds=(0.0, 1.0), name: str = "X") -> np.ndarray:
         One image (or feature vector) per row; any numeric dtype.
     bounds : (float, float)
         The model's input range, e.g. ``(0, 1)`` for pixels divided by 255.
+    name : str, default "X"
+        The argument's name, for the messages.
+
+    Returns
+    -------
+    ndarray of float64, shape (n, ...)
+        C-contiguous, clipped to ``bounds`` (values within ``1e-6`` outside are accepted).
 
     Raises
     ------
@@ -55,8 +69,9 @@ def check_images(X, bounds=(0.0, 1.0), name: str = "X") -> np.ndarray:
     return np.clip(array, lo, hi)
 
 
-def check_labels(y, n_samples: int, n_classes: int | None = None, name: str = "y") -> np.ndarray:
-    """Return ``y`` as int64 class indices in ``[0, n_classes)``, or raise.
+def check_labels(y: ArrayLike | torch.Tensor, n_samples: int, n_classes: int | None = None,
+                 name: str = "y") -> NDArray[np.int64]:
+    """Return ``y`` as int64 class indices in ``[0, n_classes)``, shape ``(n_samples,)``, or raise.
 
     Raises
     ------
@@ -87,7 +102,7 @@ def check_labels(y, n_samples: int, n_classes: int | None = None, name: str = "y
     return labels
 
 
-def _check_bounds(bounds) -> tuple[float, float]:
+def _check_bounds(bounds: Iterable[float]) -> tuple[float, float]:
     try:
         lo, hi = (float(b) for b in bounds)
     except (TypeError, ValueError):
@@ -98,7 +113,7 @@ def _check_bounds(bounds) -> tuple[float, float]:
 
 
 @contextmanager
-def _deterministic_torch(threads: int | None):
+def _deterministic_torch(threads: int | None) -> Iterator[None]:
     """torch on ``threads`` intra-op threads (None: as is) with deterministic algorithms; restored afterwards."""
     import torch
 

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._validation import check_choice, check_float, check_int
 from ._checks import _check_bounds, _deterministic_torch, check_images, check_labels
+
+if TYPE_CHECKING:
+    import torch
 
 ATTACKS = ("fgsm", "cw")
 FOOLBOX_VERSION = "3.3.4"  # the release pyproject's `attacks` extra pins (the cached images depend on it)
@@ -43,10 +49,11 @@ class AdversarialExamples:
 
     @property
     def success_rate(self) -> float:
+        """The fraction of images the model now misclassifies."""
         return float(self.success.mean())
 
 
-def _foolbox():
+def _foolbox() -> Any:
     """foolbox, imported on first use (the core package runs without it), with a clear error where it is absent."""
     try:
         with warnings.catch_warnings():  # foolbox 3.3.4 imports a scipy namespace that scipy deprecates
@@ -61,14 +68,14 @@ def _foolbox():
     return foolbox
 
 
-def _fgsm(fmodel, x, labels, epsilon: float):
+def _fgsm(fmodel: Any, x: torch.Tensor, labels: torch.Tensor, epsilon: float) -> torch.Tensor:
     r"""foolbox's ``FGSM``: :math:`\mathrm{clip}(x + \epsilon\,\mathrm{sign}\,\nabla_x \ell(f(x), y))`."""
     _, clipped, _ = _foolbox().attacks.FGSM()(fmodel, x, labels, epsilons=epsilon)
     return clipped
 
 
-def _carlini_wagner(fmodel, x, labels, *, steps: int, stepsize: float, binary_search_steps: int,
-                    confidence: float):
+def _carlini_wagner(fmodel: Any, x: torch.Tensor, labels: torch.Tensor, *, steps: int, stepsize: float,
+                    binary_search_steps: int, confidence: float) -> torch.Tensor:
     r"""foolbox's ``L2CarliniWagnerAttack`` without early abort; the original image where it found none.
 
     It minimises :math:`\|x(w) - x\|_2^2 + c\,\max(z_y - \max_{j\ne y} z_j +
@@ -93,9 +100,10 @@ def _carlini_wagner(fmodel, x, labels, *, steps: int, stepsize: float, binary_se
     return torch.where(found.reshape((-1,) + (1,) * (x.ndim - 1)), raw, x)
 
 
-def generate_adversarial(model, X, y, attack: str = "fgsm", *, epsilon: float = 0.1, steps: int = 100,
+def generate_adversarial(model: torch.nn.Module, X: ArrayLike | torch.Tensor, y: ArrayLike | torch.Tensor,
+                         attack: Literal["fgsm", "cw"] = "fgsm", *, epsilon: float = 0.1, steps: int = 100,
                          stepsize: float = 0.01, binary_search_steps: int = 9, confidence: float = 0.0,
-                         bounds=(0.0, 1.0), batch_size: int = 1024,
+                         bounds: Iterable[float] = (0.0, 1.0), batch_size: int = 1024,
                          threads: int | None = 1) -> AdversarialExamples:
     """Untargeted adversarial examples for ``model`` by foolbox 3's attacks, computed in float64.
 
@@ -151,6 +159,7 @@ def generate_adversarial(model, X, y, attack: str = "fgsm", *, epsilon: float = 
     batch_size = check_int(batch_size, "batch_size", minimum=1)
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}.")
+    settings: dict[str, Any]  # the chosen attack's keyword arguments
     if attack == "fgsm":
         settings = {"epsilon": check_float(epsilon, "epsilon", minimum=0.0, strict=True)}
     else:

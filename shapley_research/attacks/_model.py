@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from .._validation import check_float, check_int
 from ._checks import _deterministic_torch, check_images, check_labels
+
+if TYPE_CHECKING:
+    import torch
 
 _MAX_NEWTON_PARAMETERS = 4000  # the Hessian is dense: (K (d + 1))^2 float64 numbers
 
@@ -14,7 +21,8 @@ _MAX_NEWTON_PARAMETERS = 4000  # the Hessian is dense: (K (d + 1))^2 float64 num
 # The attacked model
 # --------------------------------------------------------------------------------------------
 
-def _logistic_module(n_inputs: int, n_classes: int, projection):
+def _logistic_module(n_inputs: int, n_classes: int,
+                     projection: tuple[NDArray[np.float64], NDArray[np.float64]] | None) -> torch.nn.Module:
     """A float64 ``torch.nn.Module``: optional fixed affine projection, then one linear layer (the logits)."""
     import torch
 
@@ -46,7 +54,7 @@ def _logistic_module(n_inputs: int, n_classes: int, projection):
     return LogisticRegressionModule()
 
 
-def _check_projection(projection, n_inputs: int):
+def _check_projection(projection: Any, n_inputs: int) -> tuple[NDArray[np.float64], NDArray[np.float64]] | None:
     if projection is None:
         return None
     try:
@@ -108,9 +116,11 @@ def _newton_multinomial(F, labels, n_classes: int, C: float, max_iter: int):
     return W, b - b.mean()
 
 
-def train_torch_logistic_regression(X, y, *, n_classes: int | None = None, C: float = 1.0,
-                                    projection=None, max_iter: int = 100, bounds=(0.0, 1.0),
-                                    threads: int | None = 1):
+def train_torch_logistic_regression(X: ArrayLike | torch.Tensor, y: ArrayLike | torch.Tensor, *,
+                                    n_classes: int | None = None, C: float = 1.0,
+                                    projection: tuple[ArrayLike, ArrayLike] | None = None, max_iter: int = 100,
+                                    bounds: Iterable[float] = (0.0, 1.0),
+                                    threads: int | None = 1) -> torch.nn.Module:
     """Fit a multinomial logistic regression in PyTorch (float64); return it in eval mode.
 
     Minimises scikit-learn's objective :math:`C\\sum_i \\ell_i(W, b) +

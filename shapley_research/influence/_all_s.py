@@ -11,7 +11,10 @@ from __future__ import annotations
 import math
 import time
 
+from typing import Any, Callable, Literal
+
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from ..estimators._sampling._loop import batch_rng
 from .._validation import check_choice, check_int, check_seed
@@ -21,9 +24,12 @@ from ._marginals import UTILITY_CHANGES, _marginals
 from ._objective import APPROXIMATIONS, LogisticObjective
 
 
-def all_s_influence(X_train, y_train, X_test, y_test, budget, seed=None, *, C=1.0, fit_intercept=True,
-                    utility="neg_log_loss", approximation="newton", utility_change="evaluate",
-                    n_pilot: int = 2, progress: bool | None = None) -> ValuationResult:
+def all_s_influence(X_train: ArrayLike, y_train: ArrayLike, X_test: ArrayLike, y_test: ArrayLike, budget: int,
+                    seed: int | None = None, *, C: float = 1.0, fit_intercept: bool = True,
+                    utility: Literal["neg_log_loss", "accuracy"] = "neg_log_loss",
+                    approximation: Literal["newton", "influence"] = "newton",
+                    utility_change: Literal["evaluate", "linear"] = "evaluate", n_pilot: int = 2,
+                    progress: bool | None = None) -> ValuationResult:
     r"""All-S influence: stratified Shapley sampling with influence-approximated marginals.
 
     Writes :math:`s_i = \frac1N\sum_{k=0}^{N-1}\mathbb E[X_i^k]` (module
@@ -127,14 +133,14 @@ def all_s_influence(X_train, y_train, X_test, y_test, budget, seed=None, *, C=1.
                          "has fewer distinct sets); raise budget or lower n_pilot.")
     counters = {"n_fits": 0, "n_degenerate_bases": 0, "n_influence_updates": 0}
 
-    def process(stratum: _Stratum, base: tuple) -> None:
+    def process(stratum: _Stratum, base: tuple[int, ...]) -> None:
         _process_base(obj, stratum, base, approximation, utility_change, counters)
 
     pilot_std, n_rounds = _sample_strata(strata, pilot, budget, entropy, process, progress)
     stratum_means, stratum_var, stderr, n_missing = _stratum_estimates(strata, n)
     values = stratum_means.sum(axis=1) / n
     n_drawn = int(sum(len(st.drawn) for st in strata))
-    info = {
+    info: dict[str, Any] = {
         "budget": budget, "n_pilot": n_pilot, "approximation": approximation,
         "utility_change": utility_change, "utility": obj.utility_name, "C": obj.C,
         "sizes": np.arange(1, n), "directions": [st.direction for st in strata],
@@ -150,29 +156,31 @@ def all_s_influence(X_train, y_train, X_test, y_test, budget, seed=None, *, C=1.
                            n_samples=n_drawn, info=info)
 
 
-def _process_base(obj: LogisticObjective, stratum: _Stratum, base: tuple, approximation: str,
-                  utility_change: str, counters: dict) -> None:
+def _process_base(obj: LogisticObjective, stratum: _Stratum, base: tuple[int, ...], approximation: str,
+                  utility_change: str, counters: dict[str, int]) -> None:
     """Fit one base set (or take the degenerate convention) and add its covered players' marginals."""
     n = obj.n_train
-    base = np.asarray(base, dtype=np.intp)
-    if obj.degenerate(base):
+    members = np.asarray(base, dtype=np.intp)
+    if obj.degenerate(members):
         theta, u_base = np.zeros(obj.n_params), obj.degenerate_utility
         counters["n_degenerate_bases"] += 1
     else:
-        theta = obj.fit(base)
+        theta = obj.fit(members)
         u_base = obj.utility(theta)
         counters["n_fits"] += 1
     if stratum.direction == "add":
-        players = np.setdiff1d(np.arange(n), base, assume_unique=True)
+        players = np.setdiff1d(np.arange(n), members, assume_unique=True)
     else:
-        players = base
-    values, _, meta = _marginals(obj, theta, base, players, stratum.direction, approximation,
+        players = members
+    values, _, meta = _marginals(obj, theta, members, players, stratum.direction, approximation,
                                  utility_change, u_base)
     counters["n_influence_updates"] += meta["n_influence_updates"]
     stratum.add(players, values)
 
 
-def _sample_strata(strata: list, pilot: np.ndarray, budget: int, entropy: int, process, progress) -> tuple:
+def _sample_strata(strata: list[_Stratum], pilot: NDArray[np.int64], budget: int, entropy: int,
+                   process: Callable[[_Stratum, tuple[int, ...]], None],
+                   progress: bool | None) -> tuple[NDArray[np.float64], int]:
     """The pilot round, then Neyman rounds of doubling size until the budget or every stratum is spent.
 
     Returns the strata's standard deviations after the pilot and the number of Neyman rounds.
@@ -212,7 +220,8 @@ def _sample_strata(strata: list, pilot: np.ndarray, budget: int, entropy: int, p
     return pilot_std, n_rounds
 
 
-def _stratum_estimates(strata: list, n: int) -> tuple:
+def _stratum_estimates(strata: list[_Stratum], n: int
+                       ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], int]:
     """Stratum means ``(N, N)`` (missing cells filled by the stratum mean), variances, stderr, missing cells."""
     stratum_means = np.zeros((n, n))  # column k: estimates of E[X_i^k]; column 0 is exactly 0
     stratum_var = _stratum_std(strata, PRIOR_SETS) ** 2

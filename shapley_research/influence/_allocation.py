@@ -13,6 +13,7 @@ import itertools
 import math
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from .._validation import check_int, check_real_array
 
@@ -20,12 +21,12 @@ PRIOR_SETS = 4.0  # base sets' worth of weight of the pooled variance in each st
 _BIG = 2**50  # stand-in for subset counts too large to matter (sums stay within int64)
 
 
-def _real_vector(values, name: str) -> np.ndarray:
+def _real_vector(values: ArrayLike, name: str) -> NDArray[np.float64]:
     """``values`` as a flat float array, or a TypeError naming ``name``."""
     return check_real_array(values, name).reshape(-1)
 
 
-def _integer_vector(values, name: str) -> np.ndarray:
+def _integer_vector(values: ArrayLike, name: str) -> NDArray[np.int64]:
     """``values`` as a flat int64 array of whole numbers (never truncated), or raise naming ``name``."""
     if np.asarray(values).dtype.kind in "biu":
         return np.asarray(values, dtype=np.int64).reshape(-1)
@@ -35,7 +36,8 @@ def _integer_vector(values, name: str) -> np.ndarray:
     return array.astype(np.int64)
 
 
-def neyman_allocation(std, budget, *, coverage=None, lower=None, upper=None) -> np.ndarray:
+def neyman_allocation(std: ArrayLike, budget: int, *, coverage: ArrayLike | None = None, lower: ArrayLike | None = None,
+                      upper: ArrayLike | None = None) -> NDArray[np.int64]:
     r"""Integer Neyman allocation of ``budget`` samples over strata.
 
     Minimises :math:`\sum_k \sigma_k^2 / (c_k n_k)` subject to
@@ -148,7 +150,7 @@ class _Stratum:
         return float((self.m2.sum() + (self.count * (self.mean - grand) ** 2).sum()) / (n_obs - 1))
 
 
-def _stratum_std(strata, prior_sets: float = 0.0) -> np.ndarray:
+def _stratum_std(strata: list[_Stratum], prior_sets: float = 0.0) -> NDArray[np.float64]:
     r"""Within-player standard deviation of each stratum, optionally shrunk.
 
     With ``prior_sets`` :math:`n_0 > 0` the variance of a stratum whose
@@ -172,7 +174,7 @@ def _stratum_std(strata, prior_sets: float = 0.0) -> np.ndarray:
     return np.sqrt(variances)
 
 
-def _draw_subsets(stratum: _Stratum, n: int, size: int, rng: np.random.Generator) -> list:
+def _draw_subsets(stratum: _Stratum, n: int, size: int, rng: np.random.Generator) -> list[tuple[int, ...]]:
     """``size`` new distinct base sets of the stratum, uniform without replacement."""
     size = min(size, stratum.population - len(stratum.drawn))
     if size <= 0:

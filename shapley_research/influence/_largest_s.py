@@ -12,7 +12,10 @@ from __future__ import annotations
 import time
 import warnings
 
+from typing import Any, Callable, Literal
+
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 from scipy import linalg
 
 from .._validation import check_bool, check_choice, check_float, check_real_array
@@ -21,7 +24,8 @@ from ._marginals import UTILITY_CHANGES, _marginals
 from ._objective import APPROXIMATIONS, LogisticObjective
 
 
-def _normalise(marginals: np.ndarray, full_utility: float, empty_utility: float):
+def _normalise(marginals: NDArray[np.float64], full_utility: float,
+               empty_utility: float) -> tuple[NDArray[np.float64], float]:
     """Values ``C_U * marginals`` with ``sum = U(I) - U(empty)`` (Theorem 6), and ``C_U``."""
     total = float(marginals.sum())
     if not np.isfinite(total) or abs(total) <= 1e-12 * max(float(np.abs(marginals).sum()), 1e-300):
@@ -37,9 +41,10 @@ def _normalise(marginals: np.ndarray, full_utility: float, empty_utility: float)
     return c_u * marginals, c_u
 
 
-def largest_s_influence_general(per_sample_gradients, hessian, test_utility_gradient, *,
-                                full_utility=None, empty_utility=None,
-                                normalize: bool = True) -> ValuationResult:
+def largest_s_influence_general(per_sample_gradients: ArrayLike,
+                                hessian: ArrayLike | Callable[[NDArray[np.float64]], ArrayLike],
+                                test_utility_gradient: ArrayLike, *, full_utility: float | None = None,
+                                empty_utility: float | None = None, normalize: bool = True) -> ValuationResult:
     r"""Largest-S influence values of any smooth model (paper Section 4.5, Theorem 6).
 
     With :math:`\hat\theta` the minimiser of the training objective
@@ -99,6 +104,7 @@ def largest_s_influence_general(per_sample_gradients, hessian, test_utility_grad
         raise ValueError("test_utility_gradient contains NaN or infinite values.")
     normalize = check_bool(normalize, "normalize")
     solver = "callable"
+    s_test: NDArray[np.floating[Any]]  # H^-1 grad U, shape (p,)
     if callable(hessian):
         s_test = check_real_array(hessian(grad_u), "hessian(b)").reshape(-1)
         if s_test.shape != (p,) or not np.isfinite(s_test).all():
@@ -116,7 +122,7 @@ def largest_s_influence_general(per_sample_gradients, hessian, test_utility_grad
             s_test = np.linalg.lstsq(H, grad_u, rcond=None)[0]
             solver = "lstsq"
     marginals = -(G @ s_test)
-    info = {"marginal_estimates": marginals, "hessian_solver": solver}
+    info: dict[str, Any] = {"marginal_estimates": marginals, "hessian_solver": solver}
     if normalize:
         if full_utility is None or empty_utility is None:
             raise ValueError("normalize=True needs full_utility (U(I)) and empty_utility (U(empty)).")
@@ -131,9 +137,12 @@ def largest_s_influence_general(per_sample_gradients, hessian, test_utility_grad
                            wall_time=time.perf_counter() - start, info=info)
 
 
-def largest_s_influence(X_train, y_train, X_test, y_test, *, C=1.0, fit_intercept=True,
-                        utility="neg_log_loss", approximation="influence", utility_change="linear",
-                        normalize: bool = True, empty_utility=None) -> ValuationResult:
+def largest_s_influence(X_train: ArrayLike, y_train: ArrayLike, X_test: ArrayLike, y_test: ArrayLike, *,
+                        C: float = 1.0, fit_intercept: bool = True,
+                        utility: Literal["neg_log_loss", "accuracy"] = "neg_log_loss",
+                        approximation: Literal["influence", "newton"] = "influence",
+                        utility_change: Literal["linear", "evaluate"] = "linear", normalize: bool = True,
+                        empty_utility: float | None = None) -> ValuationResult:
     r"""Largest-S influence values of L2 logistic regression (paper Section 4.5).
 
     Fits scikit-learn's ``LogisticRegression(C=C)`` objective once on all
@@ -208,7 +217,7 @@ def largest_s_influence(X_train, y_train, X_test, y_test, *, C=1.0, fit_intercep
     u_full = obj.utility(theta)
     marginals, steps, meta = _marginals(obj, theta, everyone, everyone, "remove", approximation,
                                         utility_change, u_full)
-    info = {"marginal_estimates": marginals, "parameter_changes": steps, "theta": theta,
+    info: dict[str, Any] = {"marginal_estimates": marginals, "parameter_changes": steps, "theta": theta,
             "full_utility": u_full, "empty_utility": u_empty, "approximation": approximation,
             "utility_change": utility_change, "utility": obj.utility_name, "C": obj.C,
             "n_influence_updates": meta["n_influence_updates"], "n_fits": 1}

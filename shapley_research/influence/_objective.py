@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import math
 
+from typing import Literal, cast
+
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 from scipy import linalg
 
 from .._validation import (check_bool, check_choice, check_class_labels, check_features, check_float,
@@ -21,11 +24,11 @@ UTILITIES = ("neg_log_loss", "accuracy")
 APPROXIMATIONS = ("influence", "newton")
 
 
-def _check_labels(y, n: int, name: str, x_name: str) -> np.ndarray:
+def _check_labels(y: ArrayLike, n: int, name: str, x_name: str) -> np.ndarray:
     return check_class_labels(check_target_vector(y, name, n, x_name), name)
 
 
-def _sigmoid(z):
+def _sigmoid(z: NDArray[np.float64]) -> NDArray[np.float64]:
     return 0.5 * (1.0 + np.tanh(0.5 * z))  # overflow-free logistic function
 
 
@@ -45,12 +48,12 @@ class LogisticObjective:
 
     Parameters
     ----------
-    X_train : array of shape (N, d)
-    y_train : array of shape (N,)
+    X_train : array-like of float, shape (N, d)
+    y_train : array-like, shape (N,)
         Class labels; at least two classes. Sorted unique labels define the
         classes (for two classes the larger one is the positive class).
-    X_test : array of shape (T, d)
-    y_test : array of shape (T,)
+    X_test : array-like of float, shape (T, d)
+    y_test : array-like, shape (T,)
         Labels among those of ``y_train``.
     C : float, default 1.0
         Inverse regularisation strength, ``> 0`` (scikit-learn's ``C``).
@@ -60,8 +63,9 @@ class LogisticObjective:
         Test utility (:mod:`shapley_research.influence._objective`).
     """
 
-    def __init__(self, X_train, y_train, X_test, y_test, *, C=1.0, fit_intercept=True,
-                 utility="neg_log_loss"):
+    def __init__(self, X_train: ArrayLike, y_train: ArrayLike, X_test: ArrayLike, y_test: ArrayLike, *,
+                 C: float = 1.0, fit_intercept: bool = True,
+                 utility: Literal["neg_log_loss", "accuracy"] = "neg_log_loss") -> None:
         X_train = check_features(X_train, "X_train")
         X_test = check_features(X_test, "X_test")
         if X_train.shape[1] != X_test.shape[1]:
@@ -95,7 +99,7 @@ class LogisticObjective:
             pen[:, -1] = 0.0
         self.penalty = pen.reshape(-1)
         # Softmax intercepts are defined up to a common shift: a null direction of F.
-        self.null = None
+        self.null: NDArray[np.float64] | None = None
         if self.fit_intercept and self.n_outputs > 1:
             v = np.zeros((self.n_outputs, self.q))
             v[:, -1] = 1.0 / np.sqrt(self.n_outputs)
@@ -117,7 +121,7 @@ class LogisticObjective:
         E = np.exp(Z - Z.max(axis=1, keepdims=True))
         return E / E.sum(axis=1, keepdims=True)
 
-    def _residual_curvature(self, Z: np.ndarray, codes: np.ndarray):
+    def _residual_curvature(self, Z: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Residuals ``r`` (n, K') and curvatures ``A`` (n, K', K') of the per-sample loss."""
         P = self._probs(Z)
         if self.n_outputs == 1:
@@ -129,32 +133,32 @@ class LogisticObjective:
             A = np.einsum("nk,kl->nkl", P, np.eye(self.n_outputs)) - P[:, :, None] * P[:, None, :]
         return r, A
 
-    def _index(self, idx) -> np.ndarray:
+    def _index(self, idx: ArrayLike | None) -> NDArray[np.intp]:
         if idx is None:
             return np.arange(self.n_train)
-        idx = np.asarray(idx)
-        return np.flatnonzero(idx) if idx.dtype == np.bool_ else idx.astype(np.intp)
+        array = np.asarray(idx)
+        return np.flatnonzero(array) if array.dtype == np.bool_ else array.astype(np.intp)
 
     # ---- objective ------------------------------------------------------------
-    def objective(self, theta, idx=None) -> float:
+    def objective(self, theta: NDArray[np.float64], idx: ArrayLike | None = None) -> float:
         """:math:`F_S(\\theta)` for the training subset ``idx`` (indices or mask; all by default)."""
         idx = self._index(idx)
         Z = self._scores(theta, self.Xt[idx])
         return float(self.C * self._loss(Z, self.codes[idx]).sum() + 0.5 * (self.penalty * theta**2).sum())
 
-    def per_sample_gradients(self, theta, idx=None) -> np.ndarray:
+    def per_sample_gradients(self, theta: NDArray[np.float64], idx: ArrayLike | None = None) -> NDArray[np.float64]:
         r""":math:`C \nabla_\theta \ell(z_j, \theta)` for ``j`` in ``idx``: shape (m, n_params)."""
         idx = self._index(idx)
         Xs = self.Xt[idx]
         r, _ = self._residual_curvature(self._scores(theta, Xs), self.codes[idx])
         return self.C * (r[:, :, None] * Xs[:, None, :]).reshape(idx.size, -1)
 
-    def gradient(self, theta, idx=None) -> np.ndarray:
-        """Gradient of :math:`F_S` at ``theta``."""
+    def gradient(self, theta: NDArray[np.float64], idx: ArrayLike | None = None) -> NDArray[np.float64]:
+        """Gradient of :math:`F_S` at ``theta``, shape (n_params,)."""
         return self.per_sample_gradients(theta, idx).sum(axis=0) + self.penalty * theta
 
-    def hessian(self, theta, idx=None) -> np.ndarray:
-        r"""Hessian of :math:`F_S`: :math:`C\sum_j A_j \otimes \tilde x_j \tilde x_j^\top + I_w`.
+    def hessian(self, theta: NDArray[np.float64], idx: ArrayLike | None = None) -> NDArray[np.float64]:
+        r"""Hessian of :math:`F_S`: :math:`C\sum_j A_j \otimes \tilde x_j \tilde x_j^\top + I_w`, (n_params, n_params).
 
         Singular along the common shift of the softmax intercepts (see
         :meth:`inverse_hessian`).
@@ -170,7 +174,7 @@ class LogisticObjective:
         H[np.diag_indices_from(H)] += self.penalty
         return H
 
-    def inverse_hessian(self, H: np.ndarray) -> np.ndarray:
+    def inverse_hessian(self, H: NDArray[np.float64]) -> NDArray[np.float64]:
         r"""Inverse of ``H`` on the identifiable parameter space.
 
         With softmax intercepts, ``H v = 0`` for the common intercept shift
@@ -183,13 +187,18 @@ class LogisticObjective:
         factor = linalg.cho_factor(H, lower=True, check_finite=False)
         return linalg.cho_solve(factor, np.eye(H.shape[0]), check_finite=False)
 
-    def degenerate(self, idx) -> bool:
+    def degenerate(self, idx: ArrayLike | None) -> bool:
         """Whether the subset misses a class (then its model is ``theta = 0``)."""
         idx = self._index(idx)
         return np.unique(self.codes[idx]).size < self.n_classes
 
-    def fit(self, idx=None, *, theta0=None, tol: float = 1e-10, max_iter: int = 100) -> np.ndarray:
+    def fit(self, idx: ArrayLike | None = None, *, theta0: ArrayLike | None = None, tol: float = 1e-10,
+            max_iter: int = 100) -> NDArray[np.float64]:
         """Minimise :math:`F_S` by damped Newton; ``theta = 0`` for a degenerate subset.
+
+        ``idx``: indices or a mask of the subset (all points by default);
+        ``theta0``: the starting point, shape (n_params,). Returns the
+        minimiser, shape (n_params,).
 
         Armijo backtracking far from the optimum; full Newton steps once the
         Newton decrement :math:`g^\top H^{-1} g` is below ``1e-8 * max(1, |F|)``
@@ -231,8 +240,8 @@ class LogisticObjective:
         raise RuntimeError(f"Newton's method did not converge in {max_iter} iterations "
                            f"(subset of {idx.size} points, C={self.C}).")
 
-    def coef(self, theta):
-        """``(coef_, intercept_)`` in scikit-learn's layout."""
+    def coef(self, theta: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """``(coef_, intercept_)`` in scikit-learn's layout: shapes (K', d) and (K',)."""
         M = np.asarray(theta, dtype=float).reshape(self.n_outputs, self.q)
         if self.fit_intercept:
             return M[:, :-1].copy(), M[:, -1].copy()
@@ -244,11 +253,11 @@ class LogisticObjective:
         """:math:`U_0`: utility of the uniform prediction, used for every degenerate subset."""
         return -math.log(self.n_classes) if self.utility_name == "neg_log_loss" else 1.0 / self.n_classes
 
-    def utilities(self, thetas) -> np.ndarray:
-        """Test utility of each row of ``thetas`` (m, n_params); a 1-D ``theta`` gives a scalar."""
-        thetas = np.asarray(thetas, dtype=float)
-        single = thetas.ndim == 1
-        thetas = thetas.reshape(-1, self.n_outputs, self.q)
+    def utilities(self, thetas: ArrayLike) -> NDArray[np.float64] | float:
+        """Test utility of each row of ``thetas`` (m, n_params), shape (m,); a 1-D ``theta`` gives a float."""
+        array = np.asarray(thetas, dtype=float)
+        single = array.ndim == 1
+        thetas = array.reshape(-1, self.n_outputs, self.q)
         m, T = thetas.shape[0], self.Xt_test.shape[0]
         if self.n_outputs == 1:
             z = thetas[:, 0, :] @ self.Xt_test.T  # (m, T)
@@ -266,15 +275,16 @@ class LogisticObjective:
         return self._finish(correct.mean(axis=1), single)
 
     @staticmethod
-    def _finish(out: np.ndarray, single: bool):
+    def _finish(out: NDArray[np.float64], single: bool) -> NDArray[np.float64] | float:
         return float(out[0]) if single else out
 
-    def utility(self, theta) -> float:
+    def utility(self, theta: ArrayLike) -> float:
         """Test utility of one parameter vector."""
-        return float(self.utilities(np.asarray(theta, dtype=float).reshape(1, -1))[0])
+        values = cast(NDArray[np.float64], self.utilities(np.asarray(theta, dtype=float).reshape(1, -1)))  # 2-D in
+        return float(values[0])
 
-    def utility_gradient(self, theta) -> np.ndarray:
-        r"""Gradient of the smooth test utility at ``theta``.
+    def utility_gradient(self, theta: ArrayLike) -> NDArray[np.float64]:
+        r"""Gradient of the smooth test utility at ``theta``, shape (n_params,).
 
         ``"neg_log_loss"``: :math:`-\frac1T\sum_t r_t \otimes \tilde x_t`.
         ``"accuracy"``: gradient of the expected accuracy
@@ -282,8 +292,8 @@ class LogisticObjective:
         :math:`\frac1T\sum_t p_{y_t}(e_{y_t} - p_t) \otimes \tilde x_t`
         (binary: :math:`\frac1T\sum_t y_t\,\sigma\sigma\,\tilde x_t`).
         """
-        theta = np.asarray(theta, dtype=float)
-        Z = self._scores(theta, self.Xt_test)
+        params = np.asarray(theta, dtype=float)
+        Z = self._scores(params, self.Xt_test)
         r, _ = self._residual_curvature(Z, self.codes_test)
         if self.utility_name == "neg_log_loss":
             weights = -r
@@ -298,8 +308,10 @@ class LogisticObjective:
         return (weights[:, :, None] * self.Xt_test[:, None, :]).sum(axis=0).reshape(-1) / self.Xt_test.shape[0]
 
     # ---- influence updates --------------------------------------------------------
-    def newton_steps(self, theta, base, points, *, direction: str = "add",
-                     approximation: str = "newton", H_inv=None) -> np.ndarray:
+    def newton_steps(self, theta: ArrayLike, base: ArrayLike | None, points: ArrayLike, *,
+                     direction: Literal["add", "remove"] = "add",
+                     approximation: Literal["newton", "influence"] = "newton",
+                     H_inv: NDArray[np.float64] | None = None) -> NDArray[np.float64]:
         r"""Approximate parameter changes from adding or removing each of ``points``.
 
         For base subset :math:`S` with parameters ``theta`` and each point
