@@ -39,7 +39,9 @@ from ._group_testing import (FeasibilityError, group_testing_shapley, group_test
                              random_subsets, recover_from_differences)
 from ._leave_one_out import leave_one_out
 from ._permutation import marginal_contributions, permutation_shapley, random_permutations
+from ._sampling._batches import batch_rng
 from ._sampling._checkpoint import CheckpointError
+from ._sampling._progress import PROGRESS_ENV
 from ._svarm import neyman_size_probabilities, stratified_svarm_shapley, svarm_size_probabilities
 from ._truncation import truncated_contributions
 from ._uniform import uniform_shapley
@@ -53,5 +55,5 @@ __all__ = [
     "recover_from_differences", "bernoulli_matrix", "l1_recovery", "neyman_size_probabilities",
     "svarm_size_probabilities", "truncated_contributions",
     "exact_banzhaf", "msr_banzhaf", "random_coalitions", "exact_beta_shapley", "beta_shapley", "beta_weights",
-    "leave_one_out", "data_oob", "bootstrap_indices",
+    "leave_one_out", "data_oob", "bootstrap_indices", "batch_rng", "PROGRESS_ENV",
 ]
