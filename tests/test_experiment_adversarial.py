@@ -237,6 +237,7 @@ def test_build_claims_lists_the_papers_two_claims_first():
     assert all(e["statistic"]["name"] and not e["timing"] for e in entries)
 
 
+@pytest.mark.slow  # draws with matplotlib (its first import takes seconds)
 def test_plot_has_raw_means_and_gap_panels(tmp_path):
     from shapley_research.experiments import setup_matplotlib
 
@@ -255,6 +256,7 @@ def test_plot_has_raw_means_and_gap_panels(tmp_path):
 
 # --- reproducibility of the generated images ---------------------------------------------------------------------
 
+@pytest.mark.slow  # generates the quick profile's images twice
 @needs_foolbox
 def test_quick_profile_images_are_bit_identical_when_generated_twice(tmp_path):
     from shapley_research.attacks import read_cache

@@ -302,6 +302,7 @@ def test_method_budgets():
     assert dc.method_budgets("knn_shapley", [50, 100, 400], 100) == [100]
 
 
+@pytest.mark.slow  # draws with matplotlib (its first import takes seconds)
 def test_plots_draw(tmp_path):
     from shapley_research.experiments import save_figure, setup_matplotlib
 

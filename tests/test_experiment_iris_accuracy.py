@@ -14,6 +14,8 @@ import pytest
 from shapley_research import ValuationResult
 from shapley_research.experiments import iris_accuracy as ia
 
+pytestmark = pytest.mark.sampling  # the methods must sample on the 8-player game (the module fixtures too)
+
 
 @pytest.fixture(scope="module")
 def small():
@@ -294,6 +296,7 @@ def test_largest_s_not_recovering_claim_fails_or_is_undecided():
     assert straddle.holds is False and "undecided" in straddle.note
 
 
+@pytest.mark.slow  # draws with matplotlib (its first import takes seconds)
 def test_plot_comparison_draws_four_panels(small_runs, small):
     reference, runs = small_runs
     values = ia.values_table(runs, reference, small[0][1])

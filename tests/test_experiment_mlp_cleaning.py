@@ -79,6 +79,7 @@ def test_summaries_pair_by_seed():
     assert difference["n_pairs"] == 2 and difference["difference_mean"] == pytest.approx(0.15)
 
 
+@pytest.mark.slow  # draws with matplotlib (its first import takes seconds)
 def test_plot_draws(tmp_path):
     from shapley_research.experiments import save_figure, setup_matplotlib
 
@@ -92,6 +93,7 @@ def test_plot_draws(tmp_path):
 
 # --- data and games --------------------------------------------------------------------------
 
+@pytest.mark.slow  # over a second
 def test_problems_are_data_cleanings_and_the_mlp_is_seeded():
     problem = mc.make_problem("breast_cancer", 40, 30, 0.15, seed=5)
     expected = dc.make_problem("breast_cancer", 40, 30, 0.15, seed=5)
@@ -118,6 +120,7 @@ def quick_runs():
     return mc.run_mlp_cleaning(**QUICK, seed=0), mc.run_mlp_cleaning(**QUICK, seed=0)
 
 
+@pytest.mark.slow  # two quick runs of the experiment, in process
 def test_quick_run_shapes_and_finite_numbers(quick_runs):
     (detection, values, info), _ = quick_runs
     assert len(detection) == 2 * len(mc.MODELS) * len(mc.METHODS)
@@ -132,6 +135,7 @@ def test_quick_run_shapes_and_finite_numbers(quick_runs):
     assert len(mc.mlp_cleaning_claims(detection)) == 2 * len(mc.METHODS)
 
 
+@pytest.mark.slow  # two quick runs of the experiment, in process
 def test_quick_run_repeats_exactly_for_a_seed(quick_runs):
     (first, first_values, first_info), (second, second_values, second_info) = quick_runs
     strip = [{k: v for k, v in row.items() if k != "wall_time_s"} for row in first]

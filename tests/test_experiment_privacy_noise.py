@@ -187,6 +187,7 @@ def small_data():
     return pn.load_privacy_data(20, 60, 60, 5)
 
 
+@pytest.mark.slow  # over a second
 def test_run_privacy_noise_tables_are_tidy_and_efficient(small_run):
     levels, points, info = small_run
     assert list(levels["epsilon"].unique()) == [1.0, 1000.0, math.inf]
@@ -204,6 +205,7 @@ def test_run_privacy_noise_tables_are_tidy_and_efficient(small_run):
     assert sigmas[1.0] > sigmas[1000.0] > sigmas[math.inf] == 0.0
 
 
+@pytest.mark.slow  # over a second
 def test_value_privacy_level_is_reproducible_and_levels_share_the_noise(small_data):
     noisy = pn.split_halves(small_data["y_train"], 0)
     proj = pn.fit_projection(small_data["X_public"], 8)
@@ -279,6 +281,7 @@ def test_privacy_claims_compare_with_the_uniform_split():
     assert pn.privacy_summary(levels)["spearman_sigma_vs_uniform_noisy"] == pytest.approx(-1.0)
 
 
+@pytest.mark.slow  # over a second
 def test_learner_utility_is_accuracy_on_clean_test_images(small_run, small_data):
     levels, _, _ = small_run
     assert ((levels["accuracy_all"] >= 0) & (levels["accuracy_all"] <= 1)).all()

@@ -186,6 +186,7 @@ def test_largest_s_influence_work_is_the_library_computation(small_data):
     assert out.shape == (rs.stratum_layout(8, 2)[2],) and np.isfinite(out).all()
 
 
+@pytest.mark.sampling  # the sampled reference, on a small game
 def test_reference_values_exact_and_sampled(small_data):
     X, y, Xt, yt = small_data
     exact = rs.reference_values(X, y, Xt, yt, exact_max_players=8)

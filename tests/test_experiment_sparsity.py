@@ -130,6 +130,7 @@ def test_derive_seeds_is_deterministic_and_tagged():
     assert len(set(sp.derive_seeds(0, "a", 5))) == 5
 
 
+@pytest.mark.sampling  # the sampled reference, on a small game
 def test_reference_values_converge_to_exact_shapley():
     weights = np.array([0.5, 0.1, 0.2, 0.05, 0.15])
     game = as_game(lambda m: m @ weights + 0.3 * m[:, 0] * m[:, 1], 5, vectorized=True)
@@ -330,6 +331,7 @@ def test_sparsity_claim_fails_for_gaussian_values_and_holds_for_sparse_ones():
         sp.sparsity_claim(0.3, {})
 
 
+@pytest.mark.slow  # draws with matplotlib (its first import takes seconds)
 def test_plots_draw(tmp_path):
     from shapley_research.experiments import save_figure, setup_matplotlib
 
