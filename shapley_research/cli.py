@@ -34,13 +34,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from .experiments import EXPERIMENT_NAMES
-from .experiments._common import METRICS_FILE, held_count, read_metrics, undecided_count, verdict_of
-from .experiments._report import CITED_PAPERS_EXPERIMENTS, RUN_INFO_FILE, write_report
-from .experiments._schema import check_parameters
-from .experiments._project import (RUNNER_ENV, Project, ProjectError, check_declared, check_name,
-                                   check_notebook_in_sync, dvc_stage, notebook_parameters, profile_key_problems,
-                                   run_profile, write_dvc_stage)
+from .experiments import (CITED_PAPERS_EXPERIMENTS, EXPERIMENT_NAMES, METRICS_FILE, RUN_INFO_FILE, RUNNER_ENV, Project,
+                          ProjectError, check_declared, check_name, check_notebook_in_sync, check_parameters,
+                          dvc_stage, held_count, notebook_parameters, profile_key_problems, read_metrics,
+                          run_profile, undecided_count, verdict_of, write_dvc_stage, write_report)
 
 KERNEL_NAME = "shapley-research"
 KERNEL_ENV = "SHAPLEY_RESEARCH_KERNEL"
@@ -252,7 +249,7 @@ def cmd_run(args) -> int:
     import papermill
     from papermill.exceptions import PapermillExecutionError
 
-    from .estimators._sampling._progress import PROGRESS_ENV
+    from .estimators import PROGRESS_ENV
 
     start, cpu_start = time.perf_counter(), _children_cpu_seconds()
     # the kernel inherits it: no estimator bars in the executed notebook, a committed result
@@ -326,9 +323,8 @@ def cmd_stage(args) -> int:
 
 def cmd_params(args) -> int:
     """Print, check or rewrite the notebooks' ``parameters`` cells, generated from ``conf/``."""
-    from .experiments._notebook import parameters_cell, parameters_source, write_parameters_cell
-    from .experiments._project import generated_parameters
-    from .experiments._schema import declaration_problems
+    from .experiments import (declaration_problems, generated_parameters, parameters_cell, parameters_source,
+                              write_parameters_cell)
 
     project = _project(args)
     names = [check_name(name) for name in args.names] or project.available()
@@ -359,7 +355,7 @@ def cmd_params(args) -> int:
 
 def cmd_compare(args) -> int:
     """Print the differences between two runs, measured times aside; exit 1 if there are any."""
-    from .experiments._compare import compare_runs
+    from .experiments import compare_runs
 
     try:
         differences = compare_runs(args.first, args.second)

@@ -77,7 +77,7 @@ def swap_paired_permutations(rng: np.random.Generator, n_pairs: int, sigma) -> n
     ``sigma`` is a bijection of the players, so every row is a uniform
     random permutation and averaging a pair leaves the estimator unbiased.
     """
-    from ...estimators._permutation import random_permutations
+    from ...estimators import random_permutations
 
     sigma = np.asarray(sigma)
     n_pairs = check_int(n_pairs, "n_pairs", minimum=1)

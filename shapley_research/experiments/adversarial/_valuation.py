@@ -43,7 +43,7 @@ def prefix_test_log_probabilities(learner, masks, X_eval, y_eval) -> np.ndarray:
 def _chunk_contributions(learner, permutations, X_eval, y_eval, weights, u_empty, blas_threads):
     from threadpoolctl import threadpool_limits
 
-    from ...games._base import prefix_masks
+    from ...games import prefix_masks
 
     m, n = permutations.shape
     with threadpool_limits(blas_threads):

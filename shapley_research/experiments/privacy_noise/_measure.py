@@ -26,7 +26,7 @@ def two_half_values(game, noisy) -> dict:
         ``sv_clean, sv_noisy, u_empty, u_clean, u_noisy, u_all``.
     """
     from ... import exact_shapley
-    from ...games._base import as_game
+    from ...games import as_game
 
     noisy = np.asarray(noisy, dtype=bool)
     groups = np.stack([~noisy, noisy])  # player 0 = clean half, player 1 = noisy half
@@ -45,7 +45,7 @@ def two_half_values(game, noisy) -> dict:
 def permutation_group_values(game, groups, n_permutations: int, seed, batch_size: int = 50) -> dict:
     """Per-point SVs by permutation sampling, and the sum of each group with its standard error.
 
-    Draws ``n_permutations`` uniform permutations (``shapley_research.estimators._permutation.random_permutations``
+    Draws ``n_permutations`` uniform permutations (``shapley_research.estimators.random_permutations``
     from ``numpy.random.default_rng(seed)``) and their marginal contributions
     (``marginal_contributions``, on the game's prefix path when it has one).
 
@@ -67,7 +67,7 @@ def permutation_group_values(game, groups, n_permutations: int, seed, batch_size
         ``group_stderr`` (``(n_groups,)``, from the per-permutation sums),
         ``group_sums_per_permutation`` (``(T, n_groups)``), ``u_empty``.
     """
-    from ...estimators._permutation import marginal_contributions, random_permutations
+    from ...estimators import marginal_contributions, random_permutations
 
     n = game.n_players
     groups = np.asarray(groups, dtype=bool)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..._validation import check_float, check_int
-from ...games._base import Game
+from ...games import Game
 from ...utilities.learners import RidgeUtility
 
 #: How a coalition's penalty follows from the paper's lambda: main protocol first.

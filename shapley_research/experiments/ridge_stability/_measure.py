@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..._validation import check_float, check_int
-from ...estimators._permutation import marginal_contributions, random_permutations
+from ...estimators import marginal_contributions, random_permutations
 from ._data import CONVENTIONS, RidgeData, make_game
 
 
@@ -88,7 +88,7 @@ def value_variance_for_lambda(data: RidgeData, lam: float, convention: str, perm
     """Permutation-sampling values at one lambda and the statistics of :func:`variance_statistics`.
 
     The marginal contributions come from
-    :func:`shapley_research.estimators._permutation.marginal_contributions` (the estimator of
+    :func:`shapley_research.estimators.marginal_contributions` (the estimator of
     :func:`~shapley_research.permutation_shapley`, through the game's one-pass prefix path) on the
     given ``permutations``, shared across lambdas (common random numbers) so that differences along
     the grid are not blurred by independent sampling noise.

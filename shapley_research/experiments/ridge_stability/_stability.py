@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..._validation import check_float, check_int
-from ...estimators._bounds import stability_bound, uniform_division_guarantee
+from ...estimators import stability_bound, uniform_division_guarantee
 from ._data import RidgeData, alpha_from_lambda
 
 

@@ -317,7 +317,7 @@ def learner_seconds(records, fit_cost) -> pd.DataFrame:
     permutation-based methods, the size distribution of each group-testing
     variant, SVARM's size allocation.
     """
-    from shapley_research.estimators._svarm import svarm_size_probabilities
+    from shapley_research.estimators import svarm_size_probabilities
 
     from ._theory import group_testing_expected_cost, permutation_cost_per_permutation
 

@@ -27,7 +27,7 @@ def group_testing_expected_cost(n: int, fit_cost, variant: str = "paper") -> flo
     ``k / (n + 1)``, and costs nothing when it is then empty or complete
     (those two utilities are anchors, evaluated once per run).
     """
-    from shapley_research.estimators._group_testing import group_testing_size_distribution
+    from shapley_research.estimators import group_testing_size_distribution
 
     if variant not in ("paper", "improved"):
         raise ValueError(f"variant must be 'paper' or 'improved', got {variant!r}.")

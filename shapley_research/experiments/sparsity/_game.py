@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..._validation import check_int, check_permutations
-from ...games._base import Game
-from ...utilities._model import TargetInfo, check_dataset, constant_utilities, degenerate_rows
+from ...games import Game
+from ...utilities import TargetInfo, check_dataset, constant_utilities, degenerate_rows
 
 
 class NearestCentroidUtility(Game):
@@ -157,7 +157,7 @@ class PrefixCache(Game):
 
     def evaluate_prefixes(self, permutations) -> np.ndarray:
         """Prefix utilities (m, n), computing only permutations not seen before."""
-        from ...games._base import evaluate_prefixes
+        from ...games import evaluate_prefixes
 
         permutations = np.asarray(permutations)
         keys = [self._key(row) for row in permutations]
@@ -188,8 +188,7 @@ def compressive_permutations(seed: int, n_permutations: int, n_players: int, bat
     large batch. A mismatch would only cost time (cache misses), never change
     a result.
     """
-    from ...estimators._sampling._loop import batch_rng
-    from ...estimators._permutation import random_permutations
+    from ...estimators import batch_rng, random_permutations
 
     n_permutations = check_int(n_permutations, "n_permutations", minimum=1)
     batch_size = check_int(batch_size, "batch_size", minimum=1)
