@@ -79,6 +79,7 @@ def test_run_prints_verdicts_and_streams_progress(quick_run):
     assert "sampling: 4/4 (100%)" in proc.stderr  # the notebook's progress lines reach the terminal
 
 
+@pytest.mark.slow  # executes a notebook
 def test_failing_notebook_exits_1_and_leaves_no_metrics(project, tmp_path, capsys):
     run_dir = tmp_path / "iris_accuracy"
     # must not pass for this run's
@@ -201,6 +202,7 @@ def test_stage_prints_and_writes_the_dvc_stage(project, tmp_path, capsys):
     (project / "dvc.yaml").unlink()
 
 
+@pytest.mark.slow  # the command line in a subprocess: seconds
 @pytest.mark.parametrize("override, message", [
     ("experiment.n_permutations=-5", "experiment.n_permutations=-5: expected an integer >= 2."),
     ("experiment.n_train=abc", "experiment.n_train='abc': expected an integer >= 2."),

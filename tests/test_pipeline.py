@@ -69,6 +69,7 @@ def check_notebook_matches_paper_profile(project: Project, name: str) -> None:
     assert project.description(name), f"conf/experiment/{name}.yaml needs a one-line description"
 
 
+@pytest.mark.slow  # over a second
 @pytest.mark.parametrize("name", EXPERIMENT_NAMES)
 def test_experiment_files_are_complete(name):
     missing = REAL.missing(name)
@@ -135,6 +136,7 @@ def test_fixture_notebook_follows_the_convention(tmp_path):
     check_notebook_matches_paper_profile(Project(make_project(tmp_path)), "iris_accuracy")
 
 
+@pytest.mark.slow  # runs dvc, papermill or jupyter in a subprocess
 @pytest.mark.skipif(not (shutil.which("dvc") and shutil.which("shapley-research")),
                     reason="needs dvc and the shapley-research script on PATH")
 def test_dvc_repro_runs_the_generated_stage_once(tmp_path):
@@ -208,6 +210,7 @@ def test_parameter_checks_name_the_key_and_the_expectation(key, value, expected)
     assert parameter_problems("privacy_noise", {**params, key: value}) == [expected]
 
 
+@pytest.mark.slow  # over a second
 @pytest.mark.parametrize("name", EXPERIMENT_NAMES)
 def test_notebook_declares_its_language_and_checks_its_parameters_first(name):
     import nbformat
@@ -224,6 +227,7 @@ def test_notebook_declares_its_language_and_checks_its_parameters_first(name):
     assert f"check_notebook_parameters({name!r}, globals())" in code[1].source
 
 
+@pytest.mark.slow  # runs dvc, papermill or jupyter in a subprocess
 @pytest.mark.skipif(not shutil.which("jupyter"), reason="needs jupyter on PATH")
 def test_nbconvert_writes_a_python_script(tmp_path):
     proc = subprocess.run(["jupyter", "nbconvert", "--to", "script", str(REAL.notebook("sparsity")), "--output-dir",
@@ -233,6 +237,7 @@ def test_nbconvert_writes_a_python_script(tmp_path):
     assert "check_notebook_parameters('sparsity', globals())" in (tmp_path / "sparsity.py").read_text()
 
 
+@pytest.mark.slow  # runs dvc, papermill or jupyter in a subprocess
 @pytest.mark.skipif(not shutil.which("papermill"), reason="needs papermill on PATH")
 def test_papermill_recipe_refuses_a_list_passed_with_p(tmp_path):
     """notebooks/README.md: a list given with -p reaches the notebook as a string; the check cell says so."""
