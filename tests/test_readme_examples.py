@@ -18,6 +18,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 # Feeds the blocks (a JSON list in argv[1]) to an interactive console; exits 1 at the first error.
