@@ -9,6 +9,7 @@ import time
 import zipfile
 
 import numpy as np
+import pytest
 
 from shapley_research.attacks import load_or_generate, read_cache
 
@@ -19,6 +20,7 @@ def _generate():
             "source_clean_test_accuracy": np.array(0.75)}
 
 
+@pytest.mark.slow  # over a second
 def test_identical_arrays_give_identical_bytes_whenever_written(tmp_path):
     params, inputs = {"attack": "cw", "steps": 3}, {"X": np.arange(12.0)}
     first, second = tmp_path / "a" / "cw.npz", tmp_path / "b" / "cw.npz"

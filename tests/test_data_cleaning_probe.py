@@ -85,6 +85,7 @@ def test_run_budget_probe_small_and_bad_input():
         dc.run_budget_probe(probe_seeds=1, probe_budgets=[], **kw)
 
 
+@pytest.mark.slow  # draws with matplotlib (its first import takes seconds)
 def test_plot_with_probe_draws(tmp_path):
     import matplotlib
 

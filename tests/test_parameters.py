@@ -172,6 +172,7 @@ def test_check_cell_records_a_run_that_the_command_did_not_start(tmp_path, monke
     assert namespace["profile"] == "paper" and RunRecorder.active is None
 
 
+@pytest.mark.slow  # runs papermill in a subprocess
 @pytest.mark.skipif(not shutil.which("papermill"), reason="needs papermill on PATH")
 def test_plain_papermill_recipe_records_the_profile_and_run_info(tmp_path):
     """notebooks/README.md's recipe: custom values are recorded as "custom", and run_info.json is written."""

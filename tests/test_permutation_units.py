@@ -115,6 +115,7 @@ def test_the_batches_of_a_plain_variant_are_the_marginal_contributions():
     assert np.array_equal(phi, marginal_contributions(game, perms, 0.0)) and evaluations == 4 * N
 
 
+@pytest.mark.slow  # starts a pool of worker processes (loky)
 @pytest.mark.parametrize("kwargs", [{}, {"antithetic": True, "position_adjustment": True}, {"rotations": 3},
                                     {"truncation": 0.1, "antithetic": True}])
 def test_the_batches_pickle_and_give_the_same_values_in_parallel(kwargs):
