@@ -31,7 +31,7 @@ def array_digest(arrays: Mapping[str, Any]) -> str:
     return digest.hexdigest()
 
 
-def _json_default(value):
+def _json_default(value: object) -> Any:
     if isinstance(value, np.ndarray):
         return value.tolist()
     if isinstance(value, (np.bool_, np.integer, np.floating)):

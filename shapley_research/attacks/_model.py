@@ -29,7 +29,7 @@ def _logistic_module(n_inputs: int, n_classes: int,
     class LogisticRegressionModule(torch.nn.Module):
         """Logits ``W ((x - mean) P^T) + b`` (``P``, ``mean`` fixed buffers), or ``W x + b``."""
 
-        def __init__(self):
+        def __init__(self) -> None:
             super().__init__()
             if projection is None:
                 self.register_buffer("components", None)
@@ -42,13 +42,13 @@ def _logistic_module(n_inputs: int, n_classes: int,
                 n_features = self.components.shape[0]
             self.linear = torch.nn.Linear(n_features, n_classes, dtype=torch.float64)
 
-        def features(self, x):
+        def features(self, x: torch.Tensor) -> torch.Tensor:
             x = x.reshape(x.shape[0], -1)
             if self.components is None:
                 return x
             return (x - self.center) @ self.components.T
 
-        def forward(self, x):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
             return self.linear(self.features(x))
 
     return LogisticRegressionModule()
@@ -70,7 +70,8 @@ def _check_projection(projection: Any, n_inputs: int) -> tuple[NDArray[np.float6
     return components, center
 
 
-def _newton_multinomial(F, labels, n_classes: int, C: float, max_iter: int):
+def _newton_multinomial(F: torch.Tensor, labels: NDArray[np.int64], n_classes: int, C: float,
+                        max_iter: int) -> tuple[torch.Tensor, torch.Tensor]:
     r"""Minimise :math:`\frac1n\sum_i \ell_i + \frac{1}{2Cn}\|W\|_F^2` over ``(W, b)`` by damped Newton steps.
 
     ``F`` (n, d) float64 tensor of features. The intercept of the last class
@@ -92,7 +93,7 @@ def _newton_multinomial(F, labels, n_classes: int, C: float, max_iter: int):
     free = torch.ones(n_classes * (d + 1), dtype=torch.bool)
     free[-1] = False  # the last class's intercept
 
-    def objective(theta):
+    def objective(theta: torch.Tensor) -> torch.Tensor:
         logits = Z @ theta.T
         return (torch.logsumexp(logits, 1) - (logits * Y).sum(1)).mean() + 0.5 * (penalty * theta.square()).sum()
 

@@ -128,7 +128,8 @@ def knn_prefix_match_counts(permutations: NDArray[np.integer[Any]], rank_by_play
 
 
 @numba.njit(cache=True, nogil=True)
-def unanimity_utilities(masks, sizes, coefficients, term_starts, terms):
+def unanimity_utilities(masks: NDArray[np.bool_], sizes: NDArray[np.int64], coefficients: NDArray[np.float64],
+                        term_starts: NDArray[np.int64], terms: NDArray[np.int64]) -> NDArray[np.float64]:
     """``U(S) = sum_j c_j 1[A_j subset of S]``, from the small side of each coalition.
 
     ``terms[term_starts[i]:term_starts[i + 1]]`` lists the terms containing
@@ -171,7 +172,8 @@ def unanimity_utilities(masks, sizes, coefficients, term_starts, terms):
 
 
 @numba.njit(cache=True, nogil=True)
-def unanimity_prefix_utilities(permutations, members, starts, coefficients):
+def unanimity_prefix_utilities(permutations: NDArray[np.int64], members: NDArray[np.int64], starts: NDArray[np.int64],
+                               coefficients: NDArray[np.float64]) -> NDArray[np.float64]:
     """Utilities of every prefix: term ``j`` joins at the position of its last member."""
     m, n = permutations.shape
     out = np.empty((m, n))

@@ -16,7 +16,7 @@ from typing import Any, Callable, Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ..estimators._sampling._loop import batch_rng
+from ..estimators import batch_rng
 from .._validation import check_choice, check_int, check_seed
 from ..result import ValuationResult
 from ._allocation import _BIG, PRIOR_SETS, _draw_subsets, _Stratum, _stratum_std, neyman_allocation
@@ -156,7 +156,8 @@ def all_s_influence(X_train: ArrayLike, y_train: ArrayLike, X_test: ArrayLike, y
                            n_samples=n_drawn, info=info)
 
 
-def _process_base(obj: LogisticObjective, stratum: _Stratum, base: tuple[int, ...], approximation: str,
+def _process_base(obj: LogisticObjective, stratum: _Stratum, base: tuple[int, ...],
+                  approximation: Literal["newton", "influence"],
                   utility_change: str, counters: dict[str, int]) -> None:
     """Fit one base set (or take the degenerate convention) and add its covered players' marginals."""
     n = obj.n_train

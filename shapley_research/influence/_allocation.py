@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -85,7 +86,7 @@ def neyman_allocation(std: ArrayLike, budget: int, *, coverage: ArrayLike | None
     if not (weight[open_] > 0).any():
         weight = open_.astype(float)
 
-    def total(lam):
+    def total(lam: float) -> float:
         return np.clip(lam * weight, lower, upper).sum()
 
     lo, hi = 0.0, 1.0
@@ -115,14 +116,14 @@ def neyman_allocation(std: ArrayLike, budget: int, *, coverage: ArrayLike | None
 class _Stratum:
     """Running per-player statistics of the marginal contributions of one coalition size."""
 
-    def __init__(self, k: int, n: int):
+    def __init__(self, k: int, n: int) -> None:
         self.k = k
         # Add to size-k sets, or remove from size-(k+1) sets: whichever covers more players per fit.
-        self.direction = "add" if n - k >= k + 1 else "remove"
+        self.direction: Literal["add", "remove"] = "add" if n - k >= k + 1 else "remove"
         self.base_size = k if self.direction == "add" else k + 1
         self.coverage = (n - k) / n if self.direction == "add" else (k + 1) / n
         self.population = math.comb(n, self.base_size)  # exact Python int, may be huge
-        self.drawn: set = set()
+        self.drawn: set[tuple[int, ...]] = set()
         self.count = np.zeros(n, dtype=np.int64)
         self.mean = np.zeros(n)
         self.m2 = np.zeros(n)

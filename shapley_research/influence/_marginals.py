@@ -9,15 +9,20 @@ sets) use it.
 
 from __future__ import annotations
 
+from typing import Any, Literal
+
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from ._objective import LogisticObjective
 
 UTILITY_CHANGES = ("linear", "evaluate")
 
 
-def _marginals(obj: LogisticObjective, theta, base, points, direction, approximation, utility_change,
-               u_base, H_inv=None):
+def _marginals(obj: LogisticObjective, theta: NDArray[np.float64], base: NDArray[np.intp], points: ArrayLike,
+               direction: Literal["add", "remove"], approximation: Literal["newton", "influence"],
+               utility_change: str, u_base: float, H_inv: NDArray[np.float64] | None = None
+               ) -> tuple[NDArray[np.float64], NDArray[np.float64], dict[str, Any]]:
     """Marginal contributions of ``points`` to (``"add"``) or within (``"remove"``) ``base``.
 
     ``"add"``: :math:`U(S\\cup\\{i\\}) - U(S)`; ``"remove"``:

@@ -190,7 +190,7 @@ class TorchModelUtility(Game):
                  y_test: ArrayLike, metric: str = "accuracy", *, optimizer: Literal["adam", "sgd"] = "adam",
                  learning_rate: float = 1e-2, steps: int | None = None, epochs: int | None = None,
                  batch_size: int | None = None, weight_decay: float = 0.0,
-                 device: str | torch.device | None = "cpu", dtype: str | np.dtype[Any] | torch.dtype = "float32",
+                 device: str | torch.device | None = "cpu", dtype: Literal["float32", "float64"] = "float32",
                  seed: int = 0, chunk_size: int | None = None, reinitialize: bool = False,
                  degenerate: Literal["constant", "default", "raise"] = "constant",
                  default_utility: float | None = None, min_samples: int = 1, progress: bool = False) -> None:

@@ -34,6 +34,10 @@ from ..._device import torch_dtype
 _NUMPY_NAMESPACE = np if hasattr(np, "permute_dims") else array_api_compat.array_namespace(np.zeros(0))
 
 
+# A numpy array or a torch tensor, by the backend (typed loosely: torch is optional and untyped here).
+Array = Any
+
+
 def namespace(x: Any) -> Any:
     """The array namespace of ``x``: numpy itself for numpy arrays (numpy >= 2), else ``array_api_compat``'s."""
     return _NUMPY_NAMESPACE if isinstance(x, np.ndarray) else array_api_compat.array_namespace(x)

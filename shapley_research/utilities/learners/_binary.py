@@ -25,7 +25,9 @@ coalition with both classes is positive definite in the intercept.
 
 from __future__ import annotations
 
-from ._array import namespace
+from typing import Any
+
+from ._array import Array, namespace
 from ._softmax import _SoftmaxData
 
 
@@ -37,24 +39,24 @@ class _BinaryChunk:
     symmetric ``(B, 2, q)`` of :class:`~._softmax._SoftmaxChunk`.
     """
 
-    def __init__(self, data: _SoftmaxData, weight, C):
+    def __init__(self, data: _SoftmaxData, weight: Array, C: Array) -> None:
         self.data, self.weight, self.C = data, weight, C
         self.size = data.xp.sum(weight, axis=1)
         self.positive = data.onehot[1]  # y_i: 1 for the second class
 
     @classmethod
-    def from_masks(cls, data: _SoftmaxData, masks, C: float) -> "_BinaryChunk":
+    def from_masks(cls, data: _SoftmaxData, masks: Any, C: float) -> _BinaryChunk:
         """A chunk from masks or integer sample weights (m, N), in the data's backend."""
         weight = data.backend.asarray(masks)
         return cls(data, weight, data.backend.full((weight.shape[0],), float(C)))
 
-    def take(self, rows) -> "_BinaryChunk":
+    def take(self, rows: Array) -> _BinaryChunk:
         return _BinaryChunk(self.data, self.weight[rows], self.C[rows])
 
     def __len__(self) -> int:
         return self.weight.shape[0]
 
-    def objective(self, theta, grad: bool = True, probabilities: bool = False):
+    def objective(self, theta: Array, grad: bool = True, probabilities: bool = False) -> Any:
         """``f``, and optionally the gradient (B, 1, q) and the probabilities (B, N) for :meth:`hessian`."""
         data, xp = self.data, self.data.xp
         v = theta[:, 0, :]
@@ -76,7 +78,7 @@ class _BinaryChunk:
         g = g[:, None, :]
         return (f, g, p) if probabilities else (f, g)
 
-    def hessian(self, p):
+    def hessian(self, p: Array) -> Array:
         """``C sum_i m_i p_i (1 - p_i) x_i x_i^T + diag(penalty)``, (B, q, q): one product ``(B, N) @ (N, q^2)``."""
         data = self.data
         q = data.q
@@ -88,17 +90,17 @@ class _BinaryChunk:
         H[:, diagonal, diagonal] += data.penalty
         return H
 
-    def converged(self, g, tol):
+    def converged(self, g: Array, tol: float) -> Array:
         xp = self.data.xp
         return xp.max(xp.abs(g), axis=(1, 2)) <= tol * self.C * self.size
 
     @staticmethod
-    def binary_parameters(theta):
+    def binary_parameters(theta: Array) -> Array:
         """``v = theta_1 - theta_0`` (B, 1, q) from symmetric softmax parameters (B, 2, q)."""
         return (theta[:, 1, :] - theta[:, 0, :])[:, None, :]
 
     @staticmethod
-    def softmax_parameters(v):
+    def softmax_parameters(v: Array) -> Array:
         """The symmetric softmax parameters ``(-v/2, v/2)`` (B, 2, q) of ``v`` (B, 1, q)."""
         half = 0.5 * v[:, 0, :]
         return namespace(v).stack([-half, half], axis=1)

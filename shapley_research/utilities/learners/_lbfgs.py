@@ -8,11 +8,15 @@ per iteration, for models with many parameters (:mod:`shapley_research.utilities
 
 from __future__ import annotations
 
+from typing import Callable
+
+from ._array import Array, ArrayBackend
 from ._line_search import _armijo, _no_progress, _stalled_converged
 from ._softmax import _SoftmaxChunk
 
 
-def _lbfgs(chunk: _SoftmaxChunk, theta, tol: float, max_iter: int, memory: int = 10, precondition=None):
+def _lbfgs(chunk: _SoftmaxChunk, theta: Array, tol: float, max_iter: int, memory: int = 10,
+           precondition: Callable[[Array, Array], Array] | None = None) -> tuple[Array, Array, Array]:
     """Batched L-BFGS (two-loop recursion, ``memory`` pairs) with backtracking Armijo steps.
 
     ``precondition(r, rows)``, if given, applies the initial inverse Hessian
@@ -31,7 +35,7 @@ def _lbfgs(chunk: _SoftmaxChunk, theta, tol: float, max_iter: int, memory: int =
     gamma = backend.ones((B,))
     pairs = backend.zeros((B,), "int")  # curvature pairs stored since the last restart
 
-    def keep_rows(keep):
+    def keep_rows(keep: Array) -> None:
         nonlocal active, sub, f, g, S, Y, rho, gamma, pairs
         active, sub = active[keep], sub.take(keep)
         f, g, S, Y, rho, gamma, pairs = f[keep], g[keep], S[keep], Y[keep], rho[keep], gamma[keep], pairs[keep]
@@ -67,7 +71,8 @@ def _lbfgs(chunk: _SoftmaxChunk, theta, tol: float, max_iter: int, memory: int =
     return theta, iterations, converged
 
 
-def _search_direction(backend, g, S, Y, rho, gamma, pairs, it: int, precondition, active):
+def _search_direction(backend: ArrayBackend, g: Array, S: Array, Y: Array, rho: Array, gamma: Array, pairs: Array,
+                      it: int, precondition: Callable[[Array, Array], Array] | None, active: Array) -> Array:
     """The L-BFGS direction ``-H g`` by the two-loop recursion over the stored pairs, newest first.
 
     ``H0`` is ``precondition(r, active)`` when given, else ``gamma I`` (``1/|g|``

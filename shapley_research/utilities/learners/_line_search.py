@@ -51,13 +51,13 @@ def _armijo(chunk: _SoftmaxChunk | _BinaryChunk, theta: Any, f: Any, g: Any, dir
     return new_theta, new_f, new_g, accepted
 
 
-def _no_progress(chunk: _SoftmaxChunk | _BinaryChunk, f_old, f_new):
+def _no_progress(chunk: _SoftmaxChunk | _BinaryChunk, f_old: Any, f_new: Any) -> Any:
     """Relative decrease below ``64 eps`` (scipy's L-BFGS ``ftol`` as scikit-learn sets it), eps of the dtype."""
     backend, xp = chunk.data.backend, chunk.data.xp
     scale = backend.maximum(xp.maximum(xp.abs(f_old), xp.abs(f_new)), 1.0)
     return (f_old - f_new) <= 64 * backend.eps * scale
 
 
-def _stalled_converged(chunk: _SoftmaxChunk | _BinaryChunk, g, tol: float):
+def _stalled_converged(chunk: _SoftmaxChunk | _BinaryChunk, g: Any, tol: float) -> Any:
     """Coalitions whose line search found no decrease: done if the gradient is at rounding level."""
     return chunk.converged(g, 1e3 * tol)

@@ -11,13 +11,14 @@ live in :mod:`._online_prefix` and :mod:`._warm_prefix` (the mathematics is in
 from __future__ import annotations
 
 import warnings
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Callable, Literal, cast
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._model_data import clipped_mean_log_probability, constant_frequencies, degenerate_rows
 from ..._validation import check_bool, check_choice, check_float, check_int, check_permutations, check_weights
+from ._array import Array
 from ._base import _CHUNK_BYTES, _BatchedLearner, _check_features_like, _chunks
 from ._binary import _BinaryChunk
 from ._lbfgs import _lbfgs
@@ -168,7 +169,7 @@ class LogisticRegressionUtility(_BatchedLearner):
             per += 8 * (K * K * (N + q * q) + 4 * (K * q) ** 2)
         return per
 
-    def _preconditioner(self, chunk: _SoftmaxChunk):
+    def _preconditioner(self, chunk: _SoftmaxChunk) -> Callable[[Array, Array], Array] | None:
         r"""L-BFGS's initial inverse Hessian for a chunk: the full-data Hessian scaled to each coalition.
 
         A coalition's data Hessian is on average :math:`|S|/N` times that of the
@@ -199,7 +200,7 @@ class LogisticRegressionUtility(_BatchedLearner):
         weight = chunk.C * chunk.size / self.n_players
         present = chunk.present[:, :, None]
 
-        def apply(r, rows):
+        def apply(r: Array, rows: Array) -> Array:
             z = xp.reshape(r * present[rows], (len(rows), K * q)) @ vectors
             z /= weight[rows, None] * eigenvalues[None, :] + 1.0
             return xp.reshape(z @ vectors_T, (len(rows), K, q)) * present[rows]
@@ -227,7 +228,8 @@ class LogisticRegressionUtility(_BatchedLearner):
             self._data = _SoftmaxData(self.design, self.targets, self._backend)
         return self._data
 
-    def _fit_thetas(self, masks: np.ndarray, counts: np.ndarray, theta0=None, precondition: bool = True):
+    def _fit_thetas(self, masks: np.ndarray, counts: np.ndarray, theta0: Array = None,
+                    precondition: bool = True) -> Array:
         """Centred parameters (m, K, q), in the backend, of non-degenerate coalitions, fitted chunk by chunk.
 
         ``masks`` are masks or integer sample weights (m, N) and ``counts`` the
@@ -275,21 +277,21 @@ class LogisticRegressionUtility(_BatchedLearner):
                           ConvergenceWarning, stacklevel=3)
         return theta
 
-    def _test_logits(self, theta, present, X):
+    def _test_logits(self, theta: Array, present: Array, X: Array) -> Array:
         """Logits (B, K, n) of parameters ``theta`` on rows ``X`` (both backend), absent classes at ``NEG_LOGIT``."""
         backend, xp = self._backend, self._backend.xp
         offset = xp.where(backend.asarray(present, "bool"), backend.scalar(0.0), backend.scalar(NEG_LOGIT))
         return theta @ xp.permute_dims(X, (1, 0)) + offset[:, :, None]
 
     @property
-    def _test_rows(self):
+    def _test_rows(self) -> tuple[Array, Array]:
         """The centred test design and the test labels' class indices, in the backend."""
         if getattr(self, "_test_backend", None) is None:
             self._test_backend = (self._backend.asarray(self.design.test),
                                   self._backend.asarray(self.targets.y_test_index, "int"))
         return self._test_backend
 
-    def _score_thetas(self, theta, present: np.ndarray) -> np.ndarray:
+    def _score_thetas(self, theta: Array, present: np.ndarray) -> NDArray[np.float64]:
         """Test metric (numpy, m) of backend parameters ``theta`` (m, K, q) with classes ``present`` (m, K)."""
         backend, xp = self._backend, self._backend.xp
         values = np.empty(theta.shape[0])

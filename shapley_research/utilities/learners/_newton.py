@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ._array import namespace
+from ._array import Array, namespace
 from ._line_search import _armijo, _no_progress, _stalled_converged
 from ._softmax import _SoftmaxChunk
 
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from ._binary import _BinaryChunk
 
 
-def _solve_spd(H, b):
+def _solve_spd(H: Array, b: Array) -> Array:
     """Solve ``H x = b`` for a batch of symmetric positive definite ``H`` (B, p, p), ``b`` (B, p).
 
     One batched LAPACK call (``np.linalg.solve``, LU per matrix). Against a
@@ -32,7 +32,8 @@ def _solve_spd(H, b):
     return namespace(H).linalg.solve(H, b[..., None])[..., 0]
 
 
-def _newton(chunk: _SoftmaxChunk | _BinaryChunk, theta, tol: float, max_iter: int):
+def _newton(chunk: _SoftmaxChunk | _BinaryChunk, theta: Array, tol: float,
+            max_iter: int) -> tuple[Array, Array, Array]:
     """Batched damped Newton; returns theta, iterations used and converged flags.
 
     The full step is evaluated together with the next iteration's gradient

@@ -10,6 +10,8 @@ change. An approximation of refitting every prefix (:mod:`shapley_research.utili
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ._line_search import _armijo
@@ -21,7 +23,7 @@ __all__ = ["online_prefix_utilities"]
 class _OnlinePath:
     """The state of ``b`` permutations walked together: parameters, objective, the last refit's inverse Hessian."""
 
-    def __init__(self, learner, b: int, n: int):
+    def __init__(self, learner: Any, b: int, n: int) -> None:  # learner: the LogisticRegressionUtility
         K, q = learner.targets.n_classes, learner.design.q
         self.learner, self.data = learner, learner._softmax_data
         self.full = learner._use_newton()
@@ -34,18 +36,18 @@ class _OnlinePath:
         self.refit_size = np.zeros(b)
         self.fitted = np.zeros(b, dtype=bool)
 
-    def chunk(self, rows) -> _SoftmaxChunk:
+    def chunk(self, rows: np.ndarray) -> _SoftmaxChunk:
         return _SoftmaxChunk(self.data, self.members[rows], self.present[rows],
                              _effective_C(self.learner.C, self.present[rows]))
 
-    def add_point(self, rows, x, label) -> None:
+    def add_point(self, rows: np.ndarray, x: np.ndarray, label: np.ndarray) -> None:
         """The joining point's loss and gradient at the current parameters, added to ``f`` and ``g``."""
         loss, grad = _point_terms(x, label, self.theta[rows], self.present[rows],
                                   _effective_C(self.learner.C, self.present[rows]))
         self.f[rows] += loss
         self.g[rows] += grad
 
-    def chord_steps(self, step, size: int) -> None:
+    def chord_steps(self, step: np.ndarray, size: int) -> None:
         """Up to ``prefix_steps`` damped steps with the last refit's Hessian, rescaled to the prefix size."""
         learner, theta, f, g = self.learner, self.theta, self.f, self.g
         K, q = theta.shape[1:]
@@ -66,7 +68,7 @@ class _OnlinePath:
             theta[step], f[step], g[step] = th, f_new, g_new
             step = step[accepted]
 
-    def refit(self, rows, size: int) -> None:
+    def refit(self, rows: np.ndarray, size: int) -> None:
         """Exact warm-started fits of prefixes ``rows``, their objective and inverse Hessian at the solution."""
         learner = self.learner
         masks = self.members[rows] > 0
@@ -80,7 +82,7 @@ class _OnlinePath:
         self.refit_size[rows] = size
 
 
-def online_prefix_utilities(learner, perms: np.ndarray, degenerate: np.ndarray):
+def online_prefix_utilities(learner: Any, perms: np.ndarray, degenerate: np.ndarray) -> np.ndarray:
     """Utilities (b, n) of every prefix of ``perms``, each scored as its model is updated.
 
     What :meth:`LogisticRegressionUtility.evaluate_prefixes` computes with

@@ -8,13 +8,14 @@ the inverse (the mathematics is in :mod:`shapley_research.utilities.learners`).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._model_data import constant_means, degenerate_rows, regression_scores
 from ..._validation import check_float, check_int, check_permutations, check_weights
+from ._array import Array
 from ._base import _CHUNK_BYTES, _BatchedLearner, _check_features_like, _chunks
 
 if TYPE_CHECKING:
@@ -91,11 +92,11 @@ class RidgeUtility(_BatchedLearner):
         # per-point outer products, packed; kept when small, else rebuilt per player block
         self._outer = self._outer_products(slice(None)) if packed_bytes <= 2 * _CHUNK_BYTES else None
 
-    def _outer_products(self, rows):
+    def _outer_products(self, rows: slice) -> Array:
         X = self._train_b[rows]
         return X[:, self._upper_b[0]] * X[:, self._upper_b[1]]
 
-    def _gram(self, weights):
+    def _gram(self, weights: Array) -> Array:
         """Regularised Gram matrices ``R + sum_i w_i x_i x_i^T``, shape (B, q, q), of backend weights (B, N)."""
         if self._outer is not None:
             packed = weights @ self._outer
@@ -108,7 +109,7 @@ class RidgeUtility(_BatchedLearner):
         gram[:, self._upper_b[1], self._upper_b[0]] = packed
         return gram + self._ridge_b
 
-    def _thetas(self, masks: np.ndarray):
+    def _thetas(self, masks: np.ndarray) -> Array:
         """Parameters (m, q), in the backend, of masks or integer sample weights (m, N) (numpy)."""
         backend, q = self._backend, self.design.q
         out = backend.empty((masks.shape[0], q))
@@ -149,7 +150,7 @@ class RidgeUtility(_BatchedLearner):
     def _fitted_utilities(self, masks: NDArray[np.bool_], counts: NDArray[np.float64] | None) -> NDArray[np.float64]:
         return self._score_thetas(self._thetas(masks))
 
-    def _score_thetas(self, theta: Any) -> NDArray[np.float64]:
+    def _score_thetas(self, theta: Array) -> NDArray[np.float64]:
         """Test metric (numpy, m) of parameters ``theta`` (m, q) in the backend."""
         values = np.empty(theta.shape[0])
         for s in _chunks(theta.shape[0], self._chunk_size(8 * len(self.y_test))):

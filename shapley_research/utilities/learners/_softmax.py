@@ -10,10 +10,12 @@ and :data:`NEG_LOGIT`, the logit of a class absent from a coalition.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from .._model_data import TargetInfo
-from ._array import NUMPY, ArrayBackend, namespace
+from ._array import NUMPY, Array, ArrayBackend, namespace
 from ._base import _Design
 
 NEG_LOGIT = -1e30  # logit of a class absent from a coalition: exp underflows to exactly 0
@@ -33,10 +35,10 @@ class _SoftmaxData:
         n = design.train.shape[0]
         # flat (K, N) index of each true logit
         self.true_index = backend.asarray(targets.y_train_index * n + np.arange(n), "int")
-        self._outer = None
+        self._outer: Array = None
 
     @property
-    def outer(self):
+    def outer(self) -> Array:
         """Per-point outer products ``x_i x_i^T`` flattened, (N, q^2); built on first use (Newton)."""
         if self._outer is None:
             self._outer = self.xp.reshape(self.X[:, :, None] * self.X[:, None, :], (self.X.shape[0], -1))
@@ -53,7 +55,8 @@ class _SoftmaxChunk:
     (module docstring), ``offset`` (B, K, 1) with ``NEG_LOGIT`` on absent classes.
     """
 
-    def __init__(self, data: _SoftmaxData, weight, present, C, all_present: bool | None = None):
+    def __init__(self, data: _SoftmaxData, weight: Array, present: Array, C: Array,
+                 all_present: bool | None = None) -> None:
         self.data, self.weight, self.present, self.C = data, weight, present, C
         xp, backend = data.xp, data.backend
         self.offset = xp.where(present, backend.scalar(0.0), backend.scalar(NEG_LOGIT))[:, :, None]
@@ -62,7 +65,7 @@ class _SoftmaxChunk:
         self.size = xp.sum(weight, axis=1)
 
     @classmethod
-    def from_masks(cls, data: _SoftmaxData, masks, counts, C: float) -> "_SoftmaxChunk":
+    def from_masks(cls, data: _SoftmaxData, masks: np.ndarray, counts: np.ndarray, C: float) -> _SoftmaxChunk:
         """A chunk from masks or integer sample weights (m, N) and class counts (m, K), in the data's backend."""
         backend, xp = data.backend, data.xp
         present = backend.asarray(counts > 0, "bool")
@@ -70,7 +73,7 @@ class _SoftmaxChunk:
         return cls(data, backend.asarray(masks), present,
                    xp.where(n_present == 2, backend.scalar(0.5 * C), backend.scalar(C)))
 
-    def take(self, rows) -> "_SoftmaxChunk":
+    def take(self, rows: Array) -> _SoftmaxChunk:
         """The chunk of coalitions ``rows``; all classes stay present in every row if they were (no device sync)."""
         return _SoftmaxChunk(self.data, self.weight[rows], self.present[rows], self.C[rows],
                              all_present=True if self.all_present else None)
@@ -78,14 +81,14 @@ class _SoftmaxChunk:
     def __len__(self) -> int:
         return self.weight.shape[0]
 
-    def logits(self, theta) -> np.ndarray:
+    def logits(self, theta: Array) -> Array:
         B, K, q = theta.shape
         Z = self.data.xp.reshape(self.data.xp.reshape(theta, (B * K, q)) @ self.data.XT, (B, K, -1))
         if not self.all_present:
             Z += self.offset
         return Z
 
-    def objective(self, theta, grad: bool = True, probabilities: bool = False):
+    def objective(self, theta: Array, grad: bool = True, probabilities: bool = False) -> Any:
         """``f``, and optionally the gradient (B, K, q) and the probabilities (B, K, N) for :meth:`hessian`.
 
         Works in place on one ``(B, K, N)`` array (logits, shifted logits,
@@ -116,7 +119,7 @@ class _SoftmaxChunk:
         g += theta * data.penalty
         return (f, g, P) if probabilities else (f, g)
 
-    def hessian(self, P) -> np.ndarray:
+    def hessian(self, P: Array) -> Array:
         """Full softmax Hessian, null directions made harmless (:func:`_fix_null_directions`).
 
         Block ``(k, l)`` is ``sum_i w_i (p_ik [k=l] - p_ik p_il) x_i x_i^T``: one
@@ -138,10 +141,10 @@ class _SoftmaxChunk:
         _fix_null_directions(H, self.present, self.data.penalty, data.backend)
         return H
 
-    def converged(self, g, tol):
+    def converged(self, g: Array, tol: float) -> Array:
         return self.data.xp.max(self.data.xp.abs(g), axis=(1, 2)) <= tol * self.C * self.size
 
-    def block_hessian_inverse(self, theta) -> np.ndarray:
+    def block_hessian_inverse(self, theta: Array) -> Array:
         """Inverses of the class-diagonal blocks of the Hessian at ``theta``, shape (B, K, q, q).
 
         Block ``k`` is ``C sum_i w_i p_ik (1 - p_ik) x_i x_i^T`` plus the penalty
@@ -161,7 +164,7 @@ class _SoftmaxChunk:
             blocks[:, :, q - 1, q - 1] += data.backend.asarray(~self.present)
         return xp.linalg.inv(blocks)
 
-    def exact_hessian_inverse(self, theta):
+    def exact_hessian_inverse(self, theta: Array) -> Array:
         """Inverse of the (null-fixed) Hessian at ``theta``, shape (B, Kq, Kq)."""
         _, _, P = self.objective(theta, grad=True, probabilities=True)
         return self.data.xp.linalg.inv(self.hessian(P))
@@ -172,7 +175,8 @@ def _effective_C(C: float, present: np.ndarray) -> np.ndarray:
     return np.where(present.sum(axis=1) == 2, 0.5 * C, C)
 
 
-def _point_terms(X, labels, theta, present, C):
+def _point_terms(X: np.ndarray, labels: np.ndarray, theta: np.ndarray, present: np.ndarray,
+                 C: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Loss and gradient of one point per permutation (rows ``X`` (a, q)), weighted by ``C``."""
     z = np.einsum("bkq,bq->bk", theta, X) + np.where(present, 0.0, NEG_LOGIT)
     z -= z.max(axis=1, keepdims=True)
@@ -185,7 +189,7 @@ def _point_terms(X, labels, theta, present, C):
     return loss, C[:, None, None] * p[:, :, None] * X[:, None, :]
 
 
-def _fix_null_directions(H, present, penalty, backend: ArrayBackend = NUMPY) -> None:
+def _fix_null_directions(H: Array, present: Array, penalty: Array, backend: ArrayBackend = NUMPY) -> None:
     """Make Hessians ``H`` (B, Kq, Kq) invertible without changing Newton steps on admissible gradients.
 
     Absent classes (``present`` (B, K) false): their coordinates never move

@@ -47,6 +47,8 @@ pass is a few batched matrix products.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ._softmax import NEG_LOGIT, _data_hessian, _effective_C, _fix_null_directions, _point_terms
@@ -57,13 +59,14 @@ __all__ = ["exact_prefix_utilities"]
 class _PrefixData:
     """The training rows in each permutation's order, so prefix ``k`` is the slice ``[:, :k]``."""
 
-    def __init__(self, learner, perms: np.ndarray):
+    def __init__(self, learner: Any, perms: np.ndarray) -> None:  # learner: the LogisticRegressionUtility
         self.X = np.ascontiguousarray(learner.design.train[perms])  # (b, N, q)
         self.onehot = np.ascontiguousarray(learner.targets.train_onehot[perms].transpose(0, 2, 1))  # (b, K, N)
         self.labels = learner.targets.y_train_index[perms]  # (b, N)
         self.penalty = learner.design.penalty
 
-    def objective(self, rows, k: int, theta, present, C):
+    def objective(self, rows: np.ndarray | None, k: int, theta: np.ndarray, present: np.ndarray,
+                  C: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``f`` (a,) and gradient (a, K, q) of the prefix objective of size ``k`` for permutations ``rows``."""
         everyone = rows is None
         X = self.X[:, :k] if everyone else self.X[rows, :k]
@@ -84,7 +87,8 @@ class _PrefixData:
         g += theta * self.penalty
         return f, g
 
-    def hessian_inverse(self, rows, k: int, theta, present, C) -> np.ndarray:
+    def hessian_inverse(self, rows: np.ndarray, k: int, theta: np.ndarray, present: np.ndarray,
+                        C: np.ndarray) -> np.ndarray:
         """Inverse Hessians (a, Kq, Kq) of the prefix objectives of size ``k`` at ``theta``."""
         a, K, q = theta.shape
         H = np.empty((a, K * q, K * q))
@@ -104,7 +108,7 @@ class _PrefixData:
 class _WarmPath:
     """The state of ``b`` permutations walked together: parameters, objective, preconditioner, secant pairs."""
 
-    def __init__(self, learner, perms: np.ndarray, memory: int):
+    def __init__(self, learner: Any, perms: np.ndarray, memory: int) -> None:
         b, self.n = perms.shape
         K, q = learner.targets.n_classes, learner.design.q
         self.learner, self.perms, self.memory = learner, perms, memory
@@ -121,17 +125,17 @@ class _WarmPath:
         self.rho = np.zeros((b, memory))
         self.stats = {"passes": 0, "refits": 0, "fallbacks": 0, "hessians": 0}
 
-    def C(self, rows) -> np.ndarray:
+    def C(self, rows: np.ndarray) -> np.ndarray:
         return _effective_C(self.learner.C, self.present[rows])
 
-    def initial_inverse(self, r, rows, size):
+    def initial_inverse(self, r: np.ndarray, rows: np.ndarray, size: int) -> np.ndarray:
         """The reference inverse Hessian rescaled to the prefix size (the data curvature grows with it)."""
         _, K, q = self.theta.shape
         flat = r.reshape(len(rows), K * q).astype(np.float32)
         z = np.stack([self.inverse[row] @ flat[i] for i, row in enumerate(rows)])  # no copy of the matrices
         return z.reshape(len(rows), K, q) * (self.ref_size[rows] / size)[:, None, None]
 
-    def direction(self, rows, size):
+    def direction(self, rows: np.ndarray, size: int) -> np.ndarray:
         """``-B g`` by the two-loop recursion over the kept pairs (absent pairs have ``rho = 0``)."""
         S, Y, rho = self.S, self.Y, self.rho
         r = self.g[rows].copy()
@@ -145,7 +149,7 @@ class _WarmPath:
             r += (alphas[:, j] - beta)[:, None, None] * S[rows, j]
         return -r
 
-    def refresh(self, rows, size):
+    def refresh(self, rows: np.ndarray, size: int) -> None:
         """A new reference Hessian at the current parameters of ``rows``; their secant pairs dropped."""
         self.inverse[rows] = self.data.hessian_inverse(rows, size, self.theta[rows], self.present[rows],
                                                        self.C(rows))
@@ -153,7 +157,7 @@ class _WarmPath:
         self.rho[rows] = 0.0
         self.stats["hessians"] += rows.size
 
-    def refit(self, rows, size):
+    def refit(self, rows: np.ndarray, size: int) -> None:
         """Batched exact fits of the prefixes ``rows`` of ``size`` points, from the current parameters."""
         learner, theta, present = self.learner, self.theta, self.present
         masks = np.zeros((len(rows), self.n), dtype=bool)
@@ -163,14 +167,14 @@ class _WarmPath:
         self.f[rows], self.g[rows] = self.data.objective(rows, size, theta[rows], present[rows], self.C(rows))
         self.refresh(rows, size)
 
-    def add_point(self, rows, k: int, label):
+    def add_point(self, rows: np.ndarray, k: int, label: np.ndarray) -> None:
         """The joining point's loss and gradient at the previous prefix's solution, added to ``f`` and ``g``."""
         loss, grad = _point_terms(self.data.X[rows, k], label[rows], self.theta[rows], self.present[rows],
                                   self.C(rows))
         self.f[rows] += loss
         self.g[rows] += grad
 
-    def descent_direction(self, rows, size):
+    def descent_direction(self, rows: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
         """The quasi-Newton direction of ``rows`` and its slope; the reference Hessian's where it points uphill."""
         d = self.direction(rows, size)
         g = self.g
@@ -182,7 +186,7 @@ class _WarmPath:
             slope[uphill] = np.einsum("bkq,bkq->b", d[uphill], g[rows[uphill]])
         return d, slope
 
-    def line_search(self, rows, size, C, d, slope):
+    def line_search(self, rows: np.ndarray, size: int, C: np.ndarray, d: np.ndarray, slope: np.ndarray) -> None:
         """Armijo backtracking along ``d``, the full step first; accepted steps update the secant pairs."""
         theta, f, g = self.theta, self.f, self.g
         step = np.ones(rows.size)
@@ -201,7 +205,7 @@ class _WarmPath:
                 break
             step[pending] *= 0.5
 
-    def _push_pair(self, done, s, y):
+    def _push_pair(self, done: np.ndarray, s: np.ndarray, y: np.ndarray) -> None:
         """The newest secant pair ``(s, y)`` of rows ``done``; ``rho = 0`` (unused) unless curvature is positive."""
         S, Y, rho = self.S, self.Y, self.rho
         sy = np.einsum("bkq,bkq->b", s, y)
@@ -210,7 +214,7 @@ class _WarmPath:
         S[done, 0], Y[done, 0] = s, y
         rho[done, 0] = np.where(keep, 1.0 / np.where(keep, sy, 1.0), 0.0)
 
-    def converge(self, rows, size, max_steps: int) -> np.ndarray:
+    def converge(self, rows: np.ndarray, size: int, max_steps: int) -> np.ndarray:
         """Quasi-Newton steps on prefixes ``rows`` to the learner's test; the steps taken by each permutation."""
         steps = np.zeros(len(self.theta), dtype=int)
         tol = self.learner.tol
@@ -231,8 +235,8 @@ class _WarmPath:
         return steps
 
 
-def exact_prefix_utilities(learner, perms: np.ndarray, degenerate: np.ndarray, *, memory: int = 5,
-                           max_steps: int = 30, refresh_after: int = 10):
+def exact_prefix_utilities(learner: Any, perms: np.ndarray, degenerate: np.ndarray, *, memory: int = 5,
+                           max_steps: int = 30, refresh_after: int = 10) -> tuple[np.ndarray, dict[str, int]]:
     """Utilities (b, n) of every prefix of ``perms``, each an exact fit (module docstring).
 
     Entries of degenerate prefixes are left at 0 for the caller. Returns the
@@ -269,7 +273,8 @@ def exact_prefix_utilities(learner, perms: np.ndarray, degenerate: np.ndarray, *
     return values, path.stats
 
 
-def _unconverged(rows, g, tol, C, size):
+def _unconverged(rows: np.ndarray, g: np.ndarray, tol: float, C: np.ndarray,
+                 size: int) -> tuple[np.ndarray, np.ndarray]:
     """The rows (and their ``C``) whose gradient fails the learner's test ``|g|_inf <= tol C size``."""
     keep = np.abs(g[rows]).max(axis=(1, 2)) > tol * C * size
     return rows[keep], C[keep]
