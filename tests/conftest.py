@@ -2,6 +2,11 @@
 
 ``tests/`` has no ``__init__.py``, so pytest puts this folder on ``sys.path``
 and the test modules import the game zoo as ``from games import ...``.
+
+Markers (registered in ``pyproject.toml``): ``slow`` for a test of about a second or
+more, left out by the fast subset ``python -m pytest -m "not slow"`` (the default run has
+every test); ``sampling`` to keep sampling estimators sampling on small games, which the
+other tests value exactly as users get them (see ``_small_games_per_module``).
 """
 
 from __future__ import annotations
