@@ -113,7 +113,7 @@ def select_kernel(requested: str | None = None) -> str:
     return _private_kernel()
 
 
-def _local_kernel_manager():
+def _local_kernel_manager() -> type:
     """A kernel manager talking to its kernel over local IPC sockets instead of TCP.
 
     The kernel runs on this machine, so the sockets need no network; over TCP
@@ -125,11 +125,11 @@ def _local_kernel_manager():
 
     class LocalKernelManager(AsyncKernelManager):
         @default("transport")
-        def _default_transport(self):
+        def _default_transport(self) -> str:
             return "ipc"
 
         @default("ip")
-        def _default_ip(self):
+        def _default_ip(self) -> str:
             # the sockets' path prefix: jupyter_client's default, "kernel-ipc" in the working directory, is
             # shared by two runs started there at once, whose kernels then read each other's messages
             directory = tempfile.mkdtemp(prefix="shapley-research-kernel-")
@@ -141,11 +141,11 @@ def _local_kernel_manager():
 
 # --- commands ---------------------------------------------------------------------------------------------
 
-def _project(args) -> Project:
+def _project(args: argparse.Namespace) -> Project:
     return Project.locate(args.project_dir)
 
 
-def cmd_list(args) -> int:
+def cmd_list(args: argparse.Namespace) -> int:
     """Print the experiment names, one per line (with ``--long``: status and description)."""
     if not args.long:
         print("\n".join(EXPERIMENT_NAMES))
@@ -178,7 +178,7 @@ def _configure_logging(quiet: bool) -> None:
     logger.propagate = False
 
 
-def _format_value(value) -> str:
+def _format_value(value: object) -> str:
     if isinstance(value, float):
         return f"{value:.4g}"
     if isinstance(value, list) and len(value) > 6:
@@ -231,7 +231,7 @@ def run_parameters(project: Project, name: str, overrides: list[str]) -> dict:
     return params
 
 
-def cmd_run(args) -> int:
+def cmd_run(args: argparse.Namespace) -> int:
     """Compose the configuration, execute the notebook, check ``metrics.json``, print the verdicts."""
     name = check_name(args.name)
     project = _project(args)
@@ -298,7 +298,7 @@ def _children_cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def cmd_report(args) -> int:
+def cmd_report(args: argparse.Namespace) -> int:
     """Write results/README.md and optionally refresh the README's results section."""
     project = _project(args)
     descriptions = {name: project.description(name) for name in project.available()}
@@ -307,7 +307,7 @@ def cmd_report(args) -> int:
     return EXIT_OK
 
 
-def cmd_stage(args) -> int:
+def cmd_stage(args: argparse.Namespace) -> int:
     """Print (or write into dvc.yaml) the DVC stage for an experiment."""
     import yaml
 
@@ -321,7 +321,7 @@ def cmd_stage(args) -> int:
     return EXIT_OK
 
 
-def cmd_params(args) -> int:
+def cmd_params(args: argparse.Namespace) -> int:
     """Print, check or rewrite the notebooks' ``parameters`` cells, generated from ``conf/``."""
     from .experiments import (declaration_problems, generated_parameters, parameters_cell, parameters_source,
                               write_parameters_cell)
@@ -353,7 +353,7 @@ def cmd_params(args) -> int:
     return EXIT_FAILED if stale else EXIT_OK
 
 
-def cmd_compare(args) -> int:
+def cmd_compare(args: argparse.Namespace) -> int:
     """Print the differences between two runs, measured times aside; exit 1 if there are any."""
     from .experiments import compare_runs
 

@@ -18,12 +18,19 @@ import numbers
 import os
 import sys
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sized
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, TYPE_CHECKING, Any, Literal, TypeVar, cast, overload
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.figure import Figure
+    from threadpoolctl import threadpool_limits
+
+_Item = TypeVar("_Item")
 
 METRICS_FILE = "metrics.json"
 CLAIM_KEYS = ("claim", "statistic", "holds", "source", "criterion")
@@ -162,6 +169,10 @@ class Claim:
         return entry
 
 
+@overload
+def _non_empty(name: str, value: Any, optional: Literal[False] = False) -> str: ...
+@overload
+def _non_empty(name: str, value: Any, optional: bool) -> str | None: ...
 def _non_empty(name: str, value: Any, optional: bool = False) -> str | None:
     if value is None and optional:
         return None
@@ -398,7 +409,7 @@ def _check_stem(stem: str) -> str:
     return stem
 
 
-def save_figure(fig, output_dir: str | os.PathLike, stem: str, pdf: bool = True) -> list[Path]:
+def save_figure(fig: Figure, output_dir: str | os.PathLike, stem: str, pdf: bool = True) -> list[Path]:
     """Save ``fig`` as ``stem.png`` (150 dpi) and, by default, ``stem.pdf``.
 
     The figure stays open so that a notebook still displays it.
@@ -420,7 +431,8 @@ def save_figure(fig, output_dir: str | os.PathLike, stem: str, pdf: bool = True)
     return paths
 
 
-def write_table(df, output_dir: str | os.PathLike, name: str) -> Path:
+def write_table(df: pd.DataFrame | Mapping[str, Any] | list[dict[str, Any]], output_dir: str | os.PathLike,
+                name: str) -> Path:
     """Write the values behind a figure as a tidy CSV ``output_dir/name.csv``.
 
     Tidy: one row per observation, one column per variable, no index. A dict
@@ -504,7 +516,7 @@ def setup_matplotlib() -> None:
     })
 
 
-def set_blas_threads(n: int = 1):
+def set_blas_threads(n: int = 1) -> threadpool_limits:
     """Limit BLAS/OpenMP threads for the rest of the process.
 
     On small machines, many tiny model fits run far faster on one BLAS thread
@@ -522,8 +534,8 @@ def set_blas_threads(n: int = 1):
     return threadpool_limits(limits=int(n))
 
 
-def progress(iterable: Iterable, desc: str = "", total: int | None = None, steps: int = 10,
-             file=None) -> Iterator:
+def progress(iterable: Iterable[_Item], desc: str = "", total: int | None = None, steps: int = 10,
+             file: IO[str] | None = None) -> Iterator[_Item]:
     """Yield from ``iterable``, printing a line at every ``1/steps`` of the way.
 
     Plain lines (no carriage returns) read well both in a terminal and in
@@ -543,7 +555,7 @@ def progress(iterable: Iterable, desc: str = "", total: int | None = None, steps
         Where to print (default: standard output).
     """
     if total is None:
-        total = len(iterable) if hasattr(iterable, "__len__") else None
+        total = len(cast(Sized, iterable)) if hasattr(iterable, "__len__") else None
     out = sys.stdout if file is None else file
     label = f"{desc}: " if desc else ""
     start = time.perf_counter()

@@ -103,8 +103,8 @@ def compare_runs(first: str | os.PathLike, second: str | os.PathLike) -> list[st
                         (("first", files[0] - files[1]), ("second", files[1] - files[0])) for path in sorted(only)]
         for path in sorted(files[0] & files[1]):
             if pattern == "*.csv":
-                found = _compare_tables(*runs, path)
+                found = _compare_tables(runs[0], runs[1], path)
                 differences += [found] if found else []
             else:
-                differences += _compare_arrays(*runs, path)
+                differences += _compare_arrays(runs[0], runs[1], path)
     return differences

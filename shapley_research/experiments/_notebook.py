@@ -113,7 +113,8 @@ def _parse_parameters(source: str) -> dict[str, Any]:
             raise ValueError(f"the parameters cell must hold only 'name = literal' lines; line {node.lineno} "
                              "is something else.")
         try:
-            values[target.id] = ast.literal_eval(node.value)
+            # node is an Assign, or an AnnAssign with a value: any other statement was refused above
+            values[target.id] = ast.literal_eval(node.value)  # type: ignore[attr-defined]
         except ValueError:
             raise ValueError(f"parameter {target.id!r} (line {node.lineno}) must be a literal "
                              "(number, string, list, dict, True/False/None).") from None

@@ -443,7 +443,6 @@ def dvc_stage(project: Project, name: str, results_dir: str | os.PathLike | None
         raise ProjectError(f"no {METRICS_FILE} in {run_dir}; run `shapley-research run {name} profile=quick` "
                            "first, so the stage can list the files the experiment writes.")
     prefix = f"{RESULTS_DIR}/{name}"
-    executed = f"{name}.ipynb"
     from ._report import RUN_INFO_FILE
 
     # run_info.json is written by every `shapley-research run`, even if this directory predates it.

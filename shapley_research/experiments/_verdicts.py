@@ -13,8 +13,13 @@ one call: :func:`interval_verdict`; over several data sets or comparisons:
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from numpy.typing import ArrayLike
 
 __all__ = ["mean_interval", "decide", "repetitions_to_decide", "interval_verdict", "combine", "describe",
            "VERDICT_WORDS"]
@@ -22,7 +27,7 @@ __all__ = ["mean_interval", "decide", "repetitions_to_decide", "interval_verdict
 VERDICT_WORDS = {True: "holds", False: "does not hold", None: "inconclusive"}
 
 
-def mean_interval(samples, level: float = 0.95) -> tuple[float, float, float]:
+def mean_interval(samples: ArrayLike, level: float = 0.95) -> tuple[float, float, float]:
     r"""Mean and two-sided t-interval :math:`\bar x \pm t_{(1+\ell)/2,\,n-1}\, s / \sqrt n` of the samples.
 
     Returns ``(mean, low, high)``; with a single sample the ends are NaN (nothing can be decided).
@@ -41,7 +46,7 @@ def mean_interval(samples, level: float = 0.95) -> tuple[float, float, float]:
     return mean, mean - half, mean + half
 
 
-def decide(low: float, high: float, threshold: float, side: str = "above"):
+def decide(low: float, high: float, threshold: float, side: str = "above") -> bool | None:
     """Verdict on ``mean >= threshold`` (``side="above"``) or ``mean <= threshold`` (``"below"``).
 
     True if the whole interval ``[low, high]`` is on the claimed side, False
@@ -71,8 +76,8 @@ def repetitions_to_decide(sd: float, distance: float, level: float = 0.95, n_max
     return n if n <= n_max else None
 
 
-def interval_verdict(samples, threshold: float, side: str = "above", level: float = 0.95,
-                     strict: bool = False) -> dict:
+def interval_verdict(samples: ArrayLike, threshold: float, side: str = "above", level: float = 0.95,
+                     strict: bool = False) -> dict[str, Any]:
     """``{n, mean, low, high, verdict, seeds_to_decide}`` of the mean of ``samples`` against ``threshold``.
 
     ``verdict`` is :func:`decide`'s (None: undecided; also with fewer than two
@@ -96,7 +101,7 @@ def interval_verdict(samples, threshold: float, side: str = "above", level: floa
     return {"n": int(x.size), "mean": mean, "low": low, "high": high, "verdict": verdict, "seeds_to_decide": needed}
 
 
-def combine(verdicts) -> bool | None:
+def combine(verdicts: Iterable[bool | None]) -> bool | None:
     """False if any is False, True if all are True, None (inconclusive) otherwise."""
     verdicts = list(verdicts)
     if any(v is False for v in verdicts):

@@ -3,9 +3,14 @@ thresholds."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ._data import ATTACKS
+
+if TYPE_CHECKING:
+    from .._common import Claim
 
 Z_THRESHOLD = 2.0  # a change "holds" when it exceeds this many standard errors
 SPEARMAN_THRESHOLD = 0.8
@@ -35,7 +40,7 @@ _TREND_CLAIMS = {  # what: (source, sign of the claimed change, claim)
 
 
 def claim_trend(trends: dict, what: str, totals: dict, z_threshold: float = Z_THRESHOLD,
-                spearman_threshold: float = SPEARMAN_THRESHOLD):
+                spearman_threshold: float = SPEARMAN_THRESHOLD) -> Claim:
     """A claim on how ``what`` moves from test ratio 0 to 1, in all four (train, test) attack cases.
 
     ``what="gap"``: the paper's claim (adversarial points gain value, benign
@@ -71,7 +76,7 @@ def claim_trend(trends: dict, what: str, totals: dict, z_threshold: float = Z_TH
                   f"pairs) and Spearman(value, ratio) {'>=' if sign > 0 else '<='} {sign * spearman_threshold:g}")
 
 
-def claim_attack_match(matches: dict, z_threshold: float = Z_THRESHOLD):
+def claim_attack_match(matches: dict, z_threshold: float = Z_THRESHOLD) -> Claim:
     """Paper: adversarial points are worth more against the attack that made them.
 
     ``matches[train]`` is :func:`attack_match` of the gap at ratio 1; holds
@@ -94,7 +99,7 @@ def claim_attack_match(matches: dict, z_threshold: float = Z_THRESHOLD):
                   f"- mean value(benign), which the different totals of the two test sets do not move)")
 
 
-def claim_comparable_attacks(shifts: dict, factor: float = SHIFT_FACTOR):
+def claim_comparable_attacks(shifts: dict, factor: float = SHIFT_FACTOR) -> Claim:
     """Reproduction: CW moves the training points about as far as FGSM in the valued model's feature space.
 
     ``shifts[attack]`` is the median PCA-space distance between a training

@@ -7,11 +7,14 @@ import time
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..._validation import check_int
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 ATTACKS = ("fgsm", "cw")
 ATTACK_LABELS = {"fgsm": "FGSM", "cw": "CW"}
@@ -45,7 +48,8 @@ def _balanced_counts(total: int, n_classes: int, rng: np.random.Generator) -> np
     return counts
 
 
-def split_indices(y, *, n_model_train: int, n_per_class: int, n_test: int, seed: int = 0) -> dict[str, np.ndarray]:
+def split_indices(y: ArrayLike, *, n_model_train: int, n_per_class: int, n_test: int,
+                  seed: int = 0) -> dict[str, np.ndarray]:
     """Disjoint, class-balanced index sets ``model``, ``benign``, ``adversarial_source`` and ``test``.
 
     ``benign`` and ``adversarial_source`` hold ``n_per_class`` images of every
@@ -84,7 +88,7 @@ def split_indices(y, *, n_model_train: int, n_per_class: int, n_test: int, seed:
     return out
 
 
-def fit_pca(X, n_components: int) -> tuple[np.ndarray, np.ndarray]:
+def fit_pca(X: ArrayLike, n_components: int) -> tuple[np.ndarray, np.ndarray]:
     """``(components (d, p), mean (p,))`` of a PCA of ``X``, in float64.
 
     Eigendecomposition of the ``p x p`` covariance on one BLAS thread: exact
@@ -107,7 +111,7 @@ def fit_pca(X, n_components: int) -> tuple[np.ndarray, np.ndarray]:
     return components, pca.mean_
 
 
-def project(X, components: np.ndarray, mean: np.ndarray) -> np.ndarray:
+def project(X: np.ndarray, components: np.ndarray, mean: np.ndarray) -> np.ndarray:
     """PCA scores ``(X - mean) @ components.T`` in float64 (what the attacked model computes)."""
     X = np.asarray(X, dtype=np.float64).reshape(len(X), -1)
     return (X - mean) @ components.T
@@ -167,7 +171,7 @@ def attack_settings(attack: str, *, fgsm_epsilon: float, cw_steps: int, cw_steps
 def prepare_data(*, seed: int, n_model_train: int, n_components: int, C: float, n_per_class: int, n_test: int,
                  fgsm_epsilon: float, cw_steps: int, cw_stepsize: float, cw_binary_search_steps: int,
                  cw_confidence: float, cache_dir: str | os.PathLike | None, verbose: bool = True,
-                 **_ignored) -> AdversarialData:
+                 **_ignored: Any) -> AdversarialData:
     """Split MNIST, fit the PCA, and load (or generate and cache) the FGSM and CW images.
 
     The adversarial images of each attack are cached in ``cache_dir/ATTACK.npz``
@@ -187,7 +191,7 @@ def prepare_data(*, seed: int, n_model_train: int, n_components: int, C: float, 
     components, mean = fit_pca(X[split["model"]], n_components)
     src, test = split["adversarial_source"], split["test"]
     source = _AttackSource(X, y, split, components, mean, C=C, verbose=verbose)
-    settings = dict(fgsm_epsilon=fgsm_epsilon, cw_steps=cw_steps, cw_stepsize=cw_stepsize,
+    settings: dict[str, Any] = dict(fgsm_epsilon=fgsm_epsilon, cw_steps=cw_steps, cw_stepsize=cw_stepsize,
                     cw_binary_search_steps=cw_binary_search_steps, cw_confidence=cw_confidence)
     features_adv, features_test = {}, {"benign": project(X[test], components, mean)}
     clean_train = project(X[src], components, mean)

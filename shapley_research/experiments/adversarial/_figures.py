@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ._data import ATTACK_LABELS, ATTACKS
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.figure import Figure
 
 
 # --------------------------------------------------------------------------------------------
 # Figure
 # --------------------------------------------------------------------------------------------
 
-def plot_mean_values(table, scale: float = 1e3):
+def plot_mean_values(table: pd.DataFrame, scale: float = 1e3) -> Figure:
     """Figure 6 (a, b) (fig:adv) and its scale-free version: values vs the test set's adversarial ratio.
 
     Top row, the paper's figure (train benign + FGSM, train benign + CW):

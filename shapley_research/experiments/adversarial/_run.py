@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -13,6 +13,9 @@ from ._data import ATTACK_LABELS, ATTACKS, AdversarialData
 from ._sets import mixture_test_sets, swap_paired_permutations, swap_pairs
 from ._valuation import (_EPS, GROUPS, _label_columns, attack_match, group_means, mean_value_table, pair_average,
                          permutation_contributions, point_value_table, ratio_trend)
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 
 def derived_seeds(seed: int) -> tuple[int, np.random.Generator]:
@@ -36,7 +39,7 @@ class ValuationRun:
     cpu_seconds: dict[str, float]
 
 
-def run_valuation(data: AdversarialData, *, test_ratios, n_permutations: int, C: float, seed: int,
+def run_valuation(data: AdversarialData, *, test_ratios: Sequence[float], n_permutations: int, C: float, seed: int,
                   n_jobs: int = 1, verbose: bool = True) -> ValuationRun:
     """Both panels: swap-paired permutation sampling of every test set (see the package docstring).
 
@@ -83,7 +86,7 @@ def run_valuation(data: AdversarialData, *, test_ratios, n_permutations: int, C:
     return out
 
 
-def summarize(run: ValuationRun, data: AdversarialData):
+def summarize(run: ValuationRun, data: AdversarialData) -> dict[str, Any]:
     """Trends, attack matches, gap trends, totals and the tidy tables of a :class:`ValuationRun`.
 
     Returns

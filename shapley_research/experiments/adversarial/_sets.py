@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from ..._validation import check_float, check_int
 from ._data import ATTACKS
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from numpy.typing import ArrayLike
 
 
 # --------------------------------------------------------------------------------------------
 # Test sets and permutations
 # --------------------------------------------------------------------------------------------
 
-def mixture_test_sets(n_test: int, ratios, attacks=ATTACKS, seed: int = 0):
+def mixture_test_sets(n_test: int, ratios: Sequence[float], attacks: Sequence[str] = ATTACKS,
+                      seed: int = 0) -> tuple[np.ndarray, list[dict[str, Any]]]:
     """Weights of the mixed test sets over the stacked pools ``[benign | attack_1 | attack_2 ...]``.
 
     Test set ``(a, r)`` holds the ``n_test`` test images, of which the first
@@ -47,7 +54,7 @@ def mixture_test_sets(n_test: int, ratios, attacks=ATTACKS, seed: int = 0):
     return weights, sets
 
 
-def swap_pairs(groups, labels) -> np.ndarray:
+def swap_pairs(groups: ArrayLike, labels: ArrayLike) -> np.ndarray:
     """Involution ``sigma`` exchanging each benign player with an adversarial player of the same label.
 
     Raises
@@ -71,7 +78,7 @@ def swap_pairs(groups, labels) -> np.ndarray:
     return sigma
 
 
-def swap_paired_permutations(rng: np.random.Generator, n_pairs: int, sigma) -> np.ndarray:
+def swap_paired_permutations(rng: np.random.Generator, n_pairs: int, sigma: ArrayLike) -> np.ndarray:
     """``2 * n_pairs`` permutations: rows ``2t`` uniform, rows ``2t + 1`` the same with players mapped by ``sigma``.
 
     ``sigma`` is a bijection of the players, so every row is a uniform

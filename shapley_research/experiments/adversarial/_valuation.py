@@ -3,10 +3,18 @@ tables, trends, attack matches)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from ..._validation import check_int
 from ._data import ATTACKS
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping, Sequence
+    from numpy.typing import ArrayLike
+    import pandas as pd
+    from ...utilities import LogisticRegressionUtility
 
 GROUPS = ("benign", "adversarial")
 _EPS = float(np.finfo(float).eps)  # scikit-learn's log_loss clips probabilities at eps
@@ -25,7 +33,8 @@ def _label_columns(learner, y_eval) -> np.ndarray:
     return column
 
 
-def prefix_test_log_probabilities(learner, masks, X_eval, y_eval) -> np.ndarray:
+def prefix_test_log_probabilities(learner: LogisticRegressionUtility, masks: ArrayLike, X_eval: ArrayLike,
+                                  y_eval: ArrayLike) -> np.ndarray:
     r"""Clipped :math:`\log p(y_j \mid x_j)` of the model fitted on each coalition, shape (m, n_eval).
 
     ``learner`` is a :class:`~shapley_research.LogisticRegressionUtility`;
@@ -55,7 +64,8 @@ def _chunk_contributions(learner, permutations, X_eval, y_eval, weights, u_empty
     return phi
 
 
-def permutation_contributions(learner, X_eval, y_eval, weights, permutations, *, chunk_size: int = 2,
+def permutation_contributions(learner: LogisticRegressionUtility, X_eval: ArrayLike, y_eval: np.ndarray,
+                              weights: ArrayLike, permutations: ArrayLike, *, chunk_size: int = 2,
                               n_jobs: int = 1, blas_threads: int = 1, desc: str | None = None) -> np.ndarray:
     r"""Marginal contributions of every player along every permutation, for every test set.
 
@@ -104,6 +114,7 @@ def permutation_contributions(learner, X_eval, y_eval, weights, permutations, *,
     starts = range(0, permutations.shape[0], chunk_size)
     tasks = (delayed(_chunk_contributions)(learner, permutations[s:s + chunk_size], X_eval, y_eval, weights,
                                            u_empty, blas_threads) for s in starts)
+    results: Iterable[np.ndarray]
     if n_jobs == 1:
         results = (_chunk_contributions(learner, permutations[s:s + chunk_size], X_eval, y_eval, weights, u_empty,
                                         blas_threads) for s in starts)
@@ -121,7 +132,7 @@ def pair_average(phi: np.ndarray) -> np.ndarray:
     return 0.5 * (phi[0::2] + phi[1::2])
 
 
-def group_means(samples: np.ndarray, groups) -> np.ndarray:
+def group_means(samples: np.ndarray, groups: ArrayLike) -> np.ndarray:
     """Mean over the players of each group, per sample: (T, N, n_sets) -> (T, n_groups, n_sets)."""
     groups = np.asarray(groups)
     return np.stack([samples[:, groups == g].mean(axis=1) for g in range(len(GROUPS))], axis=1)
@@ -148,7 +159,7 @@ def series(group_samples: np.ndarray, what: str) -> np.ndarray:
     return group_samples[:, GROUPS.index(what)]
 
 
-def mean_value_table(group_samples: np.ndarray, sets, train_attack: str):
+def mean_value_table(group_samples: np.ndarray, sets: Sequence[Mapping[str, Any]], train_attack: str) -> pd.DataFrame:
     """Tidy table of the figure: mean value of each group, and the gap, on each test set, with standard errors.
 
     ``group_samples`` is (n_pairs, n_groups, n_sets) from :func:`group_means`
@@ -167,7 +178,8 @@ def mean_value_table(group_samples: np.ndarray, sets, train_attack: str):
     return pd.DataFrame(rows)
 
 
-def point_value_table(samples: np.ndarray, sets, train_attack: str, groups, labels):
+def point_value_table(samples: np.ndarray, sets: Sequence[Mapping[str, Any]], train_attack: str, groups: ArrayLike,
+                      labels: ArrayLike) -> pd.DataFrame:
     """Tidy per-point Shapley values (and standard errors over pairs) for every test set."""
     import pandas as pd
 
@@ -192,7 +204,8 @@ def _spearman(x, y) -> float:
     return float(spearmanr(x, y).statistic)
 
 
-def ratio_trend(group_samples: np.ndarray, sets, what: str, test_attack: str) -> dict[str, float]:
+def ratio_trend(group_samples: np.ndarray, sets: Sequence[Mapping[str, Any]], what: str,
+                test_attack: str) -> dict[str, float]:
     """How a group's mean value (or the gap, see :func:`series`) moves from the lowest ratio to the highest.
 
     Returns
@@ -216,7 +229,7 @@ def ratio_trend(group_samples: np.ndarray, sets, what: str, test_attack: str) ->
             "spearman": _spearman(ratios, means)}
 
 
-def attack_match(group_samples: np.ndarray, sets, train_attack: str, what: str = "gap",
+def attack_match(group_samples: np.ndarray, sets: Sequence[Mapping[str, Any]], train_attack: str, what: str = "gap",
                  ratio: float | None = None) -> dict[str, float]:
     """``what`` (default the gap) on the ``train_attack`` test set minus on the other attack's, at ``ratio``.
 

@@ -20,11 +20,18 @@ in :func:`comparison_table`, since it changes with the budget.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from .._verdicts import VERDICT_WORDS, combine, describe, interval_verdict  # noqa: F401  (re-exported)
 from ._methods import RANDOM, SEMIVALUES
 from ._probe import probe_comparison_note, rise_past_sweep, trajectory_note
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
+    import pandas as pd
+    from .._common import Claim
 
 #: Every valuation method's mean detection AUROC must exceed random values' by at least this.
 ABOVE_RANDOM_MARGIN = 0.05
@@ -52,7 +59,8 @@ def _ran(detection, budget=None):
     return table[table["main"]] if budget is None else table[table["budget"] == budget]
 
 
-def paired_samples(detection, method: str, baseline: str, column: str = "auroc", budget=None) -> dict:
+def paired_samples(detection: pd.DataFrame, method: str, baseline: str, column: str = "auroc",
+                   budget: int | None = None) -> dict[str, np.ndarray]:
     """Per data set, the paired differences ``column(method) - column(baseline)`` over repetitions (an array).
 
     Only repetitions where both ran are paired; a data set where either never ran maps to an empty array.
@@ -68,13 +76,14 @@ def paired_samples(detection, method: str, baseline: str, column: str = "auroc",
     return out
 
 
-def paired_difference(detection, method: str, baseline: str, column: str = "auroc", budget=None) -> dict:
+def paired_difference(detection: pd.DataFrame, method: str, baseline: str, column: str = "auroc",
+                      budget: int | None = None) -> dict[str, float]:
     """Per data set, the mean paired difference of :func:`paired_samples` (NaN where nothing was paired)."""
     return {d: float(x.mean()) if x.size else float("nan")
             for d, x in paired_samples(detection, method, baseline, column, budget).items()}
 
 
-def claim_budget(detection, methods) -> int | None:
+def claim_budget(detection: pd.DataFrame, methods: Iterable[str]) -> int | None:
     """The largest budget at which every one of ``methods`` ran (None if there is none)."""
     ran = detection[detection["error"].isna()]
     common = None
@@ -84,7 +93,8 @@ def claim_budget(detection, methods) -> int | None:
     return max(common) if common else None
 
 
-def budget_sweep(detection, method: str, baseline: str, threshold: float, side: str = "above") -> dict:
+def budget_sweep(detection: pd.DataFrame, method: str, baseline: str, threshold: float,
+                 side: str = "above") -> dict[int, dict[str, dict[str, Any]]]:
     """Per budget both ran at: per data set, the :func:`interval_verdict` of the paired AUROC difference."""
     ran = detection[detection["error"].isna()]
     budgets = sorted(set(ran.loc[ran["method"] == method, "budget"].astype(int))
@@ -103,7 +113,7 @@ def _sweep_note(sweep: dict) -> str:
     return "Across budgets (evaluations): " + "; ".join(parts) + "." if parts else ""
 
 
-def comparison_table(detection, semivalues=SEMIVALUES):
+def comparison_table(detection: pd.DataFrame, semivalues: Sequence[str] = SEMIVALUES) -> pd.DataFrame:
     """Every paired detection comparison of the claims at every budget of the sweep, as a tidy frame.
 
     Columns ``comparison, dataset, budget, threshold, n, mean, low, high, verdict, seeds_to_decide``.
@@ -155,7 +165,7 @@ def _decided_claim(text, statistic, entries: dict, *, source, criterion, section
                  undecided=undecided if undecided else ("inconclusive" if verdict is None else None))
 
 
-def above_random_claim(detection):
+def above_random_claim(detection: pd.DataFrame) -> Claim:
     """Every valuation method detects flipped labels better than random values, by a margin, on every data set."""
     methods = [m for m in dict.fromkeys(_ran(detection)["method"]) if m != RANDOM]
     entries = {f"{m} on {d}": interval_verdict(x, ABOVE_RANDOM_MARGIN)
@@ -193,7 +203,8 @@ def _at_least_as_well(detection, method: str, baseline: str, text: str, section:
                                     "reported beside it.")
 
 
-def banzhaf_claim(detection, budget=None, noisy_utility: bool = False, probe=None):
+def banzhaf_claim(detection: pd.DataFrame, budget: int | None = None, noisy_utility: bool = False,
+                  probe: pd.DataFrame | None = None) -> Claim:
     """Data Banzhaf (MSR) detects flipped labels at least as well as permutation Shapley at equal budget.
 
     Wang & Jia argue from a *noisy* utility (stochastic training): Banzhaf is
@@ -212,7 +223,7 @@ def banzhaf_claim(detection, budget=None, noisy_utility: bool = False, probe=Non
                              BANZHAF_SECTION, budget, undecided=scope, scope_note=scope_note, probe=probe)
 
 
-def beta_claim(detection, budget=None, probe=None):
+def beta_claim(detection: pd.DataFrame, budget: int | None = None, probe: pd.DataFrame | None = None) -> Claim:
     """Beta(16, 1) Shapley detects flipped labels at least as well as the Shapley value at equal budget."""
     return _at_least_as_well(detection, "beta_shapley", "permutation",
                              "Beta(16, 1) Shapley detects flipped labels at least as well as the Shapley value "
@@ -220,13 +231,15 @@ def beta_claim(detection, budget=None, probe=None):
                              probe=probe)
 
 
-def oob_detection_claim(detection, semivalues=SEMIVALUES, budget=None, probe=None):
+def oob_detection_claim(detection: pd.DataFrame, semivalues: Sequence[str] = SEMIVALUES, budget: int | None = None,
+                        probe: pd.DataFrame | None = None) -> Claim:
     """Data-OOB detects flipped labels at least as well as every semivalue estimator."""
     budget = claim_budget(detection, ("data_oob",) + tuple(semivalues)) if budget is None else budget
     entries, sweep_notes = {}, []
     for m in semivalues:
         sweep = budget_sweep(detection, "data_oob", m, -DETECTION_TOLERANCE)
-        for d, e in (sweep.get(budget) or {}).items():
+        # a None budget (no budget every method ran at) finds no entry
+        for d, e in (sweep.get(budget) or {}).items():  # type: ignore[arg-type]
             entries[f"{m} on {d}"] = e
         sweep_notes.append(" ".join(p for p in (f"vs {m}: " + _sweep_note(sweep),
                                                  _probe_note(detection, probe, "data_oob", m)) if p))
@@ -247,7 +260,8 @@ def oob_detection_claim(detection, semivalues=SEMIVALUES, budget=None, probe=Non
                                     "min(budget, oob_max_estimators) models.")
 
 
-def wall_time_ratios(detection, semivalues=SEMIVALUES, budget=None) -> dict:
+def wall_time_ratios(detection: pd.DataFrame, semivalues: Sequence[str] = SEMIVALUES,
+                     budget: int | None = None) -> dict[str, np.ndarray]:
     """Per data set, per repetition: Data-OOB's wall time over the fastest semivalue's at ``budget``."""
     out = {}
     for dataset in dict.fromkeys(detection["dataset"]):
@@ -259,7 +273,8 @@ def wall_time_ratios(detection, semivalues=SEMIVALUES, budget=None) -> dict:
     return out
 
 
-def oob_wall_time_claim(detection, semivalues=SEMIVALUES, budget=None, same_learner: bool = True):
+def oob_wall_time_claim(detection: pd.DataFrame, semivalues: Sequence[str] = SEMIVALUES, budget: int | None = None,
+                        same_learner: bool = True) -> Claim:
     """Data-OOB takes far less wall time than the fastest semivalue estimator (a timed claim)."""
     budget = claim_budget(detection, ("data_oob",) + tuple(semivalues)) if budget is None else budget
     entries = {d: interval_verdict(x, WALL_TIME_RATIO, side="below")
@@ -284,7 +299,8 @@ def oob_wall_time_claim(detection, semivalues=SEMIVALUES, budget=None, same_lear
                                     "hold), else inconclusive.")
 
 
-def removal_samples(curves, method: str = REMOVAL_METHOD, fraction: float = REMOVAL_FRACTION) -> dict:
+def removal_samples(curves: pd.DataFrame, method: str = REMOVAL_METHOD,
+                    fraction: float = REMOVAL_FRACTION) -> dict[str, np.ndarray]:
     """Per data set, the paired accuracy after removing ``method``'s lowest-valued ``fraction`` minus random's."""
     rows = curves[(curves["curve"] == "remove_lowest") & np.isclose(curves["fraction"], fraction)]
     out = {}
@@ -296,13 +312,14 @@ def removal_samples(curves, method: str = REMOVAL_METHOD, fraction: float = REMO
     return out
 
 
-def removal_gain(curves, method: str = REMOVAL_METHOD, fraction: float = REMOVAL_FRACTION) -> dict:
+def removal_gain(curves: pd.DataFrame, method: str = REMOVAL_METHOD,
+                 fraction: float = REMOVAL_FRACTION) -> dict[str, float]:
     """Per data set, the mean of :func:`removal_samples` (NaN where there is no curve)."""
     return {d: float(x.mean()) if x.size else float("nan")
             for d, x in removal_samples(curves, method, fraction).items()}
 
 
-def removal_claim(curves, method: str = REMOVAL_METHOD, fraction: float = REMOVAL_FRACTION):
+def removal_claim(curves: pd.DataFrame, method: str = REMOVAL_METHOD, fraction: float = REMOVAL_FRACTION) -> Claim:
     """Removing the lowest-valued points raises test accuracy more than removing random points."""
     entries = {d: interval_verdict(x, 0.0, strict=True) for d, x in removal_samples(curves, method, fraction).items()}
     return _decided_claim(f"Removing the {fraction:.0%} lowest-valued training points ({method}) leaves a model with "
@@ -315,7 +332,7 @@ def removal_claim(curves, method: str = REMOVAL_METHOD, fraction: float = REMOVA
                                     "wholly > 0 (holds), wholly <= 0 (does not hold), else inconclusive.")
 
 
-def settled_claim(detection, probe, semivalues=SEMIVALUES):
+def settled_claim(detection: pd.DataFrame, probe: pd.DataFrame, semivalues: Sequence[str] = SEMIVALUES) -> Claim:
     """The semivalues' detection AUROC has stopped rising by the sweep's largest budget (the probe's verdict)."""
     entries, budgets = {}, set()
     for method in semivalues:
@@ -338,8 +355,8 @@ def settled_claim(detection, probe, semivalues=SEMIVALUES):
                                     f"{SETTLED_TOLERANCE:g} (holds), wholly above (does not hold), else inconclusive.")
 
 
-def data_cleaning_claims(detection, curves, *, noisy_utility: bool = False, same_learner: bool = True,
-                         probe=None) -> list:
+def data_cleaning_claims(detection: pd.DataFrame, curves: pd.DataFrame, *, noisy_utility: bool = False,
+                         same_learner: bool = True, probe: pd.DataFrame | None = None) -> list[Claim]:
     """All claims, in the order of the report; with the budget ``probe``, its notes and :func:`settled_claim`."""
     claims = [above_random_claim(detection), banzhaf_claim(detection, noisy_utility=noisy_utility, probe=probe),
               beta_claim(detection, probe=probe), oob_detection_claim(detection, probe=probe),

@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from ..._validation import check_choice, check_float, check_int
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from sklearn.linear_model import LogisticRegression
+    from ...utilities import ModelUtility
 
 #: The data sets the experiment knows (both ship with scikit-learn: no download).
 DATASETS = ("breast_cancer", "digits")
 
 
-def load_dataset(name: str, digit_classes=(3, 8)) -> tuple[np.ndarray, np.ndarray]:
+def load_dataset(name: str, digit_classes: Sequence[int] = (3, 8)) -> tuple[np.ndarray, np.ndarray]:
     """Features and labels of one data set, labels as ``0..K-1``.
 
     ``"breast_cancer"``: scikit-learn's Wisconsin diagnostic data (569 points,
@@ -60,7 +67,8 @@ def flip_labels(y: np.ndarray, fraction: float, rng: np.random.Generator) -> tup
     return noisy, flipped
 
 
-def make_problem(name: str, n_train: int, n_test: int, flip_fraction: float, seed, digit_classes=(3, 8)) -> dict:
+def make_problem(name: str, n_train: int, n_test: int, flip_fraction: float, seed: int | None,
+                 digit_classes: Sequence[int] = (3, 8)) -> dict[str, Any]:
     """One corrupted problem: a stratified train/test split, standardised features, flipped training labels.
 
     The scaler is fitted on the training features only. Labels are flipped
@@ -90,14 +98,14 @@ def make_problem(name: str, n_train: int, n_test: int, flip_fraction: float, see
             "flipped": flipped, "X_test": scaler.transform(X_test), "y_test": y_test}
 
 
-def make_model(logistic_C: float = 1.0, max_iter: int = 1000):
+def make_model(logistic_C: float = 1.0, max_iter: int = 1000) -> LogisticRegression:
     """The experiment's model: scikit-learn's L2 logistic regression."""
     from sklearn.linear_model import LogisticRegression
 
     return LogisticRegression(C=logistic_C, max_iter=max_iter)
 
 
-def make_game(problem: dict, logistic_C: float = 1.0, max_iter: int = 1000):
+def make_game(problem: dict[str, Any], logistic_C: float = 1.0, max_iter: int = 1000) -> ModelUtility:
     """``ModelUtility(LogisticRegression(...), ..., metric="accuracy", fast="auto")`` on ``problem``.
 
     ``fast="auto"`` routes the model to the package's batched logistic

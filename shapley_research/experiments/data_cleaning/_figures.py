@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ._measure import summarise
 from ._methods import LABELS, METHODS, RANDOM
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+    import pandas as pd
 
 CURVE_TITLES = {"remove_lowest": "removing the lowest-valued points", "remove_highest":
                 "removing the highest-valued points", "add_highest": "adding points from the highest value"}
@@ -47,7 +53,7 @@ def _families(methods) -> dict:
     return {name: members for name, members in out.items() if members}
 
 
-def plot_detection(detection):
+def plot_detection(detection: pd.DataFrame) -> Figure:
     """Mean detection AUROC and F1 per method and data set at the common budget, with 95% intervals.
 
     Random values are drawn as a dashed line; a method that failed has no bar.
@@ -96,7 +102,7 @@ def _draw_probe(ax, probe, dataset: str, members) -> None:
         ax.plot(line["n_evaluations"], line["auroc"], ls=":", lw=1.2, ms=6, mfc="white", **style)
 
 
-def plot_detection_vs_evaluations(detection, probe=None):
+def plot_detection_vs_evaluations(detection: pd.DataFrame, probe: pd.DataFrame | None = None) -> Figure:
     """Mean detection AUROC against utility evaluations spent: one panel per (family, data set).
 
     Budgeted methods are lines with 95% intervals; methods of fixed cost, and
@@ -152,7 +158,7 @@ def plot_detection_vs_evaluations(detection, probe=None):
     return fig
 
 
-def plot_curves(curves):
+def plot_curves(curves: pd.DataFrame) -> Figure:
     """Test accuracy after removing the lowest / highest-valued points and after adding from the highest.
 
     One row per (data set, family), one column per curve; mean over seeds,

@@ -4,12 +4,19 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..._validation import check_int
 from ._data import make_game, make_problem
 from ._methods import BUDGETED, DEFAULT_OPTIONS, METHODS, run_methods
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+    from numpy.typing import ArrayLike
+    import pandas as pd
+    from ...games import GameLike
 
 #: The experiment's method options over the library defaults: Data-OOB's bagged models on the batched learner
 #: the games use, so that its wall time compares with the semivalues' on the same learner.
@@ -32,7 +39,7 @@ def _as_positives(flipped, n: int) -> np.ndarray:
     return flipped
 
 
-def detection_auroc(values, flipped) -> float | np.ndarray:
+def detection_auroc(values: ArrayLike, flipped: ArrayLike) -> float | np.ndarray:
     r"""AUROC of ranking points by *lowest* value as detecting the flipped ones.
 
     The Mann-Whitney form: the probability that a flipped point has a lower
@@ -54,13 +61,13 @@ def detection_auroc(values, flipped) -> float | np.ndarray:
     return float(auroc) if values.ndim == 1 else auroc
 
 
-def lowest_k(values, k: int) -> np.ndarray:
+def lowest_k(values: ArrayLike, k: int) -> np.ndarray:
     """Indices of the ``k`` lowest values; ties go to the lower index (a stable sort), so it is deterministic."""
     values = _as_rankings(values)
     return np.argsort(values, axis=-1, kind="stable")[..., :k]
 
 
-def detection_f1(values, flipped, k: int | None = None) -> float | np.ndarray:
+def detection_f1(values: ArrayLike, flipped: ArrayLike, k: int | None = None) -> float | np.ndarray:
     """F1 score of flagging the ``k`` lowest-valued points as flipped (default ``k`` = the number flipped).
 
     ``F1 = 2 TP / (k + |F|)``; with ``k = |F|`` precision, recall and F1 are equal.
@@ -74,7 +81,8 @@ def detection_f1(values, flipped, k: int | None = None) -> float | np.ndarray:
     return float(f1) if values.ndim == 1 else f1
 
 
-def removal_masks(values, fractions: Sequence[float], highest: bool = False) -> tuple[np.ndarray, np.ndarray]:
+def removal_masks(values: ArrayLike, fractions: Sequence[float],
+                  highest: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Coalitions left after removing the lowest- (or highest-) valued ``round(f N)`` points, per fraction.
 
     Returns ``(masks, n_removed)``: ``masks`` of shape ``(len(fractions), N)``.
@@ -93,7 +101,7 @@ def removal_masks(values, fractions: Sequence[float], highest: bool = False) -> 
     return masks, n_removed
 
 
-def addition_masks(values, fractions: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+def addition_masks(values: ArrayLike, fractions: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
     """Coalitions of the ``ceil(f N)`` highest-valued points, per fraction (adding points from the highest).
 
     Returns ``(masks, n_kept)``.
@@ -110,7 +118,8 @@ def addition_masks(values, fractions: Sequence[float]) -> tuple[np.ndarray, np.n
     return masks, n_kept
 
 
-def task_curves(game, values, removal_fractions: Sequence[float], addition_fractions: Sequence[float]) -> dict:
+def task_curves(game: GameLike, values: ArrayLike, removal_fractions: Sequence[float],
+                addition_fractions: Sequence[float]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Test accuracy of the model retrained on every coalition of the three curves, in one batched call.
 
     Returns
@@ -136,8 +145,10 @@ def problem_seed(seed: int, dataset: str, repetition: int) -> int:
 
 def run_data_cleaning(*, datasets: Sequence[str], n_train: int, n_test: int, flip_fraction: float, n_seeds: int,
                       budgets: Sequence[int], removal_fractions: Sequence[float],
-                      addition_fractions: Sequence[float], digit_classes=(3, 8), options: dict | None = None,
-                      methods: Sequence[str] = METHODS, seed: int = 0, progress=None, budget: int | None = None):
+                      addition_fractions: Sequence[float], digit_classes: Sequence[int] = (3, 8),
+                      options: dict[str, Any] | None = None, methods: Sequence[str] = METHODS, seed: int = 0,
+                      progress: Callable[..., Iterable[Any]] | None = None,
+                      budget: int | None = None) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, dict[str, Any]]:
     """The whole experiment: every method on every (data set, repetition), then its tasks.
 
     Parameters
@@ -177,7 +188,8 @@ def run_data_cleaning(*, datasets: Sequence[str], n_train: int, n_test: int, fli
     options = {**EXPERIMENT_OPTIONS, **(options or {})}
     main_budget = budgets[-1] if budget is None else check_int(budget, "budget", minimum=1)
     jobs = [(d, r) for d in datasets for r in range(n_seeds)]
-    detection, curves, values, info = [], [], [], {}
+    detection, curves, values = [], [], []
+    info: dict[str, Any] = {}
     for dataset, repetition in (jobs if progress is None else progress(jobs, desc="data sets x seeds")):
         pseed = problem_seed(seed, dataset, repetition)
         problem = make_problem(dataset, n_train, n_test, flip_fraction, pseed, digit_classes)
@@ -216,7 +228,7 @@ def run_data_cleaning(*, datasets: Sequence[str], n_train: int, n_test: int, fli
             pd.concat(values, ignore_index=True) if values else pd.DataFrame(), info)
 
 
-def mean_interval(samples, confidence: float = 0.95) -> tuple[float, float, float]:
+def mean_interval(samples: ArrayLike, confidence: float = 0.95) -> tuple[float, float, float]:
     """``(mean, low, high)``: the mean and its Student-t interval over the samples (NaN ignored).
 
     The shared :func:`~shapley_research.experiments._verdicts.mean_interval`
@@ -236,7 +248,8 @@ def mean_interval(samples, confidence: float = 0.95) -> tuple[float, float, floa
     return shared_interval(x, confidence)
 
 
-def summarise(table, by: Sequence[str], columns: Sequence[str], confidence: float = 0.95):
+def summarise(table: pd.DataFrame, by: Sequence[str], columns: Sequence[str],
+              confidence: float = 0.95) -> pd.DataFrame:
     """Mean and ``confidence`` interval over repetitions of every column, per group ``by``.
 
     Returns a tidy frame with ``by`` plus ``COLUMN_mean, COLUMN_low, COLUMN_high`` and ``n_repetitions``.

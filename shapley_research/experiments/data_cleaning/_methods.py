@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ._data import make_game, make_model
+
+if TYPE_CHECKING:
+    from ...games import GameLike
 
 #: Every method, in the order of the tables and figures. ``random`` is the floor: i.i.d. uniform values.
 METHODS = ("random", "knn_shapley", "permutation", "permutation_antithetic", "truncated_permutation",
@@ -43,7 +47,7 @@ def method_seed(seed: int, method: str) -> int:
     return int(np.random.SeedSequence(entropy).generate_state(1, dtype=np.uint32)[0])
 
 
-def truncation_game(game):
+def truncation_game(game: GameLike) -> tuple[GameLike, str]:
     """``(game, how)``: the game truncated Monte Carlo runs on.
 
     ``permutation_shapley(truncation=...)`` refuses a game with a one-pass
@@ -64,7 +68,7 @@ def _call(method: str, problem: dict, budget: int | None, seed: int, options: di
 
     X, y, X_test, y_test = problem["X_train"], problem["y_train"], problem["X_test"], problem["y_test"]
     n = y.size
-    quiet = {"progress": False}
+    quiet: dict[str, Any] = {"progress": False}
     if method == RANDOM:
         return np.random.default_rng(seed).random(n), 0, None
     if method == "knn_shapley":
@@ -77,7 +81,9 @@ def _call(method: str, problem: dict, budget: int | None, seed: int, options: di
         return (sr.data_oob(model, X, y, n_estimators=n_estimators, seed=seed, fast=fast, **quiet), None,
                 "batched learner (fast=True)" if fast else "scikit-learn fits")
     if method == "all_s_influence":
-        return sr.all_s_influence(X, y, X_test, y_test, budget, seed, C=options["logistic_C"], utility="accuracy",
+        # a budgeted method always gets its budget (run_methods)
+        return sr.all_s_influence(X, y, X_test, y_test, budget, seed,  # type: ignore[arg-type]
+                                  C=options["logistic_C"], utility="accuracy",
                                   **quiet), None, None
     if method == "largest_s_influence":
         # utility="accuracy" as the game's; its smooth surrogate gives the linear change (the library default)
@@ -124,8 +130,8 @@ def run_method(method: str, problem: dict, budget: int | None, seed: int, option
     import warnings
 
     options = {**DEFAULT_OPTIONS, **(options or {})}
-    row = {"method": method, "budget": budget if method in BUDGETED else None, "values": None,
-           "n_evaluations": 0, "wall_time_s": float("nan"), "n_nan": 0, "note": None, "error": None}
+    row: dict[str, Any] = {"method": method, "budget": budget if method in BUDGETED else None, "values": None,
+                           "n_evaluations": 0, "wall_time_s": float("nan"), "n_nan": 0, "note": None, "error": None}
     start = time.perf_counter()
     try:
         with warnings.catch_warnings(record=True) as caught:

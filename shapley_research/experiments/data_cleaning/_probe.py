@@ -15,6 +15,7 @@ like there (in their notes).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -23,6 +24,10 @@ from .._verdicts import describe, interval_verdict
 from ._data import make_problem
 from ._measure import EXPERIMENT_OPTIONS, detection_auroc, detection_f1, problem_seed
 from ._methods import SEMIVALUES, run_methods
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+    import pandas as pd
 
 __all__ = ["PROBE_METHODS", "run_budget_probe", "auroc_by_repetition", "paired_across", "rise_past_sweep",
            "probe_comparison_note", "trajectory_note", "probe_summary"]
@@ -33,8 +38,8 @@ PROBE_METHODS = SEMIVALUES
 
 def run_budget_probe(*, datasets: Sequence[str], n_train: int, n_test: int, flip_fraction: float,
                      probe_seeds: int, probe_budgets: Sequence[int], digit_classes: Sequence[int] = (3, 8),
-                     options: dict | None = None, methods: Sequence[str] = PROBE_METHODS, seed: int = 0,
-                     progress=None):
+                     options: dict[str, Any] | None = None, methods: Sequence[str] = PROBE_METHODS, seed: int = 0,
+                     progress: Callable[..., Iterable[Any]] | None = None) -> pd.DataFrame:
     """Detection by ``methods`` at ``probe_budgets`` on repetitions ``0 .. probe_seeds - 1``.
 
     Returns
@@ -91,7 +96,7 @@ def _largest(table, method: str) -> int | None:
     return int(budgets.max()) if len(budgets) else None
 
 
-def rise_past_sweep(detection, probe, method: str) -> tuple[int | None, int | None, dict]:
+def rise_past_sweep(detection: pd.DataFrame, probe: pd.DataFrame, method: str) -> tuple[int | None, int | None, dict]:
     """``(sweep budget, probe budget, {data set: AUROC(probe top) - AUROC(sweep top)})``, paired per repetition."""
     sweep_top, probe_top = _largest(detection, method), _largest(probe, method)
     datasets = list(dict.fromkeys(detection["dataset"]))
@@ -101,7 +106,8 @@ def rise_past_sweep(detection, probe, method: str) -> tuple[int | None, int | No
                                                auroc_by_repetition(detection, method, sweep_top), datasets)
 
 
-def probe_comparison_note(detection, probe, method: str, baseline: str, threshold: float) -> str:
+def probe_comparison_note(detection: pd.DataFrame, probe: pd.DataFrame, method: str, baseline: str,
+                          threshold: float) -> str:
     """The paired comparison ``method - baseline`` at the probe's largest budget, in words (or "").
 
     A method the probe did not run (Data-OOB, whose cost is capped below the
@@ -122,7 +128,7 @@ def probe_comparison_note(detection, probe, method: str, baseline: str, threshol
     return f"Past the sweep (probe, {seeds} seeds, not the verdict's data), {method} - {baseline} at {top}: {parts}."
 
 
-def trajectory_note(detection, probe, methods: Sequence[str] = PROBE_METHODS) -> str:
+def trajectory_note(detection: pd.DataFrame, probe: pd.DataFrame, methods: Sequence[str] = PROBE_METHODS) -> str:
     """Mean AUROC over the probe's repetitions at the sweep's largest budget and at every probe budget, in words."""
     reps = set(probe["repetition"])
     parts = []
@@ -141,7 +147,7 @@ def trajectory_note(detection, probe, methods: Sequence[str] = PROBE_METHODS) ->
     return ("Mean AUROC on the probe's seeds by evaluations: " + "; ".join(parts) + ".") if parts else ""
 
 
-def probe_summary(probe) -> dict:
+def probe_summary(probe: pd.DataFrame) -> dict[str, dict[str, dict[str, float]]]:
     """``{dataset: {method: {budget: mean AUROC}}}`` over the probe's repetitions (for ``metrics.json``)."""
     ran = probe[probe["error"].isna()]
     return {d: {m: {str(int(b)): float(a) for b, a in g.groupby("budget")["auroc"].mean().items()}

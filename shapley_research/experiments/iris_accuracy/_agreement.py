@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ... import ValuationResult
 from .._verdicts import decide, mean_interval, repetitions_to_decide  # noqa: F401  (re-exported)
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from numpy.typing import ArrayLike
+    import pandas as pd
+    from ._methods import MethodRun
 
 #: Display label of every method, in the order of the figure and the tables.
 METHODS = {
@@ -25,7 +33,7 @@ RANDOM_METHODS = ("permutation", "gt_paper", "gt_improved", "all_s", "all_s_firs
 
 # ------------------------------------------------------------------------------------- agreement
 
-def agreement(values, reference) -> dict:
+def agreement(values: ArrayLike, reference: ArrayLike) -> dict[str, float]:
     """Agreement of ``values`` with ``reference``.
 
     Returns
@@ -50,7 +58,7 @@ def agreement(values, reference) -> dict:
             "max_abs_error": float(np.abs(error).max())}
 
 
-def agreement_table(runs, reference: ValuationResult):
+def agreement_table(runs: Sequence[MethodRun], reference: ValuationResult) -> pd.DataFrame:
     """One row per run: method, repetition, agreement with the reference, cost (CPU, wall, evaluations)."""
     import pandas as pd
 
@@ -63,7 +71,7 @@ def agreement_table(runs, reference: ValuationResult):
     return pd.DataFrame(rows)
 
 
-def values_table(runs, reference: ValuationResult, y_train):
+def values_table(runs: Sequence[MethodRun], reference: ValuationResult, y_train: ArrayLike) -> pd.DataFrame:
     """Tidy values behind the figure: one row per (method, repetition, point), reference included."""
     import pandas as pd
 
@@ -81,13 +89,13 @@ def values_table(runs, reference: ValuationResult, y_train):
     return pd.concat(frames, ignore_index=True)
 
 
-def uniform_split_error(reference) -> float:
+def uniform_split_error(reference: ArrayLike) -> float:
     r"""Relative l2 error of the trivial baseline :math:`v_i = (U(I) - U(\emptyset))/N` (the uniform split)."""
     reference = np.asarray(reference, dtype=float)
     return float(np.linalg.norm(reference - reference.mean()) / np.linalg.norm(reference))
 
 
-def mean_estimate_error(runs, reference: ValuationResult) -> dict:
+def mean_estimate_error(runs: Sequence[MethodRun], reference: ValuationResult) -> dict[str, float]:
     """Relative l2 error of each method's estimate averaged over its repetitions (a bias proxy)."""
     by_key: dict[str, list] = {}
     for run in runs:
@@ -96,7 +104,8 @@ def mean_estimate_error(runs, reference: ValuationResult) -> dict:
     return {key: float(np.linalg.norm(np.mean(v, axis=0) - reference.values) / norm) for key, v in by_key.items()}
 
 
-def pairwise_distances(runs, reference: ValuationResult, methods=MAIN_METHODS, level: float = 0.95):
+def pairwise_distances(runs: Sequence[MethodRun], reference: ValuationResult, methods: Sequence[str] = MAIN_METHODS,
+                       level: float = 0.95) -> pd.DataFrame:
     """Relative l2 distance :math:`\\|v_a - v_b\\|/\\|s\\|` between methods of the same repetition.
 
     Deterministic methods (largest-S) are paired with every repetition.
@@ -134,7 +143,7 @@ def pairwise_distances(runs, reference: ValuationResult, methods=MAIN_METHODS, l
     return pd.DataFrame(rows)
 
 
-def summarise(table, level: float = 0.95):
+def summarise(table: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
     """Per method: mean over repetitions of agreement and cost, and the t-interval at ``level`` of the
     mean Spearman and mean relative error (``*_ci_low``, ``*_ci_high``; NaN with one repetition)."""
     columns = ["spearman", "spearman_p", "pearson", "rel_l2_error", "l2_error", "cpu_time_s", "wall_time_s",

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .._common import claim
 from ._agreement import METHODS, decide, repetitions_to_decide
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from .._common import Claim
 
 #: The methods the paper says agree closely: (a)-(c).
 CLOSE_METHODS = ("permutation", "gt_paper", "gt_improved", "all_s")
@@ -29,9 +35,9 @@ def _condition_text(name, mean, low, high, side, threshold, label, verdict, sd, 
     return text
 
 
-def evaluate_claims(summary, distances, *, uniform_error: float, spearman_threshold: float = 0.8,
-                    error_threshold: float = 0.25, ratio_threshold: float = 2.0,
-                    largest_error_threshold: float = 0.5, alpha: float = 0.05, level: float = 0.95):
+def evaluate_claims(summary: pd.DataFrame, distances: pd.DataFrame, *, uniform_error: float,
+                    spearman_threshold: float = 0.8, error_threshold: float = 0.25, ratio_threshold: float = 2.0,
+                    largest_error_threshold: float = 0.5, alpha: float = 0.05, level: float = 0.95) -> list[Claim]:
     r"""The claims, decided from the run on intervals fixed before running (see the package docstring).
 
     1. (a), (b), (b'), (c) recover the SV: the ``level`` t-interval of the

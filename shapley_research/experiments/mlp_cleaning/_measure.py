@@ -11,6 +11,7 @@ import math
 import time
 import warnings
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -18,6 +19,10 @@ from ..._validation import check_choice, check_int
 from ..data_cleaning import (LABELS as CLEANING_LABELS, detection_auroc, detection_f1, make_game, mean_interval,
                              method_seed, problem_seed, run_method, truncation_game)
 from ._data import make_mlp_game, make_problem
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from ...games import GameLike
 
 #: The valuation methods, in the order of the tables and the figure (data_cleaning's names).
 METHODS = ("msr_banzhaf", "beta_shapley", "truncated_permutation", "data_oob")
@@ -35,7 +40,7 @@ def _mlp_call(method: str, problem: dict, game, budget: int, seed: int, options:
     """One valuation on the MLP utility: ``(ValuationResult, note)``."""
     import shapley_research as sr
 
-    quiet = {"progress": False}
+    quiet: dict[str, Any] = {"progress": False}
     if method == "msr_banzhaf":
         return sr.msr_banzhaf(game, budget, seed, **quiet), None
     if method == "beta_shapley":
@@ -51,7 +56,8 @@ def _mlp_call(method: str, problem: dict, game, budget: int, seed: int, options:
     raise ValueError(f"unknown method {method!r}; known: {', '.join(METHODS)}.")
 
 
-def run_mlp_method(method: str, problem: dict, game, budget: int, seed: int, options: dict | None = None) -> dict:
+def run_mlp_method(method: str, problem: dict[str, Any], game: GameLike, budget: int, seed: int,
+                   options: dict[str, Any] | None = None) -> dict[str, Any]:
     """Value ``problem``'s points with ``method`` on the MLP ``game``; a failure is recorded, not raised.
 
     Returns
@@ -115,7 +121,9 @@ def run_problem(problem: dict, budget: int, pseed: int, options: dict | None = N
         for method in methods:
             check_choice(method, "method", METHODS)
             seed = method_seed(pseed, method)
-            row = (run_mlp_method(method, problem, game, budget, seed, options) if model == "mlp"
+            # game is the MLP's whenever model == "mlp"
+            row = (run_mlp_method(method, problem, game, budget, seed,  # type: ignore[arg-type]
+                                  options) if model == "mlp"
                    else run_method(method, problem, budget, seed, _cleaning_options(options)))
             rows.append({"model": model, **row})
     return rows
@@ -123,8 +131,10 @@ def run_problem(problem: dict, budget: int, pseed: int, options: dict | None = N
 
 def run_mlp_cleaning(*, datasets: Sequence[str], n_train: int, n_test: int, flip_fraction: float, n_seeds: int,
                      budget: int, options: dict | None = None, methods: Sequence[str] = METHODS,
-                     models: Sequence[str] = MODELS, digit_classes=(3, 8), pca_components: int = 50,
-                     images=None, seed: int = 0, progress: Callable | None = None):
+                     models: Sequence[str] = MODELS, digit_classes: Sequence[int] = (3, 8), pca_components: int = 50,
+                     images: tuple[np.ndarray, np.ndarray] | None = None, seed: int = 0,
+                     progress: Callable[..., Iterable[Any]] | None = None,
+                     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
     """The whole experiment: every (model, method) on every (data set, repetition), detection scored.
 
     Problems are data_cleaning's (same :func:`problem_seed`, split and flips);
@@ -143,7 +153,8 @@ def run_mlp_cleaning(*, datasets: Sequence[str], n_train: int, n_test: int, flip
     """
     n_seeds, budget = check_int(n_seeds, "n_seeds", minimum=1), check_int(budget, "budget", minimum=1)
     jobs = [(d, r) for d in datasets for r in range(n_seeds)]
-    detection, values, info = [], [], {}
+    detection, values = [], []
+    info: dict[str, Any] = {}
     for dataset, repetition in (jobs if progress is None else progress(jobs, desc="data sets x seeds")):
         pseed = problem_seed(seed, dataset, repetition)
         problem = make_problem(dataset, n_train, n_test, flip_fraction, pseed, digit_classes=digit_classes,

@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+if TYPE_CHECKING:
+    import pandas as pd
+    from .._common import Claim
 
-def privacy_summary(levels, spearman_threshold: float = -0.8, excess_drop_min_se: float = 2.0) -> dict:
+
+def privacy_summary(levels: pd.DataFrame, spearman_threshold: float = -0.8,
+                    excess_drop_min_se: float = 2.0) -> dict[str, Any]:
     r"""Statistics of the claim "the value of the noisy half falls as the noise grows".
 
     Computed on the finite privacy levels (the reference ``epsilon = inf`` is
@@ -87,7 +93,8 @@ def _largest_rise(noisy, column: str, se_column: str | None = None) -> str:
 SECTION = "Section 5 ('Value for Privacy-Preserving Data'), Figure 5b (fig:stable_noise)"
 
 
-def privacy_claims(levels, spearman_threshold: float = -0.8, excess_drop_min_se: float = 2.0):
+def privacy_claims(levels: pd.DataFrame, spearman_threshold: float = -0.8,
+                   excess_drop_min_se: float = 2.0) -> tuple[list[Claim], dict[str, Any]]:
     """The claims of the experiment, judged on the ``levels`` table of :func:`run_privacy_noise`.
 
     One is the paper's (the noisy half's SV falls as its noise grows); two are

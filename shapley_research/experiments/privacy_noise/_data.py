@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ..._validation import check_int
 
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+    from sklearn.decomposition import PCA
 
-def split_halves(y, seed) -> np.ndarray:
+
+def split_halves(y: ArrayLike, seed: int | np.random.Generator | None) -> np.ndarray:
     """Boolean mask of the noisy half: within every class, a random half (the odd one out alternates).
 
     Both halves then hold (almost) the same number of images of every digit,
@@ -41,7 +47,7 @@ def load_privacy_data(n_train: int, n_test: int, n_public: int, seed: int) -> di
             "X_test": X_test, "y_test": y_test}
 
 
-def fit_projection(X_public, n_components: int, seed: int = 0):
+def fit_projection(X_public: ArrayLike, n_components: int, seed: int = 0) -> PCA:
     """PCA on the public images; returns the fitted ``sklearn.decomposition.PCA``."""
     from sklearn.decomposition import PCA
 

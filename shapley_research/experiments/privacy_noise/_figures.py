@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ._measure import HALVES
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+    import pandas as pd
 
 
 def _finite_and_reference(levels, half):
@@ -27,7 +32,7 @@ def _sigma_axis(ax, finite):
     return top
 
 
-def plot_privacy_values(levels, delta: float, clip_norm: float):
+def plot_privacy_values(levels: pd.DataFrame, delta: float, clip_norm: float) -> Figure:
     """Two panels against epsilon (log): mean per-point SV of each half; exact two-player SVs and accuracies."""
     import matplotlib.pyplot as plt
 
@@ -67,7 +72,7 @@ def plot_privacy_values(levels, delta: float, clip_norm: float):
     return fig
 
 
-def plot_point_values(points):
+def plot_point_values(points: pd.DataFrame) -> Figure:
     """Box plots of the per-point SVs of each half at every privacy level."""
     import matplotlib.pyplot as plt
 

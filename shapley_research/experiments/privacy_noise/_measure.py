@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import time
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -11,10 +12,17 @@ from ..._validation import check_int
 from ._data import fit_projection, load_privacy_data, split_halves
 from ._mechanism import _check_delta, _check_epsilon, l2_sensitivity, privatize_images
 
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Sequence
+    from numpy.typing import ArrayLike
+    import pandas as pd
+    from sklearn.decomposition import PCA
+    from ...games import GameLike
+
 HALVES = ("clean", "noisy")
 
 
-def two_half_values(game, noisy) -> dict:
+def two_half_values(game: GameLike, noisy: ArrayLike) -> dict[str, float]:
     """Exact SV of the game whose two players are the clean half and the noisy half.
 
     ``sv_noisy = (U(N) - U(0) + U(C+N) - U(C)) / 2`` and likewise for the clean half
@@ -42,7 +50,8 @@ def two_half_values(game, noisy) -> dict:
             "u_empty": float(u[0]), "u_clean": float(u[1]), "u_noisy": float(u[2]), "u_all": float(u[3])}
 
 
-def permutation_group_values(game, groups, n_permutations: int, seed, batch_size: int = 50) -> dict:
+def permutation_group_values(game: GameLike, groups: np.ndarray, n_permutations: int,
+                             seed: int | np.random.Generator | None, batch_size: int = 50) -> dict[str, Any]:
     """Per-point SVs by permutation sampling, and the sum of each group with its standard error.
 
     Draws ``n_permutations`` uniform permutations (``shapley_research.estimators.random_permutations``
@@ -88,9 +97,10 @@ def permutation_group_values(game, groups, n_permutations: int, seed, batch_size
             "group_sums_per_permutation": sums, "u_empty": u_empty}
 
 
-def value_privacy_level(data: dict, projection, noisy, epsilon, *, delta: float, clip_norm: float,
+def value_privacy_level(data: dict[str, Any], projection: PCA, noisy: np.ndarray, epsilon: float, *, delta: float,
+                        clip_norm: float,
                         clamp: bool, logistic_C: float, n_permutations: int, noise_seed: int,
-                        permutation_seed: int) -> dict:
+                        permutation_seed: int) -> dict[str, Any]:
     """Privatize the noisy half at ``epsilon``, then value the points and the two halves.
 
     Returns
@@ -137,9 +147,11 @@ def _level_rows(level: dict, noisy: np.ndarray, y: np.ndarray):
     return rows, points
 
 
-def run_privacy_noise(*, epsilons, delta: float, clip_norm: float, clamp: bool, n_train: int, n_test: int,
-                      n_public: int, n_components: int, logistic_C: float, n_permutations: int,
-                      include_reference: bool = True, seed: int = 0, n_jobs: int = 1, progress=None):
+def run_privacy_noise(*, epsilons: Sequence[float], delta: float, clip_norm: float, clamp: bool, n_train: int,
+                      n_test: int, n_public: int, n_components: int, logistic_C: float, n_permutations: int,
+                      include_reference: bool = True, seed: int = 0, n_jobs: int = 1,
+                      progress: Callable[..., Iterable[Any]] | None = None,
+                      ) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
     """The whole experiment: every privacy level (and the noise-free reference), valued.
 
     Parameters
@@ -189,8 +201,9 @@ def run_privacy_noise(*, epsilons, delta: float, clip_norm: float, clamp: bool, 
     data = load_privacy_data(n_train, n_test, n_public, int(data_seed))
     noisy = split_halves(data["y_train"], int(half_seed))
     projection = fit_projection(data["X_public"], n_components, seed=int(data_seed) % 2**31)
-    options = dict(delta=delta, clip_norm=clip_norm, clamp=clamp, logistic_C=logistic_C,
-                   n_permutations=n_permutations, noise_seed=int(noise_seed), permutation_seed=int(perm_seed))
+    options: dict[str, Any] = dict(delta=delta, clip_norm=clip_norm, clamp=clamp, logistic_C=logistic_C,
+                                   n_permutations=n_permutations, noise_seed=int(noise_seed),
+                                   permutation_seed=int(perm_seed))
     if n_jobs == 1:
         iterator = eps if progress is None else progress(eps, desc="privacy levels")
         levels = [value_privacy_level(data, projection, noisy, e, **options) for e in iterator]

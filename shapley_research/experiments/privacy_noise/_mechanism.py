@@ -7,10 +7,14 @@ from __future__ import annotations
 
 import math
 import numbers
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..._validation import check_float, check_int
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 
 def _check_epsilon(epsilon) -> float:
@@ -40,7 +44,7 @@ def _log_privacy_profile(sigma: float, epsilon: float, sensitivity: float) -> fl
         return float(log_a + np.log(-np.expm1(min(log_b - log_a, 0.0))))
 
 
-def gaussian_privacy_profile(sigma, epsilon, sensitivity) -> float:
+def gaussian_privacy_profile(sigma: float, epsilon: float, sensitivity: float) -> float:
     r"""The smallest ``delta`` for which the Gaussian mechanism is ``(epsilon, delta)``-DP.
 
     For a query of L2 sensitivity :math:`\Delta` released with noise
@@ -71,7 +75,7 @@ def gaussian_privacy_profile(sigma, epsilon, sensitivity) -> float:
     return math.exp(_log_privacy_profile(sigma, epsilon, sensitivity))
 
 
-def analytic_gaussian_sigma(epsilon, delta, sensitivity) -> float:
+def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float) -> float:
     r"""Noise scale of the analytic Gaussian mechanism (Balle & Wang 2018).
 
     The smallest :math:`\sigma` such that adding :math:`N(0, \sigma^2 I)` to a
@@ -119,7 +123,7 @@ def analytic_gaussian_sigma(epsilon, delta, sensitivity) -> float:
     return math.exp(brentq(excess, lo, hi, xtol=1e-14, rtol=1e-13))
 
 
-def classic_gaussian_sigma(epsilon, delta, sensitivity) -> float:
+def classic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float) -> float:
     r"""The classic calibration :math:`\sigma = \Delta\sqrt{2\ln(1.25/\delta)}/\epsilon` (Dwork & Roth, Thm A.1).
 
     Proven only for ``0 < epsilon < 1``; kept to compare with
@@ -139,7 +143,7 @@ def classic_gaussian_sigma(epsilon, delta, sensitivity) -> float:
     return sensitivity * math.sqrt(2.0 * math.log(1.25 / delta)) / epsilon
 
 
-def l2_sensitivity(clip_norm, n_features, pixel_max: float = 1.0) -> float:
+def l2_sensitivity(clip_norm: float, n_features: int, pixel_max: float = 1.0) -> float:
     r"""L2 sensitivity of releasing one clipped image, under replacement of the image.
 
     Clipped images lie in the ball of radius ``clip_norm`` and (since clipping
@@ -173,7 +177,7 @@ def _check_images(X, pixel_max: float) -> np.ndarray:
     return X
 
 
-def clip_l2(X, clip_norm) -> np.ndarray:
+def clip_l2(X: ArrayLike, clip_norm: float) -> np.ndarray:
     """Scale every row of ``X`` whose L2 norm exceeds ``clip_norm`` down to that norm (others unchanged)."""
     clip_norm = check_float(clip_norm, "clip_norm", minimum=0.0, strict=True)
     X = np.asarray(X, dtype=float)
@@ -182,7 +186,8 @@ def clip_l2(X, clip_norm) -> np.ndarray:
     return X * scale
 
 
-def privatize_images(X, epsilon, delta, clip_norm, rng, *, pixel_max: float = 1.0, clamp: bool = True):
+def privatize_images(X: ArrayLike, epsilon: float, delta: float, clip_norm: float, rng: int | np.random.Generator, *,
+                     pixel_max: float = 1.0, clamp: bool = True) -> tuple[np.ndarray, float]:
     """Release every image (row of ``X``) through the Gaussian mechanism; see the package docstring.
 
     ``clip_l2`` to ``clip_norm``, add ``N(0, sigma^2)`` to every pixel with

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from .._common import claim
 from ._measure import _spearman, u_shape_fraction, u_shape_statistics
 from ._tables import THEOREM5_CONVENTION, _convention_rows, bootstrap_matrix
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from .._common import Claim
 
 LABELS = {"fixed_alpha": "Ridge(alpha = N lambda), intercept (main)",
           "per_coalition": "alpha_S = |S| lambda, intercept",
@@ -37,7 +43,8 @@ def _trend(rho: float, threshold: float, n_points: int, what: str) -> tuple[bool
     return False, f"the Spearman correlation {what} is {rho:.3g} over {n_points} grid points."
 
 
-def evaluate_claims(table, rows: list[dict], factor: float = 2.0, spearman_threshold: float = 0.8):
+def evaluate_claims(table: pd.DataFrame, rows: list[dict[str, Any]], factor: float = 2.0,
+                    spearman_threshold: float = 0.8) -> tuple[dict[str, Any], list[Claim]]:
     r"""The key numbers and the claims, from :func:`grid_table`'s table and :func:`run_grid`'s rows.
 
     The paper's claims (main convention ``"fixed_alpha"``): U shape; the variance falls left of its
@@ -109,7 +116,8 @@ def _formula_beyond_scope(ratios: dict) -> tuple[dict, list[str]]:
 
     Returns the metrics entries and one sentence per convention where the formula is exceeded.
     """
-    entries, outside = {}, []
+    entries: dict[str, float | None] = {}
+    outside: list[str] = []
     for convention in ("fixed_alpha", "per_coalition"):
         if convention in ratios:
             c_lams, ratio, _ = ratios[convention]
@@ -127,6 +135,7 @@ def _theorem5(ratios: dict, kappa: float, outside: list[str]) -> tuple[dict, tup
     """Theorem 5 judged under :data:`THEOREM5_CONVENTION` only: metrics entries, ``(value, holds, undecided)``, note."""
     thm = THEOREM5_CONVENTION
     entries: dict = {}
+    thm_undecided: str | None
     thm_value, thm_holds, thm_undecided = float("nan"), False, "outside its scope"
     thm_note = f"Not checked: {thm}, the only convention that meets the hypotheses, was not run. "
     if thm in ratios:

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..._validation import check_float, check_int
 from ...games import Game
 from ...utilities.learners import RidgeUtility
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 #: How a coalition's penalty follows from the paper's lambda: main protocol first.
 CONVENTIONS = ("fixed_alpha", "per_coalition", "no_intercept")
@@ -112,7 +116,8 @@ class CoalitionScaledRidge(Game):
 
     exact_prefixes = True
 
-    def __init__(self, X_train, y_train, X_test, y_test, lam: float, batch_size: int = 32):
+    def __init__(self, X_train: ArrayLike, y_train: ArrayLike, X_test: ArrayLike, y_test: ArrayLike, lam: float,
+                 batch_size: int = 32) -> None:
         X_train, X_test = np.asarray(X_train, dtype=float), np.asarray(X_test, dtype=float)
         self.y_train, self.y_test = np.asarray(y_train, dtype=float), np.asarray(y_test, dtype=float)
         self.lam = check_float(lam, "lam", minimum=0.0, strict=True)
@@ -146,7 +151,7 @@ class CoalitionScaledRidge(Game):
             values[fit] = self._scores(theta)
         return values
 
-    def evaluate_prefixes(self, permutations) -> np.ndarray:
+    def evaluate_prefixes(self, permutations: ArrayLike) -> np.ndarray:
         """Utilities (m, n) of all prefixes of each permutation (exact; batched solves)."""
         permutations = np.asarray(permutations)
         m, n = permutations.shape

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ._data import CONVENTIONS
 from ._measure import u_shape_statistics
 from ._tables import THEOREM5_CONVENTION, _convention_rows
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+    import pandas as pd
 
 
 #: Figure labels of the conventions, in the paper's symbols (the claims keep :data:`LABELS`).
@@ -29,7 +35,7 @@ def _shade_fit_region(ax, lams, fits, label=None):
     ax.axvspan(lams[0], right, color="tab:green", alpha=0.12, lw=0, label=label)
 
 
-def plot_variance(table, factor: float = 2.0):
+def plot_variance(table: pd.DataFrame, factor: float = 2.0) -> Figure:
     """Figure 5(a): variance of the values vs lambda, and the full model's errors (two regimes shaded).
 
     Drawn from :func:`grid_table`'s columns only (``ridge_variance.csv`` redraws it).
@@ -108,7 +114,7 @@ def _theorem5_series(axes, table, main_lams, main) -> None:
                  label=r"Theorem 5's bound $B = 2\,C_{stab}\,(1+\log(N-1))/(N-1)$")
 
 
-def plot_theorem5(table):
+def plot_theorem5(table: pd.DataFrame) -> Figure:
     """Theorem 5 and the uniform division: empirical spread vs the bound, and the stability constants.
 
     The bound (from the rigorous ``sigma_sup``) is valid for ``"no_intercept"`` only; the intercept

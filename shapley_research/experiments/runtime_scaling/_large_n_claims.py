@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from ._large_n_measure import GROUP_TESTING, MIN_POINTS_FOR_EXPONENT
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from .._common import Claim
 
 
 # --------------------------------------------------------------------------------------------
@@ -32,7 +38,7 @@ def _comparison(records, game, n, target):
     return base, None, base["evaluations"] / max(r["cap_evaluations"] for r in variants)
 
 
-def group_testing_advantage(records, game: str, target: float) -> dict | None:
+def group_testing_advantage(records: Sequence[dict[str, Any]], game: str, target: float) -> dict[str, Any] | None:
     """Permutation sampling's evaluations over group testing's (best variant) at the largest decided N.
 
     At the largest N where permutation sampling's median reached ``target``
@@ -54,7 +60,8 @@ def group_testing_advantage(records, game: str, target: float) -> dict | None:
     return undecided
 
 
-def advantage_table(records, target: float, predicted: dict | None = None) -> list[dict]:
+def advantage_table(records: Sequence[dict[str, Any]], target: float,
+                    predicted: dict[int, dict[str, float]] | None = None) -> list[dict[str, Any]]:
     """Every (game, N) where permutation sampling reached ``target``: the measured ratio or its upper bound.
 
     ``predicted`` (:func:`predicted_ratios`) adds the ratio the theorems
@@ -132,8 +139,10 @@ def _advantage_claim(records, target: float, predicted: dict | None):
         note=note, undecided=undecided), advantage
 
 
-def large_n_claims(records, exponents: dict, basis: dict, theorem: dict, *, target: float,
-                   predicted: dict | None = None) -> tuple[list, dict]:
+def large_n_claims(records: Sequence[dict[str, Any]], exponents: dict[str, Any], basis: dict[str, Any],
+                   theorem: dict[str, Any], *,
+                   target: float, predicted: dict[int, dict[str, float]] | None = None,
+                   ) -> tuple[list[Claim], dict[str, Any]]:
     """The paper's claim on measured counts and this package's two exponent checks.
 
     * P: group testing (best variant) needs fewer evaluations than

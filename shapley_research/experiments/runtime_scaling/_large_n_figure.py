@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 import pandas as pd
 
 from ._large_n_games import SCALING_GAMES
 from ._large_n_measure import SCALING_METHODS
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from matplotlib.figure import Figure
 
 LABELS = {"permutation": "permutation sampling", "permutation_antithetic": "permutation, antithetic",
           "group_testing_paper": "group testing (Alg. 1)",
@@ -69,8 +75,9 @@ def _game_panel(ax, rows, game: str, letter: str, small: float, large: float, ex
                       "B (e / target)^2", title_fontsize=8.5)
 
 
-def plot_measured_scaling(records, learner_view: pd.DataFrame, theory: pd.DataFrame, *, targets, exponents: dict,
-                          basis: dict | None = None):
+def plot_measured_scaling(records: Sequence[dict[str, Any]], learner_view: pd.DataFrame, theory: pd.DataFrame, *,
+                          targets: Sequence[float], exponents: dict[str, Any],
+                          basis: dict[str, Any] | None = None) -> Figure:
     """Evaluations to target against N per game, and the paper learner's time: bound beside behaviour.
 
     Filled markers: the median reached the target (solid line: the smaller
@@ -98,7 +105,8 @@ def plot_measured_scaling(records, learner_view: pd.DataFrame, theory: pd.DataFr
                      "group_testing_improved": "group testing: Wang & Jia's improved bound"}.get(method, LABELS[method])
             ax.plot(part["n"], part["seconds"], "-", color=color, lw=1.4, label=f"{bound}: theorem count")
         for game, size in (("knn", 9), ("unanimity", 5)):
-            pts = learner_view[(learner_view["method"] == method) & (learner_view["game"] == game)
+            # a DataFrame, or the empty list when nothing was measured
+            pts: Any = learner_view[(learner_view["method"] == method) & (learner_view["game"] == game)
                                & (learner_view["target_relative_error"] == small)] if len(learner_view) else []
             for kind, fill in (("measured", color), ("extrapolated", "none")):
                 part = pts[pts["basis"] == kind] if len(pts) else pts

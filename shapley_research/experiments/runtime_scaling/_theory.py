@@ -3,22 +3,28 @@
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ._costs import CostModel, all_s_fit_weights
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+    from numpy.typing import ArrayLike
+    import pandas as pd
 
 
 # --------------------------------------------------------------------------------------------
 # What the paper plotted: theorem counts x measured costs
 # --------------------------------------------------------------------------------------------
 
-def permutation_cost_per_permutation(n: int, fit_cost) -> float:
+def permutation_cost_per_permutation(n: int, fit_cost: Callable[[ArrayLike], np.ndarray]) -> float:
     """CPU seconds of one permutation: one training on each prefix, sizes ``1..n``."""
     return float(np.sum(fit_cost(np.arange(1, n + 1))))
 
 
-def group_testing_expected_cost(n: int, fit_cost, variant: str = "paper") -> float:
+def group_testing_expected_cost(n: int, fit_cost: Callable[[ArrayLike], np.ndarray], variant: str = "paper") -> float:
     r"""Expected CPU seconds of one group test: :math:`\mathbb E_{k\sim q}[\text{cost}(|S|)]`.
 
     ``"paper"``: :math:`q(k) \propto 1/k + 1/(n-k)`, ``k = 1..n-1``.
@@ -44,7 +50,7 @@ def group_testing_expected_cost(n: int, fit_cost, variant: str = "paper") -> flo
     return float(probabilities @ (with_null * trained(sizes - 1) + (1 - with_null) * trained(sizes)))
 
 
-def all_s_expected_fit_cost(n: int, fit_cost) -> float:
+def all_s_expected_fit_cost(n: int, fit_cost: Callable[[ArrayLike], np.ndarray]) -> float:
     """Mean CPU seconds of the training of one all-S base set (fit shares of :func:`all_s_fit_weights`)."""
     _, base, weight = all_s_fit_weights(n)
     return float(weight @ fit_cost(base.astype(float)))
@@ -89,8 +95,8 @@ def required_evaluations(n: int, epsilon: float, delta: float, utility_range: fl
     }
 
 
-def theoretical_runtimes(ns, epsilon: float, delta: float, utility_range: float, fit_cost: CostModel,
-                         largest_s_cost: CostModel, all_s_cost: CostModel):
+def theoretical_runtimes(ns: Iterable[int], epsilon: float, delta: float, utility_range: float, fit_cost: CostModel,
+                         largest_s_cost: CostModel, all_s_cost: CostModel) -> pd.DataFrame:
     """Required CPU time of each method at each ``N``: theorem counts times measured costs.
 
     * permutation: ``m_perm`` permutations, each one training per prefix
@@ -138,7 +144,7 @@ def theoretical_runtimes(ns, epsilon: float, delta: float, utility_range: float,
     return pd.DataFrame(rows)
 
 
-def cost_models(fit_costs, influence_costs, n_tail: int = 3) -> dict:
+def cost_models(fit_costs: pd.DataFrame, influence_costs: pd.DataFrame, n_tail: int = 3) -> dict[str, CostModel]:
     """:class:`CostModel` of every measured cost, keyed ``"fit:LEARNER"`` and ``"influence:COMPONENT"``."""
     models = {}
     for learner, group in fit_costs.groupby("learner", sort=False):
@@ -148,7 +154,8 @@ def cost_models(fit_costs, influence_costs, n_tail: int = 3) -> dict:
     return models
 
 
-def cost_table(fit_costs, influence_costs, models: dict, x_max: float, points_per_decade: int = 8):
+def cost_table(fit_costs: pd.DataFrame, influence_costs: pd.DataFrame, models: dict[str, CostModel], x_max: float,
+               points_per_decade: int = 8) -> pd.DataFrame:
     """Tidy table of panel (a): the measurements and each cost model on a log grid up to ``x_max``.
 
     Columns ``kind``, ``source`` (``"measured"`` or ``"model"``), ``x``,
@@ -180,14 +187,14 @@ def theory_grid(n_min: int, n_max: int, points_per_decade: int) -> list[int]:
     return sorted({int(round(v)) for v in np.logspace(np.log10(n_min), np.log10(n_max), count)})
 
 
-def runtime_ratio(df, numerator: str, denominator: str, n: int | None = None) -> float:
+def runtime_ratio(df: pd.DataFrame, numerator: str, denominator: str, n: int | None = None) -> float:
     """``seconds(numerator) / seconds(denominator)`` at ``n`` (default: the largest ``n``) of a theory table."""
     n = int(df["n"].max()) if n is None else int(n)
     at = df[df["n"] == n].set_index("method")["seconds"]
     return float(at[numerator] / at[denominator])
 
 
-def crossover_n(df, faster: str, slower: str) -> float:
+def crossover_n(df: pd.DataFrame, faster: str, slower: str) -> float:
     """Smallest grid ``n`` from which ``faster`` takes less time than ``slower`` at every larger ``n`` (NaN: never)."""
     pivot = df.pivot(index="n", columns="method", values="seconds").sort_index()
     below = (pivot[faster] < pivot[slower]).to_numpy()

@@ -5,10 +5,18 @@ from __future__ import annotations
 import math
 import time
 import warnings
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from ._costs import LN2, stratum_layout
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Sequence
+    from numpy.typing import ArrayLike
+    import pandas as pd
+    from ...games import FunctionGame
+    from ...result import ValuationResult
 
 #: Estimators, in the order of the figure's legend.
 METHODS = ("permutation", "group_testing_paper", "group_testing_improved", "all_s_influence",
@@ -19,7 +27,8 @@ METHODS = ("permutation", "group_testing_paper", "group_testing_improved", "all_
 # What a user sees: time to a fixed empirical error at small N
 # --------------------------------------------------------------------------------------------
 
-def pca_project(X_train, X_test, n_components: int, seed: int = 0):
+def pca_project(X_train: np.ndarray, X_test: np.ndarray, n_components: int,
+                seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Project both sets on the top principal axes of ``X_train`` (fitted on train only)."""
     from shapley_research.datasets import pca_features
 
@@ -27,7 +36,8 @@ def pca_project(X_train, X_test, n_components: int, seed: int = 0):
     return A, B
 
 
-def shifted_log_loss_game(X_train, y_train, X_test, y_test, *, C: float = 1.0):
+def shifted_log_loss_game(X_train: ArrayLike, y_train: ArrayLike, X_test: ArrayLike, y_test: ArrayLike, *,
+                          C: float = 1.0) -> FunctionGame:
     r"""The game :math:`U(S) = \ln 2 - \text{test log-loss of } \mathrm{LogisticRegression}(C) \text{ fitted on } S`.
 
     The paper's negative test loss, shifted so that the uninformed model
@@ -48,7 +58,7 @@ def shifted_log_loss_game(X_train, y_train, X_test, y_test, *, C: float = 1.0):
     return as_game(lambda masks: learner.evaluate(masks) + LN2, learner.n_players, vectorized=True)
 
 
-def relative_error(estimate, reference) -> float:
+def relative_error(estimate: ArrayLike, reference: ArrayLike) -> float:
     r""":math:`\lVert \hat s - s\rVert_2 / \lVert s\rVert_2`."""
     estimate, reference = np.asarray(estimate, dtype=float), np.asarray(reference, dtype=float)
     if estimate.shape != reference.shape:
@@ -59,9 +69,9 @@ def relative_error(estimate, reference) -> float:
     return float(np.linalg.norm(estimate - reference) / norm)
 
 
-def reference_values(X_train, y_train, X_test, y_test, *, C: float = 1.0, seed: int = 0,
-                     exact_max_players: int = 12, rel_error: float = 0.05, pilot_permutations: int = 50,
-                     max_permutations: int = 4000) -> dict:
+def reference_values(X_train: np.ndarray, y_train: np.ndarray, X_test: np.ndarray, y_test: np.ndarray, *,
+                     C: float = 1.0, seed: int = 0, exact_max_players: int = 12, rel_error: float = 0.05,
+                     pilot_permutations: int = 50, max_permutations: int = 4000) -> dict[str, Any]:
     r"""Reference Shapley values of :func:`shifted_log_loss_game`.
 
     Exact (:func:`~shapley_research.exact_shapley`) when ``N <=
@@ -99,7 +109,8 @@ def reference_values(X_train, y_train, X_test, y_test, *, C: float = 1.0, seed: 
             "cpu_seconds": time.process_time() - start}
 
 
-def run_estimator(method: str, X_train, y_train, X_test, y_test, budget: int | None, seed: int, *, C: float = 1.0):
+def run_estimator(method: str, X_train: np.ndarray, y_train: np.ndarray, X_test: np.ndarray, y_test: np.ndarray,
+                  budget: int | None, seed: int, *, C: float = 1.0) -> tuple[ValuationResult, float]:
     """Run one estimator on :func:`shifted_log_loss_game`, timing it (game construction included).
 
     ``budget`` is the number of sampled utility evaluations: ``budget / N``
@@ -112,15 +123,17 @@ def run_estimator(method: str, X_train, y_train, X_test, y_test, budget: int | N
 
     n = len(y_train)
     start = time.process_time()
+    # the budgeted methods (all but largest-S) are always given a budget: int(budget) below is safe
     if method == "permutation":
         game = shifted_log_loss_game(X_train, y_train, X_test, y_test, C=C)
-        result = permutation_shapley(game, int(budget) + 1, seed=seed)
+        result = permutation_shapley(game, int(budget) + 1, seed=seed)  # type: ignore[arg-type]
     elif method in ("group_testing_paper", "group_testing_improved"):
         game = shifted_log_loss_game(X_train, y_train, X_test, y_test, C=C)
-        variant = "paper" if method == "group_testing_paper" else "improved"
-        result = group_testing_shapley(game, int(budget) + 2, seed=seed, variant=variant)
+        variant: Literal["paper", "improved"] = "paper" if method == "group_testing_paper" else "improved"
+        result = group_testing_shapley(game, int(budget) + 2, seed=seed, variant=variant)  # type: ignore[arg-type]
     elif method == "all_s_influence":
-        result = all_s_influence(X_train, y_train, X_test, y_test, int(budget), seed=seed, C=C, progress=False)
+        result = all_s_influence(X_train, y_train, X_test, y_test, int(budget),  # type: ignore[arg-type]
+                                 seed=seed, C=C, progress=False)
     elif method == "largest_s_influence":
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # C_U < 0 is recorded in the result's info
@@ -151,8 +164,9 @@ def budget_schedule(method: str, n: int, max_doublings: int, *, n_pilot: int = 2
     return [n * 2 ** j for j in range(max_doublings + 1)]
 
 
-def time_to_target(method: str, X_train, y_train, X_test, y_test, reference, target: float, seed: int, *,
-                   max_doublings: int, C: float = 1.0) -> list[dict]:
+def time_to_target(method: str, X_train: np.ndarray, y_train: np.ndarray, X_test: np.ndarray, y_test: np.ndarray,
+                   reference: np.ndarray, target: float, seed: int, *, max_doublings: int,
+                   C: float = 1.0) -> list[dict[str, Any]]:
     """Run ``method`` at increasing budgets until its relative error is at most ``target``.
 
     Budgets follow :func:`budget_schedule`; the search stops at the first
@@ -186,9 +200,12 @@ def _time_to_target_task(method, X_train, y_train, X_test, y_test, reference, ta
                               max_doublings=max_doublings, C=C)
 
 
-def measure_time_to_target(X_train, y_train, X_test, y_test, ns, references: dict, target: float, seeds, *,
-                           methods=METHODS, max_doublings: int = 12, all_s_max_doublings: int = 3,
-                           C: float = 1.0, n_jobs: int = 1, progress=None) -> list[dict]:
+def measure_time_to_target(X_train: np.ndarray, y_train: np.ndarray, X_test: np.ndarray, y_test: np.ndarray,
+                           ns: Iterable[int], references: dict[int, dict[str, Any]], target: float,
+                           seeds: Iterable[int], *,
+                           methods: Sequence[str] = METHODS, max_doublings: int = 12, all_s_max_doublings: int = 3,
+                           C: float = 1.0, n_jobs: int = 1, progress: Callable[..., Iterable[Any]] | None = None,
+                           ) -> list[dict[str, Any]]:
     """:func:`time_to_target` for every (``N``, method, seed) on the first ``N`` training points.
 
     ``references[N]`` holds the reference values. With ``n_jobs > 1`` the
@@ -216,7 +233,7 @@ def measure_time_to_target(X_train, y_train, X_test, y_test, ns, references: dic
     return runs
 
 
-def summarise_time_to_target(runs, target: float):
+def summarise_time_to_target(runs: Sequence[dict[str, Any]] | pd.DataFrame, target: float) -> pd.DataFrame:
     """Per (``n``, ``method``): median CPU time to the target over seeds, or a lower bound.
 
     A seed that never reached the target counts as infinite time; when the
@@ -251,7 +268,8 @@ def summarise_time_to_target(runs, target: float):
                                           ignore_index=True)
 
 
-def all_s_enumerated_error(X_train, y_train, X_test, y_test, *, C: float = 1.0, seed: int = 0) -> dict:
+def all_s_enumerated_error(X_train: np.ndarray, y_train: np.ndarray, X_test: np.ndarray, y_test: np.ndarray, *,
+                           C: float = 1.0, seed: int = 0) -> dict[str, Any]:
     r"""Relative l2 error of all-S influence with every stratum enumerated: the influence bias alone.
 
     A budget of :math:`\sum_{k=1}^{N-1}\binom{N}{|S_k|}` base sets exhausts
@@ -283,7 +301,7 @@ def all_s_enumerated_error(X_train, y_train, X_test, y_test, *, C: float = 1.0, 
     return out
 
 
-def empirical_time_ratio(measured, n: int, numerator: str, denominator: str) -> tuple[float, bool]:
+def empirical_time_ratio(measured: pd.DataFrame, n: int, numerator: str, denominator: str) -> tuple[float, bool]:
     """``time(numerator) / time(denominator)`` at ``n`` in :func:`summarise_time_to_target`'s table.
 
     Returns ``(ratio, numerator_faster)``: ``numerator_faster`` is True only

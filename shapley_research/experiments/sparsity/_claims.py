@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from ..._validation import check_float
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from .._common import Claim
 
 
 def _reached(table):
@@ -27,7 +33,7 @@ def _reached(table):
 _FIG4 = "Section 5 ('Approximation under sparsity assumptions'), Figure 4 (fig:comp_sparse)"
 
 
-def fewer_permutations_claim(table):
+def fewer_permutations_claim(table: pd.DataFrame) -> Claim:
     """Paper claim: compressive sampling needs fewer permutations than the baseline for a given error.
 
     Decided on :func:`target_table`: at least one target below the uniform
@@ -55,7 +61,7 @@ def fewer_permutations_claim(table):
                            "than the baseline (both interpolated on the mean error curves).", note=note)
 
 
-def large_sample_claim(table, ratios=None):
+def large_sample_claim(table: pd.DataFrame, ratios: pd.DataFrame | None = None) -> Claim:
     """Paper claim: the superiority of compressive sampling is less evident at large sample counts.
 
     Decided on :func:`target_table`: compressive sampling reaches at least two
@@ -89,7 +95,7 @@ def large_sample_claim(table, ratios=None):
 
 
 def sparsity_claim(k_fraction: float, null_fractions: dict, quantile: float = 0.05, level: float = 0.5,
-                   paper_k_fraction: float = 0.367):
+                   paper_k_fraction: float = 0.367) -> Claim:
     """Paper claim: the values are approximately sparse (a small best ``K``-term approximation error).
 
     ``K/N`` at ``sigma_K(s)/sum(s) <= level`` must lie below the ``quantile``
@@ -130,7 +136,7 @@ def _span(values) -> str:
     return lo if lo == hi else f"{lo}-{hi}"
 
 
-def pattern_summary(ratios) -> dict:
+def pattern_summary(ratios: pd.DataFrame) -> dict[str, Any]:
     """Where compressive sampling beats the baseline and where the trivial error lies, from :func:`ratio_table`.
 
     Returns
@@ -157,7 +163,7 @@ def pattern_summary(ratios) -> dict:
             "uniform_error": float(ratios["uniform_error"].iloc[0])}
 
 
-def pattern_note(ratios) -> str:
+def pattern_note(ratios: pd.DataFrame) -> str:
     """Where the paper's Figure 4 pattern holds and where it stops, in words, computed from :func:`ratio_table`."""
     ratios = ratios.sort_values("n_permutations")
     info = pattern_summary(ratios)
@@ -184,7 +190,7 @@ def pattern_note(ratios) -> str:
     return ("; ".join(parts) + ". " + verdict).strip()
 
 
-def above_trivial_claim(ratios, level: float = 0.95):
+def above_trivial_claim(ratios: pd.DataFrame, level: float = 0.95) -> Claim:
     """Reproduction's check: above the trivial error, compressive sampling shows the paper's Figure 4 pattern.
 
     Decided on :func:`ratio_table`'s grid ``T`` above the trivial error (at

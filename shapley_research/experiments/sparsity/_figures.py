@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ._measure import BASELINE
 from ._statistics import smallest_sparse_k, sparsity_curve
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+    from numpy.typing import ArrayLike
+    import pandas as pd
 
 
 def _label(method: str, m: int) -> str:
@@ -13,8 +20,8 @@ def _label(method: str, m: int) -> str:
 
 
 
-def plot_value_distribution(values, level: float = 0.5, paper_k_fraction: float = 0.367, nulls: dict | None = None,
-                            bins: int = 60):
+def plot_value_distribution(values: ArrayLike, level: float = 0.5, paper_k_fraction: float = 0.367,
+                            nulls: dict[str, np.ndarray] | None = None, bins: int = 60) -> Figure:
     """Figure: histogram of the values (paper's Figure 2) and ``sigma_K/sum`` against dense nulls.
 
     ``nulls`` (name -> draws, :func:`dense_nulls`) adds each null's mean curve and 5-95% band.
@@ -54,7 +61,8 @@ def plot_value_distribution(values, level: float = 0.5, paper_k_fraction: float 
     return fig
 
 
-def plot_error_curves(summary, tables_by_m: dict, uniform_error: float, reference_floor: float):
+def plot_error_curves(summary: pd.DataFrame, tables_by_m: dict[int, pd.DataFrame], uniform_error: float,
+                      reference_floor: float) -> Figure:
     """Figure: relative l2 error vs permutations (paper's Figure 4) and permutations needed per target error.
 
     ``tables_by_m`` maps ``M`` to its :func:`target_table`; the targets are drawn on the error curves, and

@@ -5,11 +5,17 @@ Also the prefix cache, the replay of compressive sampling's permutations, the se
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from ..._validation import check_int, check_permutations
 from ...games import Game
 from ...utilities import TargetInfo, check_dataset, constant_utilities, degenerate_rows
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+    from ...games import GameLike
 
 
 class NearestCentroidUtility(Game):
@@ -46,7 +52,8 @@ class NearestCentroidUtility(Game):
         Prefix utilities computed by :meth:`evaluate_prefixes` so far.
     """
 
-    def __init__(self, X_train, y_train, X_test, y_test, *, batch_size: int = 64):
+    def __init__(self, X_train: ArrayLike, y_train: ArrayLike, X_test: ArrayLike, y_test: ArrayLike, *,
+                 batch_size: int = 64) -> None:
         self.X_train, self.y_train, self.X_test, self.y_test = check_dataset(
             X_train, y_train, X_test, y_test, "classification")
         self.n_players = self.X_train.shape[0]
@@ -83,7 +90,7 @@ class NearestCentroidUtility(Game):
             values[r] = self._accuracy(self._scores(sums, counts[r]))
         return values
 
-    def evaluate_prefixes(self, permutations) -> np.ndarray:
+    def evaluate_prefixes(self, permutations: ArrayLike) -> np.ndarray:
         """Utilities (m, n) of all prefixes of each permutation, in one pass each (exact).
 
         Running class sums and counts give the one centroid that changes at
@@ -141,7 +148,7 @@ class PrefixCache(Game):
         Permutations served from the cache and computed.
     """
 
-    def __init__(self, game):
+    def __init__(self, game: GameLike) -> None:
         self.game = game
         self.n_players = int(game.n_players)
         self.hits = 0
@@ -155,7 +162,7 @@ class PrefixCache(Game):
     def _key(row: np.ndarray) -> bytes:
         return np.asarray(row, dtype=np.int32).tobytes()
 
-    def evaluate_prefixes(self, permutations) -> np.ndarray:
+    def evaluate_prefixes(self, permutations: ArrayLike) -> np.ndarray:
         """Prefix utilities (m, n), computing only permutations not seen before."""
         from ...games import evaluate_prefixes
 
@@ -170,7 +177,7 @@ class PrefixCache(Game):
         self.hits += len(keys) - len(missing)
         return np.stack([self._store[key] for key in keys]) if keys else np.empty((0, self.n_players))
 
-    def prefill(self, permutations) -> None:
+    def prefill(self, permutations: ArrayLike) -> None:
         """Value ``permutations`` now, in one call of the wrapped game."""
         self.evaluate_prefixes(permutations)
 
@@ -206,7 +213,8 @@ def derive_seeds(seed: int, tag: str, count: int) -> list[int]:
                                                                            dtype=np.uint32)]
 
 
-def load_mnist_game(n_train: int, n_test: int, n_components: int, seed: int, batch_size: int = 64):
+def load_mnist_game(n_train: int, n_test: int, n_components: int, seed: int,
+                    batch_size: int = 64) -> tuple[NearestCentroidUtility, dict[str, Any]]:
     """The experiment's game on a class-balanced MNIST split (PCA features).
 
     Returns

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -12,11 +13,16 @@ from ..._validation import check_float, check_int
 from ._game import PrefixCache, compressive_permutations
 from ._statistics import relative_error
 
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+    import pandas as pd
+    from ...games import GameLike
+
 BASELINE = "baseline"
 
 
-def reference_values(game, n_permutations: int, seeds: Sequence[int], *, batch_size: int = 64,
-                     n_jobs: int | None = None) -> dict:
+def reference_values(game: GameLike, n_permutations: int, seeds: Sequence[int], *, batch_size: int = 64,
+                     n_jobs: int | None = None) -> dict[str, Any]:
     """Reference values: permutation sampling in ``len(seeds)`` independent parts of equal size.
 
     Parameters
@@ -47,16 +53,17 @@ def reference_values(game, n_permutations: int, seeds: Sequence[int], *, batch_s
     results = [permutation_shapley(game, 1 + per_part * game.n_players, seed=s, batch_size=batch_size,
                                    n_jobs=n_jobs, progress=False) for s in seeds]
     values = np.mean([r.values for r in results], axis=0)
-    stderr = np.sqrt(np.sum([r.stderr**2 for r in results], axis=0)) / len(results)
+    # permutation sampling always reports a standard error
+    stderr = np.sqrt(np.sum([r.stderr**2 for r in results], axis=0)) / len(results)  # type: ignore[operator]
     return {"values": values, "stderr": stderr, "parts": [r.values for r in results],
             "n_permutations": per_part * len(seeds),
             "relative_stderr": float(np.linalg.norm(stderr) / np.linalg.norm(values)),
             "cpu_time": time.process_time() - start}
 
 
-def error_curves(game, reference, permutation_grid: Sequence[int], seeds: Sequence[int],
-                 measurements: Sequence[int], *, recovery: str = "homotopy", solver: str = "CLARABEL",
-                 show_progress: bool = True):
+def error_curves(game: GameLike, reference: ArrayLike, permutation_grid: Sequence[int], seeds: Sequence[int],
+                 measurements: Sequence[int], *, recovery: Literal["homotopy", "cvxpy"] = "homotopy",
+                 solver: str = "CLARABEL", show_progress: bool = True) -> pd.DataFrame:
     """Relative errors of the baseline and compressive sampling against ``reference``.
 
     For every seed and every ``T`` in ``permutation_grid``, one call of
@@ -115,7 +122,7 @@ def error_curves(game, reference, permutation_grid: Sequence[int], seeds: Sequen
 
 
 
-def summarise_errors(errors):
+def summarise_errors(errors: pd.DataFrame) -> pd.DataFrame:
     """Mean, min and max relative error over seeds per (method, M, T).
 
     Returns
@@ -129,7 +136,7 @@ def summarise_errors(errors):
     return out.sort_values(["method", "n_measurements", "n_permutations"]).reset_index(drop=True)
 
 
-def permutations_to_reach(grid, errors, target: float) -> float:
+def permutations_to_reach(grid: ArrayLike, errors: ArrayLike, target: float) -> float:
     r"""Permutations a method needs for a mean error of ``target``, read off its error curve.
 
     Log-log interpolation between grid points; outside the grid the
@@ -155,7 +162,8 @@ def permutations_to_reach(grid, errors, target: float) -> float:
     return float(np.exp(np.log(grid[lo]) + w * (np.log(grid[hi]) - np.log(grid[lo]))))
 
 
-def target_table(summary, n_measurements: int, uniform_error: float, fractions: Sequence[float]):
+def target_table(summary: pd.DataFrame, n_measurements: int, uniform_error: float,
+                 fractions: Sequence[float]) -> pd.DataFrame:
     r"""Permutations each method needs to reach fixed errors below the uniform split's.
 
     The targets are :math:`e_j = f_j\,u` for the fractions ``0 < f_j < 1`` of
@@ -201,7 +209,8 @@ def target_table(summary, n_measurements: int, uniform_error: float, fractions: 
     return pd.DataFrame(rows)
 
 
-def ratio_table(errors, n_measurements: int, uniform_error: float, level: float = 0.95):
+def ratio_table(errors: pd.DataFrame, n_measurements: int, uniform_error: float,
+                level: float = 0.95) -> pd.DataFrame:
     r"""Per ``T``: both mean errors, the error ratio compressive / baseline, whether ``T`` is above the trivial error.
 
     The ratio is paired by seed (both methods value the same permutations),

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ..._validation import check_float, check_int
 
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
-def sparsity_curve(values) -> np.ndarray:
+
+def sparsity_curve(values: ArrayLike) -> np.ndarray:
     r"""``sigma_K(s) / sum(s)`` for ``K = 0, ..., N``.
 
     :math:`\sigma_K(s)` is the l1 norm of ``s`` without its ``K``
@@ -24,21 +29,21 @@ def sparsity_curve(values) -> np.ndarray:
     return np.maximum(tails, 0.0) / total
 
 
-def sigma_k(values, k: int) -> float:
+def sigma_k(values: ArrayLike, k: int) -> float:
     """Best ``k``-term approximation error in l1: the sum of all but the ``k`` largest ``|s_i|``."""
     s = np.abs(np.asarray(values, dtype=float))
     k = check_int(k, "k", minimum=0)
     return float(np.sort(s)[::-1][k:].sum())
 
 
-def smallest_sparse_k(values, level: float = 0.5) -> int:
+def smallest_sparse_k(values: ArrayLike, level: float = 0.5) -> int:
     """Smallest ``K`` with ``sigma_K(s) / sum(s) <= level`` (the paper reports 367 of 1,000 at 0.5)."""
     level = check_float(level, "level", minimum=0.0)
     curve = sparsity_curve(values)
     return int(np.argmax(curve <= level + 1e-12))
 
 
-def dense_nulls(values, n_draws: int, seed: int) -> dict:
+def dense_nulls(values: ArrayLike, n_draws: int, seed: int) -> dict[str, np.ndarray]:
     r"""Dense values with the mean and standard deviation of ``values``: Gaussian and uniform draws.
 
     Each draw :math:`x` is standardised exactly, :math:`\bar s + \mathrm{sd}(s)
@@ -67,7 +72,7 @@ def null_k_fractions(nulls: dict, level: float = 0.5) -> dict:
     return {name: np.array([smallest_sparse_k(x, level) / x.size for x in draws]) for name, draws in nulls.items()}
 
 
-def relative_error(estimate, reference) -> float:
+def relative_error(estimate: ArrayLike, reference: ArrayLike) -> float:
     """Relative l2 error ``||estimate - reference|| / ||reference||``."""
     estimate, reference = np.asarray(estimate, dtype=float), np.asarray(reference, dtype=float)
     return float(np.linalg.norm(estimate - reference) / np.linalg.norm(reference))
