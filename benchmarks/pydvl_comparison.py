@@ -996,8 +996,9 @@ def report(info, load, throughput, explained, gt, gt_tests, errors, checks, wall
         out += [("   - " if markdown else "     ") + p for p in parts]
         finite = [i for i, r in enumerate(ratios) if np.isfinite(r)]
         worst = max(finite, key=lambda i: ratios[i]) if finite else len(ratios) - 1
+        # used at once, in this iteration: the extrapolated it reads is the current one
         tag = lambda i: {"interpolated": "", "at most": " (an upper bound)", "extrapolated": " (extrapolated)",
-                         "not reached": " (not reached)"}[extrapolated[i]]
+                         "not reached": " (not reached)"}[extrapolated[i]]  # noqa: B023
         ok = bool(finite) and ratios[worst] <= EVALUATIONS_GOAL
         goals.append(f"equal error, {g['name']}: ours needs {ratios[-1]:.2f}x{tag(len(ratios) - 1)} pyDVL's "
                      f"evaluations at its largest budget, {ratios[worst]:.2f}x{tag(worst)} at worst over its "

@@ -198,7 +198,7 @@ def test_claim_trend_on_the_gap_is_the_papers_and_fails_when_one_case_does():
 
 
 def test_claim_trend_on_raw_means_reads_the_figure_literally():
-    for what, good, bad in (("adversarial", (30.0, 1.0), (-13.0, -0.96)), ("benign", (-30.0, -1.0), (1.0, 0.2))):
+    for what, _good, bad in (("adversarial", (30.0, 1.0), (-13.0, -0.96)), ("benign", (-30.0, -1.0), (1.0, 0.2))):
         held = adv.claim_trend(_trends(), what, TOTALS)
         assert held.holds and held.source == "reproduction" and held.section is None
         failed = adv.claim_trend(_trends({("cw", "cw", what): bad}), what, TOTALS)

@@ -336,7 +336,7 @@ def test_quick_run_end_to_end(quick_run):
         assert entry["source"] == "reproduction" or entry["section"]
     assert metrics["profile"] == "quick" and metrics["n_train"] == 40
     assert set(metrics["auroc"]) == {"breast_cancer", "digits"}
-    for dataset, by_method in metrics["auroc"].items():
+    for _dataset, by_method in metrics["auroc"].items():
         assert set(by_method) == set(dc.METHODS) - set(metrics["failed_methods"])
         assert by_method["knn_shapley"] > by_method["random"]
     for stem in ("detection", "detection_vs_evaluations", "removal_addition"):
