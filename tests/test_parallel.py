@@ -102,7 +102,7 @@ def assert_identical(result, reference):
 @pytest.mark.parametrize("n_players", [7, 30, 61])
 def test_bit_identical_where_blas_threads_would_change_the_rounding(n_players, dask_client):
     """Every sampling estimator, sequential = loky (2 workers) = threads = Dask, on a BLAS-bound game."""
-    for name, run in blas_runs(n_players).items():
+    for run in blas_runs(n_players).values():
         sequential = run(1)
         assert_identical(run(2), sequential)
         with parallel_config(backend="threading"):

@@ -86,7 +86,7 @@ def test_plan_completes_a_pass_of_every_stratum_before_starting_the_next():
         assert np.ceil(plan.counts / population).max() <= (plan.counts // population).min() + 1
         for k in levels.tolist():
             seen[k].extend(offsets[sizes == k].tolist())
-    for k, offsets in seen.items():  # each stratum's draws are its consecutive offsets
+    for offsets in seen.values():  # each stratum's draws are its consecutive offsets
         assert offsets == list(range(len(offsets)))
     # while any stratum is incomplete, no complete one is drawn again
     plan, drawn = wor.StratumPlan(n, levels, levels.tolist()), []

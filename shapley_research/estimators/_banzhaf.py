@@ -19,10 +19,12 @@ robust to noise in the utility (e.g. the randomness of training).
 
 from __future__ import annotations
 
+import os
 import time
 import warnings
 
 import numpy as np
+from numpy.typing import NDArray
 
 from ._exact import check_enumeration, utility_table
 from ._permutation import SAMPLING_PARAMETERS
@@ -30,6 +32,7 @@ from ._sampling._loop import (MeanState, default_batch_size, evaluate_coalitions
                               run_sampling, units_from_budget)
 from ._small_games import enumerated_result, enumeration_affordable
 from .._device import check_game_jobs
+from ..games import GameLike
 from .._validation import (check_float, check_game, check_int, check_target,
                            check_target_rank_correlation, check_utilities)
 from ..result import ValuationResult, register_finalizer
@@ -40,7 +43,7 @@ __all__ = ["exact_banzhaf", "msr_banzhaf", "random_coalitions"]
 MSR_MIN_BUDGET = 2
 
 
-def exact_banzhaf(game, *, max_players: int = 20, chunk_size: int = 2**16,
+def exact_banzhaf(game: GameLike, *, max_players: int = 20, chunk_size: int = 2**16,
                   empty_utility: float | None = None) -> ValuationResult:
     r"""Exact Banzhaf values by evaluating all :math:`2^N` coalitions.
 
@@ -55,7 +58,7 @@ def exact_banzhaf(game, *, max_players: int = 20, chunk_size: int = 2**16,
 
     Parameters
     ----------
-    game : game
+    game : GameLike
         Object with ``n_players`` and ``evaluate(masks)``.
     max_players : int, default 20
         Refuse games with more players (``2^20`` evaluations is about the limit
@@ -95,11 +98,25 @@ def _banzhaf_from_table(utilities: np.ndarray, n: int) -> np.ndarray:
     return values
 
 
-def random_coalitions(rng: np.random.Generator, size: int, n_players: int) -> np.ndarray:
+def random_coalitions(rng: np.random.Generator, size: int, n_players: int) -> NDArray[np.bool_]:
     """``size`` coalitions, each player in independently with probability 1/2 (uniform over all ``2^N``).
 
     The bits of uniform random bytes: each is a fair coin, independent of the
     others, and drawing them is several times faster than one draw per cell.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        Source of the bits.
+    size : int
+        Coalitions to draw.
+    n_players : int
+        ``N``, the number of players.
+
+    Returns
+    -------
+    numpy.ndarray of bool, shape (size, n_players)
+        One coalition per row.
     """
     raw = rng.integers(0, 256, size=(size, (n_players + 7) // 8), dtype=np.uint8)
     return np.unpackbits(raw, axis=1, count=n_players).view(bool)
@@ -191,10 +208,11 @@ def _documents_msr_options(estimator):
 
 
 @_documents_msr_options
-def msr_banzhaf(game, budget, seed=None, *, batch_size: int | None = None, n_jobs: int | None = None,
+def msr_banzhaf(game: GameLike, budget: int | None, seed: int | np.random.SeedSequence | None = None, *,
+                batch_size: int | None = None, n_jobs: int | None = None,
                 progress: bool | None = None, empty_utility: float | None = None,
                 target_stderr: float | None = None, target_rank_correlation: float | None = None,
-                checkpoint=None, checkpoint_interval: float = 60.0) -> ValuationResult:
+                checkpoint: str | os.PathLike[str] | None = None, checkpoint_interval: float = 60.0) -> ValuationResult:
     r"""Banzhaf values by maximum sample reuse (Wang & Jia, "Data Banzhaf", AISTATS 2023).
 
     Draws coalitions :math:`S_1, \dots, S_m` uniformly among all :math:`2^N`
@@ -239,7 +257,7 @@ def msr_banzhaf(game, budget, seed=None, *, batch_size: int | None = None, n_job
 
     Parameters
     ----------
-    game : game
+    game : GameLike
         Object with ``n_players`` and ``evaluate(masks)``.
     budget : int or None
         Utility evaluations allowed: one per sampled coalition, no fixed ones
@@ -251,7 +269,7 @@ def msr_banzhaf(game, budget, seed=None, *, batch_size: int | None = None, n_job
         :math:`2^{1-m}` each, so likely below about :math:`\log_2 N` coalitions)
         gets the value 0 and a ``UserWarning`` names how many. ``None`` (no
         cap) only with a ``target_stderr`` or ``target_rank_correlation``.
-    seed : int, optional
+    seed : int or numpy.random.SeedSequence, optional
         Seed of the random streams; ``None`` draws one (kept on the result).
     batch_size, n_jobs, progress
         As in :func:`~shapley_research.permutation_shapley` (a batch holds

@@ -33,6 +33,7 @@ their evaluations.
 
 from __future__ import annotations
 
+import os
 import time
 from functools import partial
 from typing import NamedTuple
@@ -48,7 +49,7 @@ from ._sampling._loop import (default_batch_size, evaluate_anchors, open_checkpo
 from .._device import check_game_jobs
 from .._validation import (check_bool, check_float, check_game, check_int, check_target,
                            check_target_rank_correlation, check_utilities)
-from ..games._base import PREFIX_MASK_CELLS, evaluate_prefixes
+from ..games import PREFIX_MASK_CELLS, GameLike, evaluate_prefixes
 from ..result import ValuationResult, register_finalizer
 
 __all__ = ["beta_weights", "exact_beta_shapley", "beta_shapley"]
@@ -103,7 +104,7 @@ def beta_weights(n_players: int, alpha: float, beta: float, *, log: bool = False
     return log_weights if log else np.exp(log_weights)
 
 
-def exact_beta_shapley(game, alpha: float = 16.0, beta: float = 1.0, *, max_players: int = 20,
+def exact_beta_shapley(game: GameLike, alpha: float = 16.0, beta: float = 1.0, *, max_players: int = 20,
                        chunk_size: int = 2**16, empty_utility: float | None = None) -> ValuationResult:
     r"""Exact Beta(alpha, beta) Shapley values by evaluating all :math:`2^N` coalitions.
 
@@ -118,7 +119,7 @@ def exact_beta_shapley(game, alpha: float = 16.0, beta: float = 1.0, *, max_play
 
     Parameters
     ----------
-    game : game
+    game : GameLike
         Object with ``n_players`` and ``evaluate(masks)``.
     alpha, beta : float, default 16 and 1
         Positive shape parameters; ``alpha > beta`` weighs small coalitions.
@@ -213,7 +214,8 @@ def _most_extra_evaluations(layout: _Layout) -> int:
 
     extra = int((occupied[:, 1:n] & ~occupied[:, :n - 1]).sum() - occupied[:, n - 1].sum())
     extra += sum(int(every and count == n) for every, count in zip(has_every_size, counts))
-    occupied = occupied.tolist()  # single cells are read and set one at a time below: lists are faster
+    # single cells are read and set one at a time below: lists are faster (around() reads the list too)
+    occupied = occupied.tolist()  # type: ignore[assignment]
     fractional = np.flatnonzero(layout.cell_mass < scale)
     switch_on = (layout.ends - layout.cell_mass)[fractional] % scale
     switch_off = layout.ends[fractional] % scale
@@ -336,10 +338,11 @@ def _unit_samples(game, rng: np.random.Generator, size: int, layout: _Layout, an
 
 
 @documents_sampling_options
-def beta_shapley(game, budget, seed=None, alpha: float = 16.0, beta: float = 1.0, *,
+def beta_shapley(game: GameLike, budget: int | None, seed: int | np.random.SeedSequence | None = None,
+                 alpha: float = 16.0, beta: float = 1.0, *,
                  batch_size: int | None = None, n_jobs: int | None = None, progress: bool | None = None,
                  empty_utility: float | None = None, target_stderr: float | None = None,
-                 target_rank_correlation: float | None = None, checkpoint=None,
+                 target_rank_correlation: float | None = None, checkpoint: str | os.PathLike[str] | None = None,
                  checkpoint_interval: float = 60.0) -> ValuationResult:
     r"""Beta(alpha, beta) Shapley values by sampling, one contribution per player and unit.
 
@@ -412,7 +415,7 @@ def beta_shapley(game, budget, seed=None, alpha: float = 16.0, beta: float = 1.0
 
     Parameters
     ----------
-    game : game
+    game : GameLike
         Object with ``n_players`` and ``evaluate(masks)`` (and optionally
         ``evaluate_prefixes(permutations)``, used for whole permutations
         only: other chains are evaluated as masks, which on games with a
@@ -424,7 +427,7 @@ def beta_shapley(game, budget, seed=None, alpha: float = 16.0, beta: float = 1.0
         1``) and units charged ``info["unit_evaluations"]`` each. Must afford
         one unit. ``None`` (no cap) only with a ``target_stderr`` or
         ``target_rank_correlation``.
-    seed : int, optional
+    seed : int or numpy.random.SeedSequence, optional
         Seed of the random streams; ``None`` draws one (kept on the result).
     alpha, beta : float, default 16 and 1
         Positive shape parameters of :func:`beta_weights`.

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Callable, Literal
 
 import numpy as np
 
@@ -22,14 +23,15 @@ __all__ = [
 ]
 
 
-def _check_common(epsilon, delta, n_players, utility_range, min_players=1):
+def _check_common(epsilon: float, delta: float, n_players: int, utility_range: float,
+                  min_players: int = 1) -> tuple[float, float, int, float]:
     return (check_float(epsilon, "epsilon", minimum=0.0, strict=True),
             check_float(delta, "delta", minimum=0.0, strict=True, maximum=1.0),
             check_int(n_players, "n_players", minimum=min_players),
             check_float(utility_range, "utility_range", minimum=0.0, strict=True))
 
 
-def _sample_count(compute, epsilon: float, utility_range: float) -> int:
+def _sample_count(compute: Callable[[], float], epsilon: float, utility_range: float) -> int:
     """``ceil(compute())``, or a ValueError when the count overflows floating point.
 
     Happens only for absurdly small ``epsilon / utility_range`` (about 1e-150
@@ -57,20 +59,46 @@ def _bennett_h(u: float) -> float:
     return (1.0 + u) * math.log1p(u) - u
 
 
-def permutation_sample_size(epsilon, delta, n_players, utility_range=1.0) -> int:
+def permutation_sample_size(epsilon: float, delta: float, n_players: int, utility_range: float = 1.0) -> int:
     r"""Permutations for the baseline (appendix theorem, Hoeffding + union bound).
 
     :math:`T \ge \frac{2 r^2 N}{\epsilon^2} \log\frac{2N}{\delta}`; the number
     of utility evaluations is ``N * T``.
+
+    Parameters
+    ----------
+    epsilon : float
+        Error allowed on every value (``> 0``).
+    delta : float
+        Probability, in ``(0, 1]``, that the error may exceed ``epsilon``.
+    n_players : int
+        ``N``, the number of players.
+    utility_range : float, default 1.0
+        ``r``, the range of the utility (``> 0``).
+
+    Returns
+    -------
+    int
+        ``T``, the permutations required.
     """
     epsilon, delta, n, r = _check_common(epsilon, delta, n_players, utility_range)
     return _sample_count(lambda: 2 * r**2 * n / epsilon**2 * math.log(2 * n / delta), epsilon, r)
 
 
-def group_testing_q_tot(n_players) -> float:
+def group_testing_q_tot(n_players: int) -> float:
     r""":math:`q_{tot} = P[\beta_i = \beta_j]` of Theorem 3 (equals ``1 - 2/Z``).
 
     :math:`q_{tot} = \frac{N-2}{N} q(1) + \sum_{k=2}^{N-1} q(k)\bigl[1 + \frac{2k(k-N)}{N(N-1)}\bigr]`.
+
+    Parameters
+    ----------
+    n_players : int
+        ``N``, the number of players (at least 2).
+
+    Returns
+    -------
+    float
+        :math:`q_{tot}`.
     """
     n = check_int(n_players, "n_players", minimum=2)
     k = np.arange(1, n, dtype=float)
@@ -79,7 +107,8 @@ def group_testing_q_tot(n_players) -> float:
     return float((n - 2) / n * q[0] + np.dot(q[1:], 1 + 2 * k[1:] * (k[1:] - n) / (n * (n - 1))))
 
 
-def group_testing_sample_size(epsilon, delta, n_players, utility_range=1.0, variant="paper") -> int:
+def group_testing_sample_size(epsilon: float, delta: float, n_players: int, utility_range: float = 1.0,
+                              variant: Literal["paper", "improved"] = "paper") -> int:
     r"""Tests required by group testing.
 
     ``variant="paper"`` is Theorem 3:
@@ -97,6 +126,24 @@ def group_testing_sample_size(epsilon, delta, n_players, utility_range=1.0, vari
 
         T \ge \log\frac{N(N-1)}{\delta} \Big/ \Bigl((1 - q_{tot})\,
         h\Bigl(\frac{\epsilon}{2 Z r \sqrt N (1 - q_{tot})}\Bigr)\Bigr).
+
+    Parameters
+    ----------
+    epsilon : float
+        Error allowed on every value (``> 0``).
+    delta : float
+        Probability, in ``(0, 1]``, that the error may exceed ``epsilon``.
+    n_players : int
+        ``N``, the number of players (at least 2).
+    utility_range : float, default 1.0
+        ``r``, the range of the utility (``> 0``).
+    variant : {"paper", "improved"}, default "paper"
+        Which bound, as above.
+
+    Returns
+    -------
+    int
+        ``T``, the tests required.
     """
     epsilon, delta, n, r = _check_common(epsilon, delta, n_players, utility_range, min_players=2)
     check_choice(variant, "variant", ("paper", "improved"))
@@ -111,14 +158,34 @@ def group_testing_sample_size(epsilon, delta, n_players, utility_range=1.0, vari
                          / (spread * _bennett_h(epsilon / (2 * z * r * math.sqrt(n) * spread))), epsilon, r)
 
 
-def compressive_sample_size(epsilon, delta, n_players, sparsity, utility_range=1.0,
-                            constant=1.0) -> tuple[int, int]:
+def compressive_sample_size(epsilon: float, delta: float, n_players: int, sparsity: int, utility_range: float = 1.0,
+                            constant: float = 1.0) -> tuple[int, int]:
     r"""Permutations ``T`` and measurements ``M`` of Theorem 4.
 
     :math:`T \ge \frac{2r^2}{\epsilon^2}\log\frac{4M}{\delta}` and
     :math:`M \ge C'(K \log\frac{N}{2K} + \log\frac2\delta)`. The theorem leaves
     the universal constant :math:`C'` unspecified: pass it as ``constant``.
     Returns ``(T, M)``; utility evaluations are ``N * T``.
+
+    Parameters
+    ----------
+    epsilon : float
+        Error allowed on every value (``> 0``).
+    delta : float
+        Probability, in ``(0, 1]``, that the error may exceed ``epsilon``.
+    n_players : int
+        ``N``, the number of players.
+    utility_range : float, default 1.0
+        ``r``, the range of the utility (``> 0``).
+    sparsity : int
+        ``K``, the non-zero entries assumed of the values (``1 <= K <= N``).
+    constant : float, default 1.0
+        The theorem's :math:`C'` (``> 0``).
+
+    Returns
+    -------
+    tuple of (int, int)
+        ``(T, M)``.
     """
     epsilon, delta, n, r = _check_common(epsilon, delta, n_players, utility_range)
     k = check_int(sparsity, "sparsity", minimum=1)
@@ -131,11 +198,23 @@ def compressive_sample_size(epsilon, delta, n_players, sparsity, utility_range=1
     return t, m
 
 
-def stability_bound(c_stab, n_players) -> float:
+def stability_bound(c_stab: float, n_players: int) -> float:
     r"""Theorem 5: :math:`s_i - s_j \le 2 C_{stab} \frac{1 + \log(N-1)}{N-1}`.
 
     For a learner with uniform stability :math:`\beta = C_{stab}/|S|` and a
     utility ``M - test loss`` with loss in ``[0, M]``.
+
+    Parameters
+    ----------
+    c_stab : float
+        :math:`C_{stab}` (``>= 0``).
+    n_players : int
+        ``N``, the number of players (at least 2).
+
+    Returns
+    -------
+    float
+        The bound on every :math:`s_i - s_j`.
     """
     c_stab = check_float(c_stab, "c_stab", minimum=0.0)
     n = check_int(n_players, "n_players", minimum=2)
@@ -151,12 +230,26 @@ class UniformDivisionGuarantee:
     holds: bool  #: whether uniform division is an (epsilon, 0)-approximation
 
 
-def uniform_division_guarantee(c_stab, n_players, epsilon) -> UniformDivisionGuarantee:
+def uniform_division_guarantee(c_stab: float, n_players: int, epsilon: float) -> UniformDivisionGuarantee:
     r"""Whether the uniform split is an :math:`(\epsilon, 0)`-approximation.
 
     By Lemma 2 it is when Theorem 5's bound on :math:`|s_i - s_j|` is at most
     :math:`\epsilon / (2\sqrt N)` (the uniform split satisfies efficiency and
     has all pairwise differences 0).
+
+    Parameters
+    ----------
+    c_stab : float
+        :math:`C_{stab}` of :func:`stability_bound`.
+    n_players : int
+        ``N``, the number of players (at least 2).
+    epsilon : float
+        Error allowed (``> 0``).
+
+    Returns
+    -------
+    UniformDivisionGuarantee
+        The bound, the threshold and whether the guarantee holds.
     """
     n = check_int(n_players, "n_players", minimum=2)
     epsilon = check_float(epsilon, "epsilon", minimum=0.0, strict=True)

@@ -2,9 +2,12 @@ r"""Compressive permutation sampling (paper Algorithm 2)."""
 
 from __future__ import annotations
 
+import os
 import time
+from typing import Literal, cast
 
 import numpy as np
+from numpy.typing import NDArray
 
 from ._l1_homotopy import HomotopyError, l1_homotopy
 from ._small_games import enumerated_result, enumeration_affordable
@@ -14,19 +17,22 @@ from .._device import check_game_jobs
 from .._validation import (check_choice, check_float, check_game, check_int, check_solver,
                            check_target, check_target_rank_correlation)
 from ._permutation import documents_sampling_options, marginal_contributions, random_permutations
+from ..games import GameLike
 from ..result import ValuationResult
 
 __all__ = ["compressive_shapley", "bernoulli_matrix", "l1_recovery"]
 
 
-def bernoulli_matrix(rng: np.random.Generator, n_measurements: int, n_players: int) -> np.ndarray:
-    r"""Random ``(M, N)`` matrix with entries :math:`\pm 1/\sqrt M` with equal probability."""
+def bernoulli_matrix(rng: np.random.Generator, n_measurements: int, n_players: int) -> NDArray[np.float64]:
+    r"""Random float64 ``(M, N)`` matrix (``M = n_measurements``, ``N = n_players``) with entries
+    :math:`\pm 1/\sqrt M` with equal probability."""
     signs = rng.integers(0, 2, size=(n_measurements, n_players), dtype=np.int8) * 2 - 1
     return signs / np.sqrt(n_measurements)
 
 
 def l1_recovery(matrix: np.ndarray, measurements: np.ndarray, centre: np.ndarray, epsilon: float,
-                solver: str = "CLARABEL", *, method: str = "homotopy") -> tuple[np.ndarray, str]:
+                solver: str = "CLARABEL", *,
+                method: Literal["homotopy", "cvxpy"] = "homotopy") -> tuple[np.ndarray, str]:
     r"""Solve :math:`\min \|\Delta\|_1` s.t. :math:`\|A(c + \Delta) - y\|_2 \le \epsilon`; return ``c + Delta``.
 
     ``method="homotopy"`` follows the lasso path to the point whose residual
@@ -39,7 +45,7 @@ def l1_recovery(matrix: np.ndarray, measurements: np.ndarray, centre: np.ndarray
     ``A``, make the solution non-unique) cvxpy solves the problem instead and
     the status says so.
     """
-    method = check_choice(method, "method", {"homotopy", "cvxpy"})
+    method = cast(Literal["homotopy", "cvxpy"], check_choice(method, "method", {"homotopy", "cvxpy"}))
     if method == "homotopy":
         try:
             delta, _ = l1_homotopy(matrix, measurements - matrix @ centre, epsilon)
@@ -71,12 +77,14 @@ MAX_MEASUREMENT_ENTRIES = 2**25  # M x N of the measurement matrix: 256 MiB of f
 
 
 @documents_sampling_options
-def compressive_shapley(game, budget, seed=None, n_measurements: int | None = None, *,
-                        epsilon: float | None = None, recovery: str = "homotopy", solver: str = "CLARABEL",
+def compressive_shapley(game: GameLike, budget: int | None, seed: int | np.random.SeedSequence | None = None,
+                        n_measurements: int | None = None, *,
+                        epsilon: float | None = None, recovery: Literal["homotopy", "cvxpy"] = "homotopy",
+                        solver: str = "CLARABEL",
                         batch_size: int | None = None, n_jobs: int | None = None,
                         progress: bool | None = None, empty_utility: float | None = None,
                         target_stderr: float | None = None,
-                        target_rank_correlation: float | None = None, checkpoint=None,
+                        target_rank_correlation: float | None = None, checkpoint: str | os.PathLike[str] | None = None,
                         checkpoint_interval: float = 60.0) -> ValuationResult:
     r"""Shapley values by compressive permutation sampling (paper Algorithm 2).
 
@@ -103,14 +111,14 @@ def compressive_shapley(game, budget, seed=None, n_measurements: int | None = No
 
     Parameters
     ----------
-    game : game
+    game : GameLike
         Object with ``n_players`` and ``evaluate(masks)`` (and optionally
         ``evaluate_prefixes``).
     budget : int or None
         Utility evaluations: ``U(D)`` and ``U(empty)`` once, then ``N`` per
         permutation. ``None`` (no cap) only with a ``target_stderr`` or
         ``target_rank_correlation``.
-    seed : int, optional
+    seed : int or numpy.random.SeedSequence, optional
         Seed of the permutations and of the matrix ``A``.
     n_measurements : int, optional
         ``M``, the rows of ``A``. Theorem 4 asks
@@ -159,7 +167,7 @@ def compressive_shapley(game, budget, seed=None, n_measurements: int | None = No
     start = time.perf_counter()
     n = check_game(game)
     n_jobs = check_game_jobs(game, n_jobs, "compressive_shapley")
-    recovery = check_choice(recovery, "recovery", {"homotopy", "cvxpy"})
+    recovery = cast(Literal["homotopy", "cvxpy"], check_choice(recovery, "recovery", {"homotopy", "cvxpy"}))
     solver = check_solver(solver)  # the homotopy falls back to it on degenerate matrices
     target_stderr = check_target(target_stderr)
     target_rank_correlation = check_target_rank_correlation(target_rank_correlation)

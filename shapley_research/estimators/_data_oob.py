@@ -26,9 +26,10 @@ import copy
 import time
 import warnings
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Literal
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from ._data_oob_batched import (batched_learner, batched_results, check_learner, is_batched_learner,
                                 learner_task)
@@ -40,13 +41,16 @@ from .._validation import (check_bool, check_choice, check_class_labels, check_f
 from ..result import ValuationResult
 from ..utilities.learners import check_fast
 
+if TYPE_CHECKING:
+    import torch
+
 __all__ = ["data_oob", "bootstrap_indices"]
 
 DEFAULT_N_ESTIMATORS = 200
 TASKS = ("auto", "classification", "regression")
 
 
-def bootstrap_indices(seed: int, estimator: int, n_samples: int) -> np.ndarray:
+def bootstrap_indices(seed: int, estimator: int, n_samples: int) -> NDArray[np.int64]:
     """Rows of the bootstrap sample of estimator ``estimator`` in a run with entropy ``seed``.
 
     ``n_samples`` uniform draws from ``range(n_samples)`` with replacement,
@@ -54,6 +58,11 @@ def bootstrap_indices(seed: int, estimator: int, n_samples: int) -> np.ndarray:
     estimator))`` (the sampling loop's batch stream): they depend on the seed
     and the estimator's number only, never on which worker fits it. Pass
     ``result.seed`` to recompute the samples of a run.
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (n_samples,)
+        The rows drawn, in the order drawn.
     """
     return batch_rng(seed, estimator).integers(n_samples, size=n_samples)
 
@@ -150,9 +159,12 @@ def _fit_one(model, X: np.ndarray, y: np.ndarray, seed: int, estimator: int, cla
     return oob, _scores(score, y[oob], fitted.predict(X[oob]), f"{type(model).__name__}.predict"), True
 
 
-def data_oob(model, X_train, y_train, n_estimators: int = DEFAULT_N_ESTIMATORS, seed=None, *,
-             task: str = "auto", score: Callable | None = None, n_jobs: int | None = None,
-             progress: bool | None = None, fast=False, device=None) -> ValuationResult:
+def data_oob(model: Any, X_train: ArrayLike, y_train: ArrayLike, n_estimators: int = DEFAULT_N_ESTIMATORS,
+             seed: int | np.random.SeedSequence | None = None, *,
+             task: Literal["auto", "classification", "regression"] = "auto",
+             score: Callable[[np.ndarray, np.ndarray], ArrayLike] | None = None, n_jobs: int | None = None,
+             progress: bool | None = None, fast: bool | Literal["auto"] = False,
+             device: str | torch.device | None = None) -> ValuationResult:
     r"""Data-OOB values (Kwon & Zou, ICML 2023): each point's mean out-of-bag score over a bagged ensemble.
 
     For ``b = 1..B`` (``B = n_estimators``) a fresh clone of ``model`` is
@@ -240,7 +252,7 @@ def data_oob(model, X_train, y_train, n_estimators: int = DEFAULT_N_ESTIMATORS, 
     n_estimators : int, default 200
         ``B``, the number of bootstrap samples, and so (up to single-class
         samples) of model fits.
-    seed : int, optional
+    seed : int or numpy.random.SeedSequence, optional
         Seed of the bootstrap streams; ``None`` draws one (kept on the result).
     task : {"auto", "classification", "regression"}, default "auto"
         ``"auto"``: a batched learner's ``task`` attribute; else

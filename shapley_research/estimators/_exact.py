@@ -9,6 +9,7 @@ from scipy.special import comb
 
 from ._sampling._loop import evaluate_coalitions
 from .._validation import check_float, check_game, check_int, check_utilities
+from ..games import GameLike
 from ..result import ValuationResult
 
 __all__ = ["exact_shapley"]
@@ -80,7 +81,7 @@ def semivalues_from_table(utilities: np.ndarray, n: int, weights: np.ndarray) ->
     return values
 
 
-def exact_shapley(game, *, max_players: int = 20, chunk_size: int = 2**16,
+def exact_shapley(game: GameLike, *, max_players: int = 20, chunk_size: int = 2**16,
                   empty_utility: float | None = None) -> ValuationResult:
     r"""Exact Shapley values by evaluating all :math:`2^N` coalitions.
 
@@ -95,7 +96,7 @@ def exact_shapley(game, *, max_players: int = 20, chunk_size: int = 2**16,
 
     Parameters
     ----------
-    game : game
+    game : GameLike
         Object with ``n_players`` and ``evaluate(masks)``.
     max_players : int, default 20
         Refuse games with more players (``2^20`` evaluations is about the limit

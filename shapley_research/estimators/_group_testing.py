@@ -31,9 +31,12 @@ games with a large baseline utility.
 
 from __future__ import annotations
 
+import os
 import time
+from typing import Literal, cast
 
 import numpy as np
+from numpy.typing import NDArray
 
 from ._small_games import enumerated_result, enumeration_affordable
 from ._sampling._loop import (Anchors, MeanState, default_batch_size, evaluate_anchors, evaluate_coalitions,
@@ -45,7 +48,12 @@ from ._sampling._subsets import SmallSides, draw_small_sides, random_subsets, sm
 from ._sampling._without_replacement import (MAX_STRATUM, StratumPlan, draw_coalitions, size_rng,
                                             without_replacement_sizes)
 from ._permutation import documents_sampling_options
+from ..games import GameLike
 from ..result import ValuationResult, register_finalizer
+
+_Variant = Literal["improved", "paper"]
+_Centering = Literal["none", "linear"]
+_Recovery = Literal["closed_form", "cvxpy", "cvxpy_pairwise"]
 
 __all__ = ["group_testing_shapley", "group_testing_size_distribution", "FeasibilityError",
            "recover_from_differences", "random_subsets"]
@@ -55,11 +63,20 @@ class FeasibilityError(RuntimeError):
     """The solver could not find a point of the group-testing feasibility problem."""
 
 
-def group_testing_size_distribution(n_drawn: int) -> tuple[np.ndarray, np.ndarray, float]:
-    """Sizes ``k = 1..P-1``, their probabilities ``q(k)`` and the constant ``Z``.
+def group_testing_size_distribution(n_drawn: int) -> tuple[NDArray[np.int64], NDArray[np.float64], float]:
+    r"""Sizes ``k = 1..P-1``, their probabilities ``q(k)`` and the constant ``Z``.
 
     ``P = n_drawn`` is the number of players coalitions are drawn from
     (``N`` for Algorithm 1, ``N + 1`` for the improved variant).
+
+    Returns
+    -------
+    sizes : numpy.ndarray of int64, shape (P - 1,)
+        ``1, ..., P - 1``.
+    probabilities : numpy.ndarray of float64, shape (P - 1,)
+        :math:`q(k) \propto 1/k + 1/(P - k)`, summing to 1.
+    z : float
+        The normalising constant ``Z``.
     """
     k = np.arange(1, n_drawn, dtype=float)
     weights = 1.0 / k + 1.0 / (n_drawn - k)
@@ -169,13 +186,16 @@ def recover_from_differences(centred: np.ndarray, total: float, *, recovery: str
 
 
 @documents_sampling_options
-def group_testing_shapley(game, budget, seed=None, *, variant: str = "improved",
-                          centering: str | None = None, recovery: str = "closed_form",
+def group_testing_shapley(game: GameLike, budget: int | None, seed: int | np.random.SeedSequence | None = None, *,
+                          variant: Literal["improved", "paper"] = "improved",
+                          centering: Literal["none", "linear"] | None = None,
+                          recovery: Literal["closed_form", "cvxpy", "cvxpy_pairwise"] = "closed_form",
                           epsilon: float | None = None, solver: str = "CLARABEL",
                           batch_size: int | None = None, n_jobs: int | None = None,
                           progress: bool | None = None, empty_utility: float | None = None,
                           target_stderr: float | None = None,
-                          target_rank_correlation: float | None = None, checkpoint=None,
+                          target_rank_correlation: float | None = None,
+                          checkpoint: str | os.PathLike[str] | None = None,
                           checkpoint_interval: float = 60.0) -> ValuationResult:
     r"""Shapley values by group testing.
 
@@ -196,13 +216,13 @@ def group_testing_shapley(game, budget, seed=None, *, variant: str = "improved",
 
     Parameters
     ----------
-    game : game
+    game : GameLike
         Object with ``n_players`` (at least 2) and ``evaluate(masks)``.
     budget : int or None
         Utility evaluations allowed: ``U(D)`` and ``U(empty)`` are evaluated
         once, every remaining evaluation is one test. ``None`` (no cap) only
         with a ``target_stderr`` or ``target_rank_correlation``.
-    seed : int, optional
+    seed : int or numpy.random.SeedSequence, optional
         Seed of the random streams; ``None`` draws one (kept on the result).
     variant : {"improved", "paper"}, default "improved"
         ``"paper"`` is Algorithm 1; ``"improved"`` is Wang & Jia (2023) with a
@@ -284,7 +304,8 @@ def group_testing_shapley(game, budget, seed=None, *, variant: str = "improved",
                            n_samples=outcome.state.count, info={**info, **updates}, state=outcome.state)
 
 
-def _check_test_options(variant, centering, recovery, solver) -> tuple[str, str, str, str]:
+def _check_test_options(variant: object, centering: object, recovery: object,
+                        solver: str) -> tuple[_Variant, _Centering, _Recovery, str]:
     """The variant, the centering (default by variant), the recovery and, where a cvxpy recovery runs, the solver."""
     variant = check_choice(variant, "variant", {"improved", "paper"})
     centering = check_choice("linear" if centering is None and variant == "improved"
@@ -292,7 +313,8 @@ def _check_test_options(variant, centering, recovery, solver) -> tuple[str, str,
     recovery = check_choice(recovery, "recovery", {"closed_form", "cvxpy", "cvxpy_pairwise"})
     if variant == "paper" and recovery != "closed_form":
         solver = check_solver(solver)
-    return variant, centering, recovery, solver
+    # checked: each is one of its Literal's values
+    return cast(_Variant, variant), cast(_Centering, centering), cast(_Recovery, recovery), solver
 
 
 class _TestBatches:
@@ -333,7 +355,8 @@ class _TestBatches:
         if self.centering == "linear":
             u -= anchors.empty + self.slope * k
         offset = null if self.variant == "improved" else k / n
-        return _contrast_moments(self.z * u, offset, in_game == n, drawn, sides), evaluations
+        return _contrast_moments(self.z * u, cast(np.ndarray, offset),  # null is set with "improved"
+                                 in_game == n, drawn, sides), evaluations
 
 
 def _test_planner(n_drawn: int, levels: np.ndarray, exhaustive: list, probabilities: np.ndarray, entropy: int):

@@ -8,6 +8,7 @@ import numpy as np
 
 from ._exact import evaluate_in_chunks
 from .._validation import check_float, check_game, check_int
+from ..games import GameLike
 from ..result import ValuationResult
 
 __all__ = ["leave_one_out"]
@@ -24,7 +25,7 @@ def _leave_one_out_masks(start: int, stop: int, n: int) -> np.ndarray:
     return masks
 
 
-def leave_one_out(game, *, chunk_size: int | None = None,
+def leave_one_out(game: GameLike, *, chunk_size: int | None = None,
                   empty_utility: float | None = None) -> ValuationResult:
     r"""Leave-one-out values :math:`\phi_i = U(D) - U(D \setminus \{i\})`.
 
@@ -42,7 +43,7 @@ def leave_one_out(game, *, chunk_size: int | None = None,
 
     Parameters
     ----------
-    game : game
+    game : GameLike
         Object with ``n_players`` and ``evaluate(masks)``.
     chunk_size : int, optional
         Coalitions evaluated per call to ``game.evaluate``. By default all

@@ -2,32 +2,38 @@
 
 from __future__ import annotations
 
+import os
 import time
+from typing import Any, Callable, TypeVar, cast
 
 import numpy as np
+from numpy.typing import NDArray
 
 from . import _position_effects
 from ._small_games import enumerated_result, enumeration_affordable
 from ._permutation_variants import Contributions, PermutationVariant, check_variant, over_rotations, with_reverses
-from ._sampling._loop import Anchors, evaluate_anchors, open_checkpoint, run_sampling, units_from_budget
+from ._sampling._loop import Anchors, MeanState, evaluate_anchors, open_checkpoint, run_sampling, units_from_budget
 from ._truncation import append_tally, sample_in_rounds, split_tally, truncated_contributions
 from .._device import check_game_jobs
 from .._validation import check_game, check_target, check_target_rank_correlation
-from ..games._base import evaluate_prefixes
+from ..games import GameLike, evaluate_prefixes
 from ..result import ValuationResult, register_finalizer
 
 __all__ = ["permutation_shapley", "random_permutations", "marginal_contributions"]
 
+_Estimator = TypeVar("_Estimator", bound=Callable[..., Any])
 
-def random_permutations(rng: np.random.Generator, size: int, n_players: int) -> np.ndarray:
-    """``size`` uniform random permutations of ``range(n_players)``, one per row."""
+
+def random_permutations(rng: np.random.Generator, size: int, n_players: int) -> NDArray[np.int64]:
+    """``size`` uniform random permutations of ``range(n_players)``, one per row: shape ``(size, n_players)``."""
     return rng.permuted(np.tile(np.arange(n_players), (size, 1)), axis=1)
 
 
-def marginal_contributions(game, permutations: np.ndarray, empty_utility: float) -> np.ndarray:
+def marginal_contributions(game: GameLike, permutations: NDArray[np.integer[Any]],
+                           empty_utility: float) -> NDArray[np.float64]:
     r"""Marginal contributions :math:`\phi_i = U(P_i^\pi \cup \{i\}) - U(P_i^\pi)`.
 
-    Returns an array of the shape of ``permutations`` indexed by player: row
+    Returns a float64 array of the shape ``(T, N)`` of ``permutations``, indexed by player: row
     ``t`` holds the marginal contribution of each player along permutation ``t``.
     Uses the game's prefix path when it has one (one pass per permutation).
     """
@@ -91,7 +97,7 @@ SAMPLING_PARAMETERS = r"""
 """.lstrip("\n")
 
 
-def documents_sampling_options(estimator):
+def documents_sampling_options(estimator: _Estimator) -> _Estimator:
     """Put :data:`SAMPLING_PARAMETERS` where ``estimator``'s docstring says ``{sampling}``."""
     if estimator.__doc__:  # None under python -OO
         estimator.__doc__ = estimator.__doc__.replace("{sampling}", SAMPLING_PARAMETERS)
@@ -99,12 +105,14 @@ def documents_sampling_options(estimator):
 
 
 @documents_sampling_options
-def permutation_shapley(game, budget, seed=None, *, antithetic: bool = False, rotations: int = 1,
+def permutation_shapley(game: GameLike, budget: int | None, seed: int | np.random.SeedSequence | None = None, *,
+                        antithetic: bool = False, rotations: int = 1,
                         position_adjustment: bool = False, truncation: float | None = None,
                         batch_size: int | None = None,
                         n_jobs: int | None = None, progress: bool | None = None, empty_utility: float | None = None,
                         target_stderr: float | None = None,
-                        target_rank_correlation: float | None = None, checkpoint=None,
+                        target_rank_correlation: float | None = None,
+                        checkpoint: str | os.PathLike[str] | None = None,
                         checkpoint_interval: float = 60.0) -> ValuationResult:
     r"""Shapley values by permutation sampling (Maleki et al.; paper Algorithm 3).
 
@@ -118,7 +126,7 @@ def permutation_shapley(game, budget, seed=None, *, antithetic: bool = False, ro
 
     Parameters
     ----------
-    game : game
+    game : GameLike
         Object with ``n_players`` and ``evaluate(masks)`` (and optionally
         ``evaluate_prefixes(permutations)``).
     budget : int or None
@@ -128,7 +136,7 @@ def permutation_shapley(game, budget, seed=None, *, antithetic: bool = False, ro
         actually made allow, see there). Must afford at least one.
         ``None`` (no cap) only with a ``target_stderr`` or
         ``target_rank_correlation``.
-    seed : int, optional
+    seed : int or numpy.random.SeedSequence, optional
         Seed of the random streams; ``None`` draws one (kept on the result).
     antithetic : bool, default False
         Pair every permutation with its reverse and average the pair, a
@@ -234,7 +242,7 @@ def permutation_shapley(game, budget, seed=None, *, antithetic: bool = False, ro
         ``True`` shows it from the start everywhere; ``False`` never. The bar
         moves after every batch and, with ``n_jobs`` of ``None`` or 1, as a
         game that fits per coalition reports rows
-        (:func:`~shapley_research.games._progress.report_evaluated`); batches
+        (:func:`~shapley_research.games.report_evaluated`); batches
         run by workers move it once each. It never changes a number.
     empty_utility : float, optional
         Use this value as ``U(empty)`` instead of evaluating it.
@@ -296,7 +304,7 @@ class PermutationBatches:
     fit's statistics, with truncation each followed by its tally), and the evaluations made.
     """
 
-    def __init__(self, game, variant: PermutationVariant, anchors: Anchors):
+    def __init__(self, game: GameLike, variant: PermutationVariant, anchors: Anchors) -> None:
         self.game, self.variant, self.anchors = game, variant, anchors
         self.bins, self.n_bins = variant.position_bins()
 
@@ -305,7 +313,7 @@ class PermutationBatches:
         variant, anchors = self.variant, self.anchors
         if variant.stops_early:
             return truncated_contributions(self.game, permutations, anchors.empty, anchors.full,
-                                           variant.truncation * abs(anchors.full))
+                                           cast(float, variant.truncation) * abs(anchors.full))  # set: stops_early
         every = np.full(len(permutations), variant.n_players)
         return marginal_contributions(self.game, permutations, anchors.empty), every, every
 
@@ -315,13 +323,15 @@ class PermutationBatches:
             return self.along(permutations)
         return with_reverses(self.along, permutations)
 
-    def __call__(self, rng: np.random.Generator, size: int):
+    def __call__(self, rng: np.random.Generator, size: int) -> tuple[np.ndarray | MeanState, int]:
         variant = self.variant
+        phi: np.ndarray | MeanState
         permutations = random_permutations(rng, size, variant.n_players)
         if variant.rotations == 1:
             phi, stops, made = self.contributions(permutations)
             if variant.position_adjustment:
-                phi = _position_effects.reduce_by_position(phi, permutations, self.bins, self.n_bins)
+                bins = cast(np.ndarray, self.bins)  # not None with position_adjustment
+                phi = _position_effects.reduce_by_position(phi, permutations, bins, self.n_bins)
         else:
             phase = rng.integers(variant.n_players, size=size)
             phi, stops, made = over_rotations(self.contributions, permutations, phase, variant.rotations)
@@ -337,7 +347,8 @@ def _judged_estimates(variant: PermutationVariant, info: dict):
         return lambda state: _finalize(state, info)[:2]
     if variant.position_adjustment:
         bins, n_bins = variant.position_bins()
-        return lambda state: _position_effects.fit(state, bins, n_bins)
+        adjusted_bins = cast(np.ndarray, bins)  # not None with position_adjustment
+        return lambda state: _position_effects.fit(state, adjusted_bins, n_bins)
     return None
 
 

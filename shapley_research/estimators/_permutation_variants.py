@@ -106,7 +106,7 @@ class PermutationVariant:
         ``rotations``, ``position_adjustment`` and ``truncation`` appear only when used, so that files and
         results of plain runs keep their fingerprint.
         """
-        options = {"antithetic": self.antithetic}
+        options: dict[str, bool | int | float] = {"antithetic": self.antithetic}
         if self.rotations > 1:
             options["rotations"] = self.rotations
         if self.position_adjustment:

@@ -20,10 +20,13 @@ ML games is between sizes).
 
 from __future__ import annotations
 
+import os
 import time
 from math import comb
+from typing import Literal, cast
 
 import numpy as np
+from numpy.typing import NDArray
 
 from ._small_games import enumerated_result, enumeration_affordable
 from ._sampling._loop import (MeanState, Pinned, aux_rng, default_batch_size, evaluate_anchors, open_checkpoint,
@@ -38,7 +41,7 @@ from .._validation import (check_choice, check_float, check_game, check_int, che
 from ._permutation import documents_sampling_options
 from ._svarm_strata import (batch_state, nearest_filled, pooled_variances, size_sums, size_variances,
                             stratum_estimates, stratum_statistics)
-from ..games._progress import reporting_to
+from ..games import GameLike, reporting_to
 from ..result import ValuationResult, register_finalizer
 
 __all__ = ["neyman_size_probabilities", "stratified_svarm_shapley", "svarm_size_probabilities"]
@@ -51,7 +54,7 @@ NEYMAN_FLOOR = 0.2  # share of the default allocation kept under Neyman's
 PILOT_STREAM = 0  # aux_rng index of the pilot coalitions
 
 
-def svarm_size_probabilities(n_players: int) -> np.ndarray:
+def svarm_size_probabilities(n_players: int) -> NDArray[np.float64]:
     r"""Probabilities of the sampled coalition sizes ``k = 2, ..., N - 2``.
 
     :math:`P(k) \propto 1/\min(k, N - k)`, the allocation of Stratified SVARM:
@@ -59,6 +62,11 @@ def svarm_size_probabilities(n_players: int) -> np.ndarray:
     ``N - k`` of the :math:`\phi^-` strata, so small and large sizes, which
     feed the fewest strata of one kind, are drawn more often.
     Empty for ``N < 4`` (every stratum is then computed exactly).
+
+    Returns
+    -------
+    numpy.ndarray of float64, shape (max(N - 3, 0),)
+        :math:`P(k)` for ``k = 2, ..., N - 2``, summing to 1.
     """
     n = check_int(n_players, "n_players", minimum=1)
     sizes = np.arange(2, n - 1)
@@ -274,11 +282,13 @@ def _pass_remainders(state: MeanState, info: dict, n: int) -> np.ndarray | None:
 
 
 @documents_sampling_options
-def stratified_svarm_shapley(game, budget, seed=None, *, batch_size: int | None = None,
+def stratified_svarm_shapley(game: GameLike, budget: int | None, seed: int | np.random.SeedSequence | None = None, *,
+                             batch_size: int | None = None,
                              n_jobs: int | None = None, progress: bool | None = None,
                              empty_utility: float | None = None, target_stderr: float | None = None,
-                             target_rank_correlation: float | None = None, checkpoint=None,
-                             checkpoint_interval: float = 60.0, allocation: str = "svarm",
+                             target_rank_correlation: float | None = None,
+                             checkpoint: str | os.PathLike[str] | None = None,
+                             checkpoint_interval: float = 60.0, allocation: Literal["svarm", "neyman"] = "svarm",
                              pilot: int | None = None) -> ValuationResult:
     r"""Shapley values by Stratified SVARM (Kolpaczki et al., AAAI 2024).
 
@@ -346,14 +356,14 @@ def stratified_svarm_shapley(game, budget, seed=None, *, batch_size: int | None 
 
     Parameters
     ----------
-    game : game
+    game : GameLike
         Object with ``n_players`` and ``evaluate(masks)``.
     budget : int or None
         Utility evaluations allowed: ``2N + 2`` exact ones (``2N + 1`` with
         ``empty_utility``), the rest sampled coalitions. Must afford one
         sample when ``N >= 4``. ``None`` (no cap) only with a
         ``target_stderr`` or ``target_rank_correlation``.
-    seed : int, optional
+    seed : int or numpy.random.SeedSequence, optional
         Seed of the random streams; ``None`` draws one (kept on the result).
     batch_size, n_jobs, progress, empty_utility
         As in :func:`permutation_shapley` (a batch holds sampled coalitions).
@@ -458,12 +468,13 @@ def _check_players(game) -> int:
     return n
 
 
-def _check_allocation(allocation, pilot, n: int) -> tuple[str, int]:
+def _check_allocation(allocation: object, pilot: object, n: int) -> tuple[Literal["svarm", "neyman"], int]:
     """The allocation and the pilot's coalitions (``5 N`` by default; set only with ``"neyman"``)."""
     allocation = check_choice(allocation, "allocation", ALLOCATIONS)
     if pilot is not None and allocation != "neyman":
         raise ValueError(f"pilot sets the pilot of allocation='neyman'; this call has allocation={allocation!r}.")
-    return allocation, n * PILOT_PER_PLAYER if pilot is None else check_int(pilot, "pilot", minimum=1)
+    checked = cast(Literal["svarm", "neyman"], allocation)  # one of ALLOCATIONS
+    return checked, n * PILOT_PER_PLAYER if pilot is None else check_int(pilot, "pilot", minimum=1)
 
 
 def _sampled_units(n: int, budget, empty_utility, target_stderr, target_rank_correlation) -> int | None:

@@ -12,12 +12,13 @@ with the batches, and so the values, of one run of the final size.
 from __future__ import annotations
 
 import math
+from typing import cast
 
 import numpy as np
 
 from ._sampling._loop import MeanState, SamplingOutcome, run_sampling
 from .._validation import check_float
-from ..games._base import prefix_positions, prefix_utilities
+from ..games import GameLike, prefix_positions, prefix_utilities
 
 __all__ = ["truncated_contributions", "prefix_chunks"]
 
@@ -43,7 +44,7 @@ def prefix_chunks(n_players: int) -> list[int]:
     return bounds
 
 
-def truncated_contributions(game, permutations: np.ndarray, empty_utility: float, full_utility: float,
+def truncated_contributions(game: GameLike, permutations: np.ndarray, empty_utility: float, full_utility: float,
                             tolerance: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     r"""Marginal contributions along permutations that stop once the utility is within ``tolerance`` of ``U(D)``.
 
@@ -228,5 +229,5 @@ def _rounds_within_budget(run_round, *, budget, fixed: int, per_unit: int, batch
     while outcome is None or (outcome.stopped_by == "budget" and units_paid() > resume.count):
         outcome = run_round(units_paid(), resume)
         first = first or outcome
-    outcome.resumed_samples = first.resumed_samples
+    outcome.resumed_samples = cast(SamplingOutcome, first).resumed_samples  # the loop ran at least once
     return outcome

@@ -8,12 +8,13 @@ import numpy as np
 
 from ._sampling._loop import evaluate_anchors
 from .._validation import check_game
+from ..games import GameLike
 from ..result import ValuationResult
 
 __all__ = ["uniform_shapley"]
 
 
-def uniform_shapley(game, *, empty_utility: float | None = None) -> ValuationResult:
+def uniform_shapley(game: GameLike, *, empty_utility: float | None = None) -> ValuationResult:
     r"""Give every player the same share :math:`(U(D) - U(\emptyset)) / N`.
 
     For a uniformly stable learner the Shapley values of all points are close

@@ -31,7 +31,11 @@ ORDER_STREAM = 3  # spawn_key prefix of the random orders of the size strata (li
 
 
 def batch_rng(entropy: int, batch: int) -> np.random.Generator:
-    """Generator of batch ``batch``: independent of every other batch."""
+    """Generator of batch ``batch`` of a run with entropy ``entropy``: independent of every other batch.
+
+    Its stream is ``SeedSequence(entropy, spawn_key=(BATCH_STREAM, batch))``, so it depends on the seed and the
+    batch's index only, never on the process that runs the batch.
+    """
     return np.random.default_rng(np.random.SeedSequence(entropy, spawn_key=(BATCH_STREAM, batch)))
 
 
@@ -57,7 +61,7 @@ def samples_in_batches(n_units: int | None, batch_size: int, batches: int) -> in
 class BatchJob(NamedTuple):
     """One batch to run: its index (which selects its stream), its size, and ``(plan,)`` or ``()``."""
 
-    index: int
+    index: int  # type: ignore[assignment]  # shadows tuple.index on purpose: the batch's index reads best
     size: int
     planned: tuple
 

@@ -34,6 +34,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
@@ -86,6 +87,28 @@ class LoopSnapshot:
         return checkpoint.save(self.mean, self.m2, self.count, self.n_evaluations, self.batches, force=force)
 
 
+class LoopStore(Protocol):
+    """Where a sampling run resumes from and saves to: a :class:`Checkpoint`, or an object with its attributes."""
+
+    @property
+    def loaded(self) -> bool: ...
+    @property
+    def mean(self) -> np.ndarray | None: ...
+    @property
+    def m2(self) -> np.ndarray | None: ...
+    @property
+    def count(self) -> int: ...
+    @property
+    def n_evaluations(self) -> int: ...
+    @property
+    def batches(self) -> int: ...
+
+    def save(self, mean: np.ndarray, m2: np.ndarray, count: int, n_evaluations: int, batches: int,
+             force: bool = False) -> bool: ...
+
+    def refuse(self, why: str) -> Exception: ...
+
+
 class Checkpoint:
     """The running state of one sampling run, kept in a file.
 
@@ -104,7 +127,7 @@ class Checkpoint:
         always written).
     """
 
-    def __init__(self, path, fingerprint: dict, dim: int, interval: float):
+    def __init__(self, path: str | os.PathLike[str], fingerprint: dict, dim: int, interval: float) -> None:
         if not isinstance(path, (str, os.PathLike)):
             raise TypeError(f"checkpoint must be a file path (str or os.PathLike), got {type(path).__name__}.")
         self.path = Path(path)
@@ -114,7 +137,8 @@ class Checkpoint:
         self.dim = dim
         self.interval = interval
         self.context: dict = {}
-        self.mean = self.m2 = None
+        self.mean: np.ndarray | None = None
+        self.m2: np.ndarray | None = None
         self.count = self.n_evaluations = self.batches = 0
         self.loaded = self.path.exists()
         self._last_save = time.monotonic()

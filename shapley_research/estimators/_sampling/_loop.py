@@ -39,10 +39,10 @@ import numpy as np
 # the streams and MIN_SAMPLES_FOR_PRECISION are re-exported: estimators and tests import them from here
 from ._batches import (AUX_STREAM, BATCH_STREAM, ORDER_STREAM, SIZE_STREAM, aux_rng,  # noqa: F401
                        batch_jobs, batch_rng, close_batches, evaluate_batches, samples_in_batches)
-from ._checkpoint import Checkpoint, LoopSnapshot
+from ._checkpoint import Checkpoint, LoopSnapshot, LoopStore
 from ._progress import expected_evaluations, progress_bar, show_batch
 from ._stopping import MIN_SAMPLES_FOR_PRECISION, StateEstimates, first_reached, stopping_rules  # noqa: F401
-from ...games._progress import reporting_to
+from ...games import reporting_to
 from ..._threads import BATCH_THREADS, Pinned, pinned_threads  # noqa: F401 - re-exported to the estimators
 from ..._validation import check_float, check_int, check_seed, check_utilities
 
@@ -55,10 +55,11 @@ class MeanState:
 
     dim: int
     count: int = 0
-    mean: np.ndarray = field(default=None)
-    m2: np.ndarray = field(default=None)
+    # None (the default) becomes zeros in __post_init__, so the moments are arrays once built
+    mean: np.ndarray = field(default=None)  # type: ignore[arg-type]
+    m2: np.ndarray = field(default=None)  # type: ignore[arg-type]
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.mean is None:
             self.mean = np.zeros(self.dim)
         if self.m2 is None:
@@ -361,7 +362,8 @@ def merged_in_order(results: Iterable[tuple[object, int]], state: MeanState,
         yield LoopSnapshot.of(state, n_evaluations, batches)
 
 
-def resumed_state(checkpoint, dim: int, n_units: int | None, batch_size: int) -> tuple[MeanState, LoopSnapshot]:
+def resumed_state(checkpoint: LoopStore | None, dim: int, n_units: int | None,
+                  batch_size: int) -> tuple[MeanState, LoopSnapshot]:
     """The state a run starts from: empty, or the one a loaded ``checkpoint`` holds, if it fits this call.
 
     A file whose batches hold other than the samples this call plans in as
@@ -383,7 +385,7 @@ def resumed_state(checkpoint, dim: int, n_units: int | None, batch_size: int) ->
 
 
 def run_sampling(
-    sample_batch: Callable[[np.random.Generator, int], tuple[np.ndarray, int]],
+    sample_batch: Callable[..., tuple[np.ndarray | MeanState, int]],
     *,
     dim: int,
     n_units: int | None,
@@ -393,7 +395,7 @@ def run_sampling(
     progress: bool | None = None,
     desc: str = "sampling",
     unit: str = "sample",
-    checkpoint: Checkpoint | None = None,
+    checkpoint: LoopStore | None = None,
     target_stderr: float | None = None,
     watch: slice = slice(None),
     target_rank_correlation: float | None = None,
@@ -455,7 +457,7 @@ def run_sampling(
     nominal cost of a sample) until a batch has measured the cost. It moves
     after every batch and, in this process (``n_jobs`` of ``None`` or 1),
     whenever the game reports rows evaluated within a batch
-    (:func:`~shapley_research.games._progress.report_evaluated`, e.g. a model
+    (:func:`~shapley_research.games.report_evaluated`, e.g. a model
     fitted per coalition); a batch's update adds only the evaluations not
     reported yet. Batches run by workers (``n_jobs > 1``) move it once per
     batch. Reports never change what ``game.evaluate`` is asked, so neither

@@ -152,7 +152,7 @@ def show_batch(bar, judged: Judged, n_evaluations: int, *, total: int | None, un
     """
     set_total(bar, total)
     bar.update(n_evaluations - bar.n)  # only what the game has not reported within the batch
-    postfix = {f"{unit}s": judged.count}
+    postfix: dict[str, object] = {f"{unit}s": judged.count}
     if target_stderr is not None:
         postfix.update(stderr=f"{judged.max_stderr():.3g}", target=f"{target_stderr:.3g}")
     if target_rank_correlation is not None and not bar.disable:

@@ -37,7 +37,8 @@ class Judged(Protocol):
 class StoppingRule(Protocol):
     """A reason to stop: ``name`` is what ``stopped_by`` reports once ``reached`` holds."""
 
-    name: str
+    @property
+    def name(self) -> str: ...
 
     def reached(self, judged: Judged) -> bool: ...
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
+from numpy.typing import NDArray
 
 __all__ = ["random_subsets"]
 
@@ -87,7 +88,7 @@ def small_sides_of(masks: np.ndarray) -> SmallSides:
     return SmallSides(masks, flip, indptr, np.nonzero(side)[1].astype(np.int32), np.zeros(masks.shape[0], dtype=bool))
 
 
-def random_subsets(rng: np.random.Generator, k: np.ndarray, n_drawn: int) -> np.ndarray:
+def random_subsets(rng: np.random.Generator, k: NDArray[np.integer], n_drawn: int) -> NDArray[np.bool_]:
     """Boolean ``(len(k), n_drawn)`` rows, row ``t`` a uniform subset of size ``k[t]``; rows are independent.
 
     Each row is drawn as its smaller side (the subset or its complement) by
