@@ -165,6 +165,12 @@ def mean_value_table(group_samples: np.ndarray, sets: Sequence[Mapping[str, Any]
     ``group_samples`` is (n_pairs, n_groups, n_sets) from :func:`group_means`
     of :func:`pair_average`'d contributions; ``group`` is ``"benign"``,
     ``"adversarial"`` or ``"gap"`` (adversarial minus benign, paired).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (group, test set), columns ``train_attack, test_attack,
+        ratio, n_adversarial_test, group, mean_value, stderr, n_pairs``.
     """
     import pandas as pd
 
@@ -180,7 +186,25 @@ def mean_value_table(group_samples: np.ndarray, sets: Sequence[Mapping[str, Any]
 
 def point_value_table(samples: np.ndarray, sets: Sequence[Mapping[str, Any]], train_attack: str, groups: ArrayLike,
                       labels: ArrayLike) -> pd.DataFrame:
-    """Tidy per-point Shapley values (and standard errors over pairs) for every test set."""
+    """Tidy per-point Shapley values (and standard errors over pairs) for every test set.
+
+    Parameters
+    ----------
+    samples : ndarray of shape (n_pairs, N, n_sets)
+        Pair-averaged marginal contributions (:func:`pair_average`).
+    sets : sequence of dict
+        The test sets, each with ``test_attack`` and ``ratio``.
+    train_attack : str
+    groups : int array of shape (N,)
+        Index into :data:`GROUPS` of every training point.
+    labels : array of shape (N,)
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (point, test set), columns ``train_attack, point, group,
+        label, test_attack, ratio, value, stderr``.
+    """
     import pandas as pd
 
     mean, se = _mean_and_se(samples)  # (N, n_sets)

@@ -59,7 +59,14 @@ def agreement(values: ArrayLike, reference: ArrayLike) -> dict[str, float]:
 
 
 def agreement_table(runs: Sequence[MethodRun], reference: ValuationResult) -> pd.DataFrame:
-    """One row per run: method, repetition, agreement with the reference, cost (CPU, wall, evaluations)."""
+    """One row per run: method, repetition, agreement with the reference, cost (CPU, wall, evaluations).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``method, label, repetition, seed``, the keys of
+        :func:`agreement`, ``cpu_time_s, wall_time_s, n_evaluations, n_samples``.
+    """
     import pandas as pd
 
     rows = []
@@ -72,7 +79,15 @@ def agreement_table(runs: Sequence[MethodRun], reference: ValuationResult) -> pd
 
 
 def values_table(runs: Sequence[MethodRun], reference: ValuationResult, y_train: ArrayLike) -> pd.DataFrame:
-    """Tidy values behind the figure: one row per (method, repetition, point), reference included."""
+    """Tidy values behind the figure: one row per (method, repetition, point), reference included.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``method, repetition, point, label, reference_rank, value,
+        stderr, reference_value`` (``method`` is ``"reference"`` for the
+        reference's own rows).
+    """
     import pandas as pd
 
     order = np.argsort(reference.values, kind="stable")
@@ -145,7 +160,23 @@ def pairwise_distances(runs: Sequence[MethodRun], reference: ValuationResult, me
 
 def summarise(table: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
     """Per method: mean over repetitions of agreement and cost, and the t-interval at ``level`` of the
-    mean Spearman and mean relative error (``*_ci_low``, ``*_ci_high``; NaN with one repetition)."""
+    mean Spearman and mean relative error (``*_ci_low``, ``*_ci_high``; NaN with one repetition).
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        :func:`agreement_table`'s rows.
+    level : float
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by ``method``; columns the means of ``spearman, spearman_p,
+        pearson, rel_l2_error, l2_error, cpu_time_s, wall_time_s,
+        n_evaluations``, then ``spearman_sd, pearson_sd, rel_l2_error_sd``,
+        ``spearman_ci_low, spearman_ci_high, rel_l2_error_ci_low,
+        rel_l2_error_ci_high`` and ``n_repetitions``.
+    """
     columns = ["spearman", "spearman_p", "pearson", "rel_l2_error", "l2_error", "cpu_time_s", "wall_time_s",
                "n_evaluations"]
     grouped = table.groupby("method", sort=False)

@@ -64,7 +64,13 @@ def grid_table(rows: list[dict[str, Any]], data: RidgeData, epsilon: float, fit_
 
 
 def values_table(rows: list[dict[str, Any]]) -> pd.DataFrame:
-    """Tidy values: one row per (convention, lambda, training point) with value and standard error."""
+    """Tidy values: one row per (convention, lambda, training point) with value and standard error.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``convention, lambda, point, value, stderr``.
+    """
     import pandas as pd
 
     frames = [pd.DataFrame({"convention": row["convention"], "lambda": row["lam"],

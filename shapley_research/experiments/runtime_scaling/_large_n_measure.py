@@ -338,6 +338,12 @@ def learner_seconds(records: Sequence[dict[str, Any]], fit_cost: Callable[[Array
     the coalition sizes the method evaluates: all prefix sizes for the
     permutation-based methods, the size distribution of each group-testing
     variant, SVARM's size allocation.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per record with a count: the record's keys, ``basis``
+        (``"measured"`` or ``"extrapolated"``) and ``cpu_seconds``.
     """
     from shapley_research.estimators import svarm_size_probabilities
 
