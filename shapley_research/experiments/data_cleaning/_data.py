@@ -25,6 +25,11 @@ def load_dataset(name: str, digit_classes: Sequence[int] = (3, 8)) -> tuple[np.n
     digits restricted to the two ``digit_classes`` (label 1 for the second),
     64 pixel features; two similar digits make a binary task a linear model
     does not solve perfectly.
+
+    Returns
+    -------
+    X : ndarray of shape (n, d)
+    y : int ndarray of shape (n,)
     """
     from sklearn.datasets import load_breast_cancer, load_digits
 

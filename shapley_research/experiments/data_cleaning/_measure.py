@@ -50,6 +50,17 @@ def detection_auroc(values: ArrayLike, flipped: ArrayLike) -> float | np.ndarray
     with :math:`r_i` the (average) rank of :math:`-v_i` among all points.
     1 is perfect detection, 0.5 a random ranking. ``values`` may hold several
     rankings as rows (one AUROC each).
+
+    Parameters
+    ----------
+    values : array of shape (N,) or (m, N)
+        One value per point, or ``m`` rankings as rows.
+    flipped : bool array of shape (N,)
+        Which labels were flipped.
+
+    Returns
+    -------
+    float or ndarray of shape (m,)
     """
     from scipy.stats import rankdata
 
@@ -62,7 +73,10 @@ def detection_auroc(values: ArrayLike, flipped: ArrayLike) -> float | np.ndarray
 
 
 def lowest_k(values: ArrayLike, k: int) -> np.ndarray:
-    """Indices of the ``k`` lowest values; ties go to the lower index (a stable sort), so it is deterministic."""
+    """Indices of the ``k`` lowest values; ties go to the lower index (a stable sort), so it is deterministic.
+
+    ``values`` of shape (N,) or (m, N) gives indices of shape (k,) or (m, k).
+    """
     values = _as_rankings(values)
     return np.argsort(values, axis=-1, kind="stable")[..., :k]
 

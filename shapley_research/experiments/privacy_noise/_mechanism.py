@@ -178,7 +178,10 @@ def _check_images(X, pixel_max: float) -> np.ndarray:
 
 
 def clip_l2(X: ArrayLike, clip_norm: float) -> np.ndarray:
-    """Scale every row of ``X`` whose L2 norm exceeds ``clip_norm`` down to that norm (others unchanged)."""
+    """Scale every row of ``X`` whose L2 norm exceeds ``clip_norm`` down to that norm (others unchanged).
+
+    ``X`` of shape (n, d) gives a float array of the same shape.
+    """
     clip_norm = check_float(clip_norm, "clip_norm", minimum=0.0, strict=True)
     X = np.asarray(X, dtype=float)
     norms = np.linalg.norm(X, axis=1, keepdims=True)

@@ -29,7 +29,13 @@ METHODS = ("permutation", "group_testing_paper", "group_testing_improved", "all_
 
 def pca_project(X_train: np.ndarray, X_test: np.ndarray, n_components: int,
                 seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """Project both sets on the top principal axes of ``X_train`` (fitted on train only)."""
+    """Project both sets on the top principal axes of ``X_train`` (fitted on train only).
+
+    Returns
+    -------
+    A : ndarray of shape (n_train, n_components)
+    B : ndarray of shape (n_test, n_components)
+    """
     from shapley_research.datasets import pca_features
 
     A, B, _ = pca_features(X_train, X_test, n_components, seed=seed)

@@ -17,6 +17,8 @@ def sparsity_curve(values: ArrayLike) -> np.ndarray:
 
     :math:`\sigma_K(s)` is the l1 norm of ``s`` without its ``K``
     largest-magnitude entries (the best ``K``-term approximation error).
+
+    ``values`` of shape (N,) gives a curve of shape (N + 1,), non-increasing and ending at 0.
     """
     s = np.asarray(values, dtype=float)
     total = s.sum()
