@@ -78,12 +78,10 @@ MAX_MEASUREMENT_ENTRIES = 2**25  # M x N of the measurement matrix: 256 MiB of f
 
 @documents_sampling_options
 def compressive_shapley(game: GameLike, budget: int | None, seed: int | np.random.SeedSequence | None = None,
-                        n_measurements: int | None = None, *,
-                        epsilon: float | None = None, recovery: Literal["homotopy", "cvxpy"] = "homotopy",
-                        solver: str = "CLARABEL",
-                        batch_size: int | None = None, n_jobs: int | None = None,
-                        progress: bool | None = None, empty_utility: float | None = None,
-                        target_stderr: float | None = None,
+                        n_measurements: int | None = None, *, epsilon: float | None = None,
+                        recovery: Literal["homotopy", "cvxpy"] = "homotopy", solver: str = "CLARABEL",
+                        batch_size: int | None = None, n_jobs: int | None = None, progress: bool | None = None,
+                        empty_utility: float | None = None, target_stderr: float | None = None,
                         target_rank_correlation: float | None = None, checkpoint: str | os.PathLike[str] | None = None,
                         checkpoint_interval: float = 60.0) -> ValuationResult:
     r"""Shapley values by compressive permutation sampling (paper Algorithm 2).
