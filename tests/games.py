@@ -261,11 +261,11 @@ class GloveGame(Game):
         n = own + other
         total = 0.0
         for s in range(n):
-            for l in range(0, min(own - 1, s) + 1):
-                r = s - l
-                if r > other or l >= r:
+            for mine in range(0, min(own - 1, s) + 1):
+                theirs = s - mine
+                if theirs > other or mine >= theirs:
                     continue
-                total += math.comb(own - 1, l) * math.comb(other, r) / math.comb(n - 1, s)
+                total += math.comb(own - 1, mine) * math.comb(other, theirs) / math.comb(n - 1, s)
         return total / n
 
     @property

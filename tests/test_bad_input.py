@@ -457,7 +457,8 @@ def test_uniform_rejects_bad_empty_utility(empty_utility, error, match):
 
 def test_not_a_game_says_how_to_make_one():
     for estimator in (exact_shapley, uniform_shapley):
-        assert_raises(lambda: estimator(additive), TypeError, r"game must be an object with n_players.*as_game")
+        assert_raises(lambda estimator=estimator: estimator(additive), TypeError,
+                      r"game must be an object with n_players.*as_game")
 
 
 # --------------------------------------------------------------------------------------------
@@ -764,8 +765,9 @@ def test_knn_conventions_agree_with_the_game(y_train, k):
 def test_influence_needs_two_classes():
     for build in (CLASSIFIERS["LogisticObjective"], CLASSIFIERS["largest_s_influence"],
                   CLASSIFIERS["all_s_influence"]):
-        assert_raises(lambda: build(X, ONE_CLASS, XT, YT), ValueError, "y_train must contain at least two classes")
-        assert_raises(lambda: build(X[:1], Y[:1], XT, YT), ValueError, "y_train must contain at least two classes")
+        message = "y_train must contain at least two classes"
+        assert_raises(lambda build=build: build(X, ONE_CLASS, XT, YT), ValueError, message)
+        assert_raises(lambda build=build: build(X[:1], Y[:1], XT, YT), ValueError, message)
 
 
 def test_influence_with_one_point_per_class():

@@ -53,6 +53,9 @@ def test_knn_utility_is_the_documented_utility():
             total += sum(y_train[j] == y_test[t] for j in nearest) / k
         return total / X_test.shape[0]
 
+    masks = ((np.arange(2 ** 7)[:, None] >> np.arange(7)) & 1).astype(bool)  # every coalition
+    expected = [utility(set(np.flatnonzero(mask))) for mask in masks]
+    np.testing.assert_allclose(game.evaluate(masks), expected, atol=1e-12)
     brute = brute_force_shapley(utility, 7)
     np.testing.assert_allclose(knn_shapley(X_train, y_train, X_test, y_test, k).values, brute, atol=1e-10)
 
