@@ -1,28 +1,103 @@
-"""The one result type returned by every estimator."""
+"""The one result type returned by every estimator, and what merges sampling runs."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Callable
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, ClassVar, TypeVar
 
 import numpy as np
 
-__all__ = ["ValuationResult", "merge_results"]
+__all__ = ["ValuationResult", "merge_results", "SamplingRecord", "Finalizer"]
 
-# method name -> function(state, info) -> (values, stderr, info updates), registered by the
-# sampling estimators: the one code path that turns sample statistics into values.
-_FINALIZERS: dict[str, Callable] = {}
+# method name -> its Finalizer class, registered by the sampling estimators: the methods whose runs merge
+_FINALIZERS: dict[str, type] = {}
 
-# info entries that merge_results sums over the runs (arrays of one shape), for their finalizers
-SUMMED_INFO = ("pass_remainders",)
+_Registered = TypeVar("_Registered", bound=Callable[..., Any])
 
 
-def register_finalizer(*methods: str):
-    def register(function):
+def register_finalizer(*methods: str) -> Callable[[_Registered], _Registered]:
+    """Class decorator: ``methods`` are sampling methods whose runs :func:`merge_results` merges."""
+    def register(finalizer: _Registered) -> _Registered:
         for method in methods:
-            _FINALIZERS[method] = function
-        return function
+            _FINALIZERS[method] = finalizer  # type: ignore[assignment]
+        return finalizer
     return register
+
+
+class Finalizer(ABC):
+    """How one sampling method turns sample statistics into values, and how its runs merge.
+
+    Each sampling estimator defines one, a frozen dataclass holding what its
+    final step needs besides the statistics (its options, utilities it
+    evaluated exactly...): the one code path from statistics to values, for a
+    run and for merged runs alike.
+
+    Attributes
+    ----------
+    listed : tuple of str
+        Entries of :attr:`SamplingRecord.drawn` (how a run drew its samples)
+        that :func:`merge_results` lists run by run where the runs differ.
+    summed : tuple of str
+        Per-run terms of the variance (:attr:`SamplingRecord.terms`) that the
+        merged statistics cannot give: :func:`merge_results` sums them over
+        the runs (additive over independent runs).
+    summed_alike : tuple of str
+        Entries of ``drawn`` the runs must share for ``summed`` to be summed.
+    """
+
+    listed: ClassVar[tuple[str, ...]] = ()
+    summed: ClassVar[tuple[str, ...]] = ()
+    summed_alike: ClassVar[tuple[str, ...]] = ()
+
+    @abstractmethod
+    def finalize(self, state: Any, record: SamplingRecord) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+        """Values, their standard errors and the entries it reports in ``info``, from ``state`` (a ``MeanState``)."""
+
+
+@dataclass(frozen=True)
+class SamplingRecord:
+    """What the library reads back from a sampling run: typed, apart from ``info`` (which only reports).
+
+    Attributes
+    ----------
+    finalizer : Finalizer
+        The method's final step and merge rules, with the state it needs.
+    options : dict
+        Options of the estimate: runs merge only with equal ones (``info["options"]``).
+    empty_utility, full_utility : float or None
+        The anchors ``U(empty)`` and ``U(D)`` where the run has them: runs of
+        different games (different anchors) do not merge.
+    seeds : tuple of int
+        Seeds of the runs whose samples the state holds (one for a single run).
+    drawn : dict
+        How the samples were drawn, as ``info`` reports it (e.g. SVARM's allocation).
+    terms : dict of str to ndarray
+        Per-run terms of the variance that the state cannot give (:attr:`Finalizer.summed`).
+    """
+
+    finalizer: Finalizer
+    options: dict[str, Any] = field(default_factory=dict)
+    empty_utility: float | None = None
+    full_utility: float | None = None
+    seeds: tuple[int, ...] = ()
+    drawn: dict[str, Any] = field(default_factory=dict)
+    terms: dict[str, np.ndarray] = field(default_factory=dict, compare=False)  # arrays: no truth value
+
+    def anchors(self) -> tuple[float, float]:
+        """``(U(empty), U(D))``, for a method that evaluates both (a ``ValueError`` if one is missing)."""
+        if self.empty_utility is None or self.full_utility is None:
+            raise ValueError(f"this {type(self.finalizer).__name__} run has no U(empty) or U(D) on record.")
+        return self.empty_utility, self.full_utility
+
+    def estimates(self, state: Any) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+        """Values, standard errors and ``info`` entries of ``state``, by the method's :class:`Finalizer`."""
+        return self.finalizer.finalize(state, self)
+
+    def completed(self, updates: dict[str, Any]) -> SamplingRecord:
+        """This record with the per-run terms among ``updates`` (what :meth:`estimates` reported)."""
+        terms = {key: updates[key] for key in self.finalizer.summed if key in updates}
+        return replace(self, terms={**self.terms, **terms}) if terms else self
 
 
 @dataclass
@@ -48,11 +123,15 @@ class ValuationResult:
     n_samples : int
         Monte Carlo samples drawn (permutations or tests); 0 for exact methods.
     info : dict
-        Method-specific details (recovery status, epsilon used, ...).
+        Method-specific details (recovery status, epsilon used, ...), for
+        reporting: no computation reads them back (that is ``record``'s).
     state : MeanState or None
         For sampling estimators, the running statistics of the samples
         (count, mean, sum of squared deviations) the values were computed
         from; :func:`merge_results` combines them.
+    record : SamplingRecord or None
+        For sampling estimators, what :func:`merge_results` reads back: the
+        options, the anchors, the seeds and the method's final step.
     """
 
     values: np.ndarray
@@ -64,6 +143,7 @@ class ValuationResult:
     n_samples: int = 0
     info: dict = field(default_factory=dict)
     state: object = field(default=None, repr=False, compare=False)
+    record: SamplingRecord | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self):
         self.values = np.asarray(self.values, dtype=float)
@@ -116,7 +196,9 @@ def merge_results(*results: ValuationResult) -> ValuationResult:
     run's finite-population term, summed from ``info["pass_remainders"]``:
     the runs' draws are independent, not one sequence). The values are then
     computed from the merged statistics by the estimator's own final step
-    (e.g. the feasibility recovery of ``group_testing[paper]``).
+    (e.g. the feasibility recovery of ``group_testing[paper]``): the
+    :class:`Finalizer` of the runs' :class:`SamplingRecord`, which also says
+    which of its per-run terms to sum and which entries to list run by run.
 
     Parameters
     ----------
@@ -134,53 +216,81 @@ def merge_results(*results: ValuationResult) -> ValuationResult:
         ``n_evaluations``, ``n_samples`` and ``wall_time`` are the sums,
         ``seed`` is ``None`` and ``info["seeds"]`` lists the runs' seeds.
     """
+    records = _mergeable_records(results)
+    first = results[0]
+    seeds = [seed for record in records for seed in record.seeds]
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"results share a seed ({seeds}): runs with one seed draw the same samples, so "
+                         "merging them would count those samples twice.")
+    template: Any = first.state  # a MeanState (estimators' layer): a fresh one of its length
+    state = type(template)(template.dim)
+    for result in results:
+        state.merge(result.state)
+    finalizer = records[0].finalizer
+    listed = _listed_draws(finalizer, records)
+    terms = _summed_terms(finalizer, records)
+    record = replace(records[0], seeds=tuple(seeds), drawn={**records[0].drawn, **listed}, terms=terms)
+    per_run = ("stopped_by", "resumed_samples", "batch_size")
+    info = {**{k: v for k, v in first.info.items() if k not in per_run}, "seeds": seeds, **listed}
+    for key in finalizer.summed:
+        info.pop(key, None)
+    info.update(terms)
+    values, stderr, updates = record.estimates(state)
+    info.update(updates)
+    return ValuationResult(values=values, n_evaluations=sum(r.n_evaluations for r in results),
+                           method=first.method, seed=None, wall_time=sum(r.wall_time for r in results),
+                           stderr=stderr, n_samples=sum(r.n_samples for r in results), info=info, state=state,
+                           record=record.completed(updates))
+
+
+def _mergeable_records(results: tuple[ValuationResult, ...]) -> list[SamplingRecord]:
+    """The runs' records, or a ``TypeError``/``ValueError`` saying why the runs cannot be merged."""
     if not results:
         raise ValueError("merge_results needs at least one result.")
     for i, result in enumerate(results):
         if not isinstance(result, ValuationResult):
             raise TypeError(f"results[{i}] must be a ValuationResult, got {type(result).__name__}.")
     first = results[0]
-    finalize = _FINALIZERS.get(first.method)
-    if finalize is None or any(r.state is None for r in results):
+    records = [r.record for r in results]
+    if first.method not in _FINALIZERS or any(r.state is None for r in results) or None in records:
         mergeable = ", ".join(sorted(_FINALIZERS))
         raise ValueError(f"results of method {first.method!r} cannot be merged: only sampling runs that carry "
                          f"their sample statistics can ({mergeable}).")
-    for i, result in enumerate(results[1:], start=1):
+    known = [record for record in records if record is not None]
+    for i, (result, record) in enumerate(zip(results[1:], known[1:]), start=1):
         if result.method != first.method:
             raise ValueError(f"results[{i}] is a {result.method!r} run, results[0] a {first.method!r} run.")
         if result.n_players != first.n_players:
             raise ValueError(f"results[{i}] has {result.n_players} players, results[0] {first.n_players}.")
-        if result.info.get("options") != first.info.get("options"):
-            raise ValueError(f"results[{i}] was run with options {result.info.get('options')}, "
-                             f"results[0] with {first.info.get('options')}.")
+        if record.options != known[0].options:
+            raise ValueError(f"results[{i}] was run with options {record.options}, "
+                             f"results[0] with {known[0].options}.")
         for anchor in ("empty_utility", "full_utility"):
-            a, b = first.info.get(anchor), result.info.get(anchor)
+            a, b = getattr(known[0], anchor), getattr(record, anchor)
             if a is not None and b is not None and not np.isclose(a, b, rtol=1e-9, atol=1e-12, equal_nan=True):
                 raise ValueError(f"results[{i}] has {anchor}={b!r}, results[0] {a!r}: runs of different games "
                                  "cannot be merged.")
-    seeds = [seed for r in results for seed in (r.info.get("seeds") or [r.seed])]
-    if len(set(seeds)) != len(seeds):
-        raise ValueError(f"results share a seed ({seeds}): runs with one seed draw the same samples, so "
-                         "merging them would count those samples twice.")
-    state = type(first.state)(first.state.dim)
-    for result in results:
-        state.merge(result.state)
-    per_run = ("stopped_by", "resumed_samples", "batch_size")
-    info = {**{k: v for k, v in first.info.items() if k not in per_run}, "seeds": seeds}
-    # how the samples were drawn may differ between runs that estimate the same strata (SVARM's allocation)
-    for key in ("allocation", "pilot", "size_probabilities", "without_replacement"):
-        if any(r.info.get(key) != first.info.get(key) for r in results[1:]):
-            info[key] = [r.info.get(key) for r in results]
-    # per-run terms of the variance that the merged state cannot give (SVARM's strata drawn without
-    # replacement): additive over independent runs, kept only where every run drew the same way
-    for key in SUMMED_INFO:
-        parts = [r.info.get(key) for r in results]
-        info.pop(key, None)
-        same = all(r.info.get("without_replacement") == first.info.get("without_replacement") for r in results)
-        if same and all(p is not None and np.shape(p) == np.shape(parts[0]) for p in parts):
-            info[key] = np.sum([np.asarray(p, dtype=float) for p in parts], axis=0)
-    values, stderr, updates = finalize(state, info)
-    info.update(updates)
-    return ValuationResult(values=values, n_evaluations=sum(r.n_evaluations for r in results),
-                           method=first.method, seed=None, wall_time=sum(r.wall_time for r in results),
-                           stderr=stderr, n_samples=sum(r.n_samples for r in results), info=info, state=state)
+    return known
+
+
+def _listed_draws(finalizer: Finalizer, records: list[SamplingRecord]) -> dict[str, list[Any]]:
+    """The entries of ``drawn`` in :attr:`Finalizer.listed` that differ between the runs, run by run.
+
+    How the samples were drawn may differ between runs that estimate the same
+    quantities (e.g. SVARM's allocation), and the merge keeps it on record.
+    """
+    first = records[0].drawn
+    return {key: [record.drawn.get(key) for record in records] for key in finalizer.listed
+            if any(record.drawn.get(key) != first.get(key) for record in records[1:])}
+
+
+def _summed_terms(finalizer: Finalizer, records: list[SamplingRecord]) -> dict[str, np.ndarray]:
+    """The runs' :attr:`Finalizer.summed` terms, summed where every run has one, of one shape, drawn alike."""
+    first = records[0].drawn
+    alike = all(record.drawn.get(key) == first.get(key) for record in records for key in finalizer.summed_alike)
+    terms = {}
+    for key in finalizer.summed:
+        parts = [part for part in (record.terms.get(key) for record in records) if part is not None]
+        if alike and len(parts) == len(records) and all(np.shape(p) == np.shape(parts[0]) for p in parts):
+            terms[key] = np.sum([np.asarray(p, dtype=float) for p in parts], axis=0)
+    return terms

@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import time
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
@@ -35,7 +36,7 @@ from .._device import check_game_jobs
 from ..games import GameLike
 from .._validation import (check_float, check_game, check_int, check_target,
                            check_target_rank_correlation, check_utilities)
-from ..result import ValuationResult, register_finalizer
+from ..result import Finalizer, SamplingRecord, ValuationResult, register_finalizer
 
 __all__ = ["exact_banzhaf", "msr_banzhaf", "random_coalitions"]
 
@@ -167,7 +168,15 @@ def _side_statistics(state: MeanState):
 
 
 @register_finalizer("msr_banzhaf")
-def _finalize(state, info):
+@dataclass(frozen=True)
+class BanzhafFinalizer(Finalizer):
+    """The final step of :func:`msr_banzhaf`: the statistics alone give the values."""
+
+    def finalize(self, state: MeanState, record: SamplingRecord) -> tuple[np.ndarray, np.ndarray, dict]:
+        return _finalize(state)
+
+
+def _finalize(state: MeanState) -> tuple[np.ndarray, np.ndarray, dict]:
     r"""Values :math:`\bar u_{i,+} - \bar u_{i,-}` and standard errors :math:`\sqrt{s_+^2/m_+ + s_-^2/m_-}`.
 
     A player without a sampled coalition on one side (never, or always, in so
@@ -327,15 +336,16 @@ def msr_banzhaf(game: GameLike, budget: int | None, seed: int | np.random.SeedSe
     # a given U(empty) changes the game being valued: runs with and without one must not merge
     options = {} if empty_utility is None else {"empty_utility": empty_utility}
     info = {"n_players": n, "options": options, "batch_size": batch_size, "empty_utility": empty_utility}
+    record = SamplingRecord(BanzhafFinalizer(), options, empty_utility=empty_utility, seeds=(entropy,))
     outcome = run_sampling(sample_batch, dim=3 * n, n_units=n_units, batch_size=batch_size, entropy=entropy,
                            n_jobs=n_jobs, progress=progress, desc="MSR Banzhaf", unit="coalition",
                            evaluations_per_unit=1,
                            checkpoint=ckpt, target_stderr=target_stderr,
                            target_rank_correlation=target_rank_correlation,
-                           estimates_of=lambda state: _finalize(state, info)[:2])
+                           estimates_of=lambda state: _finalize(state)[:2])
     info.update(outcome.summary())
-    values, stderr, updates = _finalize(outcome.state, info)
+    values, stderr, updates = record.estimates(outcome.state)
     _warn_one_sided(updates["one_sided_players"], n, outcome.state.count)
     return ValuationResult(values=values, n_evaluations=outcome.n_evaluations, method="msr_banzhaf", seed=entropy,
                            wall_time=time.perf_counter() - start, stderr=stderr, n_samples=outcome.state.count,
-                           info={**info, **updates}, state=outcome.state)
+                           info={**info, **updates}, state=outcome.state, record=record.completed(updates))

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import dataclass
 from functools import partial
 from typing import NamedTuple
 
@@ -44,13 +45,13 @@ from scipy.special import betaln, gammaln
 from ._exact import check_enumeration, semivalues_from_table, utility_table
 from ._permutation import documents_sampling_options, random_permutations
 from ._small_games import enumerated_result, enumeration_affordable
-from ._sampling._loop import (default_batch_size, evaluate_anchors, open_checkpoint, run_sampling,
+from ._sampling._loop import (MeanState, default_batch_size, evaluate_anchors, open_checkpoint, run_sampling,
                               units_from_budget)
 from .._device import check_game_jobs
 from .._validation import (check_bool, check_float, check_game, check_int, check_target,
                            check_target_rank_correlation, check_utilities)
 from ..games import PREFIX_MASK_CELLS, GameLike, evaluate_prefixes
-from ..result import ValuationResult, register_finalizer
+from ..result import Finalizer, SamplingRecord, ValuationResult, register_finalizer
 
 __all__ = ["beta_weights", "exact_beta_shapley", "beta_shapley"]
 
@@ -486,15 +487,21 @@ def beta_shapley(game: GameLike, budget: int | None, seed: int | np.random.SeedS
     info.update(batch_size=batch_size, empty_utility=anchors.empty, **outcome.summary())
     if layout.needs_full:
         info["full_utility"] = anchors.full
-    values, stderr, updates = _finalize(outcome.state, info)
+    record = SamplingRecord(BetaShapleyFinalizer(), options, empty_utility=anchors.empty,
+                            full_utility=anchors.full if layout.needs_full else None, seeds=(entropy,))
+    values, stderr, updates = record.estimates(outcome.state)
     return ValuationResult(
         values=values, n_evaluations=outcome.n_evaluations + anchors.n_evaluations, method="beta_shapley",
         seed=entropy, wall_time=time.perf_counter() - start, stderr=stderr, n_samples=outcome.state.count,
-        info={**info, **updates}, state=outcome.state,
+        info={**info, **updates}, state=outcome.state, record=record.completed(updates),
     )
 
 
 @register_finalizer("beta_shapley")
-def _finalize(state, info):
-    """The values are the mean of the units' samples (one marginal contribution per player and unit)."""
-    return state.mean.copy(), state.stderr, {}
+@dataclass(frozen=True)
+class BetaShapleyFinalizer(Finalizer):
+    """The final step of :func:`beta_shapley`: the values are the mean of the units' samples (one marginal
+    contribution per player and unit)."""
+
+    def finalize(self, state: MeanState, record: SamplingRecord) -> tuple[np.ndarray, np.ndarray, dict]:
+        return state.mean.copy(), state.stderr, {}

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import dataclass
 from typing import Literal, cast
 
 import numpy as np
@@ -49,7 +50,7 @@ from ._sampling._without_replacement import (MAX_STRATUM, StratumPlan, draw_coal
                                             without_replacement_sizes)
 from ._permutation import documents_sampling_options
 from ..games import GameLike
-from ..result import ValuationResult, register_finalizer
+from ..result import Finalizer, SamplingRecord, ValuationResult, register_finalizer
 
 _Variant = Literal["improved", "paper"]
 _Centering = Literal["none", "linear"]
@@ -297,11 +298,15 @@ def group_testing_shapley(game: GameLike, budget: int | None, seed: int | np.ran
     info = {"options": options, **options, "Z": z, "empty_utility": anchors.empty,
             "full_utility": anchors.full, "batch_size": batch_size, "recovery": recovery,
             "epsilon": epsilon, "solver": solver, "without_replacement": exhaustive, **outcome.summary()}
-    values, stderr, updates = _finalize(outcome.state, info)
+    record = SamplingRecord(GroupTestingFinalizer(variant, epsilon, recovery, solver), options,
+                            empty_utility=anchors.empty, full_utility=anchors.full, seeds=(entropy,),
+                            drawn={"without_replacement": exhaustive})
+    values, stderr, updates = record.estimates(outcome.state)
     return ValuationResult(values=values, n_evaluations=outcome.n_evaluations + anchors.n_evaluations,
                            method=f"group_testing[{variant}]", seed=entropy,
                            wall_time=time.perf_counter() - start, stderr=stderr,
-                           n_samples=outcome.state.count, info={**info, **updates}, state=outcome.state)
+                           n_samples=outcome.state.count, info={**info, **updates}, state=outcome.state,
+                           record=record.completed(updates))
 
 
 def _check_test_options(variant: object, centering: object, recovery: object,
@@ -380,16 +385,25 @@ def _judged_values(state: MeanState, variant: str, anchors: Anchors) -> np.ndarr
 
 
 @register_finalizer("group_testing[improved]", "group_testing[paper]")
-def _finalize(state: MeanState, info: dict):
-    """Values from the accumulated contrasts: directly (improved) or by recovery (paper)."""
-    stderr = state.stderr
-    if info["variant"] == "improved":
-        return state.mean.copy(), stderr, {}
-    n = state.dim
-    epsilon = info["epsilon"]
-    tau = (epsilon / (2 * np.sqrt(n)) if epsilon is not None
-           else float(np.nanmax(stderr)) if np.isfinite(stderr).any() else 0.0)
-    values, details = recover_from_differences(state.mean, info["full_utility"] - info["empty_utility"],
-                                               recovery=info["recovery"], tolerance=tau,
-                                               solver=info["solver"])
-    return values, stderr, {**details, "tolerance": tau}
+@dataclass(frozen=True)
+class GroupTestingFinalizer(Finalizer):
+    """The final step of :func:`group_testing_shapley`: values from the accumulated contrasts, directly
+    (improved) or by recovery (paper). Merged runs list how each drew its sizes (``without_replacement``)."""
+
+    variant: str
+    epsilon: float | None
+    recovery: str
+    solver: str
+    listed = ("without_replacement",)
+
+    def finalize(self, state: MeanState, record: SamplingRecord) -> tuple[np.ndarray, np.ndarray, dict]:
+        stderr = state.stderr
+        if self.variant == "improved":
+            return state.mean.copy(), stderr, {}
+        n, epsilon = state.dim, self.epsilon
+        tau = (epsilon / (2 * np.sqrt(n)) if epsilon is not None
+               else float(np.nanmax(stderr)) if np.isfinite(stderr).any() else 0.0)
+        empty, full = record.anchors()
+        values, details = recover_from_differences(state.mean, full - empty, recovery=self.recovery,
+                                                   tolerance=tau, solver=self.solver)
+        return values, stderr, {**details, "tolerance": tau}

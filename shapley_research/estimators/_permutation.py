@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import dataclass
 from typing import Any, Callable, TypeVar, cast
 
 import numpy as np
@@ -17,7 +18,7 @@ from ._truncation import append_tally, sample_in_rounds, split_tally, truncated_
 from .._device import check_game_jobs
 from .._validation import check_game, check_target, check_target_rank_correlation
 from ..games import GameLike, evaluate_prefixes
-from ..result import ValuationResult, register_finalizer
+from ..result import Finalizer, SamplingRecord, ValuationResult, register_finalizer
 
 __all__ = ["permutation_shapley", "random_permutations", "marginal_contributions"]
 
@@ -275,10 +276,12 @@ def permutation_shapley(game: GameLike, budget: int | None, seed: int | np.rando
     info = {"options": options, **options, "batch_size": batch_size, "empty_utility": anchors.empty,
             **({"full_utility": anchors.full} if variant.stops_early else {}),
             **({"n_players": n} if variant.position_adjustment or variant.truncation is not None else {})}
+    record = SamplingRecord(PermutationFinalizer(variant), options, empty_utility=anchors.empty,
+                            full_utility=anchors.full if variant.stops_early else None, seeds=(entropy,))
     sampling = dict(dim=dim, batch_size=batch_size, entropy=entropy, n_jobs=n_jobs, progress=progress,
                     desc="permutation sampling" if variant.truncation is None else "truncated permutation sampling",
                     unit=variant.progress_unit, target_stderr=target_stderr,
-                    target_rank_correlation=target_rank_correlation, estimates_of=_judged_estimates(variant, info),
+                    target_rank_correlation=target_rank_correlation, estimates_of=_judged_estimates(variant, record),
                     evaluations_per_unit=variant.evaluations_per_unit)
     sample_batch = PermutationBatches(game, variant, anchors)
     if variant.truncation is None:
@@ -287,12 +290,12 @@ def permutation_shapley(game: GameLike, budget: int | None, seed: int | np.rando
         outcome = sample_in_rounds(sample_batch, budget=None if n_units is None else budget, fixed=fixed,
                                    per_unit=variant.evaluations_per_unit, checkpoint=ckpt, **sampling)
     info.update(outcome.summary())
-    values, stderr, updates = _finalize(outcome.state, info)
+    values, stderr, updates = record.estimates(outcome.state)
     return ValuationResult(
         values=values, n_evaluations=outcome.n_evaluations + anchors.n_evaluations, method="permutation",
         seed=entropy, wall_time=time.perf_counter() - start, stderr=stderr,
         n_samples=outcome.state.count * variant.permutations_per_unit, info={**info, **updates},
-        state=outcome.state,
+        state=outcome.state, record=record.completed(updates),
     )
 
 
@@ -340,11 +343,11 @@ class PermutationBatches:
         return phi, int(made.sum())
 
 
-def _judged_estimates(variant: PermutationVariant, info: dict):
+def _judged_estimates(variant: PermutationVariant, record: SamplingRecord):
     """What the stopping targets judge: the values (position-adjusted: the fit; truncated: without the tally),
     not the mean of the statistics; ``None``: the mean itself."""
     if variant.truncation is not None:
-        return lambda state: _finalize(state, info)[:2]
+        return lambda state: record.estimates(state)[:2]
     if variant.position_adjustment:
         bins, n_bins = variant.position_bins()
         adjusted_bins = cast(np.ndarray, bins)  # not None with position_adjustment
@@ -353,18 +356,23 @@ def _judged_estimates(variant: PermutationVariant, info: dict):
 
 
 @register_finalizer("permutation")
-def _finalize(state, info):
-    """The values are the mean marginal contributions (position-adjusted: the two-way fit).
+@dataclass(frozen=True)
+class PermutationFinalizer(Finalizer):
+    """The final step of :func:`permutation_shapley`: the values are the mean marginal contributions
+    (position-adjusted: the two-way fit).
 
     A truncated run's state ends with :data:`~._truncation.TALLY` coordinates, the mean stop
     position and evaluations per sample, reported in ``info``.
     """
-    options, updates = info.get("options", {}), {}
-    if "truncation" in options:
-        per_unit = (2 if options["antithetic"] else 1) * options.get("rotations", 1) * info["n_players"]
-        state, updates = split_tally(state, per_unit)
-    if options.get("position_adjustment"):
-        bins, n_bins = _position_effects.position_bins(info["n_players"], options["antithetic"])
-        values, stderr = _position_effects.fit(state, bins, n_bins)
-        return values, stderr, updates
-    return state.mean.copy(), state.stderr, updates
+
+    variant: PermutationVariant
+
+    def finalize(self, state: MeanState, record: SamplingRecord) -> tuple[np.ndarray, np.ndarray, dict]:
+        variant, updates = self.variant, dict[str, Any]()
+        if variant.truncation is not None:
+            state, updates = split_tally(state, variant.evaluations_per_unit)
+        if variant.position_adjustment:
+            bins, n_bins = variant.position_bins()
+            values, stderr = _position_effects.fit(state, cast(np.ndarray, bins), n_bins)
+            return values, stderr, updates
+        return state.mean.copy(), state.stderr, updates

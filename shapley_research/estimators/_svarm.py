@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import dataclass
 from math import comb
-from typing import Literal, cast
+from typing import Any, Literal, cast
 
 import numpy as np
 from numpy.typing import NDArray
@@ -42,7 +43,7 @@ from ._permutation import documents_sampling_options
 from ._svarm_strata import (batch_state, nearest_filled, pooled_variances, size_sums, size_variances,
                             stratum_estimates, stratum_statistics)
 from ..games import GameLike, reporting_to
-from ..result import ValuationResult, register_finalizer
+from ..result import Finalizer, SamplingRecord, ValuationResult, register_finalizer
 
 __all__ = ["neyman_size_probabilities", "stratified_svarm_shapley", "svarm_size_probabilities"]
 
@@ -206,8 +207,30 @@ def _pilot(game, n: int, n_pilot: int, entropy: int, reference: float, batch_siz
 
 
 @register_finalizer("stratified_svarm")
-def _finalize(state, info):
-    r"""Stratum means (exact ones from ``info``), their difference averaged over sizes.
+@dataclass(frozen=True)
+class SvarmFinalizer(Finalizer):
+    """The final step of :func:`stratified_svarm_shapley`, with the exact strata it reads (:meth:`finalize`).
+
+    Merged runs list how each drew its coalitions where they differ, and sum
+    the terms of their strata drawn without replacement
+    (``pass_remainders``, :func:`_pass_remainders`) where they drew alike.
+    """
+
+    n_players: int
+    reference: float  # the utility the state's samples are centred at
+    singletons: list  # U({i}) per player
+    leave_one_out: list  # U(D \ {i}) per player
+    without_replacement: list  # the sizes drawn without replacement
+    listed = ("allocation", "pilot", "size_probabilities", "without_replacement")
+    summed = ("pass_remainders",)
+    summed_alike = ("without_replacement",)
+
+    def finalize(self, state: MeanState, record: SamplingRecord) -> tuple[np.ndarray, np.ndarray, dict]:
+        return _finalize(state, self, record)
+
+
+def _finalize(state: MeanState, exact: SvarmFinalizer, record: SamplingRecord) -> tuple[np.ndarray, np.ndarray, dict]:
+    r"""Stratum means (exact ones from ``exact`` and the anchors), their difference averaged over sizes.
 
     Strata without a sample take the mean of the nearest sampled size of the
     same player (reported as ``info["empty_strata"]``; none once the budget
@@ -217,11 +240,11 @@ def _finalize(state, info):
     at its size while it has fewer than two samples (the largest pooled
     variance for a size without any such stratum).
     """
-    n = int(info["n_players"])
-    ref = info["reference"]
-    singles = np.asarray(info["singletons"]) - ref
-    leave = np.asarray(info["leave_one_out"]) - ref
-    empty, full = info["empty_utility"] - ref, info["full_utility"] - ref
+    n = exact.n_players
+    ref = exact.reference
+    singles = np.asarray(exact.singletons) - ref
+    leave = np.asarray(exact.leave_one_out) - ref
+    empty, full = (anchor - ref for anchor in record.anchors())
     others = lambda a: (a.sum() - a) / max(n - 1, 1)  # mean over the other players
     exact_plus = {n - 2: others(leave), 0: singles, n - 1: np.full(n, full)} if n >= 2 else {0: singles}
     exact_minus = {1: others(singles), 0: np.full(n, empty), n - 1: leave} if n >= 2 else {0: np.full(n, empty)}
@@ -232,7 +255,7 @@ def _finalize(state, info):
     values = np.zeros(n)
     variance = np.zeros(n)
     empty_strata = 0
-    remainders = _pass_remainders(state, info, n)
+    remainders = _pass_remainders(state, exact.without_replacement, record, n)
     for sign, (means, variances, counts), fed in ((1.0, plus, -1), (-1.0, minus, 0)):
         filled = counts > 0
         empty_strata += int((~filled).sum())
@@ -244,36 +267,35 @@ def _finalize(state, info):
         stratum_var = np.where(np.isnan(variances), pooled[None, :], variances)
         factor = 1.0 / np.maximum(counts, 1.0)  # Var(stratum mean) / S^2 with replacement (1 if empty)
         if remainders is not None:  # without replacement: the remainder of the current pass, over m^2
-            levels = np.asarray(info["without_replacement"]) + fed
+            levels = np.asarray(exact.without_replacement) + fed
             m = counts[:, levels]
             factor[:, levels] = np.where(m > 0, remainders[fed + 1] / np.maximum(m, 1.0) ** 2, factor[:, levels])
         variance += np.where(sampled, stratum_var * factor, 0.0).sum(axis=1)
-    updates = {"empty_strata": empty_strata}
+    updates: dict[str, Any] = {"empty_strata": empty_strata}
     if remainders is not None:
         updates["pass_remainders"] = remainders
     return values / n, np.sqrt(variance) / n, updates
 
 
-def _pass_remainders(state: MeanState, info: dict, n: int) -> np.ndarray | None:
+def _pass_remainders(state: MeanState, sizes: list, record: SamplingRecord, n: int) -> np.ndarray | None:
     r"""``(2, N, K)``: :func:`pass_remainder` of :math:`\phi^+_{i,k-1}` and :math:`\phi^-_{i,k}` per player.
 
-    One column per size ``k`` of ``info["without_replacement"]`` (``None``
-    without any). :math:`\phi^\pm_{i,\ell}` averages the
+    One column per size ``k`` of ``sizes``, those drawn without replacement
+    (``None`` without any). :math:`\phi^\pm_{i,\ell}` averages the
     :math:`M = \binom{N-1}{\ell}` subsets of size :math:`\ell` of the other
     players, a size-``k`` stratum's draws containing ``i`` (``+``) or not
     (``-``); a complete pass over the stratum holds each of them once. Runs
     merged by :func:`~shapley_research.merge_results` drew their orders
     independently: the merged count is the sum of theirs, so the variance of
     the pooled mean is the sum of their remainders over the squared count
-    (``merge_results`` sums them into ``info["pass_remainders"]``; runs
+    (``merge_results`` sums them into the merged ``record.terms``; runs
     without them merge with the :math:`1/m` of sampling with replacement,
     which overstates it).
     """
-    sizes = info.get("without_replacement") or []
     if not sizes or n < 4:
         return None
-    if len(info.get("seeds") or ()) > 1:
-        return info.get("pass_remainders")
+    if len(record.seeds) > 1:
+        return record.terms.get("pass_remainders")
     (c_in, _, _), (c_out, _, _) = stratum_statistics(state, n)
     k = np.asarray(sizes)
     passes = np.rint(size_sums(state.mean * state.count, n)[0])[k] // [comb(n, j) for j in sizes]
@@ -434,28 +456,36 @@ def stratified_svarm_shapley(game: GameLike, budget: int | None, seed: int | np.
         if n_units is not None:
             n_units -= n_pilot
     # the allocation is no option of the estimate (stratum means merge whatever the allocation)
+    drawn = _how_drawn(allocation, exhaustive, n_pilot, probabilities)
     info = {"n_players": n, "options": {}, "batch_size": batch_size, "empty_utility": anchors.empty,
-            "full_utility": anchors.full, "reference": reference, "singletons": singles,
-            "leave_one_out": leave, "allocation": allocation, "without_replacement": exhaustive}
-    if n_pilot:
-        info.update(pilot=n_pilot, size_probabilities=probabilities.tolist())
-
+            "full_utility": anchors.full, "reference": reference, "singletons": singles, "leave_one_out": leave} | drawn
+    record = SamplingRecord(SvarmFinalizer(n, reference, singles, leave, exhaustive), {}, anchors.empty,
+                            anchors.full, seeds=(entropy,), drawn=drawn)
     outcome = run_sampling(_CoalitionBatches(game, n, levels, probabilities, entropy, reference), dim=dim,
                            n_units=n_units, batch_size=batch_size, entropy=entropy,
                            n_jobs=n_jobs, progress=progress, desc="stratified SVARM", unit="coalition",
                            evaluations_per_unit=1,
                            checkpoint=ckpt, target_stderr=target_stderr,
                            target_rank_correlation=target_rank_correlation,
-                           estimates_of=lambda s: _finalize(_with_pilot(head, s), info)[:2],
+                           estimates_of=lambda s: record.estimates(_with_pilot(head, s))[:2],
                            plan=_stratum_planner(plan, entropy, probabilities))
     info.update(outcome.summary())
     state = _with_pilot(head, outcome.state)
-    values, stderr, updates = _finalize(state, info)
+    values, stderr, updates = record.estimates(state)
     return ValuationResult(
         values=values, n_evaluations=outcome.n_evaluations + anchors.n_evaluations + n_exact + n_pilot,
         method="stratified_svarm", seed=entropy, wall_time=time.perf_counter() - start, stderr=stderr,
-        n_samples=state.count, info={**info, **updates}, state=state,
+        n_samples=state.count, info={**info, **updates}, state=state, record=record.completed(updates),
     )
+
+
+def _how_drawn(allocation: str, exhaustive: list, n_pilot: int, probabilities: np.ndarray) -> dict:
+    """How a run draws its coalitions, as ``info`` reports it: the allocation, the sizes drawn without
+    replacement and, after a pilot, its coalitions and the sizes' probabilities."""
+    drawn: dict[str, Any] = {"allocation": allocation, "without_replacement": exhaustive}
+    if n_pilot:
+        drawn.update(pilot=n_pilot, size_probabilities=probabilities.tolist())
+    return drawn
 
 
 def _check_players(game) -> int:
