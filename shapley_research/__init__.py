@@ -32,7 +32,7 @@ from .estimators import (beta_shapley, data_oob, exact_banzhaf, exact_beta_shapl
 from .influence import (LogisticObjective, all_s_influence, largest_s_influence, largest_s_influence_general,
                         neyman_allocation)
 # Results
-from .result import ValuationResult, merge_results
+from .result import Finalizer, SamplingRecord, ValuationResult, merge_results
 
 __version__ = "0.1.0"
 
@@ -53,5 +53,5 @@ __all__ = [
     "LogisticObjective", "largest_s_influence", "largest_s_influence_general", "all_s_influence",
     "neyman_allocation",
     # results
-    "ValuationResult", "merge_results",
+    "ValuationResult", "merge_results", "SamplingRecord", "Finalizer",
 ]

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, TypeVar
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["ValuationResult", "merge_results", "SamplingRecord", "Finalizer"]
 
@@ -164,7 +167,7 @@ class ValuationResult:
         """Player indices from most to least valuable (ties by index)."""
         return np.argsort(-self.values, kind="stable")
 
-    def to_dataframe(self):
+    def to_dataframe(self) -> pd.DataFrame:
         """Tidy table: one row per player with value and standard error."""
         import pandas as pd
 

@@ -1,4 +1,4 @@
-"""Architecture of the package: imports point one way, and no module grows past a readable length or width.
+"""Architecture of the package: imports point one way, units stay short, the public API is typed and lint-clean.
 
 Import graph: every module of ``shapley_research`` is parsed with :mod:`ast`
 (nothing is imported), and every ``import`` / ``from ... import`` of a
@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
+
+import pytest
 
 
 PACKAGE = Path(__file__).resolve().parents[1] / "shapley_research"
@@ -219,3 +221,154 @@ def test_the_width_check_sees_a_wide_line(tmp_path):
     (tmp_path / "tests").mkdir()
     (tmp_path / "tests" / "test_x.py").write_text("x = 1\n" + "y = '" + "a" * MAX_WIDTH + "'\n")
     assert _wide_lines(tmp_path) == {"tests/test_x.py": [2]}
+
+
+# ----------------------------------------------------------------------------- function length
+
+MAX_FUNCTION_LINES = 60  # code lines of one function, its docstring, comments and blank lines aside
+
+
+def function_lengths(path: Path) -> dict[str, int]:
+    """``"name:line"`` -> code lines, for every function and method of one source file (nested ones too)."""
+    source = path.read_text(encoding="utf-8")
+    text = source.splitlines()
+    lengths = {}
+    for node in ast.walk(ast.parse(source, filename=str(path))):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        lines = set(range(node.lineno, node.end_lineno + 1))
+        first = node.body[0]
+        if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+            lines -= set(range(first.lineno, first.end_lineno + 1))
+        lengths[f"{node.name}:{node.lineno}"] = sum(
+            1 for n in lines if text[n - 1].strip() and not text[n - 1].strip().startswith("#"))
+    return lengths
+
+
+def test_no_function_is_too_long():
+    too_long = {f"{path.relative_to(PACKAGE.parent).as_posix()}:{name}": n
+                for path in package_modules(PACKAGE).values()
+                for name, n in function_lengths(path).items() if n > MAX_FUNCTION_LINES}
+    assert not too_long, (f"functions over {MAX_FUNCTION_LINES} code lines (split them into named units): "
+                          f"{too_long}")
+
+
+def test_the_function_length_check_counts_code_lines(tmp_path):
+    source = tmp_path / "m.py"
+    source.write_text('def f(x):\n    """Doc\n\n    string."""\n    # a comment\n\n    y = x\n    return y\n')
+    assert function_lengths(source) == {"f:1": 3}
+
+
+# ----------------------------------------------------------------------------- private modules
+
+def owner_of(module: str) -> str | None:
+    """The package that owns a private module: the one above its first ``_name`` component (None: public)."""
+    parts = module.split(".")
+    for i, part in enumerate(parts):
+        if part.startswith("_"):
+            return ".".join(parts[:i])
+    return None
+
+
+def private_imports_across_packages(package: Path) -> list[str]:
+    """``"importer -> private module"`` for every import of a private module from outside its owner."""
+    found = []
+    for name, targets in import_graph(package).items():
+        for target in targets:
+            owner = owner_of(target)
+            if owner and owner != package.name and not (name == owner or name.startswith(owner + ".")):
+                found.append(f"{name} -> {target}")
+    return sorted(found)
+
+
+def test_no_module_imports_another_package_private_modules():
+    found = private_imports_across_packages(PACKAGE)
+    assert not found, ("imports of another package's private module (import its public name from the package "
+                       "instead, adding it to that package's __init__ if needed):\n" + "\n".join(found))
+
+
+def test_the_private_import_check_sees_a_reach_across(tmp_path):
+    package = tmp_path / "pkg"
+    for sub in ("a", "b"):
+        (package / sub).mkdir(parents=True)
+        (package / sub / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("")
+    (package / "_shared.py").write_text("X = 1\n")  # the top-level package's own: every module may use it
+    (package / "a" / "_impl.py").write_text("from .._shared import X\n")
+    (package / "a" / "__init__.py").write_text("from ._impl import X\n")
+    (package / "b" / "use.py").write_text("from ..a import X\n")
+    assert private_imports_across_packages(package) == []
+    (package / "b" / "use.py").write_text("from ..a._impl import X\n")
+    assert private_imports_across_packages(package) == ["pkg.b.use -> pkg.a._impl"]
+
+
+# ----------------------------------------------------------------------------- types and lint
+
+def public_callables() -> dict[str, object]:
+    """Every function, method and property of the public API: the names in the public packages' ``__all__``."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    import shapley_research
+
+    found: dict[str, object] = {}
+
+    def add(obj: object, qualname: str) -> None:
+        if inspect.isclass(obj) and obj.__module__.startswith("shapley_research"):
+            for name, member in vars(obj).items():
+                if name.startswith("_") and name not in ("__init__", "__call__"):
+                    continue
+                function = member.fget if isinstance(member, property) else getattr(member, "__func__", member)
+                if inspect.isfunction(function) and function.__module__.startswith("shapley_research"):
+                    found[f"{qualname}.{name}"] = function  # (not what typing.Protocol puts in as __init__)
+        elif inspect.isfunction(obj) and obj.__module__.startswith("shapley_research"):
+            found[qualname] = obj
+
+    modules = [shapley_research] + [importlib.import_module(m.name) for m in pkgutil.walk_packages(
+        shapley_research.__path__, "shapley_research.") if not any(p.startswith("_") for p in m.name.split("."))]
+    for module in modules:
+        for name in getattr(module, "__all__", ()):
+            add(getattr(module, name), f"{module.__name__}.{name}")
+    return found
+
+
+def missing_annotations(function) -> list[str]:
+    """The parameters (and ``return``) of ``function`` without an annotation (``self`` and ``cls`` aside)."""
+    import inspect
+
+    annotations = function.__annotations__
+    missing = [p for p in inspect.signature(function).parameters if p not in ("self", "cls") and p not in annotations]
+    if "return" not in annotations and function.__name__ != "__init__":
+        missing.append("return")
+    return missing
+
+
+def test_the_public_api_is_fully_annotated():
+    callables = public_callables()
+    assert len(callables) > 200  # guard against a vacuous check
+    missing = {name: gaps for name, function in callables.items() if (gaps := missing_annotations(function))}
+    assert not missing, "public functions with unannotated parameters or return:\n" + "\n".join(
+        f"{name}: {', '.join(gaps)}" for name, gaps in sorted(missing.items()))
+
+
+def test_the_package_ships_its_types():
+    assert (PACKAGE / "py.typed").is_file()
+
+
+def _run_tool(*args: str):
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", *args], cwd=PACKAGE.parent, capture_output=True, text=True)
+
+
+@pytest.mark.slow
+def test_the_type_checker_is_clean():
+    result = _run_tool("mypy")  # configured in pyproject.toml ([tool.mypy]); the test extra installs it
+    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
+
+
+def test_the_linter_is_clean():
+    result = _run_tool("ruff", "check", "--no-cache", ".")  # configured in pyproject.toml ([tool.ruff])
+    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
