@@ -2,7 +2,7 @@
 
 The GPU machine has torch, numpy, scipy and scikit-learn but neither pytest
 nor a package index, so this script repeats the properties that
-``tests/test_learners_device.py`` and ``tests/test_torch_model_utility.py``
+``tests/utilities/test_learners_device.py`` and ``tests/utilities/test_torch_model_utility.py``
 assert on torch's CPU device, on ``--device`` (default ``cuda``): the torch
 learners equal the numpy learners (float64 to 1e-9, float32 to 2e-3),
 weights are scikit-learn's sample weights, TorchModelUtility trained in a

@@ -1,7 +1,9 @@
 """Shared fixtures: games with known Shapley values.
 
-``tests/`` has no ``__init__.py``, so pytest puts this folder on ``sys.path``
-and the test modules import the game zoo as ``from games import ...``.
+The tests mirror the package: ``tests/<subpackage>/test_*.py``, with no ``__init__.py`` (basenames
+are unique). ``pythonpath = ["tests"]`` (pyproject.toml) puts this folder on ``sys.path``, so the
+test modules of every subfolder import the game zoo as ``from games import ...`` and the helpers
+(``_benchmark_scripts``, ``_pipeline_project``) by name.
 
 Markers (registered in ``pyproject.toml``): ``slow`` for a test of about a second or
 more, left out by the fast subset ``python -m pytest -m "not slow"`` (the default run has

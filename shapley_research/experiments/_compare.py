@@ -1,7 +1,7 @@
 """Compare two runs of an experiment: every number but the measured times must agree.
 
 Two runs with the same configuration must differ only in measured times (the
-house rule behind ``tests/test_rerun_determinism.py``), and a refactor that
+house rule behind ``tests/experiments/test_rerun_determinism.py``), and a refactor that
 cannot move a result must leave a quick-profile run unchanged. Both checks read
 the same way: ``metrics.json`` once :func:`without_timings` has set aside the
 times, every CSV table once its time columns (:func:`is_timing_key`) are

@@ -12,7 +12,7 @@ per experiment (:data:`DECLARATIONS`), one annotated field per parameter, e.g.
 - :func:`declaration_problems`: every key of the experiment's file and of its
   profiles' files is declared here, and every declared field has a value;
 - the notebook's ``parameters`` cell, generated from the paper profile by
-  ``shapley-research params NAME --write`` (``tests/test_parameters.py``
+  ``shapley-research params NAME --write`` (``tests/experiments/test_parameters.py``
   checks that every cell is in sync).
 """
 

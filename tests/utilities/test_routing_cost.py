@@ -22,7 +22,7 @@ from shapley_research.utilities.learners import RouteDecision, route_by_cost, ro
 from shapley_research.utilities.learners._cost import (SAFETY_MARGIN, batched_logistic_solver, logistic_costs,
                                                        ridge_costs)
 
-CONF = Path(__file__).resolve().parents[1] / "conf"
+CONF = Path(__file__).resolve().parents[2] / "conf"
 
 
 @pytest.fixture(scope="module")

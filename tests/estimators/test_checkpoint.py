@@ -76,7 +76,7 @@ def test_killed_process_resumes_to_the_same_values(tmp_path):
     path = tmp_path / "killed.ckpt"
     script = textwrap.dedent(f"""
         import sys, time
-        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        sys.path.insert(0, {str(Path(__file__).parents[1])!r})
         import shapley_research as sr
         from games import WeightedVotingGame
         from shapley_research.estimators import _small_games

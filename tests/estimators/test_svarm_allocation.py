@@ -110,7 +110,7 @@ class Recording(CountingGame):
 
 def test_default_is_the_papers_fixed_allocation(monkeypatch):
     # no pilot, every batch drawn from its own stream with svarm_size_probabilities, as before allocations
-    # (with replacement: the draws without it are tested in tests/test_without_replacement.py)
+    # (with replacement: the draws without it are tested in tests/estimators/test_without_replacement.py)
     monkeypatch.setattr(_without_replacement, "MAX_STRATUM", 0)
     game = GAMES["unanimity"]
     n, p = game.n_players, svarm_size_probabilities(game.n_players)

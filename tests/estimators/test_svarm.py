@@ -35,7 +35,7 @@ def test_size_probabilities_favour_the_ends():
 @pytest.mark.parametrize("game", [AIRPORT, UNANIMITY], ids=["airport", "unanimity"])
 def test_error_falls_like_one_over_sqrt_budget(game, monkeypatch):
     # the rate of sampling with replacement: without it (the default on games this small) the error falls
-    # faster, to 0 once every stratum is complete (tests/test_without_replacement.py)
+    # faster, to 0 once every stratum is complete (tests/estimators/test_without_replacement.py)
     monkeypatch.setattr(_without_replacement, "MAX_STRATUM", 0)
     truth = game.shapley_values
     n = game.n_players

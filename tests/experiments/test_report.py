@@ -8,7 +8,7 @@ import pytest
 from shapley_research.experiments import claim, write_metrics
 from shapley_research.experiments._report import BEGIN, END, build_report, replace_section
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def make_run(results, name, holds, figures=("fig.png",)):

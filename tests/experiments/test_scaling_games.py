@@ -238,7 +238,7 @@ def test_paper_claim_fails_when_group_testing_is_slower():
 
 def test_paper_claim_fails_when_group_testing_stops_at_a_cap_above_permutations_count():
     # permutation needs 10^7 at N = 10^4; group testing passed 2 * 10^7 without reaching: ratio <= 0.5
-    # (the criterion is ratio > 1 since issue 27; tests/test_runtime_scaling_claims.py covers it in full)
+    # (the criterion is ratio > 1 since issue 27; tests/experiments/test_runtime_scaling_claims.py covers it in full)
     claims = judge(records_for(lambda n: 1000 * n, lambda n: None, cap=2 * 10 ** 7), exps(1.0, 2.0))
     assert not claims[0].holds and "did not reach" in claims[0].note and not claims[0].note.startswith("undecided")
 
