@@ -378,7 +378,13 @@ def build_parser() -> argparse.ArgumentParser:
                         help="project directory with conf/ and notebooks/ (default: searched upward from the "
                              "working directory)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _add_experiment_commands(sub)
+    _add_result_commands(sub)
+    return parser
 
+
+def _add_experiment_commands(sub: argparse._SubParsersAction) -> None:
+    """``list``, ``run``, ``stage`` and ``params``: the commands about one experiment and its notebook."""
     p_list = sub.add_parser("list", help="print the experiment names, one per line")
     p_list.add_argument("-l", "--long", action="store_true", help="add each experiment's status and description")
     p_list.set_defaults(func=cmd_list)
@@ -416,6 +422,9 @@ def build_parser() -> argparse.ArgumentParser:
     mode.add_argument("--check", action="store_true", help="exit 1 if a notebook's cell is not the generated one")
     p_params.set_defaults(func=cmd_params)
 
+
+def _add_result_commands(sub: argparse._SubParsersAction) -> None:
+    """``report`` and ``compare``: the commands about what runs wrote."""
     p_report = sub.add_parser("report", help="write results/README.md: figures beside claims and verdicts",
                               description="Collect every RESULTS/NAME/metrics.json and run_info.json into "
                                           "RESULTS/README.md; with --readme, also refresh the marked "
@@ -432,7 +441,6 @@ def build_parser() -> argparse.ArgumentParser:
     p_compare.add_argument("first", metavar="FIRST", help="an experiment's output directory")
     p_compare.add_argument("second", metavar="SECOND", help="another run's output directory")
     p_compare.set_defaults(func=cmd_compare)
-    return parser
 
 
 def main(argv: list[str] | None = None) -> int:
