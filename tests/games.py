@@ -379,6 +379,18 @@ class CountingGame(Game):
         return self.game.shapley_values
 
 
+class RecordingGame(CountingGame):
+    """A :class:`CountingGame` that also keeps a copy of every mask batch evaluated, in order (``masks``)."""
+
+    def __init__(self, game):
+        super().__init__(game)
+        self.masks = []
+
+    def _evaluate(self, masks):
+        self.masks.append(np.array(masks))
+        return super()._evaluate(masks)
+
+
 class Interrupted(KeyboardInterrupt):
     pass
 

@@ -13,8 +13,8 @@ from shapley_research.estimators._sampling import _without_replacement
 from shapley_research.estimators._sampling._loop import MeanState, aux_rng, batch_rng
 from shapley_research.estimators import random_subsets
 from shapley_research.estimators._svarm import PILOT_STREAM, neyman_size_probabilities, svarm_size_probabilities
-from games import (AirportGame, CountingGame, Interrupted, InterruptingGame, SizeAdditiveGame, brute_force_shapley,
-                   random_unanimity_game, relative_l2)
+from games import (AirportGame, CountingGame, Interrupted, InterruptingGame, RecordingGame, SizeAdditiveGame,
+                   brute_force_shapley, random_unanimity_game, relative_l2)
 from shapley_research.games import Game
 
 pytestmark = pytest.mark.sampling  # the samplers themselves, on small games: the exact shortcut stays off
@@ -98,23 +98,13 @@ def _draws(rng, n, size, p):
     return random_subsets(rng, sizes, n)
 
 
-class Recording(CountingGame):
-    def __init__(self, game):
-        super().__init__(game)
-        self.masks = []
-
-    def _evaluate(self, masks):
-        self.masks.append(np.array(masks))
-        return super()._evaluate(masks)
-
-
 def test_default_is_the_papers_fixed_allocation(monkeypatch):
     # no pilot, every batch drawn from its own stream with svarm_size_probabilities, as before allocations
     # (with replacement: the draws without it are tested in tests/estimators/test_without_replacement.py)
     monkeypatch.setattr(_without_replacement, "MAX_STRATUM", 0)
     game = GAMES["unanimity"]
     n, p = game.n_players, svarm_size_probabilities(game.n_players)
-    recording = Recording(game)
+    recording = RecordingGame(game)
     result = sr.stratified_svarm_shapley(recording, 2 * n + 2 + 250, seed=4, batch_size=100)
     batches = recording.masks[2:]  # after the anchors and the exact strata
     assert [b.shape[0] for b in batches] == [100, 100, 50] and result.info["allocation"] == "svarm"
@@ -129,7 +119,7 @@ def test_neyman_draws_a_pilot_then_its_recorded_probabilities(monkeypatch):
     monkeypatch.setattr(_without_replacement, "MAX_STRATUM", 0)  # as above
     game = GAMES["unanimity"]
     n = game.n_players
-    recording = Recording(game)
+    recording = RecordingGame(game)
     result = neyman(recording, 2 * n + 2 + 5 * n + 150, seed=4, batch_size=30)
     assert result.info["pilot"] == 5 * n and result.n_samples == 5 * n + 150
     assert result.n_evaluations == recording.rows == 2 * n + 2 + 5 * n + 150

@@ -20,8 +20,8 @@ from joblib import parallel_config
 import shapley_research as sr
 from shapley_research.estimators._sampling import _without_replacement as wor
 from shapley_research.estimators._svarm import _finalize, svarm_size_probabilities
-from games import (AirportGame, CountingGame, GloveGame, Interrupted, InterruptingGame, TableGame, UnanimityGame,
-                   WeightedVotingGame, random_unanimity_game, relative_l2)
+from games import (AirportGame, CountingGame, GloveGame, Interrupted, InterruptingGame, RecordingGame, TableGame,
+                   UnanimityGame, WeightedVotingGame, random_unanimity_game, relative_l2)
 
 pytestmark = pytest.mark.sampling  # the samplers themselves, on small games: the exact shortcut stays off
 
@@ -262,17 +262,8 @@ def test_group_testing_stays_unbiased(variant):
 
 
 def test_group_testing_tests_take_each_coalition_once_per_pass():
-    class Recording(CountingGame):
-        def __init__(self, game):
-            super().__init__(game)
-            self.masks = []
-
-        def _evaluate(self, masks):
-            self.masks.append(np.array(masks))
-            return super()._evaluate(masks)
-
     n = 5  # paper variant: the tests are coalitions of the 5 players, sizes 1..4
-    game = Recording(UnanimityGame(n, [[0, 1], [2]], [1.0, 2.0]))
+    game = RecordingGame(UnanimityGame(n, [[0, 1], [2]], [1.0, 2.0]))
     result = sr.group_testing_shapley(game, 2 + 60, seed=0, variant="paper", batch_size=16)
     assert result.info["without_replacement"] == [1, 2, 3, 4]
     tests = np.concatenate(game.masks[1:])
