@@ -140,8 +140,11 @@ def trajectory_note(detection: pd.DataFrame, probe: pd.DataFrame, methods: Seque
                                    (probe, sorted(set(probe.loc[probe["method"] == method, "budget"])))):
                 for budget in budgets:
                     series = auroc_by_repetition(table, method, budget).get(dataset)
-                    if series is not None and len(series[series.index.isin(reps)]):
-                        points.append(f"{int(budget)} {series[series.index.isin(reps)].mean():.3f}")
+                    if series is None:
+                        continue
+                    on_probe_seeds = series[series.index.isin(reps)]
+                    if len(on_probe_seeds):
+                        points.append(f"{int(budget)} {on_probe_seeds.mean():.3f}")
             if points:
                 parts.append(f"{method} on {dataset}: " + ", ".join(points))
     return ("Mean AUROC on the probe's seeds by evaluations: " + "; ".join(parts) + ".") if parts else ""
