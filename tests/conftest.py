@@ -13,6 +13,8 @@ other tests value exactly as users get them (see ``_small_games_per_module``).
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -20,6 +22,10 @@ from shapley_research.estimators import _small_games
 
 from games import (VOTING_QUOTA, VOTING_WEIGHTS, AdditiveGame, AirportGame, GloveGame, MajorityGame,
                    SizeAdditiveGame, TableGame, WeightedVotingGame, random_unanimity_game, sparse_game)
+
+# fast="auto" routes by the committed cost constants in tests, not by this machine's calibration (which would
+# time reference fits on first use, and could route differently on another machine)
+os.environ.setdefault("SHAPLEY_RESEARCH_ROUTING", "fixed")
 
 #: The users' limit of the small-game enumeration, which the tests keep unless marked ``sampling``.
 _ENUMERATION_DEFAULT = _small_games.ENUMERATION_MAX_PLAYERS

@@ -4,9 +4,12 @@ r"""Predicted seconds per coalition of a batched learner and of one scikit-learn
 with ``fast="auto"`` hands a supported model to its batched learner: only
 when the batched learner is predicted to be at least :data:`SAFETY_MARGIN`
 times faster per coalition than one clone-fit-score of the estimator. The
-prediction depends on the shapes and the model's parameters only (never on a
-timing taken at run time), so a route is the same in every run of the same
-configuration.
+prediction is a formula in the shapes and the model's parameters, with
+constants fitted on the development machine and scaled, side by side, by
+factors measured once on the machine it runs on (:mod:`._calibration`,
+cached per machine and version; ``SHAPLEY_RESEARCH_ROUTING=fixed`` keeps the
+constants as committed). It never depends on a timing taken during a run, so
+a route is the same in every run of the same configuration on one machine.
 
 The model (seconds per coalition, one BLAS thread; ``N`` training points,
 ``q = d + 1`` columns with the intercept, ``K`` classes, a coalition of the
@@ -26,12 +29,13 @@ average size ``k = N/2`` of uniform coalition sizes):
 Iterations: Newton :math:`T_{nt} = 5` (measured means 3.1-5.0 from the
 full-data warm start); against it scikit-learn is given only
 :math:`T_{sk} = \min(\text{max\_iter}, 8)`, the fewest its lbfgs took on the
-problems measured (6-75). When the learner runs L-BFGS both sides iterate
-about as often, so both get a typical count, :math:`T_{sk} = \min(\text{max\_iter}, 40)`
-and :math:`T_{lb} = 1.25 \times 40`: the learner's tolerance is tighter, and
-1.25 is the largest ratio of learner to scikit-learn iterations measured
-(digits, 10 classes, raw pixels: 85 against 67; digits standardised 22
-against 25, MNIST after PCA 24 against 38). Other scikit-learn solvers are
+problems measured (6-75). When the learner runs L-BFGS, scikit-learn gets a
+typical :math:`T_{sk} = \min(\text{max\_iter}, 40)` (measured 25 on digits
+standardised, 38 on MNIST after PCA, 67 on raw digits) and the learner
+:math:`T_{lb} = 14`: routed from ``ModelUtility`` it stops at scikit-learn's
+tolerance, warm-started from the full-data solution and preconditioned by the
+full-data Hessian, and iterates in ``float32`` first (measured means 12-14 on
+digits and MNIST, counting the ``float64`` polish). Other scikit-learn solvers are
 costed as lbfgs; measured, newton-cg and newton-cholesky were as slow or
 slower (newton-cholesky 5-10x slower with 10 classes), sag and saga are
 slower still, so the error leans towards the per-subset path.
@@ -42,21 +46,23 @@ OpenBLAS, scikit-learn 1.9, one BLAS thread, shared with other work):
 scikit-learn's lbfgs on synthetic Gaussian classes at 9 shapes
 (N 100-2,000, d 4-100, K 2-10, coalitions of N/4, N/2 and N points, 4 fits
 each, medians; predictions within 0.4-2.2x of the times, the noise of a
-shared machine); the batched L-BFGS on 7 shapes and Newton on 8 (60-150
-coalitions of uniform sizes each, time per coalition divided by the mean
-iterations; within 0.7-1.3x); ridge on 6 shapes (N 100-2,000, d 10-400).
+shared machine); Newton on 8 shapes (60-150 coalitions of uniform sizes
+each, time per coalition divided by the mean iterations; within 0.7-1.3x);
+the batched L-BFGS (mixed precision, at scikit-learn's tolerance) on 7
+shapes of synthetic classes (N 200-1,000, d 20-150, K 3-10; within
+0.4-1.5x; synthetic classes need fewer iterations than real data, which
+the count of 14 covers); ridge on 6 shapes (N 100-2,000, d 10-400).
 The margin absorbs that scatter. Measured on the cases it must get right
 (time per coalition, one thread): iris (N=100, Newton) scikit-learn 25.7 ms
 against 0.14 ms batched; breast cancer (N=300, binary Newton) 7.1 against
-0.26 ms; digits (N=300, d=64, K=10, L-BFGS) 31 against 26 ms raw and 11.5
-against 8.6 ms standardised, too close to call, so per subset; MNIST after
-PCA (N=1,000, d=50, K=10) 36 against 11 ms (predicted 31 against 24 ms:
-per subset, the cautious side).
+0.26 ms; digits (N=300, d=64, K=10, L-BFGS) and MNIST after PCA (N=1,000,
+d=50, K=10): ``benchmarks/batched_routing.py`` prints predicted against
+measured seconds of both paths on these and more data sets.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -71,13 +77,43 @@ NEWTON_MAX_PARAMS = 160
 #: Calibrated constants (seconds), see the module docstring.
 COSTS = {
     "sklearn_logistic": (1.7e-3, 3.5e-4, 1.5e-9),   # a0, a1 per iteration, a2 per k K' q per iteration
-    "lbfgs": (6.2e-5, 4.4e-10, 7.4e-10),            # b0, b1 per N K q, b2 per (Kq)^2, per iteration
+    "lbfgs": (6.1e-5, 1.1e-10, 4.8e-11),            # b0, b1 per N K q, b2 per (Kq)^2, per iteration
     "newton": (2.3e-5, 1.8e-10, 6.4e-11),           # c0, c1 per K'^2 N q^2, c2 per (K'q)^3, per iteration
     "sklearn_ridge": (2.8e-3, 5.5e-10),             # r0, r1 per k q min(k, q)
     "ridge": (7.7e-6, 2.2e-10, 1.2e-9),             # e0, e1 per N q^2 / 2, e2 per q^3
 }
-#: Iterations (module docstring): Newton, scikit-learn against Newton, both sides when the learner runs L-BFGS.
-ITERATIONS = {"newton": 5, "sklearn_vs_newton": 8, "typical": 40, "lbfgs_ratio": 1.25}
+#: Iterations (module docstring): Newton, scikit-learn against Newton, scikit-learn's lbfgs, the learner's L-BFGS.
+ITERATIONS = {"newton": 5, "sklearn_vs_newton": 8, "typical": 40, "lbfgs": 14}
+
+
+#: Environment variable: ``"fixed"`` (the committed constants) or ``"calibrated"`` (the default).
+ROUTING_ENV = "SHAPLEY_RESEARCH_ROUTING"
+SIDES = ("sklearn_logistic", "sklearn_logistic_binary", "lbfgs", "newton", "sklearn_ridge", "ridge")
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Measured over predicted seconds of each side's reference workload (1.0: the committed constants).
+
+    Attributes
+    ----------
+    factors : dict
+        One positive factor per entry of :data:`SIDES`.
+    source : str
+        ``"fixed"``, ``"measured"`` (this process) or ``"cached"`` (read from ``path``).
+    path : str or None
+        The cache file.
+    """
+
+    factors: dict[str, float] = field(default_factory=lambda: dict.fromkeys(SIDES, 1.0))
+    source: str = "fixed"
+    path: str | None = None
+
+    def describe(self) -> str:
+        """One phrase for a route's reason."""
+        if self.source == "fixed":
+            return f"the committed cost constants (fixed; {ROUTING_ENV}=fixed asks for them)"
+        return f"costs calibrated on this machine ({self.source}, {self.path})"
 
 
 @dataclass(frozen=True)
@@ -128,11 +164,12 @@ def batched_logistic_solver(n_samples: int, n_features: int, n_classes: int, fit
 
 
 def logistic_costs(n_samples: int, n_features: int, n_classes: int, *, fit_intercept: bool = True,
-                   max_iter: int = 100) -> tuple[float, float, str]:
+                   max_iter: int = 100, factors: dict[str, float] | None = None) -> tuple[float, float, str]:
     r"""Predicted seconds per coalition: ``(batched, one scikit-learn fit, batched solver)``.
 
     The formulas and constants are in the module docstring; ``max_iter`` caps
-    scikit-learn's iterations (the learner runs to its own tolerance).
+    scikit-learn's iterations (the learner runs to its own tolerance);
+    ``factors`` (:mod:`._calibration`) scale each side (default: 1).
     """
     N = _positive_int(n_samples, "n_samples")
     d = _positive_int(n_features, "n_features")
@@ -141,30 +178,36 @@ def logistic_costs(n_samples: int, n_features: int, n_classes: int, *, fit_inter
     q, k = d + int(bool(fit_intercept)), N / 2
     K_sk = 1 if K == 2 else K
     solver = batched_logistic_solver(N, d, K, fit_intercept)
+    factors = factors or {}
     if solver == "newton":
         c0, c1, c2 = COSTS["newton"]
         batched = ITERATIONS["newton"] * (c0 + c1 * K_sk**2 * N * q**2 + c2 * (K_sk * q) ** 3)
         iterations = min(max_iter, ITERATIONS["sklearn_vs_newton"])
     else:
         b0, b1, b2 = COSTS["lbfgs"]
-        batched = ITERATIONS["lbfgs_ratio"] * ITERATIONS["typical"] * (b0 + b1 * N * K * q + b2 * (K * q) ** 2)
+        batched = ITERATIONS["lbfgs"] * (b0 + b1 * N * K * q + b2 * (K * q) ** 2)
         iterations = min(max_iter, ITERATIONS["typical"])
     a0, a1, a2 = COSTS["sklearn_logistic"]
-    return batched, a0 + iterations * (a1 + a2 * k * K_sk * q), solver
+    per_subset = a0 + iterations * (a1 + a2 * k * K_sk * q)
+    sklearn_side = "sklearn_logistic_binary" if K == 2 else "sklearn_logistic"
+    return batched * factors.get(solver, 1.0), per_subset * factors.get(sklearn_side, 1.0), solver
 
 
-def ridge_costs(n_samples: int, n_features: int, *, fit_intercept: bool = True) -> tuple[float, float, str]:
+def ridge_costs(n_samples: int, n_features: int, *, fit_intercept: bool = True,
+                factors: dict[str, float] | None = None) -> tuple[float, float, str]:
     """Predicted seconds per coalition of ``Ridge``: ``(batched, one scikit-learn fit, "ridge")``."""
     N = _positive_int(n_samples, "n_samples")
     q = _positive_int(n_features, "n_features") + int(bool(fit_intercept))
     k = N / 2
     e0, e1, e2 = COSTS["ridge"]
     r0, r1 = COSTS["sklearn_ridge"]
-    return e0 + e1 * N * q**2 / 2 + e2 * q**3, r0 + r1 * k * q * min(k, q), "ridge"
+    factors = factors or {}
+    return ((e0 + e1 * N * q**2 / 2 + e2 * q**3) * factors.get("ridge", 1.0),
+            (r0 + r1 * k * q * min(k, q)) * factors.get("sklearn_ridge", 1.0), "ridge")
 
 
 def route_by_cost(model: Any, n_samples: int, n_features: int, n_classes: int | None = None,
-                  margin: float = SAFETY_MARGIN) -> RouteDecision:
+                  margin: float = SAFETY_MARGIN, costs: Calibration | None = None) -> RouteDecision:
     """Route a *supported* model (see ``unsupported_reason``) by the predicted cost per coalition.
 
     Batched when ``per_subset >= margin * batched``. ``n_classes`` (>= 2) is
@@ -176,6 +219,7 @@ def route_by_cost(model: Any, n_samples: int, n_features: int, n_classes: int | 
             and np.isfinite(margin) and margin > 0):
         raise ValueError(f"margin must be a finite positive number, got {margin!r}.")
     params = model.get_params()
+    costs = Calibration() if costs is None else costs
     if type(model) is LogisticRegression:
         if n_classes is None:
             raise ValueError("n_classes is needed to cost a LogisticRegression.")
@@ -183,15 +227,18 @@ def route_by_cost(model: Any, n_samples: int, n_features: int, n_classes: int | 
         usable = isinstance(max_iter, (int, np.integer)) and not isinstance(max_iter, bool) and max_iter >= 1
         batched, per_subset, solver = logistic_costs(n_samples, n_features, n_classes,
                                                      fit_intercept=params.get("fit_intercept", True),
-                                                     max_iter=int(max_iter) if usable else 100)
+                                                     max_iter=int(max_iter) if usable else 100,
+                                                     factors=costs.factors)
     elif type(model) is Ridge:
         batched, per_subset, solver = ridge_costs(n_samples, n_features,
-                                                  fit_intercept=params.get("fit_intercept", True))
+                                                  fit_intercept=params.get("fit_intercept", True),
+                                                  factors=costs.factors)
     else:
         raise TypeError(f"model must be a LogisticRegression or Ridge, got {type(model).__name__}.")
     ratio = per_subset / batched
     chosen = ratio >= margin
     verdict = "batched" if chosen else "per-subset fits"
     reason = (f"{verdict}: predicted {batched * 1e3:.3g} ms per coalition batched ({solver}) against "
-              f"{per_subset * 1e3:.3g} ms per scikit-learn fit ({ratio:.2f}x; batched needs >= {margin:g}x)")
+              f"{per_subset * 1e3:.3g} ms per scikit-learn fit ({ratio:.2f}x; batched needs >= {margin:g}x), "
+              f"by {costs.describe()}")
     return RouteDecision(chosen, reason, batched, per_subset, solver)

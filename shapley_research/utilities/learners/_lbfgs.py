@@ -8,7 +8,7 @@ per iteration, for models with many parameters (:mod:`shapley_research.utilities
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 from ._array import Array, ArrayBackend
 from ._line_search import _armijo, _no_progress, _stalled_converged
@@ -29,16 +29,18 @@ def _lbfgs(chunk: _SoftmaxChunk, theta: Array, tol: float, max_iter: int, memory
     iterations = backend.zeros((B,), "int")
     sub = chunk
     f, g = sub.objective(theta)
-    S = backend.zeros((B, memory, K, q))
-    Y = backend.zeros((B, memory, K, q))
-    rho = backend.zeros((B, memory))
+    # pair j of every coalition is one contiguous (B, K, q) block: the two-loop recursion reads slots
+    S = backend.zeros((memory, B, K, q))
+    Y = backend.zeros((memory, B, K, q))
+    rho = backend.zeros((memory, B))
     gamma = backend.ones((B,))
     pairs = backend.zeros((B,), "int")  # curvature pairs stored since the last restart
 
     def keep_rows(keep: Array) -> None:
         nonlocal active, sub, f, g, S, Y, rho, gamma, pairs
         active, sub = active[keep], sub.take(keep)
-        f, g, S, Y, rho, gamma, pairs = f[keep], g[keep], S[keep], Y[keep], rho[keep], gamma[keep], pairs[keep]
+        f, g, S, Y, rho = f[keep], g[keep], S[:, keep], Y[:, keep], rho[:, keep]
+        gamma, pairs = gamma[keep], pairs[keep]
 
     for it in range(max_iter + 1):
         done = sub.converged(g, tol)
@@ -51,13 +53,12 @@ def _lbfgs(chunk: _SoftmaxChunk, theta: Array, tol: float, max_iter: int, memory
         th = theta[active]
         new_theta, new_f, new_g, accepted = _armijo(sub, th, f, g, direction, with_grad=True)
         s, y = new_theta - th, new_g - g
-        sy = xp.einsum("bkq,bkq->b", s, y)
-        yy = xp.einsum("bkq,bkq->b", y, y)
-        good = accepted & (sy > 1e-12 * xp.sqrt(xp.einsum("bkq,bkq->b", s, s) * yy))
+        sy, yy = _inner(xp, s, y), _inner(xp, y, y)
+        good = accepted & (sy > 1e-12 * xp.sqrt(_inner(xp, s, s) * yy))
         slot = it % memory
-        S[:, slot], Y[:, slot] = s, y
+        S[slot], Y[slot] = s, y
         one, zero = backend.scalar(1.0), backend.scalar(0.0)
-        rho[:, slot] = xp.where(good, 1.0 / xp.where(good, sy, one), zero)
+        rho[slot] = xp.where(good, 1.0 / xp.where(good, sy, one), zero)
         gamma = xp.where(good, sy / xp.where(good, yy, one), gamma)
         pairs += backend.asarray(good, "int")
         stalled = ~accepted | _no_progress(sub, f, new_f)
@@ -81,25 +82,31 @@ def _search_direction(backend: ArrayBackend, g: Array, S: Array, Y: Array, rho: 
     pairs are dropped in place (``rho`` and ``pairs``).
     """
     xp = backend.xp
-    memory = S.shape[1]
+    memory = S.shape[0]
     r = backend.copy(g)
-    alphas = backend.zeros((g.shape[0], memory))
-    newest_first = [(it - 1 - j) % memory for j in range(memory)]
+    alphas = backend.zeros((memory, g.shape[0]))
+    # the slots written so far, newest first (an unwritten slot holds no pair)
+    newest_first = [(it - 1 - j) % memory for j in range(min(it, memory))]
     for j in newest_first:
-        alphas[:, j] = rho[:, j] * xp.einsum("bkq,bkq->b", S[:, j], r)
-        r -= alphas[:, j, None, None] * Y[:, j]
+        alphas[j] = rho[j] * _inner(xp, S[j], r)
+        r -= alphas[j, :, None, None] * Y[j]
     if precondition is not None:  # initial inverse Hessian H0: the scaled full-data Hessian
         r = precondition(r, active)
     else:  # H0 = gamma I (the usual scaling), 1/|g| before any pair is stored
         scale = xp.where(pairs == 0, 1.0 / backend.maximum(xp.max(xp.abs(g), axis=(1, 2)), 1.0), gamma)
         r *= scale[:, None, None]
     for j in reversed(newest_first):
-        beta = rho[:, j] * xp.einsum("bkq,bkq->b", Y[:, j], r)
-        r += (alphas[:, j] - beta)[:, None, None] * S[:, j]
+        beta = rho[j] * _inner(xp, Y[j], r)
+        r += (alphas[j] - beta)[:, None, None] * S[j]
     direction = -r
-    uphill = xp.einsum("bkq,bkq->b", direction, g) >= 0
+    uphill = _inner(xp, direction, g) >= 0
     if bool(xp.any(uphill)):
         largest = backend.maximum(xp.max(xp.abs(g[uphill]), axis=(1, 2)), 1.0)
         direction[uphill] = -g[uphill] / largest[:, None, None]
-        rho[uphill], pairs[uphill] = 0.0, 0
+        rho[:, uphill], pairs[uphill] = 0.0, 0
     return direction
+
+
+def _inner(xp: Any, a: Array, b: Array) -> Array:
+    """Per-coalition inner products ``sum_kq a[b, k, q] b[b, k, q]`` (B,): ``vecdot`` over flattened rows."""
+    return xp.vecdot(xp.reshape(a, (a.shape[0], -1)), xp.reshape(b, (b.shape[0], -1)))

@@ -10,6 +10,7 @@ live in :mod:`._online_prefix` and :mod:`._warm_prefix` (the mathematics is in
 
 from __future__ import annotations
 
+import functools
 import warnings
 from typing import TYPE_CHECKING, Any, Callable, Literal, cast
 
@@ -18,7 +19,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from .._model_data import clipped_mean_log_probability, constant_frequencies, degenerate_rows
 from ..._validation import check_bool, check_choice, check_float, check_int, check_permutations, check_weights
-from ._array import Array
+from ._array import Array, ArrayBackend
 from ._base import _CHUNK_BYTES, _BatchedLearner, _check_features_like, _chunks
 from ._binary import _BinaryChunk
 from ._lbfgs import _lbfgs
@@ -31,6 +32,8 @@ if TYPE_CHECKING:
     import torch
 
 PRECONDITION_MAX_PARAMS = 4096  # largest K q whose full-data Hessian L-BFGS is preconditioned by
+#: Scaled curvature ``C |S| / N * lambda`` from which an eigendirection enters the low-rank preconditioner.
+PRECONDITION_MIN_CURVATURE = 1.0
 
 
 class LogisticRegressionUtility(_BatchedLearner):
@@ -103,6 +106,14 @@ class LogisticRegressionUtility(_BatchedLearner):
         Floating-point type of the solvers. ``float32`` halves the memory and
         is several times faster on most GPUs; keep ``tol`` above about 1e-4
         with it (rounding at float32's 1e-7 limits the gradient test).
+    mixed_precision : bool, default True
+        With ``dtype="float64"``, L-BFGS iterates in ``float32`` first (half the
+        memory traffic; ``exp`` several times faster), then restarts in
+        ``float64`` from there until the ``float64`` gradient meets ``tol``:
+        the same convergence test as a ``float64`` run, met in ``float64``,
+        for about 1.5-2x less time (most coalitions need zero or one
+        ``float64`` step). Newton is unaffected. ``False``: ``float64``
+        throughout (bit for bit the same on numpy and torch).
 
     Attributes
     ----------
@@ -127,7 +138,7 @@ class LogisticRegressionUtility(_BatchedLearner):
                  default_utility: float | None = None, min_samples: int = 1, batch_size: int | None = None,
                  prefix_refit_ratio: float | None = 1.5, prefix_steps: int = 3, warm_start: bool = True,
                  prefix_path: Literal["online", "exact"] = "online", device: str | torch.device | None = None,
-                 dtype: Literal["float64", "float32"] = "float64") -> None:
+                 dtype: Literal["float64", "float32"] = "float64", mixed_precision: bool = True) -> None:
         self._setup(X_train, y_train, X_test, y_test, metric, fit_intercept, degenerate, default_utility,
                     min_samples, batch_size, "classification")
         self.C = check_float(C, "C", minimum=0.0, strict=True)
@@ -145,6 +156,7 @@ class LogisticRegressionUtility(_BatchedLearner):
         # an exact prefix path lets ModelUtility and the estimators rely on evaluate_prefixes
         self.exact_prefixes = self.prefix_path == "exact"
         self._set_backend(device, dtype)
+        self.mixed_precision = check_bool(mixed_precision, "mixed_precision")
         self.last_prefix_info_: dict[str, int] = {}
         self.classes_ = self.targets.classes
         self.last_fit_info_: dict[str, Any] = {}
@@ -170,22 +182,55 @@ class LogisticRegressionUtility(_BatchedLearner):
         return per
 
     def _preconditioner(self, chunk: _SoftmaxChunk) -> Callable[[Array, Array], Array] | None:
-        r"""L-BFGS's initial inverse Hessian for a chunk: the full-data Hessian scaled to each coalition.
+        r"""L-BFGS's initial inverse Hessian for a chunk: the full-data Hessian scaled to each coalition, low rank.
 
         A coalition's data Hessian is on average :math:`|S|/N` times that of the
         whole training set, so with :math:`H_D = Q\Lambda Q^\top` (data part at
         the full-data solution, computed once) ``H0`` is
-        :math:`Q\,(C|S|/N\,\Lambda + I)^{-1}Q^\top` (the penalty taken as
-        :math:`I`), restricted to the classes present. It cuts the iterations on
-        MNIST about threefold for large coalitions; ``None`` without ``warm_start``
-        and above :data:`PRECONDITION_MAX_PARAMS` unknowns, where the
-        ``(Kq)^2`` Hessian and its eigendecomposition would cost more than the
-        fits (raw MNIST pixels: ``Kq = 7,850``); L-BFGS then starts from
-        ``gamma I``.
+        :math:`Q\,(w\Lambda + I)^{-1}Q^\top` with :math:`w = C|S|/N` (the penalty
+        taken as :math:`I`), restricted to the classes present. Written as
+        :math:`I + Q_r\,\mathrm{diag}\bigl(1/(w\lambda_j + 1) - 1\bigr)\,Q_r^\top`
+        over the :math:`r` eigenvectors whose scaled curvature :math:`w\lambda_j`
+        reaches :data:`PRECONDITION_MIN_CURVATURE` for some coalition of the
+        chunk: along the others the coalition's curvature is below the
+        penalty's, ``H0`` is within a factor 2 of the identity there, and
+        L-BFGS's own pairs do the rest. On 10-class digits this keeps 93 of 650
+        directions, a seventh of the cost per application, for the same
+        iterations (24.9 against 24.4). The preconditioner cuts the iterations
+        on MNIST about threefold for large coalitions; ``None`` without
+        ``warm_start`` and above :data:`PRECONDITION_MAX_PARAMS` unknowns,
+        where the ``(Kq)^2`` Hessian and its eigendecomposition would cost
+        more than the fits (raw MNIST pixels: ``Kq = 7,850``); L-BFGS then
+        starts from ``gamma I``. Works in the chunk's backend (``float32``
+        iterations get ``float32`` vectors).
         """
         if not self.warm_start or self.targets.n_classes * self.design.q > PRECONDITION_MAX_PARAMS:
             return None
-        backend, xp = self._backend, self._backend.xp
+        eigenvalues, vectors = self._full_hessian_eigen(chunk.data.backend)
+        xp = chunk.data.xp
+        K, q = self.targets.n_classes, self.design.q
+        weight = chunk.C * chunk.size / self.n_players
+        rank = max(int(xp.sum(eigenvalues * xp.max(weight) >= PRECONDITION_MIN_CURVATURE)), 1)
+        vectors, eigenvalues = vectors[:, :rank], eigenvalues[:rank]
+        vectors_T = xp.permute_dims(vectors, (1, 0))
+        present = chunk.present[:, :, None]
+
+        def apply(r: Array, rows: Array) -> Array:
+            flat = xp.reshape(r * present[rows], (len(rows), K * q))
+            z = flat @ vectors
+            z *= 1.0 / (weight[rows, None] * eigenvalues[None, :] + 1.0) - 1.0
+            flat += z @ vectors_T
+            return xp.reshape(flat, (len(rows), K, q)) * present[rows]
+
+        return apply
+
+    def _full_hessian_eigen(self, backend: ArrayBackend) -> tuple[Array, Array]:
+        """Eigenvalues (descending, clipped at 0) and eigenvectors of the full-data Hessian, in ``backend``.
+
+        Computed once in the learner's own backend; copies for another float
+        type are kept beside it.
+        """
+        own, xp = self._backend, self._backend.xp
         if getattr(self, "_full_hessian", None) is None:
             self._warm_start()
             X = self._softmax_data.X
@@ -193,19 +238,12 @@ class LogisticRegressionUtility(_BatchedLearner):
             P = xp.exp(Z - xp.max(Z, axis=0, keepdims=True))
             P /= xp.sum(P, axis=0, keepdims=True)
             eigenvalues, vectors = xp.linalg.eigh(_data_hessian(X, P))
-            self._full_hessian = (backend.maximum(eigenvalues, 0.0), vectors)
-        eigenvalues, vectors = self._full_hessian
-        vectors_T = xp.permute_dims(vectors, (1, 0))
-        K, q = self.targets.n_classes, self.design.q
-        weight = chunk.C * chunk.size / self.n_players
-        present = chunk.present[:, :, None]
-
-        def apply(r: Array, rows: Array) -> Array:
-            z = xp.reshape(r * present[rows], (len(rows), K * q)) @ vectors
-            z /= weight[rows, None] * eigenvalues[None, :] + 1.0
-            return xp.reshape(z @ vectors_T, (len(rows), K, q)) * present[rows]
-
-        return apply
+            self._full_hessian = {own.dtype_name: (own.maximum(xp.flip(eigenvalues, axis=0), 0.0),
+                                                    xp.flip(vectors, axis=1))}
+        if backend.dtype_name not in self._full_hessian:
+            eigenvalues, vectors = self._full_hessian[own.dtype_name]
+            self._full_hessian[backend.dtype_name] = (backend.asarray(eigenvalues), backend.asarray(vectors))
+        return self._full_hessian[backend.dtype_name]
 
     def _warm_start(self) -> np.ndarray:
         """Start of every fit: the full-data solution when ``warm_start`` (fitted once), else 0."""
@@ -228,6 +266,18 @@ class LogisticRegressionUtility(_BatchedLearner):
             self._data = _SoftmaxData(self.design, self.targets, self._backend)
         return self._data
 
+    @property
+    def _mixed(self) -> bool:
+        """``float32`` iterations before ``float64`` ones (L-BFGS with ``mixed_precision`` in ``float64``)."""
+        return self.mixed_precision and self.dtype == "float64"
+
+    @property
+    def _softmax_data32(self) -> _SoftmaxData:
+        """The chunks' shared data in ``float32`` on the learner's device, for the first L-BFGS phase."""
+        if getattr(self, "_data32", None) is None:
+            self._data32 = _SoftmaxData(self.design, self.targets, ArrayBackend(self.device, "float32"))
+        return self._data32
+
     def _fit_thetas(self, masks: np.ndarray, counts: np.ndarray, theta0: Array = None,
                     precondition: bool = True) -> Array:
         """Centred parameters (m, K, q), in the backend, of non-degenerate coalitions, fitted chunk by chunk.
@@ -237,34 +287,65 @@ class LogisticRegressionUtility(_BatchedLearner):
         """
         m = masks.shape[0]
         K, q = self.targets.n_classes, self.design.q
-        backend, xp = self._backend, self._backend.xp
+        backend = self._backend
         if theta0 is None:
             theta0 = self._warm_start()
         theta = backend.zeros((m, K, q)) + theta0
         iterations = backend.zeros((m,), "int")
         converged = backend.ones((m,), "bool")
-        newton = self._use_newton()
+        fit = self._newton_chunk if self._use_newton() else functools.partial(self._lbfgs_chunk,
+                                                                              precondition=precondition)
         for rows in _chunks(m, self._chunk_size(self._row_bytes())):
-            if newton and K == 2:  # every fitted coalition holds both classes: Newton on the binary objective
-                binary = _BinaryChunk.from_masks(self._softmax_data, masks[rows], self.C)
-                v, iterations[rows], converged[rows] = _newton(binary, _BinaryChunk.binary_parameters(theta[rows]),
-                                                               self.tol, self.max_iter)
-                theta[rows] = _BinaryChunk.softmax_parameters(v)  # centred intercepts already
-                continue
-            chunk = _SoftmaxChunk.from_masks(self._softmax_data, masks[rows], counts[rows], self.C)
-            th = theta[rows] * chunk.present[:, :, None]
-            if newton:
-                theta[rows], iterations[rows], converged[rows] = _newton(chunk, th, self.tol, self.max_iter)
-            else:
-                theta[rows], iterations[rows], converged[rows] = _lbfgs(
-                    chunk, th, self.tol, self.max_iter,
-                    precondition=self._preconditioner(chunk) if precondition else None)
-            if self.design.fit_intercept:  # centre the intercepts of present classes, as scikit-learn's are
-                b = theta[rows, :, -1]
-                present = backend.asarray(chunk.present)
-                b -= present * xp.sum(b * present, axis=1, keepdims=True) / xp.sum(present, axis=1, keepdims=True)
-                theta[rows, :, -1] = b
-        iterations, converged = backend.to_numpy(iterations), backend.to_numpy(converged)
+            theta[rows], iterations[rows], converged[rows] = fit(masks[rows], counts[rows], theta[rows])
+        self._record_fit(backend.to_numpy(iterations), backend.to_numpy(converged))
+        return theta
+
+    def _newton_chunk(self, masks: np.ndarray, counts: np.ndarray, theta: Array) -> tuple[Array, Array, Array]:
+        """Newton on one chunk (over all ``N`` rows, mask weights): ``(theta, iterations, converged)``."""
+        if self.targets.n_classes == 2:  # every fitted coalition holds both classes: the binary objective
+            binary = _BinaryChunk.from_masks(self._softmax_data, masks, self.C)
+            v, iterations, converged = _newton(binary, _BinaryChunk.binary_parameters(theta), self.tol,
+                                               self.max_iter)
+            return _BinaryChunk.softmax_parameters(v), iterations, converged  # centred intercepts already
+        chunk = _SoftmaxChunk.from_masks(self._softmax_data, masks, counts, self.C)
+        theta, iterations, converged = _newton(chunk, theta * chunk.present[:, :, None], self.tol, self.max_iter)
+        return self._centred(theta, chunk.present), iterations, converged
+
+    def _lbfgs_chunk(self, masks: np.ndarray, counts: np.ndarray, theta: Array,
+                     precondition: bool) -> tuple[Array, Array, Array]:
+        """L-BFGS on one chunk: ``(theta, iterations, converged)``.
+
+        With ``mixed_precision`` (and ``dtype="float64"``) the iterations run in
+        ``float32`` first, at half the memory traffic, until the coalition meets
+        ``tol`` or its line search stalls at ``float32`` rounding; L-BFGS then
+        restarts in ``float64`` from there and stops at ``tol`` exactly as a
+        ``float64`` run does, so the convergence test is met in ``float64``.
+        """
+        chunk = _SoftmaxChunk.from_masks(self._softmax_data, masks, counts, self.C)
+        theta = theta * chunk.present[:, :, None]
+        rough_iterations = 0
+        if self._mixed:
+            rough = _SoftmaxChunk.from_masks(self._softmax_data32, masks, counts, self.C)
+            theta32, rough_iterations, _ = _lbfgs(rough, rough.data.backend.asarray(theta), self.tol, self.max_iter,
+                                                  precondition=self._preconditioner(rough) if precondition else None)
+            theta = self._backend.asarray(theta32)
+        theta, iterations, converged = _lbfgs(chunk, theta, self.tol, self.max_iter,
+                                              precondition=self._preconditioner(chunk) if precondition else None)
+        return self._centred(theta, chunk.present), iterations + rough_iterations, converged
+
+    def _centred(self, theta: Array, present: Array) -> Array:
+        """``theta`` with the intercepts of present classes centred, as scikit-learn's are (in place)."""
+        if self.design.fit_intercept:
+            backend, xp = self._backend, self._backend.xp
+            b = theta[:, :, -1]
+            present = backend.asarray(present)
+            b -= present * xp.sum(b * present, axis=1, keepdims=True) / xp.sum(present, axis=1, keepdims=True)
+            theta[:, :, -1] = b
+        return theta
+
+    def _record_fit(self, iterations: np.ndarray, converged: np.ndarray) -> None:
+        """``last_fit_info_`` of a batch, and a ``ConvergenceWarning`` when coalitions hit ``max_iter``."""
+        m = iterations.shape[0]
         self.last_fit_info_ = {"n_iter_max": int(iterations.max(initial=0)),
                                "n_iter_mean": float(iterations.mean()) if m else 0.0,
                                "n_not_converged": int((~converged).sum()),
@@ -274,8 +355,7 @@ class LogisticRegressionUtility(_BatchedLearner):
 
             warnings.warn(f"LogisticRegressionUtility: {int((~converged).sum())} of {m} coalitions did not reach "
                           f"tol={self.tol} in max_iter={self.max_iter} iterations; raise max_iter.",
-                          ConvergenceWarning, stacklevel=3)
-        return theta
+                          ConvergenceWarning, stacklevel=4)
 
     def _test_logits(self, theta: Array, present: Array, X: Array) -> Array:
         """Logits (B, K, n) of parameters ``theta`` on rows ``X`` (both backend), absent classes at ``NEG_LOGIT``."""

@@ -18,7 +18,8 @@ from numpy.typing import ArrayLike
 from .._model_data import CLASSIFICATION_METRICS, REGRESSION_METRICS, Metric
 if TYPE_CHECKING:
     import torch
-from ._cost import RouteDecision, route_by_cost
+from ._calibration import calibration
+from ._cost import RouteDecision, batched_logistic_solver, route_by_cost
 from ._logistic import LogisticRegressionUtility
 from ._ridge import RidgeUtility
 
@@ -143,7 +144,19 @@ def _route_supported(model: Any, n_samples: int, n_features: int, n_classes: int
         return RouteDecision(True, "batched: warm_prefixes=True asks for the logistic learner's exact one-pass path")
     if logistic and n_classes is not None and n_classes < 2:
         return RouteDecision(True, "batched: the training labels hold one class, so no coalition is fitted")
-    return route_by_cost(model, n_samples, n_features, n_classes)
+    return route_by_cost(model, n_samples, n_features, n_classes, costs=calibration())
+
+
+def routed_tolerance(model_tol: float, newton: bool) -> float:
+    """The tolerance a routed ``LogisticRegression`` is solved to: its own, or ``1e-6`` for Newton.
+
+    L-BFGS stops where scikit-learn's lbfgs stops, at the model's ``tol`` in the
+    same gradient test (``max |grad| <= tol`` on scikit-learn's mean loss): a
+    tighter tolerance would double its iterations for a solution closer to the
+    optimum than scikit-learn's own. Newton converges quadratically, so
+    ``min(tol, 1e-6)`` costs it about one more step and it is solved tight.
+    """
+    return min(model_tol, 1e-6) if newton else model_tol
 
 
 def learner_for(model: Any, X_train: ArrayLike, y_train: ArrayLike, X_test: ArrayLike, y_test: ArrayLike,
@@ -157,8 +170,9 @@ def learner_for(model: Any, X_train: ArrayLike, y_train: ArrayLike, X_test: Arra
     params = model.get_params()
     name = cast(str, metric)  # a supported model's metric is a name (unsupported_reason)
     if type(model) is LogisticRegression:
-        # honour a tolerance tighter than the learner's default (the learner's is tighter than sklearn's)
-        tol = min(float(params.get("tol", 1e-4)), 1e-6)
+        shape, n_classes = np.shape(X_train), len(np.unique(np.asarray(y_train)))
+        solver = batched_logistic_solver(shape[0], shape[1], max(n_classes, 2), bool(params["fit_intercept"]))
+        tol = routed_tolerance(float(params.get("tol", 1e-4)), solver == "newton")
         return LogisticRegressionUtility(X_train, y_train, X_test, y_test, name, C=float(params["C"]),
                                          fit_intercept=bool(params["fit_intercept"]), tol=tol, **options)
     return RidgeUtility(X_train, y_train, X_test, y_test, name, alpha=float(params["alpha"]),

@@ -1,0 +1,109 @@
+"""The multinomial L-BFGS path: mixed precision, the low-rank preconditioner, and the tolerance it is routed with."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_digits, load_wine
+from sklearn.linear_model import LogisticRegression
+from sklearn.preprocessing import StandardScaler
+
+from shapley_research import ModelUtility
+from shapley_research.utilities.learners import LogisticRegressionUtility
+from shapley_research.utilities.learners import _logistic
+from shapley_research.utilities.learners._routing import routed_tolerance
+from shapley_research.utilities.learners._softmax import _SoftmaxChunk
+
+
+def _split(loader, n_train):
+    X, y = loader(return_X_y=True)
+    order = np.random.default_rng(0).permutation(len(y))
+    X = StandardScaler().fit_transform(X[order])
+    return X[:n_train], y[order][:n_train], X[n_train:n_train + 100], y[order][n_train:n_train + 100]
+
+
+def _masks(n, m, seed=3):
+    rng = np.random.default_rng(seed)
+    return np.argsort(rng.random((m, n)), axis=1) < rng.integers(20, n + 1, m)[:, None]
+
+
+@pytest.fixture(scope="module")
+def wine():
+    return _split(load_wine, 120)
+
+
+def test_mixed_precision_meets_the_tolerance_in_float64(wine):
+    X, y, Xt, yt = wine
+    masks = _masks(len(y), 40)
+    mixed = LogisticRegressionUtility(X, y, Xt, yt, "neg_log_loss", solver="lbfgs", tol=1e-6)
+    counts = mixed.targets.class_counts(masks)
+    theta = mixed._fit_thetas(masks, counts)
+    chunk = _SoftmaxChunk.from_masks(mixed._softmax_data, masks, counts, mixed.C)
+    _, gradient = chunk.objective(theta)
+    assert np.all(chunk.converged(gradient, 1e-6))  # the float64 gradient test, at the float32 phase's end
+
+
+def test_mixed_and_float64_agree_to_the_solver_tolerance(wine):
+    X, y, Xt, yt = wine
+    masks = _masks(len(y), 40)
+    mixed = LogisticRegressionUtility(X, y, Xt, yt, "neg_log_loss", solver="lbfgs", tol=1e-8)
+    full = LogisticRegressionUtility(X, y, Xt, yt, "neg_log_loss", solver="lbfgs", tol=1e-8, mixed_precision=False)
+    np.testing.assert_allclose(mixed.evaluate(masks), full.evaluate(masks), rtol=0, atol=1e-6)
+    coef_mixed, _ = mixed.fit_subsets(masks[:10])
+    coef_full, _ = full.fit_subsets(masks[:10])
+    np.testing.assert_allclose(coef_mixed, coef_full, rtol=0, atol=1e-5)
+
+
+def test_mixed_precision_is_deterministic(wine):
+    X, y, Xt, yt = wine
+    masks = _masks(len(y), 30)
+    first = LogisticRegressionUtility(X, y, Xt, yt, "neg_log_loss", solver="lbfgs").evaluate(masks)
+    second = LogisticRegressionUtility(X, y, Xt, yt, "neg_log_loss", solver="lbfgs").evaluate(masks)
+    assert first.tobytes() == second.tobytes()
+
+
+def test_float32_learners_skip_the_float64_phase(wine):
+    X, y, Xt, yt = wine
+    learner = LogisticRegressionUtility(X, y, Xt, yt, solver="lbfgs", dtype="float32", device="cpu")
+    assert not learner._mixed and LogisticRegressionUtility(X, y, Xt, yt, solver="lbfgs")._mixed
+
+
+def test_the_low_rank_preconditioner_is_the_full_one_at_full_rank(wine, monkeypatch):
+    X, y, Xt, yt = wine
+    learner = LogisticRegressionUtility(X, y, Xt, yt, solver="lbfgs", mixed_precision=False)
+    masks = _masks(len(y), 8)
+    counts = learner.targets.class_counts(masks)
+    chunk = _SoftmaxChunk.from_masks(learner._softmax_data, masks, counts, learner.C)
+    monkeypatch.setattr(_logistic, "PRECONDITION_MIN_CURVATURE", 0.0)  # every direction kept
+    apply = learner._preconditioner(chunk)
+    eigenvalues, vectors = learner._full_hessian_eigen(learner._backend)
+    r = np.random.default_rng(0).normal(size=(8,) + learner._full_theta.shape) * chunk.present[:, :, None]
+    K, q = learner._full_theta.shape
+    weight = chunk.C * chunk.size / learner.n_players
+    for b in range(8):
+        expected = vectors @ ((vectors.T @ r[b].ravel()) / (weight[b] * eigenvalues + 1.0))
+        np.testing.assert_allclose(apply(r, np.arange(8))[b], expected.reshape(K, q) * chunk.present[b, :, None],
+                                   atol=1e-10)
+
+
+@pytest.mark.parametrize("newton, model_tol, expected", [(True, 1e-4, 1e-6), (True, 1e-8, 1e-8),
+                                                         (False, 1e-4, 1e-4), (False, 1e-7, 1e-7)])
+def test_routed_tolerance(newton, model_tol, expected):
+    assert routed_tolerance(model_tol, newton) == expected
+
+
+@pytest.mark.slow
+def test_routed_digits_agree_with_scikit_learn_within_its_tolerance():
+    X, y, Xt, yt = _split(load_digits, 300)
+    Xt, yt = Xt[:100], yt[:100]
+    masks = _masks(300, 12)
+    batched = ModelUtility(LogisticRegression(max_iter=1000), X, y, Xt, yt, fast="auto")
+    plain = ModelUtility(LogisticRegression(max_iter=1000), X, y, Xt, yt, fast=False)
+    assert batched.learner_ is not None and batched.learner_.tol == 1e-4
+    assert np.max(np.abs(batched.evaluate(masks) - plain.evaluate(masks))) <= 0.02
+
+
+def test_mixed_precision_must_be_a_boolean(wine):
+    X, y, Xt, yt = wine
+    with pytest.raises((TypeError, ValueError), match="mixed_precision"):
+        LogisticRegressionUtility(X, y, Xt, yt, mixed_precision="yes")
