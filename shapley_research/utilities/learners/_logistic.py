@@ -11,7 +11,7 @@ live in :mod:`._online_prefix` and :mod:`._warm_prefix` (the mathematics is in
 from __future__ import annotations
 
 import warnings
-from typing import TYPE_CHECKING, Any, Callable, Literal, cast
+from typing import TYPE_CHECKING, Any, Callable, Literal, Sequence, cast
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -103,6 +103,15 @@ class LogisticRegressionUtility(_BatchedLearner):
         Floating-point type of the solvers. ``float32`` halves the memory and
         is several times faster on most GPUs; keep ``tol`` above about 1e-4
         with it (rounding at float32's 1e-7 limits the gradient test).
+    scalers : sequence of scikit-learn scalers, default ()
+        ``StandardScaler``, ``MinMaxScaler`` (``clip=False``) or
+        ``MaxAbsScaler`` instances, fitted on each coalition before the model,
+        as ``make_pipeline(*scalers, LogisticRegression(C))`` does: solved as a
+        per-coalition diagonal penalty on the original features
+        (:mod:`._scalers`), the same minimiser. Shifting scalers need
+        ``fit_intercept=True``; :meth:`evaluate_prefixes` then refits every
+        prefix, and ``prefix_path="exact"`` is refused. Coefficients from
+        :meth:`fit_subsets` are in the original features.
 
     Attributes
     ----------
@@ -127,7 +136,7 @@ class LogisticRegressionUtility(_BatchedLearner):
                  default_utility: float | None = None, min_samples: int = 1, batch_size: int | None = None,
                  prefix_refit_ratio: float | None = 1.5, prefix_steps: int = 3, warm_start: bool = True,
                  prefix_path: Literal["online", "exact"] = "online", device: str | torch.device | None = None,
-                 dtype: Literal["float64", "float32"] = "float64") -> None:
+                 dtype: Literal["float64", "float32"] = "float64", scalers: Sequence[Any] = ()) -> None:
         self._setup(X_train, y_train, X_test, y_test, metric, fit_intercept, degenerate, default_utility,
                     min_samples, batch_size, "classification")
         self.C = check_float(C, "C", minimum=0.0, strict=True)
@@ -144,6 +153,10 @@ class LogisticRegressionUtility(_BatchedLearner):
         self.prefix_path = check_choice(prefix_path, "prefix_path", ("online", "exact"))
         # an exact prefix path lets ModelUtility and the estimators rely on evaluate_prefixes
         self.exact_prefixes = self.prefix_path == "exact"
+        self._set_scaling(scalers)
+        if self.scaling is not None and prefix_path == "exact":
+            raise ValueError("prefix_path='exact' cannot be combined with scalers: the one-pass path knows no "
+                             "per-coalition scalers (evaluate_prefixes refits every prefix exactly instead).")
         self._set_backend(device, dtype)
         self.last_prefix_info_: dict[str, int] = {}
         self.classes_ = self.targets.classes
@@ -245,13 +258,14 @@ class LogisticRegressionUtility(_BatchedLearner):
         converged = backend.ones((m,), "bool")
         newton = self._use_newton()
         for rows in _chunks(m, self._chunk_size(self._row_bytes())):
+            penalty = self._coalition_penalty(masks[rows])  # None: the shared penalty
             if newton and K == 2:  # every fitted coalition holds both classes: Newton on the binary objective
-                binary = _BinaryChunk.from_masks(self._softmax_data, masks[rows], self.C)
+                binary = _BinaryChunk.from_masks(self._softmax_data, masks[rows], self.C, penalty)
                 v, iterations[rows], converged[rows] = _newton(binary, _BinaryChunk.binary_parameters(theta[rows]),
                                                                self.tol, self.max_iter)
                 theta[rows] = _BinaryChunk.softmax_parameters(v)  # centred intercepts already
                 continue
-            chunk = _SoftmaxChunk.from_masks(self._softmax_data, masks[rows], counts[rows], self.C)
+            chunk = _SoftmaxChunk.from_masks(self._softmax_data, masks[rows], counts[rows], self.C, penalty)
             th = theta[rows] * chunk.present[:, :, None]
             if newton:
                 theta[rows], iterations[rows], converged[rows] = _newton(chunk, th, self.tol, self.max_iter)
@@ -396,7 +410,7 @@ class LogisticRegressionUtility(_BatchedLearner):
         """
         n = self.n_players
         permutations = check_permutations(permutations, n)
-        if self.device is not None:
+        if self.device is not None or self.scaling is not None:
             return self._device_prefixes(permutations)
         m = permutations.shape[0]
         K, q = self.targets.n_classes, self.design.q
