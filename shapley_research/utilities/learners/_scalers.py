@@ -123,24 +123,34 @@ def pipeline_parts(model: Any) -> tuple[tuple[ScalerStep, ...], Any, str | None]
     steps = list(model.steps)
     scalers = []
     for name, step in steps[:-1]:
-        if step is None or (isinstance(step, str) and step == "passthrough"):
+        if _skipped(step):
             continue
         parsed = scaler_step(name, step)
         if isinstance(parsed, str):
             return (), None, parsed
         scalers.append(parsed)
     name, final = steps[-1]
-    if final is None or (isinstance(final, str) and final == "passthrough"):
+    if _skipped(final):
         return (), None, f"the final step {name!r} is {final!r}, not an estimator"
     return tuple(scalers), final, None
 
 
+def _skipped(step: Any) -> bool:
+    """A ``"passthrough"`` or ``None`` step (the identity)."""
+    return step is None or (isinstance(step, str) and step == "passthrough")
+
+
 def check_scalers(scalers: Sequence[Any], fit_intercept: bool) -> tuple[ScalerStep, ...]:
-    """Scaler estimators (or :class:`ScalerStep`) as :class:`ScalerStep`, checked; a ``ValueError`` otherwise."""
+    """Scaler estimators (or :class:`ScalerStep`) as :class:`ScalerStep`, checked; a ``ValueError`` otherwise.
+
+    ``"passthrough"`` and ``None`` entries are skipped, as in a ``Pipeline``.
+    """
     if isinstance(scalers, (str, bytes)) or not isinstance(scalers, Sequence):
         raise TypeError(f"scalers must be a sequence of scikit-learn scalers, got {type(scalers).__name__}.")
     steps = []
     for position, scaler in enumerate(scalers):
+        if _skipped(scaler):
+            continue
         parsed = scaler if isinstance(scaler, ScalerStep) else scaler_step(f"scalers[{position}]", scaler)
         if isinstance(parsed, str):
             raise ValueError(f"scalers: {parsed}.")
