@@ -194,9 +194,15 @@ class LogisticRegressionUtility(_BatchedLearner):
         and above :data:`PRECONDITION_MAX_PARAMS` unknowns, where the
         ``(Kq)^2`` Hessian and its eigendecomposition would cost more than the
         fits (raw MNIST pixels: ``Kq = 7,850``); L-BFGS then starts from
-        ``gamma I``.
+        ``gamma I``. Also ``None`` with a pipeline's ``scalers``: the
+        per-coalition penalties :math:`r_S` differ from :math:`I` by orders of
+        magnitude where a feature is rare or constant in ``S``, and the
+        preconditioner then slows L-BFGS down instead (measured on digits with
+        ``StandardScaler``, 40 coalitions: 211 iterations on average and 2 not
+        converged in 500, against 146 and all converged from ``gamma I``).
         """
-        if not self.warm_start or self.targets.n_classes * self.design.q > PRECONDITION_MAX_PARAMS:
+        if (not self.warm_start or self.scaling is not None
+                or self.targets.n_classes * self.design.q > PRECONDITION_MAX_PARAMS):
             return None
         backend, xp = self._backend, self._backend.xp
         if getattr(self, "_full_hessian", None) is None:
