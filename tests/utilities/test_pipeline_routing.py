@@ -4,8 +4,9 @@ Each coalition's learner model must equal ``clone(pipeline).fit(X_S, y_S)``:
 the scaler fitted on ``S`` alone. Coefficients are compared in the original
 features (the fitted pipeline is affine in ``x``, so its decision function at
 ``0`` and at the unit vectors gives them). Tolerances as in ``test_learners``:
-logistic coefficients and probabilities 1e-6 (relative to the largest
-coefficient / absolute) against newton-cg at ``tol=1e-12``, ridge 1e-8
+logistic coefficients and probabilities 1e-6 for Newton, 1e-4 for L-BFGS
+(relative to the largest coefficient / absolute) against newton-cg at
+``tol=1e-12``, ridge 1e-8
 relative; utilities through ``ModelUtility`` within the issue's 0.02 in
 accuracy of default-tolerance Pipeline fits. Every data set has a feature
 that is constant on the first half of the training rows, and some coalitions
@@ -116,13 +117,14 @@ def test_multiclass_logistic_coalitions_equal_the_pipeline(wine, kind, solver):
     coef, intercept = game.fit_subsets(masks)
     proba = game.predict_proba(masks)
     assert game.last_fit_info_["n_not_converged"] == 0
+    tolerance = 1e-6 if solver == "newton" else 1e-4  # as test_learners: L-BFGS stops less sharply
     for row, mask in enumerate(masks):
         pipeline = make_pipeline(*SCALERS[kind], reference_logistic()).fit(X_train[mask], y_train[mask])
         expected_coef, expected_intercept = affine_parts(pipeline, X_train.shape[1], "decision_function")
         scale = np.abs(expected_coef).max()
-        np.testing.assert_allclose(coef[row], expected_coef.T, rtol=0, atol=1e-6 * scale)
-        np.testing.assert_allclose(intercept[row], expected_intercept, rtol=0, atol=1e-6 * max(scale, 1.0))
-        np.testing.assert_allclose(proba[row], pipeline.predict_proba(X_test), rtol=0, atol=1e-6)
+        np.testing.assert_allclose(coef[row], expected_coef.T, rtol=0, atol=tolerance * scale)
+        np.testing.assert_allclose(intercept[row], expected_intercept, rtol=0, atol=tolerance * max(scale, 1.0))
+        np.testing.assert_allclose(proba[row], pipeline.predict_proba(X_test), rtol=0, atol=tolerance)
 
 
 @pytest.mark.parametrize("kind", list(SCALERS))
