@@ -127,6 +127,18 @@ def test_multiclass_logistic_coalitions_equal_the_pipeline(wine, kind, solver):
         np.testing.assert_allclose(proba[row], pipeline.predict_proba(X_test), rtol=0, atol=tolerance)
 
 
+@pytest.mark.slow  # seconds: torch's first calls
+@pytest.mark.parametrize("solver", ["newton", "lbfgs"])
+def test_the_torch_backend_computes_the_same_pipeline_fits(wine, solver):
+    pytest.importorskip("torch")
+    X_train, y_train, X_test, y_test = wine
+    masks = coalitions(y_train, 4, 11, min_classes=2)
+    games = [LogisticRegressionUtility(X_train, y_train, X_test, y_test, "neg_log_loss", solver=solver,
+                                       scalers=[StandardScaler()], device=device) for device in (None, "cpu")]
+    numpy_values, torch_values = (game.evaluate(masks) for game in games)
+    np.testing.assert_allclose(torch_values, numpy_values, rtol=1e-9)
+
+
 @pytest.mark.parametrize("kind", list(SCALERS))
 def test_ridge_coalitions_equal_the_pipeline(diabetes, kind):
     X_train, y_train, X_test, y_test = diabetes
