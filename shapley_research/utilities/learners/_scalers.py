@@ -32,7 +32,10 @@ training set (a fixed reparametrisation :math:`\tilde w_j = w_j / g_j`, which
 keeps the solvers as well conditioned as on scaled data), so coalition ``S``
 gets the penalty :math:`r_j = (g_j / s_{S,j})^2` on the design's coefficients
 (about 1 for large coalitions) and 0 on the intercept. Without an intercept a
-shifting scaler (:math:`t \ne 0`) cannot be expressed.
+shifting scaler (:math:`t \ne 0`) cannot be expressed. L-BFGS then starts
+from a per-coalition diagonal inverse Hessian that carries :math:`r_S`
+(:func:`diagonal_preconditioner`), not the full-data eigenbasis one, which
+assumes the penalty :math:`I`.
 """
 
 from __future__ import annotations
