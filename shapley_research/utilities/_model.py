@@ -38,7 +38,7 @@ from .._device import check_dtype, resolve_device
 from .._threads import thread_controller
 from .._validation import check_bool, check_choice, check_int, check_n_jobs, check_real_scalar
 from ..games import Game, report_evaluated
-from .learners import check_fast, learner_for, route_decision
+from .learners import check_fast, is_pipeline, learner_for, route_decision
 
 if TYPE_CHECKING:
     import torch
@@ -177,7 +177,11 @@ class ModelUtility(Game):
         and ``Ridge`` (scalar ``alpha > 0``, ``positive=False``) to
         :class:`~shapley_research.utilities.learners.RidgeUtility`, with a string metric of
         the model's task, on numeric features (``"auto"`` fits DataFrames given as
-        they are with the model itself). They minimise the same objective as scikit-learn:
+        they are with the model itself). Also a ``Pipeline`` of such a model after
+        ``StandardScaler``, ``MinMaxScaler`` (``clip=False``) or ``MaxAbsScaler``
+        steps (and ``"passthrough"``), each scaler fitted on the coalition alone as the
+        pipeline fits it (solved as a per-coalition penalty, the same minimiser); any
+        other step is fitted per subset, and ``route_`` names it. They minimise the same objective as scikit-learn:
         ridge agrees with ``Ridge`` to rounding (about 1e-14 relative); logistic
         regression is solved to ``min(model.tol, 1e-6)`` (tighter than the
         default ``tol=1e-4`` of ``LogisticRegression``), so coefficients agree
@@ -382,14 +386,19 @@ class ModelUtility(Game):
             routing = "not routed" if self.learner_ is None else "routed to " + type(self.learner_).__name__
             raise ValueError(f"warm_prefixes=True needs a LogisticRegression routed to the batched learner "
                              f"(fast='auto' or True); this {type(model).__name__} with fast={fast!r} is {routing}.")
-        if self.learner_ is not None and hasattr(self.learner_, "evaluate_prefixes") and self.learner_.exact_prefixes:
-            # only an exact one-pass path is exposed: an approximate one would silently change U
+        if (self.learner_ is not None and hasattr(self.learner_, "evaluate_prefixes") and self.learner_.exact_prefixes
+                and getattr(self.learner_, "scaling", None) is None):
+            # only an exact one-pass path is exposed: an approximate one would silently change U (and with a
+            # pipeline's scalers the learner has none: it refits, as evaluate does through the cache)
             self.evaluate_prefixes = self._evaluate_prefixes
 
     # -- routing to the batched learners ------------------------------------------------------
     def _route(self, fast: object) -> Any:
         """The batched learner or None, by :func:`~.learners.route_decision`; the decision is kept as ``route_``."""
         fast = check_fast(fast)
+        if self.warm_prefixes and fast is not False and is_pipeline(self.model):
+            raise ValueError("warm_prefixes=True cannot be used with a Pipeline: the exact one-pass path knows no "
+                             "per-coalition scalers. Drop warm_prefixes (a routed Pipeline refits every prefix).")
         n_classes = len(self.targets.classes) if self.task == "classification" else None
         self.route_ = route_decision(self.model, self.metric, fast, self.n_players, self.X_train.shape[1],
                                      n_classes, warm_prefixes=self.warm_prefixes, device=self.device)

@@ -77,6 +77,12 @@ intercept absorbs :math:`\bar x^\top w`); it only improves conditioning.
     of coalitions costs a few large BLAS calls per iteration; converged
     coalitions leave the chunk.
 
+    A ``Pipeline`` of scalers (``StandardScaler``, ``MinMaxScaler``,
+    ``MaxAbsScaler``) and one of these models is the same model with a
+    *per-coalition diagonal penalty* on the original features
+    (:mod:`._scalers`): the solvers take one penalty row per coalition
+    instead of the shared :math:`(1, \dots, 1, 0)`.
+
     One pass along a permutation (:meth:`LogisticRegressionUtility.evaluate_prefixes`)
     is an *approximation* of refitting every prefix, the paper's
     "incrementally trainable" model (Section 4.1). When point ``k`` joins the
@@ -119,7 +125,8 @@ coalitions and its penalised softmax objective, gradient and Hessian),
 and the exact one-pass prefix paths), ``_logistic``
 (:class:`LogisticRegressionUtility`), ``_cost`` (the predicted seconds per
 coalition that ``fast="auto"`` routes by) and ``_routing`` (which scikit-learn
-models :class:`~shapley_research.ModelUtility` may route here, and whether it does).
+models :class:`~shapley_research.ModelUtility` may route here, and whether it does), with
+``_scalers`` (a pipeline's per-coalition scalers as per-coalition penalties).
 """
 
 from __future__ import annotations
@@ -127,8 +134,10 @@ from __future__ import annotations
 from ._logistic import LogisticRegressionUtility
 from ._ridge import RidgeUtility
 from ._cost import RouteDecision, route_by_cost
-from ._routing import check_fast, learner_for, route_decision, unsupported_reason
+from ._routing import check_fast, final_estimator, learner_for, route_decision, unsupported_reason
+from ._scalers import CoalitionScaling, ScalerStep, is_pipeline
 from ._softmax import NEG_LOGIT  # noqa: F401  (the logit of absent classes; was a module constant here)
 
 __all__ = ["LogisticRegressionUtility", "RidgeUtility", "unsupported_reason", "learner_for", "route_decision",
-           "check_fast", "route_by_cost", "RouteDecision"]
+           "check_fast", "route_by_cost", "RouteDecision", "is_pipeline", "final_estimator", "CoalitionScaling",
+           "ScalerStep"]

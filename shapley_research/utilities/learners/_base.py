@@ -10,7 +10,7 @@ convention), chunking by working memory and the ``evaluate`` flow.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -20,7 +20,8 @@ from .._model_data import (TargetInfo, check_dataset, check_degenerate_options,
 from ..._device import available_bytes, check_dtype, release, resolve_device
 from ..._validation import check_bool, check_features, check_int
 from ...games import Game, prefix_positions, prefix_utilities
-from ._array import NUMPY, ArrayBackend
+from ._array import NUMPY, Array, ArrayBackend
+from ._scalers import CoalitionScaling, check_scalers
 
 if TYPE_CHECKING:
     import torch
@@ -29,12 +30,19 @@ _CHUNK_BYTES = 48 * 2**20  # working memory per chunk of coalitions
 
 
 class _Design:
-    """Centred design matrices with the intercept column, and the penalty pattern."""
+    """Centred design matrices with the intercept column, and the penalty pattern.
 
-    def __init__(self, X_train: NDArray[np.float64], X_test: NDArray[np.float64], fit_intercept: bool) -> None:
+    ``feature_scale`` (d,), when given, multiplies the centred features (the
+    scales of a pipeline's scalers fitted on the whole training set, see
+    :mod:`._scalers`): the coefficients on the design are then ``coef / feature_scale``.
+    """
+
+    def __init__(self, X_train: NDArray[np.float64], X_test: NDArray[np.float64], fit_intercept: bool,
+                 feature_scale: NDArray[np.float64] | None = None) -> None:
         self.fit_intercept = fit_intercept
         self.n_features = X_train.shape[1]
         self.mean = X_train.mean(axis=0) if fit_intercept else np.zeros(self.n_features)
+        self.feature_scale = feature_scale
         self.train = self.transform(X_train)
         self.test = self.transform(X_test)
         self.q = self.train.shape[1]
@@ -45,6 +53,8 @@ class _Design:
     def transform(self, X: NDArray[np.float64]) -> NDArray[np.float64]:
         """``(n, d)`` features to the ``(n, q)`` centred design (intercept column last)."""
         X = X - self.mean
+        if self.feature_scale is not None:
+            X = X * self.feature_scale
         if self.fit_intercept:
             X = np.hstack([X, np.ones((X.shape[0], 1))])
         return np.ascontiguousarray(X)
@@ -52,6 +62,8 @@ class _Design:
     def to_original(self, theta: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """``(coef, intercept)`` in the original feature coordinates from centred ``theta[..., q]``."""
         coef = theta[..., :self.n_features]
+        if self.feature_scale is not None:
+            coef = coef * self.feature_scale
         if not self.fit_intercept:
             return coef.copy(), np.zeros(theta.shape[:-1])
         return coef.copy(), theta[..., -1] - coef @ self.mean
@@ -77,6 +89,7 @@ class _BatchedLearner(Game):
     device: torch.device | None = None  # numpy unless _set_backend chose a torch device
     dtype = "float64"
     _backend = NUMPY
+    scaling: CoalitionScaling | None = None  # a pipeline's scalers, fitted per coalition (_set_scaling)
 
     def _setup(self, X_train: ArrayLike, y_train: ArrayLike, X_test: ArrayLike, y_test: ArrayLike, metric: Metric,
                fit_intercept: bool, degenerate: str, default_utility: float | None, min_samples: int,
@@ -108,6 +121,28 @@ class _BatchedLearner(Game):
         if self.device is not None:  # the one-pass prefix paths are numpy's; a device refits every prefix
             self.exact_prefixes = True
 
+    def _set_scaling(self, scalers: Sequence[Any]) -> None:
+        """Scalers fitted on each coalition before the model, as a pipeline does (:mod:`._scalers`).
+
+        The design is rebuilt scaled by the scalers fitted on the whole
+        training set, and each coalition gets its own penalty vector
+        (:meth:`_coalition_penalty`). The one-pass prefix paths know no
+        per-coalition scalers, so :meth:`evaluate_prefixes` then refits every
+        prefix (exact).
+        """
+        steps = check_scalers(scalers, self.design.fit_intercept)
+        if not steps:
+            return
+        self.scaling = CoalitionScaling(steps, self.X_train)
+        self.design = _Design(self.X_train, self.X_test, self.design.fit_intercept, self.scaling.reference)
+        self.exact_prefixes = True
+
+    def _coalition_penalty(self, masks: NDArray[Any]) -> Array:
+        """Penalty rows (m, q) in the backend of masks or integer weights (m, N); None without scalers (shared)."""
+        if self.scaling is None:
+            return None
+        return self._backend.asarray(self.scaling.penalty(masks, self.design.fit_intercept))
+
     def _chunk_size(self, bytes_per_row: float, cap: int = 4096) -> int:
         if self.device is None:
             budget = _CHUNK_BYTES
@@ -134,7 +169,7 @@ class _BatchedLearner(Game):
         return values
 
     def _device_prefixes(self, permutations: NDArray[np.integer[Any]]) -> NDArray[np.float64]:
-        """On a device: every prefix refitted in batches of masks (exact), as a game without a prefix path."""
+        """On a device or with scalers: every prefix refitted in batches of masks (exact), as without a prefix path."""
         positions = prefix_positions(permutations)
         return prefix_utilities(self, positions, np.arange(self.n_players, dtype=positions.dtype))
 

@@ -36,22 +36,27 @@ class _BinaryChunk:
 
     Parameters are ``(B, 1, q)``, the shape :func:`~._newton._newton` expects
     with one "class"; :meth:`softmax_parameters` maps them back to the
-    symmetric ``(B, 2, q)`` of :class:`~._softmax._SoftmaxChunk`.
+    symmetric ``(B, 2, q)`` of :class:`~._softmax._SoftmaxChunk`. ``penalty``
+    is the diagonal :math:`r` of the penalty, read by every objective and
+    Hessian: the shared ``data.penalty`` (q,) by default, or one row per
+    coalition (B, q) (a pipeline's per-coalition scalers, :mod:`._scalers`).
     """
 
-    def __init__(self, data: _SoftmaxData, weight: Array, C: Array) -> None:
+    def __init__(self, data: _SoftmaxData, weight: Array, C: Array, penalty: Array = None) -> None:
         self.data, self.weight, self.C = data, weight, C
+        self.penalty = data.penalty if penalty is None else penalty
         self.size = data.xp.sum(weight, axis=1)
         self.positive = data.onehot[1]  # y_i: 1 for the second class
 
     @classmethod
-    def from_masks(cls, data: _SoftmaxData, masks: Any, C: float) -> _BinaryChunk:
-        """A chunk from masks or integer sample weights (m, N), in the data's backend."""
+    def from_masks(cls, data: _SoftmaxData, masks: Any, C: float, penalty: Array = None) -> _BinaryChunk:
+        """A chunk from masks or integer sample weights (m, N), in the data's backend (``penalty`` (m, q) or None)."""
         weight = data.backend.asarray(masks)
-        return cls(data, weight, data.backend.full((weight.shape[0],), float(C)))
+        return cls(data, weight, data.backend.full((weight.shape[0],), float(C)), penalty)
 
     def take(self, rows: Array) -> _BinaryChunk:
-        return _BinaryChunk(self.data, self.weight[rows], self.C[rows])
+        return _BinaryChunk(self.data, self.weight[rows], self.C[rows],
+                            self.penalty[rows] if self.penalty.ndim == 2 else None)
 
     def __len__(self) -> int:
         return self.weight.shape[0]
@@ -66,7 +71,7 @@ class _BinaryChunk:
         loss += data.backend.maximum(z, 0.0)
         loss -= self.positive * z
         f = self.C * xp.einsum("bn,bn->b", loss, self.weight)
-        f += 0.5 * xp.einsum("bq,q->b", v * v, data.penalty)
+        f += 0.5 * xp.einsum("bq,bq->b" if self.penalty.ndim == 2 else "bq,q->b", v * v, self.penalty)
         if not grad:
             return f
         p = 0.5 * (1.0 + xp.tanh(0.5 * z))  # the logistic sigmoid, without overflow
@@ -74,7 +79,7 @@ class _BinaryChunk:
         residual *= self.weight
         g = residual @ data.X
         g *= self.C[:, None]
-        g += v * data.penalty
+        g += v * self.penalty
         g = g[:, None, :]
         return (f, g, p) if probabilities else (f, g)
 
@@ -87,7 +92,7 @@ class _BinaryChunk:
         W *= self.C[:, None]
         H = data.xp.reshape(W @ data.outer, (-1, q, q))
         diagonal = data.backend.arange(q)
-        H[:, diagonal, diagonal] += data.penalty
+        H[:, diagonal, diagonal] += self.penalty
         return H
 
     def converged(self, g: Array, tol: float) -> Array:

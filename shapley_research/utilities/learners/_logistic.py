@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import warnings
-from typing import TYPE_CHECKING, Any, Callable, Literal, cast
+from typing import TYPE_CHECKING, Any, Callable, Literal, Sequence, cast
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -25,6 +25,7 @@ from ._binary import _BinaryChunk
 from ._lbfgs import _lbfgs
 from ._newton import _newton
 from ._online_prefix import online_prefix_utilities
+from ._scalers import data_hessian_diagonal, diagonal_preconditioner
 from ._softmax import NEG_LOGIT, _data_hessian, _SoftmaxChunk, _SoftmaxData
 from ._warm_prefix import exact_prefix_utilities
 
@@ -114,6 +115,15 @@ class LogisticRegressionUtility(_BatchedLearner):
         for about 1.5-2x less time (most coalitions need zero or one
         ``float64`` step). Newton is unaffected. ``False``: ``float64``
         throughout (bit for bit the same on numpy and torch).
+    scalers : sequence of scikit-learn scalers, default ()
+        ``StandardScaler``, ``MinMaxScaler`` (``clip=False``) or
+        ``MaxAbsScaler`` instances, fitted on each coalition before the model,
+        as ``make_pipeline(*scalers, LogisticRegression(C))`` does: solved as a
+        per-coalition diagonal penalty on the original features
+        (:mod:`._scalers`), the same minimiser. Shifting scalers need
+        ``fit_intercept=True``; :meth:`evaluate_prefixes` then refits every
+        prefix, and ``prefix_path="exact"`` is refused. Coefficients from
+        :meth:`fit_subsets` are in the original features.
 
     Attributes
     ----------
@@ -138,7 +148,8 @@ class LogisticRegressionUtility(_BatchedLearner):
                  default_utility: float | None = None, min_samples: int = 1, batch_size: int | None = None,
                  prefix_refit_ratio: float | None = 1.5, prefix_steps: int = 3, warm_start: bool = True,
                  prefix_path: Literal["online", "exact"] = "online", device: str | torch.device | None = None,
-                 dtype: Literal["float64", "float32"] = "float64", mixed_precision: bool = True) -> None:
+                 dtype: Literal["float64", "float32"] = "float64", mixed_precision: bool = True,
+                 scalers: Sequence[Any] = ()) -> None:
         self._setup(X_train, y_train, X_test, y_test, metric, fit_intercept, degenerate, default_utility,
                     min_samples, batch_size, "classification")
         self.C = check_float(C, "C", minimum=0.0, strict=True)
@@ -155,6 +166,10 @@ class LogisticRegressionUtility(_BatchedLearner):
         self.prefix_path = check_choice(prefix_path, "prefix_path", ("online", "exact"))
         # an exact prefix path lets ModelUtility and the estimators rely on evaluate_prefixes
         self.exact_prefixes = self.prefix_path == "exact"
+        self._set_scaling(scalers)
+        if self.scaling is not None and prefix_path == "exact":
+            raise ValueError("prefix_path='exact' cannot be combined with scalers: the one-pass path knows no "
+                             "per-coalition scalers (evaluate_prefixes refits every prefix exactly instead).")
         self._set_backend(device, dtype)
         self.mixed_precision = check_bool(mixed_precision, "mixed_precision")
         self.last_prefix_info_: dict[str, int] = {}
@@ -203,7 +218,18 @@ class LogisticRegressionUtility(_BatchedLearner):
         more than the fits (raw MNIST pixels: ``Kq = 7,850``); L-BFGS then
         starts from ``gamma I``. Works in the chunk's backend (``float32``
         iterations get ``float32`` vectors).
+        With a pipeline's ``scalers`` the per-coalition penalties :math:`r_S`
+        differ from :math:`I` by orders of magnitude where a feature is rare
+        or constant in ``S`` (on digits with ``StandardScaler`` this
+        preconditioner took 211 iterations on average and left 2 of 40
+        coalitions unconverged in 500): a diagonal one that carries
+        :math:`r_S` is used instead (:func:`~._scalers.diagonal_preconditioner`).
         """
+        if self.warm_start and self.scaling is not None:
+            if getattr(self, "_hessian_diagonal", None) is None:
+                self._hessian_diagonal = data_hessian_diagonal(self._softmax_data.X, self._warm_start())
+            backend = chunk.data.backend  # the float32 phase of mixed precision gets float32 arrays
+            return diagonal_preconditioner(backend.asarray(self._hessian_diagonal), chunk, self.n_players, backend)
         if not self.warm_start or self.targets.n_classes * self.design.q > PRECONDITION_MAX_PARAMS:
             return None
         eigenvalues, vectors = self._full_hessian_eigen(chunk.data.backend)
@@ -302,12 +328,13 @@ class LogisticRegressionUtility(_BatchedLearner):
 
     def _newton_chunk(self, masks: np.ndarray, counts: np.ndarray, theta: Array) -> tuple[Array, Array, Array]:
         """Newton on one chunk (over all ``N`` rows, mask weights): ``(theta, iterations, converged)``."""
+        penalty = self._coalition_penalty(masks)  # None: the shared penalty
         if self.targets.n_classes == 2:  # every fitted coalition holds both classes: the binary objective
-            binary = _BinaryChunk.from_masks(self._softmax_data, masks, self.C)
+            binary = _BinaryChunk.from_masks(self._softmax_data, masks, self.C, penalty)
             v, iterations, converged = _newton(binary, _BinaryChunk.binary_parameters(theta), self.tol,
                                                self.max_iter)
             return _BinaryChunk.softmax_parameters(v), iterations, converged  # centred intercepts already
-        chunk = _SoftmaxChunk.from_masks(self._softmax_data, masks, counts, self.C)
+        chunk = _SoftmaxChunk.from_masks(self._softmax_data, masks, counts, self.C, penalty)
         theta, iterations, converged = _newton(chunk, theta * chunk.present[:, :, None], self.tol, self.max_iter)
         return self._centred(theta, chunk.present), iterations, converged
 
@@ -321,11 +348,12 @@ class LogisticRegressionUtility(_BatchedLearner):
         restarts in ``float64`` from there and stops at ``tol`` exactly as a
         ``float64`` run does, so the convergence test is met in ``float64``.
         """
-        chunk = _SoftmaxChunk.from_masks(self._softmax_data, masks, counts, self.C)
+        penalty = self._coalition_penalty(masks)  # None: the shared penalty
+        chunk = _SoftmaxChunk.from_masks(self._softmax_data, masks, counts, self.C, penalty)
         theta = theta * chunk.present[:, :, None]
         rough_iterations = 0
         if self._mixed:
-            rough = _SoftmaxChunk.from_masks(self._softmax_data32, masks, counts, self.C)
+            rough = _SoftmaxChunk.from_masks(self._softmax_data32, masks, counts, self.C, penalty)
             theta32, rough_iterations, _ = _lbfgs(rough, rough.data.backend.asarray(theta), self.tol, self.max_iter,
                                                   precondition=self._preconditioner(rough) if precondition else None)
             theta = self._backend.asarray(theta32)
@@ -476,7 +504,7 @@ class LogisticRegressionUtility(_BatchedLearner):
         """
         n = self.n_players
         permutations = check_permutations(permutations, n)
-        if self.device is not None:
+        if self.device is not None or self.scaling is not None:
             return self._device_prefixes(permutations)
         m = permutations.shape[0]
         K, q = self.targets.n_classes, self.design.q

@@ -8,7 +8,7 @@ the inverse (the mathematics is in :mod:`shapley_research.utilities.learners`).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -58,6 +58,14 @@ class RidgeUtility(_BatchedLearner):
         solves every prefix's normal equations in batches (exact) instead of
         the Sherman-Morrison pass.
     dtype : {"float64", "float32"}, default "float64"
+    scalers : sequence of scikit-learn scalers, default ()
+        ``StandardScaler``, ``MinMaxScaler`` (``clip=False``) or
+        ``MaxAbsScaler`` instances, fitted on each coalition before the model,
+        as ``make_pipeline(*scalers, Ridge(alpha))`` does: solved as the
+        per-coalition penalty :math:`\alpha\sum_j w_j^2/s_{S,j}^2` on the
+        original features (:mod:`._scalers`), the same minimiser. Shifting
+        scalers need ``fit_intercept=True``; :meth:`evaluate_prefixes` then
+        refits every prefix.
 
     Attributes
     ----------
@@ -73,9 +81,10 @@ class RidgeUtility(_BatchedLearner):
                  degenerate: Literal["constant", "default", "raise"] = "constant",
                  default_utility: float | None = None, min_samples: int = 1, batch_size: int | None = None,
                  refresh_every: int = 64, device: str | torch.device | None = None,
-                 dtype: Literal["float64", "float32"] = "float64") -> None:
+                 dtype: Literal["float64", "float32"] = "float64", scalers: Sequence[Any] = ()) -> None:
         self._setup(X_train, y_train, X_test, y_test, metric, fit_intercept, degenerate, default_utility,
                     min_samples, batch_size, "regression")
+        self._set_scaling(scalers)
         self.alpha = check_float(alpha, "alpha", minimum=0.0, strict=True)
         self.refresh_every = check_int(refresh_every, "refresh_every", minimum=1)
         self._set_backend(device, dtype)
@@ -96,8 +105,12 @@ class RidgeUtility(_BatchedLearner):
         X = self._train_b[rows]
         return X[:, self._upper_b[0]] * X[:, self._upper_b[1]]
 
-    def _gram(self, weights: Array) -> Array:
-        """Regularised Gram matrices ``R + sum_i w_i x_i x_i^T``, shape (B, q, q), of backend weights (B, N)."""
+    def _gram(self, weights: Array, penalty: Array = None) -> Array:
+        """Regularised Gram matrices ``R + sum_i w_i x_i x_i^T``, shape (B, q, q), of backend weights (B, N).
+
+        ``R`` is ``alpha diag(penalty)`` with per-coalition ``penalty`` rows (B, q)
+        (a pipeline's scalers), else the shared ``alpha diag(1, ..., 1, 0)``.
+        """
         if self._outer is not None:
             packed = weights @ self._outer
         else:
@@ -107,7 +120,11 @@ class RidgeUtility(_BatchedLearner):
         gram = self._backend.empty((weights.shape[0], q, q))
         gram[:, self._upper_b[0], self._upper_b[1]] = packed
         gram[:, self._upper_b[1], self._upper_b[0]] = packed
-        return gram + self._ridge_b
+        if penalty is None:
+            return gram + self._ridge_b
+        diagonal = self._backend.arange(q)
+        gram[:, diagonal, diagonal] += self.alpha * penalty
+        return gram
 
     def _thetas(self, masks: np.ndarray) -> Array:
         """Parameters (m, q), in the backend, of masks or integer sample weights (m, N) (numpy)."""
@@ -116,7 +133,8 @@ class RidgeUtility(_BatchedLearner):
         for s in _chunks(masks.shape[0], self._chunk_size(8 * (3 * q * q + self.n_players))):
             weights = backend.asarray(masks[s])
             rhs = weights @ self._rhs_rows_b
-            out[s] = backend.xp.linalg.solve(self._gram(weights), rhs[..., None])[..., 0]
+            gram = self._gram(weights, self._coalition_penalty(masks[s]))
+            out[s] = backend.xp.linalg.solve(gram, rhs[..., None])[..., 0]
         return out
 
     def fit_subsets(self, masks: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
@@ -170,7 +188,7 @@ class RidgeUtility(_BatchedLearner):
         """
         n, q = self.n_players, self.design.q
         permutations = check_permutations(permutations, n)
-        if self.device is not None:
+        if self.device is not None or self.scaling is not None:
             return self._device_prefixes(permutations)
         m = permutations.shape[0]
         values = np.empty((m, n))

@@ -2,7 +2,9 @@
 
 :func:`unsupported_reason` says why a scikit-learn model has no batched
 learner (``None`` when it has one: an exact ``LogisticRegression`` with the
-L2 penalty, or ``Ridge``, with supported parameters and metric),
+L2 penalty, or ``Ridge``, with supported parameters and metric, alone or as
+the final step of a ``Pipeline`` whose other steps are per-coalition scalers
+(:mod:`._scalers`), each fitted on the coalition as the pipeline does),
 :func:`route_decision` decides ``fast``'s route (for ``"auto"`` by the cost
 model of :mod:`._cost`) and says why, and :func:`learner_for` builds the
 equivalent :class:`RidgeUtility` or :class:`LogisticRegressionUtility`.
@@ -10,6 +12,7 @@ equivalent :class:`RidgeUtility` or :class:`LogisticRegressionUtility`.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
@@ -22,12 +25,15 @@ from ._calibration import calibration
 from ._cost import RouteDecision, batched_logistic_solver, route_by_cost
 from ._logistic import LogisticRegressionUtility
 from ._ridge import RidgeUtility
+from ._scalers import is_pipeline, pipeline_parts, shift_reason
 
 
 def unsupported_reason(model: Any, metric: Metric | None) -> str | None:
     """Why ``model`` (a scikit-learn estimator) cannot use a batched learner with ``metric`` (None when it can)."""
     from sklearn.linear_model import LogisticRegression, Ridge
 
+    if is_pipeline(model):
+        return _pipeline_reason(model, metric)
     if type(model) is LogisticRegression:
         if not isinstance(metric, str) or metric not in CLASSIFICATION_METRICS:
             return f"the metric must be one of {list(CLASSIFICATION_METRICS)}"
@@ -58,6 +64,27 @@ def unsupported_reason(model: Any, metric: Metric | None) -> str | None:
             return "positive=True is not supported"
         return None
     return "only sklearn.linear_model.LogisticRegression and Ridge have batched learners"
+
+
+def _pipeline_reason(model: Any, metric: Metric | None) -> str | None:
+    """Why a ``Pipeline`` has no batched learner: the first step that is not a scaler, or its final step's reason."""
+    scalers, final, reason = pipeline_parts(model)
+    if reason is not None:
+        return reason
+    name = model.steps[-1][0]
+    reason = unsupported_reason(final, metric)
+    if reason is not None:
+        return f"final step {name!r} ({type(final).__name__}): {reason}"
+    if not final.get_params().get("fit_intercept", True):
+        shifting = [step for step in scalers if step.shifts]
+        if shifting:
+            return shift_reason(shifting[0])
+    return None
+
+
+def final_estimator(model: Any) -> Any:
+    """The estimator that a batched learner replaces: a ``Pipeline``'s final step, else ``model`` itself."""
+    return model.steps[-1][1] if is_pipeline(model) else model
 
 
 def check_fast(fast: object) -> bool | Literal["auto"]:
@@ -109,14 +136,18 @@ def route_decision(model: Any, metric: Metric | None, fast: bool | Literal["auto
         return RouteDecision(True, f"batched: device={str(device)!r} runs the batched learner there")
     if always_batched:
         return RouteDecision(True, f"batched: fast='auto' trains every {unit} with the batched learner")
-    return _route_supported(model, n_samples, n_features, n_classes, warm_prefixes)
+    decision = _route_supported(final_estimator(model), n_samples, n_features, n_classes, warm_prefixes)
+    if is_pipeline(model) and decision.batched:
+        names = ", ".join(repr(step.name) for step in pipeline_parts(model)[0]) or "none"
+        decision = replace(decision, reason=f"{decision.reason}; Pipeline scalers fitted per coalition: {names}")
+    return decision
 
 
 def _task_reason(model: Any, task: str) -> str | None:
     """Why ``model`` has no batched learner for ``task``, checked with its own task's default metric."""
     from sklearn.linear_model import LogisticRegression, Ridge
 
-    own = {LogisticRegression: "classification", Ridge: "regression"}.get(type(model))
+    own = {LogisticRegression: "classification", Ridge: "regression"}.get(type(final_estimator(model)))
     reason = unsupported_reason(model, "accuracy" if (own or task) == "classification" else "neg_mean_squared_error")
     if reason is None and own != task:
         return f"task={task!r}, but its batched learner is for {own}"
@@ -164,9 +195,13 @@ def learner_for(model: Any, X_train: ArrayLike, y_train: ArrayLike, X_test: Arra
     """The batched learner equivalent to ``model`` (see :func:`unsupported_reason`).
 
     ``options`` go to the learner (``degenerate``, ``prefix_path``, ``device``, ...).
+    A ``Pipeline``'s scalers go to it as ``scalers``, fitted per coalition.
     """
     from sklearn.linear_model import LogisticRegression
 
+    if is_pipeline(model):
+        options = {**options, "scalers": pipeline_parts(model)[0]}
+        model = final_estimator(model)
     params = model.get_params()
     name = cast(str, metric)  # a supported model's metric is a name (unsupported_reason)
     if type(model) is LogisticRegression:

@@ -46,18 +46,25 @@ class _SoftmaxData:
 
 
 class _SoftmaxChunk:
-    """A chunk of coalitions (mask weights over all ``N`` points) and its penalised softmax objective.
+    r"""A chunk of coalitions (mask weights over all ``N`` points) and its penalised softmax objective.
 
     Every product runs over all ``N`` rows with weight 0 outside the
     coalition, so each step of a whole chunk is a few large BLAS calls (no
     per-coalition small matrices). Shapes: ``weight`` (B, N), ``present``
     (B, K), ``C`` (B,): ``C`` for three or more classes, ``C/2`` for two
     (module docstring), ``offset`` (B, K, 1) with ``NEG_LOGIT`` on absent classes.
+
+    ``penalty`` is the diagonal :math:`r` of the penalty :math:`\frac12\sum_k
+    \sum_j r_j\theta_{kj}^2` that every objective, gradient and Hessian
+    reads: the shared ``data.penalty`` (q,) (1 per feature, 0 for the
+    intercept) by default, or one row per coalition (B, q) for a pipeline's
+    per-coalition scalers (:mod:`._scalers`); :meth:`take` keeps the rows.
     """
 
     def __init__(self, data: _SoftmaxData, weight: Array, present: Array, C: Array,
-                 all_present: bool | None = None) -> None:
+                 all_present: bool | None = None, penalty: Array = None) -> None:
         self.data, self.weight, self.present, self.C = data, weight, present, C
+        self.penalty = data.penalty if penalty is None else penalty
         xp, backend = data.xp, data.backend
         self.offset = xp.where(present, backend.scalar(0.0), backend.scalar(NEG_LOGIT))[:, :, None]
         # ``None``: read from ``present`` (a device sync on a GPU)
@@ -65,18 +72,40 @@ class _SoftmaxChunk:
         self.size = xp.sum(weight, axis=1)
 
     @classmethod
-    def from_masks(cls, data: _SoftmaxData, masks: np.ndarray, counts: np.ndarray, C: float) -> _SoftmaxChunk:
-        """A chunk from masks or integer sample weights (m, N) and class counts (m, K), in the data's backend."""
+    def from_masks(cls, data: _SoftmaxData, masks: np.ndarray, counts: np.ndarray, C: float,
+                   penalty: Array = None) -> _SoftmaxChunk:
+        """A chunk from masks or integer sample weights (m, N) and class counts (m, K), in the data's backend.
+
+        ``penalty``: per-coalition penalty rows (m, q) in the backend, or None for the shared one.
+        """
         backend, xp = data.backend, data.xp
         present = backend.asarray(counts > 0, "bool")
         n_present = xp.sum(backend.asarray(present, "int"), axis=1)
         return cls(data, backend.asarray(masks), present,
-                   xp.where(n_present == 2, backend.scalar(0.5 * C), backend.scalar(C)))
+                   xp.where(n_present == 2, backend.scalar(0.5 * C), backend.scalar(C)),
+                   penalty=None if penalty is None else backend.asarray(penalty))
+
+    @property
+    def per_coalition(self) -> bool:
+        """Whether ``penalty`` has one row per coalition (B, q) rather than the shared (q,)."""
+        return self.penalty.ndim == 2
 
     def take(self, rows: Array) -> _SoftmaxChunk:
         """The chunk of coalitions ``rows``; all classes stay present in every row if they were (no device sync)."""
         return _SoftmaxChunk(self.data, self.weight[rows], self.present[rows], self.C[rows],
-                             all_present=True if self.all_present else None)
+                             all_present=True if self.all_present else None,
+                             penalty=self.penalty[rows] if self.per_coalition else None)
+
+    def _penalty_value(self, theta: Array) -> Array:
+        r""":math:`\frac12\sum_{k,j} r_j\theta_{kj}^2` per coalition (B,)."""
+        squares = theta * theta
+        if self.per_coalition:
+            return 0.5 * self.data.xp.einsum("bkq,bq->b", squares, self.penalty)
+        return 0.5 * self.data.xp.einsum("bkq,q->b", squares, self.penalty)
+
+    def _penalty_broadcast(self) -> Array:
+        """The penalty shaped to multiply (B, K, q) parameters: (q,) or (B, 1, q)."""
+        return self.penalty[:, None, :] if self.per_coalition else self.penalty
 
     def __len__(self) -> int:
         return self.weight.shape[0]
@@ -106,7 +135,7 @@ class _SoftmaxChunk:
         loss = xp.log(total)
         loss -= z_true
         f = self.C * xp.einsum("bn,bn->b", loss, self.weight)
-        f += 0.5 * xp.einsum("bkq,q->b", theta * theta, data.penalty)
+        f += self._penalty_value(theta)
         if not grad:
             return f
         E /= total[:, None, :]
@@ -116,7 +145,7 @@ class _SoftmaxChunk:
         residual *= self.weight[:, None, :]
         g = xp.reshape(xp.reshape(residual, (B * K, -1)) @ data.X, (B, K, q))
         g *= self.C[:, None, None]
-        g += theta * data.penalty
+        g += theta * self._penalty_broadcast()
         return (f, g, P) if probabilities else (f, g)
 
     def hessian(self, P: Array) -> Array:
@@ -137,7 +166,7 @@ class _SoftmaxChunk:
         H = xp.reshape(xp.permute_dims(blocks, (0, 1, 3, 2, 4)), (B, K * q, K * q))
         H *= self.C[:, None, None]
         diagonal = data.backend.arange(K * q)
-        H[:, diagonal, diagonal] += xp.tile(data.penalty, (K,))
+        H[:, diagonal, diagonal] += xp.tile(self.penalty, (1, K) if self.per_coalition else (K,))
         _fix_null_directions(H, self.present, self.data.penalty, data.backend)
         return H
 
@@ -159,7 +188,7 @@ class _SoftmaxChunk:
         W = P * (1.0 - P) * self.weight[:, None, :]
         blocks = xp.reshape(xp.reshape(W, (B * K, -1)) @ data.outer, (B, K, q, q)) * self.C[:, None, None, None]
         diagonal = data.backend.arange(q)
-        blocks[:, :, diagonal, diagonal] += data.penalty
+        blocks[:, :, diagonal, diagonal] += self._penalty_broadcast()
         if data.has_intercept:
             blocks[:, :, q - 1, q - 1] += data.backend.asarray(~self.present)
         return xp.linalg.inv(blocks)
