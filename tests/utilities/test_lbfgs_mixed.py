@@ -107,3 +107,22 @@ def test_mixed_precision_must_be_a_boolean(wine):
     X, y, Xt, yt = wine
     with pytest.raises((TypeError, ValueError), match="mixed_precision"):
         LogisticRegressionUtility(X, y, Xt, yt, mixed_precision="yes")
+
+
+def test_float32_gradient_test_is_trusted_only_at_loose_tolerances(wine, monkeypatch):
+    """Above FLOAT32_MIN_TOL only stalled coalitions get float64 steps; below, every coalition is checked in float64."""
+    X, y, Xt, yt = wine
+    masks = _masks(len(y), 30)
+    calls = []
+    original = _logistic._lbfgs
+
+    def spy(chunk, theta, *args, **kwargs):
+        calls.append((chunk.data.backend.dtype_name, len(chunk)))
+        return original(chunk, theta, *args, **kwargs)
+
+    monkeypatch.setattr(_logistic, "_lbfgs", spy)
+    LogisticRegressionUtility(X, y, Xt, yt, solver="lbfgs", tol=1e-8).evaluate(masks)
+    assert ("float64", len(masks)) in calls  # every coalition refined
+    calls.clear()
+    LogisticRegressionUtility(X, y, Xt, yt, solver="lbfgs", tol=1e-4).evaluate(masks)
+    assert all(size < len(masks) for kind, size in calls if kind == "float64" and size > 1)

@@ -16,11 +16,15 @@ from ._softmax import _SoftmaxChunk
 
 
 def _lbfgs(chunk: _SoftmaxChunk, theta: Array, tol: float, max_iter: int, memory: int = 10,
-           precondition: Callable[[Array, Array], Array] | None = None) -> tuple[Array, Array, Array]:
+           precondition: Callable[[Array, Array], Array] | None = None,
+           strict: bool = False) -> tuple[Array, Array, Array]:
     """Batched L-BFGS (two-loop recursion, ``memory`` pairs) with backtracking Armijo steps.
 
     ``precondition(r, rows)``, if given, applies the initial inverse Hessian
     ``H0`` to ``r`` for the chunk rows ``rows`` (instead of ``gamma I``).
+    A coalition whose line search stalls counts as converged when its gradient
+    is at rounding level (``1e3 tol``), or, with ``strict``, only when it
+    meets ``tol`` itself (mixed precision then refines it in ``float64``).
     """
     B, K, q = theta.shape
     backend, xp = chunk.data.backend, chunk.data.xp
@@ -65,7 +69,9 @@ def _lbfgs(chunk: _SoftmaxChunk, theta: Array, tol: float, max_iter: int, memory
         theta[active], f, g = new_theta, new_f, new_g
         iterations[active] += 1
         if bool(xp.any(stalled)):  # no decrease along a descent direction: optimum to rounding
-            converged[active[stalled]] = _stalled_converged(sub.take(stalled), g[stalled], tol)
+            stalled_chunk = sub.take(stalled)
+            converged[active[stalled]] = (stalled_chunk.converged(g[stalled], tol) if strict
+                                          else _stalled_converged(stalled_chunk, g[stalled], tol))
             keep_rows(~stalled)
             if active.shape[0] == 0:
                 break

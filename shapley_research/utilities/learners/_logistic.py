@@ -33,6 +33,8 @@ if TYPE_CHECKING:
     import torch
 
 PRECONDITION_MAX_PARAMS = 4096  # largest K q whose full-data Hessian L-BFGS is preconditioned by
+#: Smallest ``tol`` at which mixed precision trusts ``float32``'s gradient test (its rounding: ~1e-6 relative).
+FLOAT32_MIN_TOL = 1e-5
 #: Scaled curvature ``C |S| / N * lambda`` from which an eigendirection enters the low-rank preconditioner.
 PRECONDITION_MIN_CURVATURE = 1.0
 
@@ -344,22 +346,34 @@ class LogisticRegressionUtility(_BatchedLearner):
 
         With ``mixed_precision`` (and ``dtype="float64"``) the iterations run in
         ``float32`` first, at half the memory traffic, until the coalition meets
-        ``tol`` or its line search stalls at ``float32`` rounding; L-BFGS then
-        restarts in ``float64`` from there and stops at ``tol`` exactly as a
-        ``float64`` run does, so the convergence test is met in ``float64``.
+        ``tol`` or its line search stalls at ``float32`` rounding. L-BFGS then
+        continues in ``float64`` from there, until ``tol`` is met in ``float64``,
+        for the coalitions that stalled, and for all of them when ``tol`` is
+        below :data:`FLOAT32_MIN_TOL`, where ``float32``'s own gradient test is
+        not to be trusted.
         """
         penalty = self._coalition_penalty(masks)  # None: the shared penalty
         chunk = _SoftmaxChunk.from_masks(self._softmax_data, masks, counts, self.C, penalty)
         theta = theta * chunk.present[:, :, None]
-        rough_iterations = 0
-        if self._mixed:
-            rough = _SoftmaxChunk.from_masks(self._softmax_data32, masks, counts, self.C, penalty)
-            theta32, rough_iterations, _ = _lbfgs(rough, rough.data.backend.asarray(theta), self.tol, self.max_iter,
-                                                  precondition=self._preconditioner(rough) if precondition else None)
-            theta = self._backend.asarray(theta32)
-        theta, iterations, converged = _lbfgs(chunk, theta, self.tol, self.max_iter,
-                                              precondition=self._preconditioner(chunk) if precondition else None)
-        return self._centred(theta, chunk.present), iterations + rough_iterations, converged
+        if not self._mixed:
+            theta, iterations, converged = _lbfgs(chunk, theta, self.tol, self.max_iter,
+                                                  precondition=self._preconditioner(chunk) if precondition else None)
+            return self._centred(theta, chunk.present), iterations, converged
+        rough = _SoftmaxChunk.from_masks(self._softmax_data32, masks, counts, self.C, penalty)
+        theta32, iterations, converged = _lbfgs(rough, rough.data.backend.asarray(theta), self.tol, self.max_iter,
+                                                precondition=self._preconditioner(rough) if precondition else None,
+                                                strict=True)
+        theta = self._backend.asarray(theta32)
+        rows = self._backend.arange(len(chunk))
+        if self.tol >= FLOAT32_MIN_TOL:  # float32's gradient test holds: refine only the coalitions that stalled
+            rows = rows[~self._backend.asarray(converged, "bool")]
+        if rows.shape[0]:
+            refine = chunk.take(rows)
+            theta[rows], more, converged[rows] = _lbfgs(refine, theta[rows], self.tol, self.max_iter,
+                                                        precondition=self._preconditioner(refine) if precondition
+                                                        else None)
+            iterations[rows] += more
+        return self._centred(theta, chunk.present), iterations, converged
 
     def _centred(self, theta: Array, present: Array) -> Array:
         """``theta`` with the intercepts of present classes centred, as scikit-learn's are (in place)."""
