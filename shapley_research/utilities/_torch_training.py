@@ -30,6 +30,7 @@ import numpy as np
 
 ADAM_BETAS = (0.9, 0.999)  # torch.optim.Adam's defaults
 ADAM_EPS = 1e-8
+ALIGNMENT = 16  # elements: 64 bytes of float32, 128 of float64 (a cache line or two)
 MAX_CHUNK = 4096  # beyond this a chunk gains nothing on any device, and the host-side arrays grow
 SCHEDULE_STREAM = 0x5EED_BA7C  # separates the minibatch stream of a seed from the re-initialisation stream
 REINIT_STREAM = 0x1217_0000
@@ -82,10 +83,22 @@ def per_model_loss(template: Any, task: str) -> Callable[..., Tensor]:
 
 
 def stacked_gradient(template: Any, task: str) -> Callable[..., dict[str, Tensor]]:
-    """``grad(params, constants, weights, X, y)``: per-model gradients of stacked ``params`` (dict of (B, ...))."""
+    """``grad(params, constants, weights, X, y)``: per-model gradients of stacked ``params`` (dict of (B, ...)).
+
+    ``weights`` is (B, n); ``X`` and ``y`` are the (n, d) and (n,) rows every
+    model shares, or (B, n, d) and (B, n): each model's own rows.
+    """
     from torch.func import grad, vmap
 
-    return vmap(grad(per_model_loss(template, task)), in_dims=(0, None, 0, None, None))
+    per_model = grad(per_model_loss(template, task))
+    shared_rows = vmap(per_model, in_dims=(0, None, 0, None, None))
+    own_rows = vmap(per_model, in_dims=(0, None, 0, 0, 0))
+
+    def gradient(params: dict[str, Tensor], constants: dict[str, Tensor], weights: Tensor, X: Tensor,
+                 y: Tensor) -> dict[str, Tensor]:
+        return (own_rows if X.dim() == 3 else shared_rows)(params, constants, weights, X, y)
+
+    return gradient
 
 
 def stacked_forward(template: Any) -> Callable[..., Tensor]:
@@ -165,17 +178,33 @@ def flat_parameters(params: dict[str, Tensor]) -> tuple[Tensor, dict[str, Tensor
 
     The optimiser then updates all parameters of all models with a handful
     of large elementwise kernels instead of a handful per parameter tensor.
+    Every parameter starts at a multiple of :data:`ALIGNMENT` elements of a
+    row, and ``P`` is one too (zeros fill the gaps: zero gradients keep them
+    zero): every model's matrices then sit at the same memory alignment, and
+    batched matrix kernels, whose code path can follow the alignment, give
+    each model the same bits wherever it is in the chunk.
     """
     import torch
 
     count = next(iter(params.values())).shape[0]
-    flat = torch.cat([value.reshape(count, -1) for value in params.values()], dim=1)
-    views, offset = {}, 0
+    offsets, width = _aligned_offsets(params)
+    sample = next(iter(params.values()))
+    flat = torch.zeros((count, width), dtype=sample.dtype, device=sample.device)
+    views = {}
     for key, value in params.items():
-        size = value[0].numel()
-        views[key] = flat[:, offset:offset + size].view(value.shape)
-        offset += size
+        view = flat[:, offsets[key]:offsets[key] + value[0].numel()]
+        view.copy_(value.reshape(count, -1))
+        views[key] = view.view(value.shape)
     return flat, views
+
+
+def _aligned_offsets(params: dict[str, Tensor]) -> tuple[dict[str, int], int]:
+    """Each parameter's first column in a flat row, each a multiple of :data:`ALIGNMENT`, and the row's width."""
+    offsets, width = {}, 0
+    for key, value in params.items():
+        offsets[key] = width
+        width += -(-value[0].numel() // ALIGNMENT) * ALIGNMENT
+    return offsets, width
 
 
 # --------------------------------------------------------------------------------------------
@@ -213,10 +242,13 @@ def train_chunk(gradient: Callable[..., dict[str, Tensor]], params: dict[str, Te
 
     flat, params = flat_parameters(params)
     optimizer = StackedOptimizer(plan.optimizer, plan.learning_rate, plan.weight_decay, flat)
+    flat_grad, grad_views = flat_parameters({key: torch.zeros_like(value) for key, value in params.items()})
 
     def flat_gradient(weights_of_step: Tensor, X_step: Tensor, y_step: Tensor) -> Tensor:
         grads = gradient(params, constants, weights_of_step, X_step, y_step)
-        return torch.cat([grads[key].reshape(flat.shape[0], -1) for key in params], dim=1)
+        for key, view in grad_views.items():
+            view.copy_(grads[key])
+        return flat_grad
 
     with torch.no_grad():
         if schedule is None:
@@ -229,6 +261,61 @@ def train_chunk(gradient: Callable[..., dict[str, Tensor]], params: dict[str, Te
             batch_weights = weights[:, rows] * present
             optimizer.step(flat, flat_gradient(batch_weights, X[rows], y[rows]), batch_weights.sum(dim=1) > 0)
     return params
+
+
+# --------------------------------------------------------------------------------------------
+# Each coalition on its own rows: chunks of similar sizes
+# --------------------------------------------------------------------------------------------
+
+def size_ordered_chunks(sizes: np.ndarray, capacity: Callable[[np.ndarray], np.ndarray],
+                        overhead_rows: float) -> list[np.ndarray]:
+    r"""Coalitions (indices into ``sizes``) cut into chunks of similar sizes, each sorted by size.
+
+    A chunk :math:`c` trains its :math:`B_c` coalitions on rows padded to its
+    largest size :math:`n_c`, so a step costs about
+    :math:`r_0 + B_c\, n_c` model-rows, :math:`r_0` = ``overhead_rows`` being the
+    fixed cost of a step (kernel launches, Python) in model-rows. The
+    coalitions are sorted by size (stable: ties keep the caller's order) and
+    cut into consecutive chunks minimising :math:`\sum_c (r_0 + B_c n_c)` under
+    :math:`B_c \le` ``capacity(n_c)`` (memory and the caller's cap), by dynamic
+    programming over the cut points (:math:`O(m \cdot \max B_c)`, numpy inside).
+    A deterministic function of ``sizes``: no timing enters it.
+    """
+    order = np.argsort(sizes, kind="stable")
+    ordered = np.asarray(sizes)[order].astype(np.float64)
+    count = ordered.size
+    caps = np.maximum(1, np.asarray(capacity(ordered.astype(np.int64)), dtype=np.int64))
+    best = np.zeros(count + 1)
+    start = np.zeros(count + 1, dtype=np.int64)
+    for stop in range(1, count + 1):  # the best cost of the first `stop` coalitions, and where its last chunk starts
+        first = max(0, stop - int(caps[stop - 1]))
+        costs = best[first:stop] + overhead_rows + (stop - np.arange(first, stop)) * ordered[stop - 1]
+        choice = int(np.argmin(costs))
+        best[stop], start[stop] = costs[choice], first + choice
+    chunks, stop = [], count
+    while stop > 0:
+        chunks.append(order[start[stop]:stop])
+        stop = int(start[stop])
+    return chunks[::-1]
+
+
+def own_rows(weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's nonzero entries of ``weights`` (B, N), gathered: (B, n) row indices and their weights.
+
+    ``n`` is the largest number of nonzero entries of a row; a row's entries
+    keep their increasing order, and shorter rows are padded with row 0 at
+    weight 0 (a zero term of the weighted loss).
+    """
+    present = weights != 0
+    counts = present.sum(axis=1)
+    width = max(1, int(counts.max(initial=0)))
+    rows, columns = np.nonzero(present)  # row-major: each row's columns in increasing order
+    position = np.arange(rows.size) - np.repeat(np.cumsum(counts) - counts, counts)
+    index = np.zeros((weights.shape[0], width), dtype=np.int64)
+    index[rows, position] = columns
+    gathered = np.zeros((weights.shape[0], width), dtype=weights.dtype)
+    gathered[rows, position] = weights[rows, columns]
+    return index, gathered
 
 
 # --------------------------------------------------------------------------------------------
