@@ -61,11 +61,18 @@ class TorchModelUtility(Game):
 
     A chunk of coalitions is trained at once: the parameters of all its models
     are stacked on a leading axis, each step computes every model's gradient
-    over all :math:`N` rows with the masks as per-sample weights (one
-    ``torch.func.vmap`` of ``torch.func.grad`` of ``torch.func.functional_call``),
-    and Adam / SGD update the stacks elementwise. A coalition thus gets exactly
-    the updates it would get trained alone (``chunk_size=1``), to the rounding
-    of batched kernels. Degenerate coalitions are not trained (Notes).
+    (one ``torch.func.vmap`` of ``torch.func.grad`` of
+    ``torch.func.functional_call``; for a plain MLP, hand-written batched
+    kernels, Notes), and Adam / SGD update the stacks elementwise. Full batch
+    (``batch_size=None``), each coalition trains on its own rows: the
+    coalitions are sorted by size and cut into chunks of similar sizes, and a
+    chunk's coalitions are gathered and padded to its largest one (padded rows
+    weigh 0), so a step costs about the chunk's rows, not :math:`N` per model.
+    With minibatches, every model of a chunk sees the shared batch of all
+    rows, its own ones weighted 1. A coalition thus gets exactly the updates
+    it would get trained alone (``chunk_size=1``), to the rounding of batched
+    kernels; values come back in the caller's order. Degenerate coalitions are
+    not trained (Notes).
 
     Parameters
     ----------
@@ -128,8 +135,11 @@ class TorchModelUtility(Game):
         working memory of ``device`` (:func:`~shapley_research._device.available_bytes`:
         half the free GPU memory, 256 MiB on the CPU) at an estimate of the bytes
         per model (parameters, gradients, Adam's moments and temporaries, plus
-        three times the activations of the rows of a step and of the evaluated
-        rows), at most 4,096. An integer caps that number. Utilities agree
+        three times the activations of the rows of a step, the chunk's padded
+        own rows in full-batch training, and of the evaluated rows), at most
+        4,096. An integer caps that number. Full batch, chunks are cut smaller
+        where that saves padded rows (a fixed cost per step against the rows
+        saved, :func:`._torch_training.size_ordered_chunks`). Utilities agree
         across chunk sizes to rounding; for bit-identical reruns on a GPU, whose
         free memory varies, pass an integer the memory rule does not lower.
     reinitialize : bool, default False
@@ -176,7 +186,25 @@ class TorchModelUtility(Game):
     the constant model of the coalition's labels).
 
     **Reproducibility.** The same arguments on the same device and chunk size
-    give bit-identical utilities, on repeated calls and on a fresh object.
+    give bit-identical utilities for the same coalitions, on repeated calls
+    and on a fresh object. A coalition evaluated among other coalitions may
+    land in a chunk of another padded width, whose batched kernels sum in
+    another order: its utility then agrees to rounding (about 1e-15 relative
+    in float64 for the trained outputs). A coalition repeated within a chunk
+    gets the same bits (each model's parameters sit at the same alignment).
+
+    **Threads.** On the CPU, training runs with :data:`CPU_THREADS` (one)
+    torch thread, as the estimators pin theirs (with torch's default of one
+    thread per core, a loaded machine slowed ``evaluate`` fifty-fold); the
+    caller's count is restored afterwards. On a GPU it is left alone.
+
+    **Plain MLPs** (``nn.Sequential`` of ``nn.Linear`` with ReLU, Tanh or
+    Sigmoid between them, every parameter trained, no buffers or hooks) get
+    their gradients from hand-written batched kernels
+    (:mod:`._torch_mlp`: the same backpropagation, about a dozen kernels a
+    step instead of the several milliseconds of ``torch.func`` transforms);
+    they agree with the generic path to rounding. Adam runs as one fused
+    kernel on the flat parameters on the CPU and CUDA.
 
     Examples
     --------

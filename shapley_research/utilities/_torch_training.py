@@ -3,18 +3,21 @@ r"""Batched training of one torch module on a chunk of weighted training sets at
 Private machinery of :class:`~shapley_research.utilities.TorchModelUtility`.
 A chunk of :math:`B` coalitions is :math:`B` copies of the module's
 parameters stacked along a leading axis, and per-sample weights
-:math:`w \in \mathbb{N}^{B \times N}` over all :math:`N` training rows (a
-coalition's mask, or bootstrap counts). Model :math:`b` minimises
+:math:`w \in \mathbb{N}^{B \times n}` over the rows it trains on (a
+coalition's mask, or bootstrap counts): all :math:`N` training rows shared by
+the chunk (minibatches), or each coalition's own rows gathered and padded to
+the chunk's largest coalition at weight 0 (full batch, :func:`own_rows`, with
+chunks of similar sizes from :func:`size_ordered_chunks`). Model :math:`b` minimises
 
 .. math:: L_b(\theta_b) = \frac{\sum_i w_{bi}\, \ell(f_{\theta_b}(x_i), y_i)}{\sum_i w_{bi}},
 
 and the optimiser adds the coupled L2 term :math:`\lambda \theta_b` to its
 gradient (as ``torch.optim``'s ``weight_decay``). Gradients of all models
 come from one ``torch.func.vmap`` of ``torch.func.grad`` over the stacked
-parameters (a few large batched kernels per step); Adam and SGD are
-written out on the stacked tensors, elementwise, so every model gets exactly
-the update it would get alone. Nothing in the step loop reads a value back
-to the host.
+parameters, or for a plain MLP from :mod:`._torch_mlp`'s hand-written kernels;
+Adam (fused) and SGD update the flat stacked tensors elementwise, so every
+model gets exactly the update it would get alone. Nothing in the step loop
+reads a value back to the host.
 
 Torch is imported inside the functions: this module imports without it.
 """
@@ -119,7 +122,9 @@ class StackedOptimizer:
     """Adam or plain SGD on the flat parameters (B, P) of a chunk, one step count per model.
 
     Full batch (``active=None``) every model steps at every call, and Adam is
-    ``torch.optim.Adam`` (single-tensor path) operation by operation. With
+    ``torch.optim.Adam``'s fused kernel on the whole flat tensor, one kernel a
+    step (``torch._fused_adam_``, on the CPU and CUDA; elsewhere its
+    single-tensor path written out operation by operation). With
     minibatches, a model whose ``active`` flag is False in a step (its batch
     held none of its rows) is left exactly as it is, Adam state and step
     count included, so its training is that of its own rows alone.
@@ -131,18 +136,34 @@ class StackedOptimizer:
         self.name, self.learning_rate, self.weight_decay = name, learning_rate, weight_decay
         self.step_count = 0
         self.steps = torch.zeros((flat.shape[0], 1), dtype=flat.dtype, device=flat.device)
+        self.fused = name == "adam" and flat.device.type in ("cpu", "cuda") and hasattr(torch, "_fused_adam_")
+        self.step_tensor = torch.zeros((), dtype=torch.float32, device=flat.device)  # the fused kernel's count
         # Adam's moments (None for SGD, which never reads them)
         self.mean: Tensor = torch.zeros_like(flat) if name == "adam" else None
         self.square: Tensor = torch.zeros_like(flat) if name == "adam" else None
 
     def step(self, flat: Tensor, grad: Tensor, active: Tensor | None = None) -> None:
         """Update ``flat`` in place from ``grad`` (both (B, P)); ``active`` is None or (B,) booleans."""
+        if active is None and self.fused:
+            self._fused_adam(flat, grad)
+            return
         if self.weight_decay != 0.0:
             grad = grad.add(flat, alpha=self.weight_decay)
         if active is None:
             self._step_all(flat, grad)
         else:
             self._step_active(flat, grad, active.reshape(-1, 1))
+
+    def _fused_adam(self, flat: Tensor, grad: Tensor) -> None:
+        """One step of ``torch.optim.Adam(fused=True)``: the moments, bias corrections and the coupled decay."""
+        import torch
+
+        self.step_count += 1
+        self.step_tensor.add_(1)
+        beta1, beta2 = ADAM_BETAS
+        torch._fused_adam_([flat], [grad], [self.mean], [self.square], [], [self.step_tensor],
+                           lr=self.learning_rate, beta1=beta1, beta2=beta2, weight_decay=self.weight_decay,
+                           eps=ADAM_EPS, amsgrad=False, maximize=False)
 
     def _step_all(self, flat: Tensor, grad: Tensor) -> None:
         self.step_count += 1
@@ -382,8 +403,9 @@ def activations_per_row(template: Any, sample: Tensor) -> int:
     return max(1, total[0] // sample.shape[0]) + sample[0].numel()
 
 
-def bytes_per_model(n_parameters: int, activations: int, rows: int, optimizer: str, itemsize: int) -> int:
-    """Working memory of one model of a chunk while it trains on ``rows`` rows per step.
+def bytes_per_model(n_parameters: int, activations: int, rows: np.ndarray, optimizer: str,
+                    itemsize: int) -> np.ndarray:
+    """Working memory of one model of a chunk while it trains on ``rows`` rows per step (an array of counts).
 
     Parameters, gradients, Adam's two moments and about three parameter-sized
     temporaries of the update; activations kept for the backward pass, their
