@@ -118,7 +118,7 @@ def batched(masks: np.ndarray, data: tuple, dtype: str) -> tuple[np.ndarray, np.
 
 
 def sklearn_loop(masks: np.ndarray, data: tuple) -> np.ndarray:
-    """(Wall, CPU) seconds of scikit-learn's MLPClassifier, same architecture, 200 full-batch Adam steps, per coalition."""
+    """(Wall, CPU) seconds of scikit-learn's MLPClassifier per coalition: same architecture, 200 Adam steps."""
     X_train, y_train, _, _ = data
     start = clock()
     with warnings.catch_warnings():
