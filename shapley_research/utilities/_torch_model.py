@@ -190,8 +190,10 @@ class TorchModelUtility(Game):
     and on a fresh object. A coalition evaluated among other coalitions may
     land in a chunk of another padded width, whose batched kernels sum in
     another order: its utility then agrees to rounding (about 1e-15 relative
-    in float64 for the trained outputs). A coalition repeated within a chunk
-    gets the same bits (each model's parameters sit at the same alignment).
+    in float64 for the trained outputs). Within a chunk, every model's
+    parameters sit at the same memory alignment, so that batched kernels
+    treat the models alike (a coalition repeated in a chunk gets the same
+    bits in this package's tests on the CPU).
 
     **Threads.** On the CPU, training runs with :data:`CPU_THREADS` (one)
     torch thread, as the estimators pin theirs (with torch's default of one
@@ -326,8 +328,12 @@ class TorchModelUtility(Game):
 
     # -- training a chunk -------------------------------------------------------------------------
     def _chunk_capacity(self, rows: np.ndarray | int, n_evaluated_rows: int) -> np.ndarray:
-        """Most coalitions per chunk training on ``rows`` rows a step: the memory rule (class docstring,
-        ``chunk_size``), capped by ``chunk_size``."""
+        """Most coalitions per chunk training on ``rows`` rows a step (the memory rule of ``chunk_size``), capped.
+
+        ``rows`` may be an array of row counts (one capacity each). Full
+        batch, a coalition's weights are its padded own rows; with
+        minibatches, all ``N``.
+        """
         itemsize = 8 if self.dtype == "float64" else 4
         n_parameters = sum(value.numel() for value in self._initial.values())
         rows = np.maximum(np.asarray(rows, dtype=np.int64), n_evaluated_rows)
