@@ -11,7 +11,8 @@ built, never when this module is.
 from __future__ import annotations
 
 import copy
-from typing import TYPE_CHECKING, Any, Callable, Literal, cast
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Literal, cast
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -19,9 +20,10 @@ from numpy.typing import ArrayLike, NDArray
 from ._model_data import (TargetInfo, check_dataset, check_degenerate_options, clipped_mean_log_probability,
                           constant_frequencies, constant_means, degenerate_rows, regression_scores, resolve_metric,
                           split_degenerate)
+from ._torch_mlp import mlp_gradient, mlp_layers
 from ._torch_training import (MAX_CHUNK, TrainingPlan, activations_per_row, bytes_per_model, epoch_batches,
-                              redrawn_parameters, reinitialization_seed, stacked_copies, stacked_forward,
-                              stacked_gradient, train_chunk)
+                              own_rows, redrawn_parameters, reinitialization_seed, size_ordered_chunks,
+                              stacked_copies, stacked_forward, stacked_gradient, train_chunk)
 from .._device import available_bytes, check_dtype, import_torch, release, resolve_device, torch_dtype
 from .._validation import check_bool, check_choice, check_features, check_float, check_int, check_weights
 from ..games import Game, report_evaluated
@@ -33,6 +35,12 @@ __all__ = ["TorchModelUtility"]
 
 _OWNER = "TorchModelUtility"
 DEFAULT_STEPS = 300
+CPU_THREADS = 1  # torch threads while training on the CPU: the estimators' pin (a shared machine can't starve it)
+# Fixed cost of one training step of a chunk, in floating-point operations of the model's rows (kernel launches
+# and Python: the hand-written MLP step runs ~15 kernels, the vmap/grad one ~60 ops through several transforms; a
+# GPU launch costs what thousands of rows do). It sets how finely chunks are cut by size; a constant, not a timing,
+# so the chunks (and the values) never depend on the machine's load.
+STEP_OVERHEAD_FLOPS = {("cpu", True): 3e6, ("cpu", False): 6e7, ("gpu", True): 3e9, ("gpu", False): 1e10}
 
 
 class TorchModelUtility(Game):
@@ -53,11 +61,18 @@ class TorchModelUtility(Game):
 
     A chunk of coalitions is trained at once: the parameters of all its models
     are stacked on a leading axis, each step computes every model's gradient
-    over all :math:`N` rows with the masks as per-sample weights (one
-    ``torch.func.vmap`` of ``torch.func.grad`` of ``torch.func.functional_call``),
-    and Adam / SGD update the stacks elementwise. A coalition thus gets exactly
-    the updates it would get trained alone (``chunk_size=1``), to the rounding
-    of batched kernels. Degenerate coalitions are not trained (Notes).
+    (one ``torch.func.vmap`` of ``torch.func.grad`` of
+    ``torch.func.functional_call``; for a plain MLP, hand-written batched
+    kernels, Notes), and Adam / SGD update the stacks elementwise. Full batch
+    (``batch_size=None``), each coalition trains on its own rows: the
+    coalitions are sorted by size and cut into chunks of similar sizes, and a
+    chunk's coalitions are gathered and padded to its largest one (padded rows
+    weigh 0), so a step costs about the chunk's rows, not :math:`N` per model.
+    With minibatches, every model of a chunk sees the shared batch of all
+    rows, its own ones weighted 1. A coalition thus gets exactly the updates
+    it would get trained alone (``chunk_size=1``), to the rounding of batched
+    kernels; values come back in the caller's order. Degenerate coalitions are
+    not trained (Notes).
 
     Parameters
     ----------
@@ -120,8 +135,11 @@ class TorchModelUtility(Game):
         working memory of ``device`` (:func:`~shapley_research._device.available_bytes`:
         half the free GPU memory, 256 MiB on the CPU) at an estimate of the bytes
         per model (parameters, gradients, Adam's moments and temporaries, plus
-        three times the activations of the rows of a step and of the evaluated
-        rows), at most 4,096. An integer caps that number. Utilities agree
+        three times the activations of the rows of a step, the chunk's padded
+        own rows in full-batch training, and of the evaluated rows), at most
+        4,096. An integer caps that number. Full batch, chunks are cut smaller
+        where that saves padded rows (a fixed cost per step against the rows
+        saved, :func:`._torch_training.size_ordered_chunks`). Utilities agree
         across chunk sizes to rounding; for bit-identical reruns on a GPU, whose
         free memory varies, pass an integer the memory rule does not lower.
     reinitialize : bool, default False
@@ -168,7 +186,27 @@ class TorchModelUtility(Game):
     the constant model of the coalition's labels).
 
     **Reproducibility.** The same arguments on the same device and chunk size
-    give bit-identical utilities, on repeated calls and on a fresh object.
+    give bit-identical utilities for the same coalitions, on repeated calls
+    and on a fresh object. A coalition evaluated among other coalitions may
+    land in a chunk of another padded width, whose batched kernels sum in
+    another order: its utility then agrees to rounding (about 1e-15 relative
+    in float64 for the trained outputs). Within a chunk, every model's
+    parameters sit at the same memory alignment, so that batched kernels
+    treat the models alike (a coalition repeated in a chunk gets the same
+    bits in this package's tests on the CPU).
+
+    **Threads.** On the CPU, training runs with :data:`CPU_THREADS` (one)
+    torch thread, as the estimators pin theirs (with torch's default of one
+    thread per core, a loaded machine slowed ``evaluate`` fifty-fold); the
+    caller's count is restored afterwards. On a GPU it is left alone.
+
+    **Plain MLPs** (``nn.Sequential`` of ``nn.Linear`` with ReLU, Tanh or
+    Sigmoid between them, every parameter trained, no buffers or hooks) get
+    their gradients from hand-written batched kernels
+    (:mod:`._torch_mlp`: the same backpropagation, about a dozen kernels a
+    step instead of the several milliseconds of ``torch.func`` transforms);
+    they agree with the generic path to rounding. Adam runs as one fused
+    kernel on the flat parameters on the CPU and CUDA.
 
     Examples
     --------
@@ -245,7 +283,9 @@ class TorchModelUtility(Game):
                 raise ValueError(f"{_OWNER}: reinitialize=True needs a submodule with reset_parameters() "
                                  f"(such as nn.Linear); {type(model).__name__} has none.")
             self._scratch = copy.deepcopy(model).to("cpu")  # drawn on the host, then copied per chunk
-        self._gradient = stacked_gradient(template, self.task)
+        layers = mlp_layers(template, trained)
+        self._hand_written = layers is not None  # a plain MLP: gradients without torch.func (far fewer ops)
+        self._gradient = stacked_gradient(template, self.task) if layers is None else mlp_gradient(layers, self.task)
         self._forward = stacked_forward(template)
 
     def _check_module_output(self) -> None:
@@ -287,15 +327,36 @@ class TorchModelUtility(Game):
             epoch_batches(self._plan, self.n_players), device=self.device)
 
     # -- training a chunk -------------------------------------------------------------------------
-    def _chunk_rows(self, n_evaluated_rows: int) -> int:
-        """Coalitions per chunk: the memory rule (class docstring, ``chunk_size``), capped by ``chunk_size``."""
+    def _chunk_capacity(self, rows: np.ndarray | int, n_evaluated_rows: int) -> np.ndarray:
+        """Most coalitions per chunk training on ``rows`` rows a step (the memory rule of ``chunk_size``), capped.
+
+        ``rows`` may be an array of row counts (one capacity each). Full
+        batch, a coalition's weights are its padded own rows; with
+        minibatches, all ``N``.
+        """
         itemsize = 8 if self.dtype == "float64" else 4
         n_parameters = sum(value.numel() for value in self._initial.values())
-        rows = max(self.n_players if self.batch_size is None else self.batch_size, n_evaluated_rows)
-        per_model = (bytes_per_model(n_parameters, self._activations, rows, self.optimizer, itemsize)
-                     + itemsize * self.n_players)
-        size = int(min(MAX_CHUNK, max(1, available_bytes(self.device) // per_model)))
-        return size if self.chunk_size is None else min(size, self.chunk_size)
+        rows = np.maximum(np.asarray(rows, dtype=np.int64), n_evaluated_rows)
+        weights_bytes = itemsize * (self.n_players if self.batch_size is not None else rows)
+        per_model = bytes_per_model(n_parameters, self._activations, rows, self.optimizer, itemsize) + weights_bytes
+        size = np.clip(available_bytes(self.device) // per_model, 1, MAX_CHUNK)
+        return size if self.chunk_size is None else np.minimum(size, self.chunk_size)
+
+    def _chunk_rows(self, n_evaluated_rows: int) -> int:
+        """Coalitions per chunk when every coalition trains on all rows (minibatches): :meth:`_chunk_capacity`."""
+        rows = self.n_players if self.batch_size is None else self.batch_size
+        return int(self._chunk_capacity(rows, n_evaluated_rows))
+
+    def _chunks(self, weights: np.ndarray, n_evaluated_rows: int) -> list[np.ndarray]:
+        """Rows of ``weights`` trained together: by size on their own rows (full batch), else in order."""
+        if self.batch_size is not None:
+            size = self._chunk_rows(n_evaluated_rows)
+            return [np.arange(start, min(start + size, weights.shape[0])) for start in range(0, weights.shape[0], size)]
+        n_parameters = sum(value.numel() for value in self._initial.values())
+        kind = "cpu" if self.device.type == "cpu" else "gpu"
+        overhead_rows = STEP_OVERHEAD_FLOPS[kind, self._hand_written] / (6 * n_parameters)  # 6 flops/param/row
+        return size_ordered_chunks(np.count_nonzero(weights, axis=1),
+                                   lambda rows: self._chunk_capacity(rows, n_evaluated_rows), overhead_rows)
 
     def _initial_parameters(self, weights: np.ndarray) -> dict[str, Any]:
         if not self.reinitialize:
@@ -306,11 +367,18 @@ class TorchModelUtility(Game):
     def _train_and_forward(self, weights: np.ndarray, X: Any) -> np.ndarray:
         """Train one model per row of ``weights`` and return their float64 outputs on ``X`` (B, n[, K])."""
         torch = import_torch(_OWNER)
+        dtype = torch_dtype(self.dtype)
+        if self.batch_size is None:  # full batch: each coalition on its own rows, padded at weight 0
+            index, gathered = own_rows(weights)
+            rows = torch.as_tensor(index, device=self.device)
+            X_rows, y_rows = self._X_train[rows], self._y_train[rows]
+        else:  # minibatches: every coalition sees the shared batches (class docstring, batch_size)
+            gathered, X_rows, y_rows = weights, self._X_train, self._y_train
         # booleans or counts cross to the device as they are (1 byte a cell for masks) and are converted there;
         # the copy drops any negative stride, which torch refuses (even on a single row)
-        sample_weights = torch.as_tensor(weights.copy(), device=self.device).to(torch_dtype(self.dtype))
+        sample_weights = torch.as_tensor(np.array(gathered), device=self.device).to(dtype)
         params = train_chunk(self._gradient, self._initial_parameters(weights), self._constants, sample_weights,
-                             self._X_train, self._y_train, self._plan, self._schedule)
+                             X_rows, y_rows, self._plan, self._schedule)
         with torch.no_grad():
             outputs = self._forward(params, self._constants, X)
         outputs = outputs.to(dtype=torch.float64).cpu().numpy()  # the one wait on the device per chunk
@@ -319,21 +387,35 @@ class TorchModelUtility(Game):
             return outputs.reshape(weights.shape[0], -1)
         return outputs
 
-    def _in_chunks(self, weights: np.ndarray, X: Any, consume: Callable[[slice, np.ndarray], None]) -> None:
-        """Train the rows of ``weights`` chunk by chunk, handing each chunk's outputs to ``consume``."""
+    def _in_chunks(self, weights: np.ndarray, X: Any, consume: Callable[[np.ndarray, np.ndarray], None]) -> None:
+        """Train the rows of ``weights`` chunk by chunk, handing each chunk's row indices and outputs to ``consume``."""
         from tqdm.auto import tqdm
 
-        size = self._chunk_rows(X.shape[0])
+        chunks = self._chunks(weights, X.shape[0])
         bar = tqdm(total=weights.shape[0], desc=_OWNER, unit="model", leave=False, disable=not self.progress)
         try:
-            for start in range(0, weights.shape[0], size):
-                block = slice(start, min(start + size, weights.shape[0]))
-                consume(block, self._train_and_forward(weights[block], X))
-                report_evaluated(block.stop - block.start)
-                bar.update(block.stop - block.start)
+            with self._pinned_threads():
+                for chunk in chunks:
+                    consume(chunk, self._train_and_forward(weights[chunk], X))
+                    report_evaluated(chunk.size)
+                    bar.update(chunk.size)
         finally:
             bar.close()
             release(self.device)  # no cached GPU memory stays held between calls
+
+    @contextmanager
+    def _pinned_threads(self) -> Iterator[None]:
+        """torch on :data:`CPU_THREADS` threads while training on the CPU; the caller's count restored after."""
+        torch = import_torch(_OWNER)
+        if self.device.type != "cpu":
+            yield
+            return
+        before = torch.get_num_threads()
+        torch.set_num_threads(CPU_THREADS)
+        try:
+            yield
+        finally:
+            torch.set_num_threads(before)
 
     # -- the game ---------------------------------------------------------------------------------
     def _evaluate(self, masks: NDArray[np.bool_]) -> NDArray[np.float64]:
@@ -343,8 +425,8 @@ class TorchModelUtility(Game):
             report_evaluated(int(degenerate.sum()))
         trained = np.flatnonzero(~degenerate)
 
-        def score(block: slice, outputs: np.ndarray) -> None:
-            values[trained[block]] = self._scores(outputs)
+        def score(chunk: np.ndarray, outputs: np.ndarray) -> None:
+            values[trained[chunk]] = self._scores(outputs)
 
         if trained.size:
             self._in_chunks(masks[trained], self._X_test, score)
@@ -397,8 +479,8 @@ class TorchModelUtility(Game):
             predictions[degenerate] = self._constant_predictions(checked[degenerate])[:, None]
         trained = np.flatnonzero(~degenerate)
 
-        def store(block: slice, outputs: np.ndarray) -> None:
-            rows = trained[block]
+        def store(chunk: np.ndarray, outputs: np.ndarray) -> None:
+            rows = trained[chunk]
             predictions[rows] = self.targets.classes[outputs.argmax(axis=2)] if classification else outputs
 
         if trained.size:
@@ -417,9 +499,16 @@ class TorchModelUtility(Game):
         empty = np.flatnonzero(checked.sum(axis=1) == 0)
         if empty.size:
             raise ValueError(f"{_OWNER}: weights row {int(empty[0])} is all zero: there is nothing to train on.")
-        parts: list[np.ndarray] = []
-        self._in_chunks(checked, rows_X, lambda block, outputs: parts.append(outputs))
-        return np.concatenate(parts) if parts else np.empty((0, rows_X.shape[0]))
+        result: NDArray[np.float64] = np.empty((0, rows_X.shape[0]))
+
+        def store(chunk: np.ndarray, outputs: np.ndarray) -> None:
+            nonlocal result
+            if result.shape[0] != checked.shape[0]:  # the first chunk gives the outputs' trailing shape
+                result = np.empty((checked.shape[0], *outputs.shape[1:]))
+            result[chunk] = outputs
+
+        self._in_chunks(checked, rows_X, store)
+        return result
 
     def _rows_to_predict(self, X: Any) -> Any:
         if X is None:

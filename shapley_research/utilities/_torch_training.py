@@ -3,18 +3,21 @@ r"""Batched training of one torch module on a chunk of weighted training sets at
 Private machinery of :class:`~shapley_research.utilities.TorchModelUtility`.
 A chunk of :math:`B` coalitions is :math:`B` copies of the module's
 parameters stacked along a leading axis, and per-sample weights
-:math:`w \in \mathbb{N}^{B \times N}` over all :math:`N` training rows (a
-coalition's mask, or bootstrap counts). Model :math:`b` minimises
+:math:`w \in \mathbb{N}^{B \times n}` over the rows it trains on (a
+coalition's mask, or bootstrap counts): all :math:`N` training rows shared by
+the chunk (minibatches), or each coalition's own rows gathered and padded to
+the chunk's largest coalition at weight 0 (full batch, :func:`own_rows`, with
+chunks of similar sizes from :func:`size_ordered_chunks`). Model :math:`b` minimises
 
 .. math:: L_b(\theta_b) = \frac{\sum_i w_{bi}\, \ell(f_{\theta_b}(x_i), y_i)}{\sum_i w_{bi}},
 
 and the optimiser adds the coupled L2 term :math:`\lambda \theta_b` to its
 gradient (as ``torch.optim``'s ``weight_decay``). Gradients of all models
 come from one ``torch.func.vmap`` of ``torch.func.grad`` over the stacked
-parameters (a few large batched kernels per step); Adam and SGD are
-written out on the stacked tensors, elementwise, so every model gets exactly
-the update it would get alone. Nothing in the step loop reads a value back
-to the host.
+parameters, or for a plain MLP from :mod:`._torch_mlp`'s hand-written kernels;
+Adam (fused) and SGD update the flat stacked tensors elementwise, so every
+model gets exactly the update it would get alone. Nothing in the step loop
+reads a value back to the host.
 
 Torch is imported inside the functions: this module imports without it.
 """
@@ -30,6 +33,7 @@ import numpy as np
 
 ADAM_BETAS = (0.9, 0.999)  # torch.optim.Adam's defaults
 ADAM_EPS = 1e-8
+ALIGNMENT = 16  # elements: 64 bytes of float32, 128 of float64 (a cache line or two)
 MAX_CHUNK = 4096  # beyond this a chunk gains nothing on any device, and the host-side arrays grow
 SCHEDULE_STREAM = 0x5EED_BA7C  # separates the minibatch stream of a seed from the re-initialisation stream
 REINIT_STREAM = 0x1217_0000
@@ -82,10 +86,22 @@ def per_model_loss(template: Any, task: str) -> Callable[..., Tensor]:
 
 
 def stacked_gradient(template: Any, task: str) -> Callable[..., dict[str, Tensor]]:
-    """``grad(params, constants, weights, X, y)``: per-model gradients of stacked ``params`` (dict of (B, ...))."""
+    """``grad(params, constants, weights, X, y)``: per-model gradients of stacked ``params`` (dict of (B, ...)).
+
+    ``weights`` is (B, n); ``X`` and ``y`` are the (n, d) and (n,) rows every
+    model shares, or (B, n, d) and (B, n): each model's own rows.
+    """
     from torch.func import grad, vmap
 
-    return vmap(grad(per_model_loss(template, task)), in_dims=(0, None, 0, None, None))
+    per_model = grad(per_model_loss(template, task))
+    shared_rows = vmap(per_model, in_dims=(0, None, 0, None, None))
+    own_rows = vmap(per_model, in_dims=(0, None, 0, 0, 0))
+
+    def gradient(params: dict[str, Tensor], constants: dict[str, Tensor], weights: Tensor, X: Tensor,
+                 y: Tensor) -> dict[str, Tensor]:
+        return (own_rows if X.dim() == 3 else shared_rows)(params, constants, weights, X, y)
+
+    return gradient
 
 
 def stacked_forward(template: Any) -> Callable[..., Tensor]:
@@ -106,7 +122,9 @@ class StackedOptimizer:
     """Adam or plain SGD on the flat parameters (B, P) of a chunk, one step count per model.
 
     Full batch (``active=None``) every model steps at every call, and Adam is
-    ``torch.optim.Adam`` (single-tensor path) operation by operation. With
+    ``torch.optim.Adam``'s fused kernel on the whole flat tensor, one kernel a
+    step (``torch._fused_adam_``, on the CPU and CUDA; elsewhere its
+    single-tensor path written out operation by operation). With
     minibatches, a model whose ``active`` flag is False in a step (its batch
     held none of its rows) is left exactly as it is, Adam state and step
     count included, so its training is that of its own rows alone.
@@ -118,18 +136,34 @@ class StackedOptimizer:
         self.name, self.learning_rate, self.weight_decay = name, learning_rate, weight_decay
         self.step_count = 0
         self.steps = torch.zeros((flat.shape[0], 1), dtype=flat.dtype, device=flat.device)
+        self.fused = name == "adam" and flat.device.type in ("cpu", "cuda") and hasattr(torch, "_fused_adam_")
+        self.step_tensor = torch.zeros((), dtype=torch.float32, device=flat.device)  # the fused kernel's count
         # Adam's moments (None for SGD, which never reads them)
         self.mean: Tensor = torch.zeros_like(flat) if name == "adam" else None
         self.square: Tensor = torch.zeros_like(flat) if name == "adam" else None
 
     def step(self, flat: Tensor, grad: Tensor, active: Tensor | None = None) -> None:
         """Update ``flat`` in place from ``grad`` (both (B, P)); ``active`` is None or (B,) booleans."""
+        if active is None and self.fused:
+            self._fused_adam(flat, grad)
+            return
         if self.weight_decay != 0.0:
             grad = grad.add(flat, alpha=self.weight_decay)
         if active is None:
             self._step_all(flat, grad)
         else:
             self._step_active(flat, grad, active.reshape(-1, 1))
+
+    def _fused_adam(self, flat: Tensor, grad: Tensor) -> None:
+        """One step of ``torch.optim.Adam(fused=True)``: the moments, bias corrections and the coupled decay."""
+        import torch
+
+        self.step_count += 1
+        self.step_tensor.add_(1)
+        beta1, beta2 = ADAM_BETAS
+        torch._fused_adam_([flat], [grad], [self.mean], [self.square], [], [self.step_tensor],
+                           lr=self.learning_rate, beta1=beta1, beta2=beta2, weight_decay=self.weight_decay,
+                           eps=ADAM_EPS, amsgrad=False, maximize=False)
 
     def _step_all(self, flat: Tensor, grad: Tensor) -> None:
         self.step_count += 1
@@ -165,17 +199,33 @@ def flat_parameters(params: dict[str, Tensor]) -> tuple[Tensor, dict[str, Tensor
 
     The optimiser then updates all parameters of all models with a handful
     of large elementwise kernels instead of a handful per parameter tensor.
+    Every parameter starts at a multiple of :data:`ALIGNMENT` elements of a
+    row, and ``P`` is one too (zeros fill the gaps: zero gradients keep them
+    zero): every model's matrices then sit at the same memory alignment, and
+    batched matrix kernels, whose code path can follow the alignment, give
+    each model the same bits wherever it is in the chunk.
     """
     import torch
 
     count = next(iter(params.values())).shape[0]
-    flat = torch.cat([value.reshape(count, -1) for value in params.values()], dim=1)
-    views, offset = {}, 0
+    offsets, width = _aligned_offsets(params)
+    sample = next(iter(params.values()))
+    flat = torch.zeros((count, width), dtype=sample.dtype, device=sample.device)
+    views = {}
     for key, value in params.items():
-        size = value[0].numel()
-        views[key] = flat[:, offset:offset + size].view(value.shape)
-        offset += size
+        view = flat[:, offsets[key]:offsets[key] + value[0].numel()]
+        view.copy_(value.reshape(count, -1))
+        views[key] = view.view(value.shape)
     return flat, views
+
+
+def _aligned_offsets(params: dict[str, Tensor]) -> tuple[dict[str, int], int]:
+    """Each parameter's first column in a flat row, each a multiple of :data:`ALIGNMENT`, and the row's width."""
+    offsets, width = {}, 0
+    for key, value in params.items():
+        offsets[key] = width
+        width += -(-value[0].numel() // ALIGNMENT) * ALIGNMENT
+    return offsets, width
 
 
 # --------------------------------------------------------------------------------------------
@@ -213,10 +263,13 @@ def train_chunk(gradient: Callable[..., dict[str, Tensor]], params: dict[str, Te
 
     flat, params = flat_parameters(params)
     optimizer = StackedOptimizer(plan.optimizer, plan.learning_rate, plan.weight_decay, flat)
+    flat_grad, grad_views = flat_parameters({key: torch.zeros_like(value) for key, value in params.items()})
 
     def flat_gradient(weights_of_step: Tensor, X_step: Tensor, y_step: Tensor) -> Tensor:
         grads = gradient(params, constants, weights_of_step, X_step, y_step)
-        return torch.cat([grads[key].reshape(flat.shape[0], -1) for key in params], dim=1)
+        for key, view in grad_views.items():
+            view.copy_(grads[key])
+        return flat_grad
 
     with torch.no_grad():
         if schedule is None:
@@ -229,6 +282,61 @@ def train_chunk(gradient: Callable[..., dict[str, Tensor]], params: dict[str, Te
             batch_weights = weights[:, rows] * present
             optimizer.step(flat, flat_gradient(batch_weights, X[rows], y[rows]), batch_weights.sum(dim=1) > 0)
     return params
+
+
+# --------------------------------------------------------------------------------------------
+# Each coalition on its own rows: chunks of similar sizes
+# --------------------------------------------------------------------------------------------
+
+def size_ordered_chunks(sizes: np.ndarray, capacity: Callable[[np.ndarray], np.ndarray],
+                        overhead_rows: float) -> list[np.ndarray]:
+    r"""Coalitions (indices into ``sizes``) cut into chunks of similar sizes, each sorted by size.
+
+    A chunk :math:`c` trains its :math:`B_c` coalitions on rows padded to its
+    largest size :math:`n_c`, so a step costs about
+    :math:`r_0 + B_c\, n_c` model-rows, :math:`r_0` = ``overhead_rows`` being the
+    fixed cost of a step (kernel launches, Python) in model-rows. The
+    coalitions are sorted by size (stable: ties keep the caller's order) and
+    cut into consecutive chunks minimising :math:`\sum_c (r_0 + B_c n_c)` under
+    :math:`B_c \le` ``capacity(n_c)`` (memory and the caller's cap), by dynamic
+    programming over the cut points (:math:`O(m \cdot \max B_c)`, numpy inside).
+    A deterministic function of ``sizes``: no timing enters it.
+    """
+    order = np.argsort(sizes, kind="stable")
+    ordered = np.asarray(sizes)[order].astype(np.float64)
+    count = ordered.size
+    caps = np.maximum(1, np.asarray(capacity(ordered.astype(np.int64)), dtype=np.int64))
+    best = np.zeros(count + 1)
+    start = np.zeros(count + 1, dtype=np.int64)
+    for stop in range(1, count + 1):  # the best cost of the first `stop` coalitions, and where its last chunk starts
+        first = max(0, stop - int(caps[stop - 1]))
+        costs = best[first:stop] + overhead_rows + (stop - np.arange(first, stop)) * ordered[stop - 1]
+        choice = int(np.argmin(costs))
+        best[stop], start[stop] = costs[choice], first + choice
+    chunks, stop = [], count
+    while stop > 0:
+        chunks.append(order[start[stop]:stop])
+        stop = int(start[stop])
+    return chunks[::-1]
+
+
+def own_rows(weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's nonzero entries of ``weights`` (B, N), gathered: (B, n) row indices and their weights.
+
+    ``n`` is the largest number of nonzero entries of a row; a row's entries
+    keep their increasing order, and shorter rows are padded with row 0 at
+    weight 0 (a zero term of the weighted loss).
+    """
+    present = weights != 0
+    counts = present.sum(axis=1)
+    width = max(1, int(counts.max(initial=0)))
+    rows, columns = np.nonzero(present)  # row-major: each row's columns in increasing order
+    position = np.arange(rows.size) - np.repeat(np.cumsum(counts) - counts, counts)
+    index = np.zeros((weights.shape[0], width), dtype=np.int64)
+    index[rows, position] = columns
+    gathered = np.zeros((weights.shape[0], width), dtype=weights.dtype)
+    gathered[rows, position] = weights[rows, columns]
+    return index, gathered
 
 
 # --------------------------------------------------------------------------------------------
@@ -295,8 +403,9 @@ def activations_per_row(template: Any, sample: Tensor) -> int:
     return max(1, total[0] // sample.shape[0]) + sample[0].numel()
 
 
-def bytes_per_model(n_parameters: int, activations: int, rows: int, optimizer: str, itemsize: int) -> int:
-    """Working memory of one model of a chunk while it trains on ``rows`` rows per step.
+def bytes_per_model(n_parameters: int, activations: int, rows: np.ndarray, optimizer: str,
+                    itemsize: int) -> np.ndarray:
+    """Working memory of one model of a chunk while it trains on ``rows`` rows per step (an array of counts).
 
     Parameters, gradients, Adam's two moments and about three parameter-sized
     temporaries of the update; activations kept for the backward pass, their

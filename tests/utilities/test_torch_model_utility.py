@@ -148,7 +148,8 @@ def test_reinitialize_is_noisy_yet_a_function_of_the_coalition():
     assert not np.allclose(other_seed, outputs)
     twice = redrawn.trained_outputs(np.repeat(masks[:1], 2, axis=0))
     np.testing.assert_array_equal(twice[0], twice[1])  # a repeated coalition: the same draw
-    np.testing.assert_array_equal(twice[0], outputs[0])
+    # another chunk pads its rows to another width: the same model to rounding
+    np.testing.assert_allclose(twice[0], outputs[0], rtol=1e-12, atol=1e-14)
 
 
 def test_the_model_and_the_global_random_state_are_left_alone():
