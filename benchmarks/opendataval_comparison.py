@@ -444,29 +444,40 @@ def header_lines(raw: dict) -> list[str]:
     return out
 
 
+def sampling_notes(rows: list[dict], dataset: str, sizes: dict[str, int]) -> list[str]:
+    """Permutations or units per run on each side, OpenDataVal's share of unfitted coalitions, reruns, floors."""
+    out = []
+    for method in ("tmc", "beta"):
+        runs = select(rows, dataset, method)
+        if runs:
+            units = np.mean([r["ours"]["units"] for r in runs])
+            coalitions = sum(r["peer"]["wrapper_fits"] for r in runs)
+            unfitted = 1.0 - sum(r["peer"]["real_fits"] for r in runs) / coalitions if coalitions else 0.0
+            out.append(f"   {METHODS[method]}: OpenDataVal {sizes['permutations']} permutations per run, "
+                       f"{unfitted:.0%} of its coalitions missing a class (DummyClassifier, not fitted); ours "
+                       f"{units:,.1f} " + ("permutations" if method == "tmc" else "sampling units") + " per run.")
+    reruns = [r for r in rows if r["dataset"] == dataset and len(r["ours"]["attempts"]) > 1]
+    if reruns:
+        tried = "; ".join(f"{METHODS[r['method']]} seed {r['seed']}: "
+                          + ", ".join(f"{budget:,} -> {fits:,}" for budget, fits in r["ours"]["attempts"])
+                          for r in reruns)
+        out.append(f"   Our budget was rescaled and rerun to match the fits in {len(reruns)} of the runs above "
+                   f"(budget -> fits: {tried}).")
+    floored = [r for r in rows if r["dataset"] == dataset and r["ours"]["floored"]]
+    if floored:
+        out.append(f"   In {len(floored)} run(s) ({', '.join(sorted({METHODS[r['method']] for r in floored}))}) "
+                   "OpenDataVal made fewer fits than one of our sampling units costs: ours ran one unit and made "
+                   "more fits than it.")
+    return out
+
+
 def report(raw: dict, markdown: bool) -> str:
     measured = raw["measured"]
     rows, methods = measured["rows"], measured["methods"]
     out = header_lines(raw)
     for dataset in measured["datasets"]:
         out += ["", f"{dataset}:", dataset_table(rows, dataset, methods, markdown)]
-        for method in ("tmc", "beta"):
-            runs = select(rows, dataset, method)
-            if runs:
-                units = np.mean([r["ours"]["units"] for r in runs])
-                out.append(f"   {METHODS[method]}: OpenDataVal {measured['sizes'][dataset]['permutations']} "
-                           f"permutations per run, ours {units:,.1f} "
-                           + ("permutations" if method == "tmc" else "sampling units") + " per run.")
-        reruns = [r for r in rows if r["dataset"] == dataset and len(r["ours"]["attempts"]) > 1]
-        if reruns:
-            out.append(f"   Our budget was rescaled and rerun to match the fits in {len(reruns)} of the runs above "
-                       "(budget, fits tried: " + "; ".join(f"{METHODS[r['method']]} seed {r['seed']}: "
-                                                           f"{r['ours']['attempts']}" for r in reruns) + ").")
-        floored = [r for r in rows if r["dataset"] == dataset and r["ours"]["floored"]]
-        if floored:
-            out.append(f"   In {len(floored)} run(s) ({', '.join(sorted({METHODS[r['method']] for r in floored}))}) "
-                       "OpenDataVal made fewer fits than one of our sampling units costs: ours ran one unit and made "
-                       "more fits than it.")
+        out += sampling_notes(rows, dataset, measured["sizes"][dataset])
     out += ["", "Goals:"]
     out += [("- " if markdown else "  ") + g for g in goal_lines(rows, measured["datasets"], methods)]
     return "\n".join(out)
