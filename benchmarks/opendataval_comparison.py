@@ -1,9 +1,10 @@
 """Side-by-side benchmark against OpenDataVal 1.3.0: finding flipped labels on its own task, at equal model fits.
 
-Run ``PYTHONPATH=$PWD python benchmarks/opendataval_comparison.py`` (about 20
-minutes on 2 cores; ``--quick`` for a smoke run of about 2 minutes;
-``--methods tmc,loo`` and ``--datasets digits`` select a subset; ``--output
-PATH`` for the markdown file, default
+Run ``PYTHONPATH=$PWD python benchmarks/opendataval_comparison.py`` (15
+minutes on 2 cores shared with other jobs, load average 6-7; ``--quick`` for a
+smoke run: one seed, 100 training and 50 validation points, small budgets,
+about 2 minutes; ``--methods tmc,loo`` and ``--datasets digits`` select a
+subset; ``--output PATH`` for the markdown file, default
 ``benchmarks/results/opendataval_comparison.md``). OpenDataVal pins torch 2.1
 and numpy < 2 and imports only with ``transformers~=4.35.0``, so it lives in a
 virtual environment of its own, outside the repository (nothing of it is
@@ -112,6 +113,7 @@ METHODS = {"tmc": "TMC Shapley", "beta": "Beta(16, 1) Shapley", "banzhaf": "Banz
            "loo": "leave-one-out", "knn": "KNN-Shapley (K = 10)"}
 SAMPLED = ("tmc", "beta", "banzhaf", "oob")
 TASK = {"train_count": 300, "valid_count": 100, "test_count": 0, "noise_rate": 0.15}
+QUICK_TASK = {**TASK, "train_count": 100, "valid_count": 50}  # smoke run: fewer points, so fewer fits per unit
 TRUNCATION = 0.01  # ours: stop a permutation at the first prefix within 1% of U(D)
 ALPHA, BETA = 16.0, 1.0
 K_NEIGHBOURS = 10
@@ -272,10 +274,10 @@ def warm_up(task: dict[str, np.ndarray]) -> None:
 
 
 def measure_dataset(dataset: str, seeds: list[int], methods: list[str], budgets: dict, python: str,
-                    folder: str) -> list[dict[str, Any]]:
+                    folder: str, task_sizes: dict[str, Any]) -> list[dict[str, Any]]:
     """Peer first (one process, every seed and method), then ours on the same tasks with the peer's fits."""
     log(f"{dataset}: OpenDataVal ...")
-    run_peer(python, {**TASK, "datasets": [dataset], "seeds": seeds, "methods": methods, "budgets": budgets},
+    run_peer(python, {**task_sizes, "datasets": [dataset], "seeds": seeds, "methods": methods, "budgets": budgets},
              folder)
     rows = []
     for seed in seeds:
@@ -294,19 +296,20 @@ def measure_dataset(dataset: str, seeds: list[int], methods: list[str], budgets:
     return rows
 
 
-def measure(datasets: list[str], seeds: list[int], methods: list[str], sizes: dict, python: str) -> dict:
+def measure(datasets: list[str], seeds: list[int], methods: list[str], sizes: dict, python: str,
+            task_sizes: dict[str, Any] = TASK) -> dict:
     """Every data set in turn (peer, then ours); the peer's versions come back from its first process."""
     folder = tempfile.mkdtemp(prefix="opendataval_comparison_")
     try:
         rows = []
         for dataset in datasets:
-            rows += measure_dataset(dataset, seeds, methods, peer_budgets(sizes), python, folder)
+            rows += measure_dataset(dataset, seeds, methods, peer_budgets(sizes), python, folder, task_sizes)
         with open(os.path.join(folder, "peer_versions.json")) as handle:
             peer_versions = json.load(handle)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     return {"rows": rows, "datasets": datasets, "seeds": seeds, "methods": methods, "sizes": sizes,
-            "peer_versions": peer_versions}
+            "peer_versions": peer_versions, "task": dict(task_sizes)}
 
 
 # --------------------------------------------------------------------------- analysis and report
@@ -351,10 +354,11 @@ def method_row(method: str, runs: list[dict]) -> list[str]:
     column = lambda side, key, digits=3: cell([r[side][key] for r in runs], digits)
     ratios = np.array([r["peer"]["seconds"] / r["ours"]["seconds"] for r in runs])
     wall, per_fit = time_ratios(runs)
+    per_fit_cell = "" if method == "knn" else ("n/a" if np.isnan(per_fit) else f"{per_fit:,.1f}x")  # NaN: no fits
     return [METHODS[method], f"{column('peer', 'real_fits', 0)} ({column('peer', 'wrapper_fits', 0)})",
             f"{column('ours', 'fits', 0)} ({column('ours', 'evaluations', 0)})", column("peer", "auroc"),
             column("ours", "auroc"), column("peer", "seconds", 2), column("ours", "seconds", 3),
-            f"{wall:,.1f}x [{ratios.min():,.1f}-{ratios.max():,.1f}]", "" if method == "knn" else f"{per_fit:,.1f}x",
+            f"{wall:,.1f}x [{ratios.min():,.1f}-{ratios.max():,.1f}]", per_fit_cell,
             ", ".join(sorted({r["ours"]["route"] for r in runs}))]
 
 
@@ -415,6 +419,7 @@ def goal_lines(rows: list[dict], datasets: list[str], methods: list[str]) -> lis
 def header_lines(raw: dict) -> list[str]:
     """Machine, versions of both sides, the library's commit, load average, wall time, the task."""
     info, measured = raw["info"], raw["measured"]
+    task = measured.get("task", TASK)
     v, peer, lib = info["versions"], measured["peer_versions"], info["library"]
     out = [f"Machine: {info['cpu']}, {info['cores']} cores ({info['machine']}), {info['system']}",
            f"Ours: Python {v['python']}, numpy {v['numpy']}, scikit-learn {v['sklearn']}, shapley_research "
@@ -428,9 +433,9 @@ def header_lines(raw: dict) -> list[str]:
            "One BLAS/OpenMP thread on both sides (environment variables and torch.set_num_threads(1) there, "
            "threadpoolctl here); OpenDataVal runs first on each data set, in a process of its own.",
            "",
-           f"Task: OpenDataVal's DataFetcher.setup(dataset, random_state=seed, train_count={TASK['train_count']}, "
-           f"valid_count={TASK['valid_count']}, test_count={TASK['test_count']}, add_noise=mix_labels, "
-           f"noise_kwargs={{'noise_rate': {TASK['noise_rate']}}}); seeds {', '.join(map(str, measured['seeds']))}. "
+           f"Task: OpenDataVal's DataFetcher.setup(dataset, random_state=seed, train_count={task['train_count']}, "
+           f"valid_count={task['valid_count']}, test_count={task['test_count']}, add_noise=mix_labels, "
+           f"noise_kwargs={{'noise_rate': {task['noise_rate']}}}); seeds {', '.join(map(str, measured['seeds']))}. "
            "Model LogisticRegression() (sklogreg there, ModelUtility(..., metric=\"accuracy\", fast=\"auto\") "
            "here); utility: accuracy on the validation points (15% of their labels flipped too).",
            f"Budgets (OpenDataVal's parameters; ours gets its real fits): {json.dumps(measured['sizes'])}; TMC "
@@ -463,6 +468,10 @@ def sampling_notes(rows: list[dict], dataset: str, sizes: dict[str, int]) -> lis
                           for r in reruns)
         out.append(f"   Our budget was rescaled and rerun to match the fits in {len(reruns)} of the runs above "
                    f"(budget -> fits: {tried}).")
+    knn = select(rows, dataset, "knn")
+    if knn:  # the same exact values on both sides, up to its float32 distances: a check of the exchange
+        gap = max(float(np.max(np.abs(np.subtract(r["ours"]["values"], r["peer"]["values"])))) for r in knn)
+        out.append(f"   KNN-Shapley, the same exact values on both sides: max |ours - OpenDataVal| = {gap:.1e}.")
     floored = [r for r in rows if r["dataset"] == dataset and r["ours"]["floored"]]
     if floored:
         out.append(f"   In {len(floored)} run(s) ({', '.join(sorted({METHODS[r['method']] for r in floored}))}) "
@@ -498,7 +507,8 @@ def names(text: str, known: tuple[str, ...] | dict[str, str], what: str) -> list
 
 def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="smoke run: one seed, small budgets (about 2 minutes)")
+    parser.add_argument("--quick", action="store_true",
+                        help="smoke run: one seed, 100 training points, small budgets (about 2 minutes)")
     parser.add_argument("--methods", type=lambda t: names(t, METHODS, "methods"), default=list(METHODS),
                         help=f"comma-separated subset of {','.join(METHODS)} (default: all)")
     parser.add_argument("--datasets", type=lambda t: names(t, DATASETS, "datasets"), default=list(DATASETS),
@@ -536,7 +546,8 @@ def run(args: argparse.Namespace) -> dict:
     info = machine_info()
     load_start = os.getloadavg()[0]
     start = time.perf_counter()
-    measured = measure(args.datasets, seeds, args.methods, sizes, args.peer_python)
+    measured = measure(args.datasets, seeds, args.methods, sizes, args.peer_python,
+                       QUICK_TASK if args.quick else TASK)
     return {"info": info, "load": (load_start, os.getloadavg()[0]), "measured": measured,
             "wall": time.perf_counter() - start, "command": command_line(args)}
 

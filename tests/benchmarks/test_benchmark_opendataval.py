@@ -155,3 +155,16 @@ def test_end_to_end_knn_against_opendataval(bench, tmp_path):
                        "--output", str(output)]) == 0
     text = output.read_text()
     assert "detection breast_cancer KNN-Shapley (K = 10)" in text and "OpenDataVal 1.3.0" in text
+
+
+def test_time_is_compared_per_real_fit_and_undefined_without_peer_fits(bench):
+    def runs(peer_fits, my_fits):
+        return [{"peer": {"seconds": 20.0, "real_fits": peer_fits}, "ours": {"seconds": 1.0, "fits": my_fits}}]
+
+    assert bench.time_ratios(runs(100, 100)) == (20.0, 20.0)
+    assert bench.time_ratios(runs(100, 50)) == (20.0, 10.0)  # ours made half the fits: half the credit
+    assert bench.time_goal("digits", "tmc", runs(100, 50)).endswith("(goal >= 10x per fit) OK")
+    wall, per_fit = bench.time_ratios(runs(0, 300))
+    assert wall == 20.0 and np.isnan(per_fit)
+    assert "UNDEFINED" in bench.time_goal("digits", "tmc", runs(0, 300))
+    assert bench.time_goal("digits", "tmc", runs(0, 300)).endswith(" MISS")
