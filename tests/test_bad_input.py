@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 import scipy.sparse
 from sklearn.linear_model import LogisticRegression, Ridge
+from sklearn.tree import DecisionTreeClassifier
 
 from shapley_research import (KNNUtility, LogisticObjective, LogisticRegressionUtility, ModelUtility,
                               RidgeUtility, all_s_influence, as_game, beta_shapley, compressive_sample_size,
@@ -711,6 +712,8 @@ ONE_CLASS = np.zeros(6, dtype=int)
 
 @pytest.mark.parametrize("build", [
     pytest.param(lambda **kw: ModelUtility(LogisticRegression(), X, ONE_CLASS, XT, YT, **kw), id="ModelUtility"),
+    pytest.param(lambda **kw: ModelUtility(LogisticRegression(), X, ONE_CLASS, XT, YT, fast=False, **kw),
+                 id="ModelUtility-per-clone"),
     pytest.param(lambda **kw: LogisticRegressionUtility(X, ONE_CLASS, XT, YT, **kw), id="LogisticRegressionUtility"),
 ])
 def test_labels_of_one_class_follow_the_degenerate_convention(build):
@@ -727,6 +730,8 @@ def test_labels_of_one_class_follow_the_degenerate_convention(build):
 
 @pytest.mark.parametrize("build", [
     pytest.param(lambda **kw: ModelUtility(LogisticRegression(), X[:1], Y[:1], XT, YT, **kw), id="ModelUtility"),
+    pytest.param(lambda **kw: ModelUtility(LogisticRegression(), X[:1], Y[:1], XT, YT, fast=False, **kw),
+                 id="ModelUtility-per-clone"),
     pytest.param(lambda **kw: LogisticRegressionUtility(X[:1], Y[:1], XT, YT, **kw), id="LogisticRegressionUtility"),
 ])
 def test_one_training_point_classification(build):
@@ -739,7 +744,7 @@ def test_one_training_point_classification(build):
 
 def test_one_training_point_regression():
     ridge = RidgeUtility(X[:1], YR[:1], XT, YTR, alpha=1.0)
-    reference = ModelUtility(Ridge(alpha=1.0), X[:1], YR[:1], XT, YTR, metric="neg_mse")
+    reference = ModelUtility(Ridge(alpha=1.0), X[:1], YR[:1], XT, YTR, metric="neg_mse", fast=False)  # scikit-learn
     full = np.ones((1, 1), bool)
     np.testing.assert_allclose(ridge.evaluate(full), reference.evaluate(full), rtol=1e-10)
     # the empty set predicts 0 (module docstring), so U(empty) = -mean(y_test^2)
@@ -833,8 +838,10 @@ PARAMETER_ROWS = [
     utility_row("fast_true_unsupported", {"model": Ridge(positive=True), "metric": "r2", "fast": True}, ValueError,
                 "fast=True but Ridge has no batched learner"),
     utility_row("warm_prefixes_int", {"warm_prefixes": 1}, TypeError, "warm_prefixes must be True or False"),
-    utility_row("warm_prefixes_not_routed", {"warm_prefixes": True}, ValueError,
+    utility_row("warm_prefixes_not_routed", {"warm_prefixes": True, "fast": False}, ValueError,
                 "warm_prefixes=True needs a LogisticRegression routed"),
+    utility_row("warm_prefixes_unsupported_model", {"model": DecisionTreeClassifier(), "warm_prefixes": True},
+                ValueError, "warm_prefixes=True needs a LogisticRegression routed"),
     utility_row("blas_threads_zero", {"blas_threads": 0}, ValueError, "blas_threads must be >= 1"),
     utility_row("blas_threads_string", {"blas_threads": "1"}, TypeError, "blas_threads must be an integer"),
     # the batched learners

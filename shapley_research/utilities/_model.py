@@ -128,7 +128,9 @@ class ModelUtility(Game):
     Players are the training points (``n_players = len(X_train)``). Every
     non-degenerate coalition gets a fresh ``sklearn.base.clone(model)`` (or a
     deep copy for non-scikit-learn objects with ``fit``/``predict``), fitted on
-    the rows of ``S`` and scored on the fixed test set. The metrics, the
+    the rows of ``S`` and scored on the fixed test set; by default
+    (``fast="auto"``) a supported linear model may instead be trained by an
+    equivalent batched learner (see ``fast``). The metrics, the
     convention for degenerate coalitions (empty, a single class, fewer than
     ``min_samples`` points, or none the model can be fitted on), the classes a
     coalition missed and the warnings of coalition fits are in the Notes below.
@@ -167,11 +169,16 @@ class ModelUtility(Game):
         dropped beyond ``cache_size``): repeated coalitions are fitted once.
     cache_size : int, default 65536
         Most coalitions kept in the cache.
-    fast : {False, "auto", True}, default False
-        By default the estimator itself is cloned and fitted on every coalition,
-        so the utility is exactly that estimator's. Opt in to route to a batched learner of
-        :mod:`shapley_research.utilities.learners`, which
-        trains a whole batch of coalitions at once: ``LogisticRegression``
+    fast : {"auto", False, True}, default "auto"
+        Where the coalitions are fitted. ``False`` is the exact scikit-learn
+        path: the estimator itself is cloned and fitted on every coalition, so
+        the utility is exactly that estimator's. ``True`` forces a batched
+        learner of :mod:`shapley_research.utilities.learners`, which trains a
+        whole batch of coalitions at once (a ``ValueError`` if the model has
+        none); ``"auto"`` (the default) uses it only where it is predicted to be
+        faster, so its route depends on the model, the data's shapes and the
+        cost model's calibration on the machine; pass ``True`` or ``False`` where
+        results must not depend on the machine. The batched learners: ``LogisticRegression``
         (L2 penalty, ``dual=False``, no ``class_weight``, finite ``C``, any
         solver but ``liblinear``) to :class:`~shapley_research.utilities.learners.LogisticRegressionUtility`
         and ``Ridge`` (scalar ``alpha > 0``, ``positive=False``) to
@@ -196,9 +203,8 @@ class ModelUtility(Game):
         (:mod:`shapley_research.utilities.learners._cost`); iris goes batched,
         10-class digits (300 points, 64 features, L-BFGS) per subset.
         ``warm_prefixes=True`` routes any supported ``LogisticRegression``.
-        ``True`` forces the batched learner (raises if the model is not
-        supported), ``False`` always fits the estimator itself. ``route_`` states
-        the route taken and why (``str(game.route_)``). A routed ridge
+        An unsupported model (any other estimator) is fitted per coalition.
+        ``route_`` states the route taken and why (``str(game.route_)``). A routed ridge
         game also gets the learner's exact one-pass ``evaluate_prefixes``; the
         logistic learner's one-pass path is an approximation of refitting, so it
         is not exposed here (use ``game.learner_.evaluate_prefixes`` knowingly),
@@ -337,7 +343,7 @@ class ModelUtility(Game):
                  task: Literal["auto", "classification", "regression"] = "auto",
                  degenerate: Literal["constant", "default", "raise"] = "constant",
                  default_utility: float | None = None, min_samples: int = 1, cache: bool = False,
-                 cache_size: int = 65536, fast: bool | Literal["auto"] = False, blas_threads: int | None = 1,
+                 cache_size: int = 65536, fast: bool | Literal["auto"] = "auto", blas_threads: int | None = 1,
                  n_jobs: int | None = None, warm_prefixes: bool = False,
                  device: str | torch.device | None = None, dtype: Literal["float64", "float32"] = "float64") -> None:
         if isinstance(model, type):

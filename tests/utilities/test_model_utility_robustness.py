@@ -117,7 +117,7 @@ def test_neg_log_loss_scorer_follows_the_string_metric_convention(multiclass):
     X_train, y_train, X_test, y_test = multiclass
     masks = masks_missing_a_class(y_train)
     scorer = ModelUtility(LogisticRegression(), X_train, y_train, X_test, y_test, get_scorer("neg_log_loss"))
-    string = ModelUtility(LogisticRegression(), X_train, y_train, X_test, y_test, "neg_log_loss")
+    string = ModelUtility(LogisticRegression(), X_train, y_train, X_test, y_test, "neg_log_loss", fast=False)
     np.testing.assert_allclose(scorer.evaluate(masks), string.evaluate(masks), rtol=1e-10)
 
 
@@ -251,7 +251,7 @@ def test_a_run_with_a_model_that_needs_points_finishes(multiclass):
 def test_convergence_warnings_are_reported_once_with_their_count(multiclass, n_jobs):
     X_train, y_train, X_test, y_test = multiclass
     masks = two_class_prefixes(y_train, range(6, 26, 2))
-    game = ModelUtility(LogisticRegression(max_iter=1), X_train, y_train, X_test, y_test, n_jobs=n_jobs)
+    game = ModelUtility(LogisticRegression(max_iter=1), X_train, y_train, X_test, y_test, n_jobs=n_jobs, fast=False)
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
         game.evaluate(masks)
@@ -269,7 +269,7 @@ def test_convergence_warnings_are_reported_once_with_their_count(multiclass, n_j
 def test_collecting_warnings_in_threads_counts_each_thread_and_restores_the_filters(multiclass):
     X_train, y_train, X_test, y_test = multiclass
     masks = two_class_prefixes(y_train, range(6, 14))
-    game = ModelUtility(LogisticRegression(max_iter=1), X_train, y_train, X_test, y_test)
+    game = ModelUtility(LogisticRegression(max_iter=1), X_train, y_train, X_test, y_test, fast=False)
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
         before = list(warnings.filters), warnings.showwarning
@@ -340,11 +340,12 @@ def test_numeric_frames_series_lists_and_string_labels_give_the_array_values(mul
     names = np.array(["setosa", "versicolor", "virginica"])
     masks = np.vstack([two_class_prefixes(y_train, [8, 14]), np.ones(len(y_train), bool)])
     for metric in ("accuracy", "neg_log_loss", get_scorer("roc_auc_ovr")):
-        reference = ModelUtility(LogisticRegression(), X_train, y_train, X_test, y_test, metric).evaluate(masks)
+        reference = ModelUtility(LogisticRegression(), X_train, y_train, X_test, y_test, metric,
+                                 fast=False).evaluate(masks)
         frames = ModelUtility(LogisticRegression(), pd.DataFrame(X_train), pd.Series(names[y_train]),
-                              pd.DataFrame(X_test), pd.Series(names[y_test]), metric)
+                              pd.DataFrame(X_test), pd.Series(names[y_test]), metric, fast=False)
         assert isinstance(frames.X_train, np.ndarray)
         lists = ModelUtility(LogisticRegression(), X_train.tolist(), y_train.tolist(), X_test.tolist(),
-                             y_test.tolist(), metric)
+                             y_test.tolist(), metric, fast=False)
         np.testing.assert_array_equal(frames.evaluate(masks), reference)
         np.testing.assert_array_equal(lists.evaluate(masks), reference)

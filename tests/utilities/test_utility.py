@@ -6,6 +6,7 @@ score with ``sklearn.metrics``), independently of the package's scoring code.
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import math
 import warnings
@@ -185,7 +186,7 @@ def test_scorer_objects_score_degenerate_coalitions(iris, diabetes, task, scorer
     values = game.evaluate(masks)
     assert np.isfinite(values).all()
     if metric is not None:  # the same numbers as the built-in metric of the same name
-        reference = ModelUtility(model, X_train, y_train, X_test, y_test, metric, min_samples=3)
+        reference = ModelUtility(model, X_train, y_train, X_test, y_test, metric, min_samples=3, fast=False)
         np.testing.assert_allclose(values, reference.evaluate(masks), rtol=1e-12)
     else:  # a constant model ranks nothing: chance-level AUC
         np.testing.assert_allclose(values, 0.5)
@@ -381,21 +382,56 @@ def test_warm_prefixes_need_a_routed_logistic_regression(iris, model, fast):
                      y_test.astype(float) if metric == "r2" else y_test, metric, fast=fast, warm_prefixes=True)
 
 
-def test_supported_models_are_fitted_themselves_by_default(iris):
-    """The utility is exactly the given estimator's unless the batched path is asked for."""
-    X_train, y_train, X_test, y_test = iris
-    assert ModelUtility(LogisticRegression(), X_train, y_train, X_test, y_test).learner_ is None
-    assert ModelUtility(LogisticRegression(), X_train, y_train, X_test, y_test, fast="auto").learner_ is not None
+def test_the_default_is_auto():
+    assert inspect.signature(ModelUtility).parameters["fast"].default == "auto"
 
 
-@pytest.mark.parametrize("model", [LogisticRegression(solver="liblinear"), LogisticRegression(l1_ratio=0.5),
-                                   LogisticRegression(class_weight="balanced"), DecisionTreeClassifier()])
-def test_unsupported_models_are_fitted_themselves(iris, model):
+def test_a_default_logistic_game_on_iris_is_batched_and_agrees_with_scikit_learn(iris):
+    """fast="auto" (the default) routes iris batched: the forced learner's bits, scikit-learn's to its tolerance.
+
+    The learner is solved to ``min(tol, 1e-6)``; against a tightly converged
+    scikit-learn fit the docstring promises probabilities to about 1e-4, so
+    the mean test log-likelihood agrees to 1e-4 relative.
+    """
     X_train, y_train, X_test, y_test = iris
-    assert ModelUtility(model, X_train, y_train, X_test, y_test).learner_ is None  # default: never routed
-    assert ModelUtility(model, X_train, y_train, X_test, y_test, fast="auto").learner_ is None
+    masks = random_masks(np.random.default_rng(11), 12, len(y_train), min_size=6)
+    default = ModelUtility(LogisticRegression(), X_train, y_train, X_test, y_test)
+    assert isinstance(default.learner_, LogisticRegressionUtility)
+    assert default.route_.batched and str(default.route_).startswith("batched: predicted")
+    forced = ModelUtility(LogisticRegression(), X_train, y_train, X_test, y_test, fast=True)
+    np.testing.assert_array_equal(default.evaluate(masks), forced.evaluate(masks))
+
+    tight = LogisticRegression(tol=1e-10, max_iter=10_000)
+    routed = ModelUtility(tight, X_train, y_train, X_test, y_test, "neg_log_loss")
+    exact = ModelUtility(tight, X_train, y_train, X_test, y_test, "neg_log_loss", fast=False)
+    assert routed.route_.batched and exact.learner_ is None
+    np.testing.assert_allclose(routed.evaluate(masks), exact.evaluate(masks), rtol=1e-4)
+
+
+@pytest.mark.parametrize("model, reason", [
+    (LogisticRegression(solver="liblinear"), "liblinear penalises the intercept"),
+    (LogisticRegression(l1_ratio=0.5), "only the L2 penalty is supported"),
+    (LogisticRegression(class_weight="balanced"), "class_weight is not supported"),
+    (DecisionTreeClassifier(), "only sklearn.linear_model.LogisticRegression and Ridge have batched learners"),
+])
+def test_unsupported_models_are_fitted_themselves(iris, model, reason):
+    X_train, y_train, X_test, y_test = iris
+    game = ModelUtility(model, X_train, y_train, X_test, y_test)  # the default, fast="auto"
+    assert game.learner_ is None and not game.route_.batched
+    assert str(game.route_).startswith(f"per-subset fits: {type(model).__name__} has no batched learner ({reason}")
     with pytest.raises(ValueError, match="fast=True"):
         ModelUtility(model, X_train, y_train, X_test, y_test, fast=True)
+
+
+def test_a_default_tree_game_fits_the_tree_on_every_coalition(iris):
+    """An unsupported model under the default: scikit-learn's own fit per coalition, bit for bit."""
+    X_train, y_train, X_test, y_test = iris
+    model = DecisionTreeClassifier(random_state=0)
+    game = ModelUtility(model, X_train, y_train, X_test, y_test)
+    masks = random_masks(np.random.default_rng(12), 4, len(y_train), min_size=10)
+    expected = [direct_score(model, X_train, y_train, X_test, y_test, m, "accuracy") for m in masks]
+    np.testing.assert_array_equal(game.evaluate(masks), expected)
+    assert game.n_fits == len(masks)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -14,7 +14,8 @@ Protocol (every open choice is a parameter of ``conf/experiment/data_cleaning.ya
   labels flipped to another class at random (:func:`make_problem`); ``n_seeds``
   repetitions of split and flips.
 * **Game.** ``ModelUtility(LogisticRegression(C), ..., metric="accuracy",
-  fast="auto")``: test accuracy, fitted by the package's batched learner.
+  fast=True)``: test accuracy, fitted by the package's batched learner (the
+  route ``fast="auto"`` takes here, pinned: :func:`make_game`).
 * **Methods** (:data:`METHODS`): exact KNN-Shapley, permutation Shapley (plain;
   antithetic with position adjustment; truncated Monte Carlo), group testing
   (improved), compressive, stratified SVARM, Data Banzhaf (MSR), Beta(16, 1),

@@ -20,7 +20,7 @@ Protocol (every open choice is a parameter of ``conf/experiment/mlp_cleaning.yam
   every coalition from the same initial parameters drawn from the problem's
   seed; the coalition mask as per-sample weights, a chunk of coalitions
   trained at once), and data_cleaning's ``ModelUtility(LogisticRegression(C),
-  fast="auto")``.
+  fast=True)`` (its batched learner, pinned).
 * **Methods** at ``budget`` utility evaluations: MSR Banzhaf, Beta(16, 1),
   truncated Monte Carlo (``permutation_shapley(truncation=...)``) and Data-OOB
   with ``min(budget, oob_estimators)`` bagged models: on the MLP side the

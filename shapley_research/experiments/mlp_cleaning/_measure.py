@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 #: The valuation methods, in the order of the tables and the figure (data_cleaning's names).
 METHODS = ("msr_banzhaf", "beta_shapley", "truncated_permutation", "data_oob")
-#: The utilities: the MLP (TorchModelUtility) and data_cleaning's logistic regression (ModelUtility, fast="auto").
+#: The utilities: the MLP (TorchModelUtility) and data_cleaning's logistic regression (ModelUtility, fast=True).
 MODELS = ("mlp", "logistic")
 LABELS = {m: CLEANING_LABELS[m] for m in METHODS}
 MODEL_LABELS = {"mlp": "MLP (TorchModelUtility)", "logistic": "logistic regression (ModelUtility)"}
