@@ -188,20 +188,23 @@ class ModelUtility(Game):
         ``StandardScaler``, ``MinMaxScaler`` (``clip=False``) or ``MaxAbsScaler``
         steps (and ``"passthrough"``), each scaler fitted on the coalition alone as the
         pipeline fits it (solved as a per-coalition penalty, the same minimiser); any
-        other step is fitted per subset, and ``route_`` names it. They minimise the same objective as scikit-learn:
-        ridge agrees with ``Ridge`` to rounding (about 1e-14 relative); logistic
-        regression is solved to ``min(model.tol, 1e-6)`` (tighter than the
-        default ``tol=1e-4`` of ``LogisticRegression``), so coefficients agree
-        with a tightly converged scikit-learn fit to about 1e-5 relative and
-        probabilities to about 1e-4, and differ from a default fit by that
-        solver's own stopping error (accuracy can then differ on test points
-        lying that close to a decision boundary). ``"auto"`` routes a supported model
-        (exact type, supported parameters) only where it is predicted to be faster:
-        the batched learner's predicted seconds per coalition must be at least 1.5
-        times below one scikit-learn fit's, by a formula in the shapes, solvers and
-        iterations calibrated on measured timings
-        (:mod:`shapley_research.utilities.learners._cost`); iris goes batched,
-        10-class digits (300 points, 64 features, L-BFGS) per subset.
+        other step is fitted per subset, and ``route_`` names it. They minimise the same objective as
+        scikit-learn: ridge agrees with ``Ridge`` to rounding (about 1e-14 relative). Logistic regression
+        by Newton (binary, or up to 160 unknowns) is solved to ``min(model.tol, 1e-6)``, tighter than
+        scikit-learn's default ``tol=1e-4`` at the cost of about one step; by L-BFGS (10-class digits,
+        MNIST) it stops at the model's own ``tol`` in scikit-learn's own gradient test, iterating in
+        ``float32`` then ``float64`` (:class:`~shapley_research.utilities.learners.LogisticRegressionUtility`).
+        Either way the utilities differ from a default scikit-learn fit by the solvers' stopping error
+        (accuracy can then differ on test points lying that close to a decision boundary; measured max
+        \|dU\| 0.004-0.015 on digits and MNIST, ``benchmarks/results/batched_routing.txt``). ``"auto"``
+        routes a supported model (exact type, supported parameters) only where it is predicted to be
+        faster: the batched learner's predicted seconds per coalition must be at least 1.5 times below
+        one scikit-learn fit's, by a formula in the shapes, solvers and iterations
+        (:mod:`shapley_research.utilities.learners._cost`) whose constants are scaled by factors
+        measured once on this machine and cached per machine and version
+        (:mod:`shapley_research.utilities.learners._calibration`; the environment variable
+        ``SHAPLEY_RESEARCH_ROUTING=fixed`` keeps the committed constants); iris, breast cancer,
+        10-class digits and MNIST after PCA go batched.
         ``warm_prefixes=True`` routes any supported ``LogisticRegression``.
         An unsupported model (any other estimator) is fitted per coalition.
         ``route_`` states the route taken and why (``str(game.route_)``). A routed ridge
