@@ -38,7 +38,7 @@ from .._device import check_dtype, resolve_device
 from .._threads import thread_controller
 from .._validation import check_bool, check_choice, check_int, check_n_jobs, check_real_scalar
 from ..games import Game, report_evaluated
-from .learners import check_fast, is_pipeline, learner_for, route_decision
+from .learners import RouteDecision, check_fast, is_pipeline, learner_for, route_decision
 
 if TYPE_CHECKING:
     import torch
@@ -430,6 +430,8 @@ class ModelUtility(Game):
                              "non-numeric columns or missing values, which go to the model as they are. "
                              "Pass fast='auto' or fast=False to fit the model itself.")
         if (isinstance(fast, (bool, np.bool_)) and not fast) or (isinstance(fast, str) and fast == "auto"):
+            self.route_ = RouteDecision(False, "per-subset fits: X_train is a DataFrame with non-numeric columns "
+                                               "or missing values, which goes to the model as it is")
             return None
         return self._route(fast)  # refuses any other value with its own message
 

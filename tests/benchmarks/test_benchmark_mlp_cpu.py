@@ -30,6 +30,6 @@ def test_quick_run_prints_the_ratios_and_the_goals(bench, capsys):
     assert bench.main(["--quick", "--coalitions", "12"]) == 0
     out = capsys.readouterr().out
     assert "load average at start" in out and "load average at end" in out
-    assert "ratio" in out and "GFlop/s achieved" in out and "scikit-learn MLPClassifier" in out
+    assert "ratio" in out and "GFlop/s wall" in out and "scikit-learn MLPClassifier" in out
     assert "float64 0.00e+00" in out  # the loop and TorchModelUtility train the same models
     assert out.count("not judged (--quick)") == 2

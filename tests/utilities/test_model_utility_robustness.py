@@ -313,6 +313,7 @@ def test_a_pipeline_is_valued_on_raw_data_as_scikit_learn_fits_it(multiclass, mi
     model = raw_pipeline(missing)
     game = ModelUtility(model, X_train, y_train, X_test, y_test, fast="auto")
     assert game.learner_ is None and game.X_train is X_train  # given to the model as it is
+    assert not game.route_.batched and "DataFrame" in str(game.route_)
     masks = two_class_prefixes(y_train, [10, 20])
     masks = np.vstack([masks, np.ones(len(y_train), bool)])
     expected = [clone(model).fit(X_train[m], y_train[m]).score(X_test, y_test) for m in masks]

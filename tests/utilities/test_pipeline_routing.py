@@ -249,7 +249,8 @@ def test_a_pipeline_subclass_and_fast_false_fit_the_pipeline_itself(binary):
     sub = ModelUtility(MyPipeline([("s", StandardScaler()), ("lr", LogisticRegression())]),
                        X_train, y_train, X_test, y_test, fast="auto")
     assert sub.learner_ is None and "only sklearn.linear_model.LogisticRegression and Ridge" in str(sub.route_)
-    off = ModelUtility(make_pipeline(StandardScaler(), LogisticRegression()), X_train, y_train, X_test, y_test)
+    off = ModelUtility(make_pipeline(StandardScaler(), LogisticRegression()), X_train, y_train, X_test, y_test,
+                       fast=False)
     assert off.learner_ is None and str(off.route_).startswith("per-subset fits: fast=False")
 
 
