@@ -33,9 +33,10 @@ def _lbfgs(chunk: _SoftmaxChunk, theta: Array, tol: float, max_iter: int, memory
     iterations = backend.zeros((B,), "int")
     sub = chunk
     f, g = sub.objective(theta)
-    # pair j of every coalition is one contiguous (B, K, q) block: the two-loop recursion reads slots
-    S = backend.zeros((memory, B, K, q))
-    Y = backend.zeros((memory, B, K, q))
+    # slot j holds pair j of every coalition, one (B, K, q) array, None until written: the two-loop
+    # recursion reads whole slots, and dropping converged coalitions copies only the slots written
+    S: list[Array] = [None] * memory
+    Y: list[Array] = [None] * memory
     rho = backend.zeros((memory, B))
     gamma = backend.ones((B,))
     pairs = backend.zeros((B,), "int")  # curvature pairs stored since the last restart
@@ -43,7 +44,8 @@ def _lbfgs(chunk: _SoftmaxChunk, theta: Array, tol: float, max_iter: int, memory
     def keep_rows(keep: Array) -> None:
         nonlocal active, sub, f, g, S, Y, rho, gamma, pairs
         active, sub = active[keep], sub.take(keep)
-        f, g, S, Y, rho = f[keep], g[keep], S[:, keep], Y[:, keep], rho[:, keep]
+        f, g, rho = f[keep], g[keep], rho[:, keep]
+        S, Y = [None if s is None else s[keep] for s in S], [None if y is None else y[keep] for y in Y]
         gamma, pairs = gamma[keep], pairs[keep]
 
     for it in range(max_iter + 1):
@@ -78,7 +80,8 @@ def _lbfgs(chunk: _SoftmaxChunk, theta: Array, tol: float, max_iter: int, memory
     return theta, iterations, converged
 
 
-def _search_direction(backend: ArrayBackend, g: Array, S: Array, Y: Array, rho: Array, gamma: Array, pairs: Array,
+def _search_direction(backend: ArrayBackend, g: Array, S: list[Array], Y: list[Array], rho: Array, gamma: Array,
+                      pairs: Array,
                       it: int, precondition: Callable[[Array, Array], Array] | None, active: Array) -> Array:
     """The L-BFGS direction ``-H g`` by the two-loop recursion over the stored pairs, newest first.
 
@@ -88,7 +91,7 @@ def _search_direction(backend: ArrayBackend, g: Array, S: Array, Y: Array, rho: 
     pairs are dropped in place (``rho`` and ``pairs``).
     """
     xp = backend.xp
-    memory = S.shape[0]
+    memory = len(S)
     r = backend.copy(g)
     alphas = backend.zeros((memory, g.shape[0]))
     # the slots written so far, newest first (an unwritten slot holds no pair)
