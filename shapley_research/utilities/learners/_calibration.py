@@ -29,6 +29,7 @@ committed constants (factors 1), as the test suite does.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -62,8 +63,12 @@ def calibration() -> Calibration:
     return _PROCESS_CALIBRATION[str(path)]
 
 
+@functools.lru_cache(maxsize=1)
 def machine_key() -> str:
-    """A short hash of what the timings depend on: CPU, core count, Python and library versions."""
+    """A short hash of what the timings depend on: CPU, core count, Python and library versions.
+
+    Computed once per process: every ``fast="auto"`` route asks for it.
+    """
     import scipy
     import sklearn
 

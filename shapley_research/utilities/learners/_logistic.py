@@ -355,23 +355,22 @@ class LogisticRegressionUtility(_BatchedLearner):
         penalty = self._coalition_penalty(masks)  # None: the shared penalty
         chunk = _SoftmaxChunk.from_masks(self._softmax_data, masks, counts, self.C, penalty)
         theta = theta * chunk.present[:, :, None]
+
+        def solve(part: _SoftmaxChunk, start: Array, strict: bool = False) -> tuple[Array, Array, Array]:
+            return _lbfgs(part, start, self.tol, self.max_iter, strict=strict,
+                          precondition=self._preconditioner(part) if precondition else None)
+
         if not self._mixed:
-            theta, iterations, converged = _lbfgs(chunk, theta, self.tol, self.max_iter,
-                                                  precondition=self._preconditioner(chunk) if precondition else None)
+            theta, iterations, converged = solve(chunk, theta)
             return self._centred(theta, chunk.present), iterations, converged
         rough = _SoftmaxChunk.from_masks(self._softmax_data32, masks, counts, self.C, penalty)
-        theta32, iterations, converged = _lbfgs(rough, rough.data.backend.asarray(theta), self.tol, self.max_iter,
-                                                precondition=self._preconditioner(rough) if precondition else None,
-                                                strict=True)
+        theta32, iterations, converged = solve(rough, rough.data.backend.asarray(theta), strict=True)
         theta = self._backend.asarray(theta32)
         rows = self._backend.arange(len(chunk))
         if self.tol >= FLOAT32_MIN_TOL:  # float32's gradient test holds: refine only the coalitions that stalled
             rows = rows[~self._backend.asarray(converged, "bool")]
         if rows.shape[0]:
-            refine = chunk.take(rows)
-            theta[rows], more, converged[rows] = _lbfgs(refine, theta[rows], self.tol, self.max_iter,
-                                                        precondition=self._preconditioner(refine) if precondition
-                                                        else None)
+            theta[rows], more, converged[rows] = solve(chunk.take(rows), theta[rows])
             iterations[rows] += more
         return self._centred(theta, chunk.present), iterations, converged
 
