@@ -128,6 +128,11 @@ class Claim:
         True for a sanity check: a check that can fail only through a bug (an
         identity, arithmetic on the paper's bounds, a bound with a wide slack),
         reported apart and never counted with the empirical verdicts.
+    by_construction : bool
+        True for a check whose verdict the experiment's design fixes (a
+        setting calibrated to make it hold, a learner that cannot meet a
+        hypothesis): reported apart, like the sanity checks, and never counted
+        as evidence.
     """
 
     claim: str
@@ -141,6 +146,7 @@ class Claim:
     timing: bool = False
     undecided: str | None = None
     sanity: bool = False
+    by_construction: bool = False
 
     @property
     def verdict(self) -> str:
@@ -153,7 +159,8 @@ class Claim:
         ``{claim, statistic: {name, value}, holds, source, criterion, timing}``
         plus ``section`` and ``note`` where given, ``verdict`` for an
         undecided claim (``holds`` then false; otherwise ``holds`` says it:
-        :func:`verdict_of`) and ``sanity: true`` for a sanity check.
+        :func:`verdict_of`), ``sanity: true`` for a sanity check and
+        ``by_construction: true`` for a check that holds or fails by construction.
         """
         entry = {"claim": self.claim, "statistic": {"name": self.statistic, "value": to_jsonable(self.value)},
                  "holds": bool(self.holds), "source": self.source, "criterion": self.criterion,
@@ -162,6 +169,8 @@ class Claim:
             entry["verdict"] = self.undecided
         if self.sanity:
             entry["sanity"] = True
+        if self.by_construction:
+            entry["by_construction"] = True
         if self.section is not None:
             entry["section"] = self.section
         if self.note is not None:
@@ -183,7 +192,7 @@ def _non_empty(name: str, value: Any, optional: bool = False) -> str | None:
 
 def claim(text: str, statistic_name: str, value: Any, holds: Any, *, source: str, criterion: str,
           section: str | None = None, note: str | None = None, timing: bool = False,
-          undecided: str | None = None, sanity: bool = False) -> Claim:
+          undecided: str | None = None, sanity: bool = False, by_construction: bool = False) -> Claim:
     """Build a :class:`Claim`, coercing numpy types to plain Python.
 
     ``holds`` is usually a numpy comparison (``np.bool_``); it is converted
@@ -211,6 +220,10 @@ def claim(text: str, statistic_name: str, value: Any, holds: Any, *, source: str
     sanity : bool
         Whether this is a sanity check (it can fail only through a bug); it is
         reported apart and not counted with the empirical verdicts.
+    by_construction : bool
+        Whether the experiment's design fixes the verdict (a calibrated
+        setting, a learner outside a theorem's hypotheses); reported apart and
+        not counted with the empirical verdicts.
 
     Raises
     ------
@@ -229,7 +242,8 @@ def claim(text: str, statistic_name: str, value: Any, holds: Any, *, source: str
     section = _non_empty("section", section, optional=source == "reproduction")
     if isinstance(holds, np.ndarray) and holds.ndim > 0:
         raise TypeError("holds must be a single truth value; reduce arrays with .all() or .any().")
-    for name, flag in (("holds", holds), ("timing", timing), ("sanity", sanity)):
+    for name, flag in (("holds", holds), ("timing", timing), ("sanity", sanity),
+                       ("by_construction", by_construction)):
         if not isinstance(flag, (bool, np.bool_, numbers.Integral)):
             raise TypeError(f"{name} must be a boolean, got {flag!r} of type {type(flag).__name__}.")
     if undecided is not None and undecided not in VERDICTS[2:]:
@@ -237,7 +251,7 @@ def claim(text: str, statistic_name: str, value: Any, holds: Any, *, source: str
     if undecided is not None and bool(holds):
         raise ValueError(f"a claim whose verdict is {undecided!r} cannot hold: pass holds=False.")
     return Claim(text, statistic_name, to_jsonable(value), bool(holds), source, criterion, section, note,
-                 bool(timing), undecided, bool(sanity))
+                 bool(timing), undecided, bool(sanity), bool(by_construction))
 
 
 def verdict_of(entry: Claim | Mapping[str, Any]) -> str:
@@ -247,15 +261,23 @@ def verdict_of(entry: Claim | Mapping[str, Any]) -> str:
     return entry.get("verdict") or ("holds" if entry["holds"] else "does not hold")
 
 
+def counts_as_evidence(entry: Mapping[str, Any]) -> bool:
+    """Whether a ``metrics.json`` claim is evidence: neither a sanity check nor decided by construction."""
+    return not (entry.get("sanity", False) or entry.get("by_construction", False))
+
+
 def held_count(claims: Iterable[Mapping[str, Any]], source: str) -> tuple[int, int]:
-    """``(claims that hold, claims)`` among the ``metrics.json`` claims of ``source``, sanity checks aside."""
-    picked = [c for c in claims if c.get("source") == source and not c.get("sanity", False)]
+    """``(claims that hold, claims)`` among the ``metrics.json`` claims of ``source`` that are evidence.
+
+    Sanity checks and checks decided by construction are left aside (:func:`counts_as_evidence`).
+    """
+    picked = [c for c in claims if c.get("source") == source and counts_as_evidence(c)]
     return sum(bool(c["holds"]) for c in picked), len(picked)
 
 
 def undecided_count(claims: Iterable[Mapping[str, Any]], source: str) -> dict[str, int]:
-    """How many claims of ``source`` (sanity checks aside) are inconclusive or outside their scope."""
-    verdicts = [verdict_of(c) for c in claims if c.get("source") == source and not c.get("sanity", False)]
+    """How many evidence claims of ``source`` (:func:`counts_as_evidence`) are inconclusive or outside their scope."""
+    verdicts = [verdict_of(c) for c in claims if c.get("source") == source and counts_as_evidence(c)]
     return {v: verdicts.count(v) for v in VERDICTS[2:] if v in verdicts}
 
 
@@ -269,7 +291,7 @@ def _claim_problems(entry: Any, index: int) -> list[str]:
             problems.append(f"{where}.{key} must be a non-empty string.")
     if "holds" in entry and not isinstance(entry["holds"], bool):
         problems.append(f"{where}.holds must be true or false, got {entry['holds']!r}.")
-    for key in ("timing", "sanity"):
+    for key in ("timing", "sanity", "by_construction"):
         if key in entry and not isinstance(entry[key], bool):
             problems.append(f"{where}.{key} must be true or false, got {entry[key]!r}.")
     verdict = entry.get("verdict")

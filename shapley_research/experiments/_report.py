@@ -57,20 +57,35 @@ VERDICT_TEXT = {"holds": "holds", "does not hold": "**does not hold**", "inconcl
                 "outside its scope": "*outside its scope*"}
 
 
-def _claims_table(claims: list[dict], source: str, cited: bool = False, sanity: bool = False) -> list[str]:
-    """Markdown rows for one source's claims (or its sanity checks), then their notes.
+CLAIM_GROUPS = ("evidence", "sanity", "by_construction")
+
+
+def _group_of(entry: dict) -> str:
+    """Which table a claim goes to (:data:`CLAIM_GROUPS`)."""
+    if entry.get("sanity", False):
+        return "sanity"
+    return "by_construction" if entry.get("by_construction", False) else "evidence"
+
+
+def _claims_table(claims: list[dict], source: str, cited: bool = False, group: str = "evidence") -> list[str]:
+    """Markdown rows for one source's claims of one group (:data:`CLAIM_GROUPS`), then their notes.
 
     Numbered in the order of ``metrics.json`` among the claims of ``source``:
-    P1, P2 (paper) or R1, R2 (ours), sanity checks keeping their number.
+    P1, P2 (paper) or R1, R2 (ours); sanity checks and checks decided by
+    construction keep their number.
     """
     numbered = [(n, c) for n, c in enumerate((c for c in claims if c.get("source") == source), start=1)]
-    picked = [(n, c) for n, c in numbered if bool(c.get("sanity", False)) == sanity]
+    picked = [(n, c) for n, c in numbered if _group_of(c) == group]
     if not picked:
         return []
     tag = "P" if source == "paper" else "R"
-    if sanity:
-        whose = "the paper's" if source == "paper" else "this reproduction's"
+    whose = "the paper's" if source == "paper" else "this reproduction's"
+    if group == "sanity":
         lines = [f"Sanity checks of {whose} (they can fail only through a bug; not counted as evidence):", ""]
+    elif group == "by_construction":
+        which = "Claims of the paper" if source == "paper" else "Checks of this reproduction"
+        lines = [f"{which} that hold or fail by construction (the experiment's design fixes their verdict; not "
+                 "counted as evidence):", ""]
     elif source == "paper":
         lines = ["Claims of the papers it cites (where: the paper):" if cited else "Claims of the paper:", ""]
     else:
@@ -130,7 +145,8 @@ def build_report(results_dir: Path, link_prefix: str = "", descriptions: dict | 
             lines += [f"![{name}: {figure.stem}]({link_prefix}{name}/{figure.name})", ""]
         lines += (_claims_table(claims, "paper", cited=name in CITED_PAPERS_EXPERIMENTS)
                   + _claims_table(claims, "reproduction")
-                  + _claims_table(claims, "paper", sanity=True) + _claims_table(claims, "reproduction", sanity=True))
+                  + [line for group in CLAIM_GROUPS[1:] for source in ("paper", "reproduction")
+                     for line in _claims_table(claims, source, group=group)])
         lines += [f"Executed notebook: [{name}.ipynb]({link_prefix}{name}/{name}.ipynb); "
                   f"data behind the figures: "
                   + ", ".join(f"[{p.name}]({link_prefix}{name}/{p.name})" for p in sorted(run_dir.glob("*.csv")))

@@ -219,6 +219,8 @@ def test_run_grid_tables_and_claims(tiny):
     assert claims[6].holds  # the identity ||s - U(D)/N|| = sqrt(N Var) holds by efficiency
     # Theorem 5 (138x slack on the paper run) and the identity can fail only through a bug: sanity checks
     assert [c.sanity for c in claims] == [False] * 5 + [True, True] + [False] * 2
+    # without an intercept every value tends to 0 as lambda grows: that U-shape check fails by construction
+    assert [c.by_construction for c in claims] == [False] * 8 + [True]
     assert metrics["n_lambdas"] == 5 and metrics["fixed_alpha"]["argmin"] in range(5)
 
 
@@ -306,6 +308,7 @@ def test_quick_run_end_to_end(quick_run):
         assert entry["holds"] or entry.get("note")
     assert [c["source"] for c in claims] == ["paper"] * 7 + ["reproduction"] * 2
     assert [c.get("sanity", False) for c in claims] == [False] * 5 + [True, True] + [False] * 2
+    assert [c.get("by_construction", False) for c in claims] == [False] * 8 + [True]
     assert 1e-4 <= metrics["lambda_argmin"] <= 1e4
     assert 0 < metrics["min_variance"] < 1e-2
     assert 0.4 < metrics["best_test_mse"] < 0.7  # standardised target: about half the variance explained

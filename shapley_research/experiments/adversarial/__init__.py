@@ -84,7 +84,7 @@ from ._valuation import (GROUPS, attack_match, group_means, mean_value_table, pa
 
 # public names of the former module that its __all__ did not list: importable from here as before
 from ._claims import CASES, SECTION, SHIFT_FACTOR, SPEARMAN_THRESHOLD, Z_THRESHOLD  # noqa: F401
-from ._data import CACHE_VERSION, attack_settings  # noqa: F401
+from ._data import CACHE_VERSION, STORAGE_GRID, attack_settings, snap_to_grid  # noqa: F401
 
 __all__ = ["ATTACKS", "ATTACK_LABELS", "GROUPS", "load_mnist_pixels", "split_indices", "fit_pca", "project",
            "AdversarialData", "prepare_data", "mixture_test_sets", "swap_pairs", "swap_paired_permutations",
@@ -92,4 +92,4 @@ __all__ = ["ATTACKS", "ATTACK_LABELS", "GROUPS", "load_mnist_pixels", "split_ind
            "mean_value_table", "point_value_table", "series", "ratio_trend", "attack_match", "claim_trend",
            "claim_attack_match", "claim_comparable_attacks", "build_claims",
            "derived_seeds", "ValuationRun", "run_valuation", "summarize", "metrics_from", "plot_mean_values",
-           "main"]
+           "snap_to_grid", "main"]

@@ -18,7 +18,13 @@ if TYPE_CHECKING:
 
 ATTACKS = ("fgsm", "cw")
 ATTACK_LABELS = {"fgsm": "FGSM", "cw": "CW"}
-CACHE_VERSION = 3  # bump when the way adversarial sets are generated changes: stale caches are then regenerated
+CACHE_VERSION = 4  # bump when the way adversarial sets are generated changes: stale caches are then regenerated
+
+# Stored images and norms are rounded to multiples of 2^-16 (a 16-bit image's step): another machine's
+# float64 rounding moves them by about 1e-15, far below the step, so a fresh clone regenerates the
+# same bytes (the hash in dvc.lock) and no downstream stage re-runs; 2^-16 is far below any attack's
+# per-pixel change.
+STORAGE_GRID = 2.0 ** -16
 #                    (3: foolbox's attacks in place of the package's own torch copies of them)
 
 
@@ -219,13 +225,24 @@ def prepare_data(*, seed: int, n_model_train: int, n_components: int, C: float, 
         y_test=y[test], features_test=features_test, attack_info=info, regenerated=regenerated, cache_files=files)
 
 
+def snap_to_grid(values: ArrayLike, grid: float = STORAGE_GRID) -> np.ndarray:
+    """``values`` rounded to the nearest multiple of ``grid`` (a power of two, so the result is exact).
+
+    Two machines whose float64 rounding gives values ``d`` apart store the same
+    number unless a value lies within ``d`` of a midpoint between multiples:
+    at ``d`` of 1e-15 and the default grid that is a chance of about 1e-10
+    per value.
+    """
+    return np.round(np.asarray(values, dtype=np.float64) / grid) * grid
+
+
 def _cache_params(kwargs: dict[str, Any], *, n_model_train: int, n_components: int, C: float,
                   seed: int) -> dict[str, Any]:
     """What keys an attack's cache file: the attack's and the attacked model's settings, and the versions."""
     from ...attacks import FOOLBOX_VERSION
 
     return {"version": CACHE_VERSION, "attack_settings": kwargs, "attacks": f"foolbox {FOOLBOX_VERSION}",
-            "model": {"type": "torch float64 multinomial logistic regression on PCA, Newton's method",
+            "storage_grid": STORAGE_GRID, "model": {"type": "torch float64 multinomial logistic regression on PCA, Newton's method",
                       "n_model_train": n_model_train, "n_components": n_components, "C": C, "seed": seed}}
 
 
@@ -260,6 +277,7 @@ class _AttackSource:
             result = generate_adversarial(model, X[rows], y[rows], **kwargs)
             out.update({f"{name}_images": result.images, f"{name}_success": result.success,
                         f"{name}_l2": result.l2, f"{name}_linf": result.linf})
+        out = {name: snap_to_grid(a) if name.endswith(("_images", "_l2", "_linf")) else a for name, a in out.items()}
         clean = _source_accuracy(model, X[test], y[test])
         out["source_clean_test_accuracy"] = np.array(clean)
         if self.verbose:

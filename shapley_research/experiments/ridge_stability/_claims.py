@@ -266,5 +266,6 @@ def _reproduction_claims(shapes: dict, factor: float) -> list:
                 other["min_end_ratio"], other["holds"], source="reproduction",
                 criterion=f"{convention}: as the paper's U-shape claim (minimum strictly inside the grid, both ends "
                           f">= {factor:g}x the minimum).",
-                note=intro[convention] + (f" Fails: {cause}" if cause else "")))
+                note=intro[convention] + (f" Fails: {cause}" if cause else ""),
+                by_construction=convention == "no_intercept"))  # cannot rise again: decided by the learner
     return claims
