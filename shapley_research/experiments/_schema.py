@@ -282,7 +282,7 @@ class Sparsity:
     reference_parts: Count
     permutation_grid: list[Count]
     n_repetitions: Count
-    measurement_fractions: list[float_in(0, 1, open_low=True)]
+    measurement_fractions: list[float_in(0, None, open_low=True)]  # M = ceil(f N); f > 1: more rows than players
     recovery: Literal["homotopy", "cvxpy"]
     solver: str
     sparsity_level: Fraction

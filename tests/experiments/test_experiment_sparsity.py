@@ -216,14 +216,27 @@ def test_large_sample_claim():
     ratios = list(table.loc[table["compressive_reaches"], "sample_ratio"])
     claim = sp.large_sample_claim(table)
     assert claim.holds and claim.value == pytest.approx(ratios) and ratios[-1] < ratios[0]
-    # never superior below the uniform split (the review's case): fails, with the cause
+    # never superior below the uniform split (the review's case): its premise fails, so outside its scope
     claim = sp.large_sample_claim(_table([2.3, 0.74, 0.23], [0.87, 0.74, 0.646], uniform=0.748))
-    assert not claim.holds and "never superior" in claim.note
+    assert not claim.holds and claim.verdict == "outside its scope" and "never superior" in claim.note
+    claim = sp.large_sample_claim(_table([2.3, 0.74, 0.23], [0.9, 0.8, 0.76], uniform=0.748))  # no target reached
+    assert claim.verdict == "outside its scope" and claim.value == []
     # superiority growing with the samples: fails
     claim = sp.large_sample_claim(_table([2.0, 0.7, 0.6], [0.65, 0.4, 0.1]))
     assert claim.value[0] > 1 and not claim.holds and "does not shrink" in claim.note
-    # one reached target: no trend
-    assert not sp.large_sample_claim(_table([2.0, 0.7, 0.2], [0.85, 0.8, 0.75])).holds
+    assert claim.verdict == "does not hold"  # in scope and refuted
+    # one reached target: no trend can be read
+    claim = sp.large_sample_claim(_table([2.0, 0.7, 0.2], [0.85, 0.8, 0.75]))
+    assert not claim.holds and claim.verdict == "inconclusive"
+
+
+def test_fewer_permutations_claim_reports_the_other_measurement_counts_without_changing_its_verdict():
+    held, failed = _table([2.0, 0.7, 0.2], [0.5, 0.3, 0.25]), _table([2.0, 0.7, 0.2], [0.5, 0.48, 0.29])
+    claim = sp.fewer_permutations_claim(failed, {1000: held, 250: failed})
+    assert not claim.holds
+    assert "M = 250: does not hold" in claim.note and "M = 1000: holds" in claim.note
+    assert claim.note.index("M = 250") < claim.note.index("M = 1000")
+    assert sp.fewer_permutations_claim(held, {250: failed}).holds
 
 
 def _seeded_errors(base, comp, grid, noise=0.02, m=500):
