@@ -242,7 +242,8 @@ def _cache_params(kwargs: dict[str, Any], *, n_model_train: int, n_components: i
     from ...attacks import FOOLBOX_VERSION
 
     return {"version": CACHE_VERSION, "attack_settings": kwargs, "attacks": f"foolbox {FOOLBOX_VERSION}",
-            "storage_grid": STORAGE_GRID, "model": {"type": "torch float64 multinomial logistic regression on PCA, Newton's method",
+            "storage_grid": STORAGE_GRID,
+            "model": {"type": "torch float64 multinomial logistic regression on PCA, Newton's method",
                       "n_model_train": n_model_train, "n_components": n_components, "C": C, "seed": seed}}
 
 
