@@ -104,7 +104,8 @@ def large_sample_claim(table: pd.DataFrame, ratios: pd.DataFrame | None = None) 
                 f"(ratio {ratios[0]:.3g}): it is never superior below the uniform split's error, so there is no "
                 f"superiority to become less evident.")
     elif len(ratios) < 2:
-        undecided, note = "inconclusive", "compressive reaches only one target: no trend over sample counts can be read."
+        undecided = "inconclusive"
+        note = "compressive reaches only one target: no trend over sample counts can be read."
     else:
         note = None if holds else f"the ratio does not shrink: {ratios[0]:.3g} -> {ratios[-1]:.3g}."
     if by_t is not None:
