@@ -46,6 +46,16 @@ permutations) and group testing (``B`` tests), model fits for all-S influence
 marginal contributions derived from a fit are not counted, as in the paper).
 Largest-S influence fits one model.
 
+Group testing runs three ways (:func:`~shapley_research.group_testing_shapley`):
+(b) Algorithm 1 as published, every test drawn independently
+(``variant="paper", sampling="independent"``), on which the paper's claim is
+judged; (b*) the same estimator on this package's refinement of the sampler
+(``sampling="without_replacement"``: at ``N = 16`` the tests of each size are
+read along random orders of its coalitions, which at this budget nearly
+enumerates the likely sizes); (b') Wang & Jia's null player plus this
+package's linear centering, on the tests drawn without replacement (the
+library's defaults). (b*) and (b') are this package's own checks.
+
 Verdicts
 --------
 Claims on a mean over repetitions are decided on its 95% t-interval
