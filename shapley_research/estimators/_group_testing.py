@@ -27,6 +27,12 @@ directly, with no feasibility problem (and efficiency is not enforced).
 :math:`b(k) = U(\emptyset) + \frac{k}{P}(U(D) - U(\emptyset))`, which removes
 the large common part of the utilities and cuts the variance several-fold on
 games with a large baseline utility.
+
+*Sampling.* ``sampling="independent"`` draws every test afresh, as Algorithm 1
+is published; ``sampling="without_replacement"`` (the default) reads the
+coalitions of each size along random orders up to 22 players, a refinement of
+this package with the same law for every test (see
+:func:`group_testing_shapley`).
 """
 
 from __future__ import annotations
