@@ -312,9 +312,7 @@ def group_testing_shapley(game: GameLike, budget: int | None, seed: int | np.ran
     options = {"variant": variant, "centering": centering}
     n_drawn = n + 1 if variant == "improved" else n
     levels, probabilities, z = group_testing_size_distribution(n_drawn)
-    # without replacement only where every size is a small stratum: see the docstring
-    exhaustive = without_replacement_sizes(n_drawn, levels) if sampling == "without_replacement" else []
-    exhaustive = exhaustive if len(exhaustive) == levels.size else []
+    exhaustive = _exhaustive_sizes(n_drawn, levels, sampling)
     fingerprint = {"method": f"group_testing[{variant}]", "n_players": n, "batch_size": batch_size,
                    "empty_utility": empty_utility, **options}
     if exhaustive:  # files of runs drawn independently (N > 22 or sampling="independent") stay valid
@@ -345,6 +343,15 @@ def group_testing_shapley(game: GameLike, budget: int | None, seed: int | np.ran
                            wall_time=time.perf_counter() - start, stderr=stderr,
                            n_samples=outcome.state.count, info={**info, **updates}, state=outcome.state,
                            record=record.completed(updates))
+
+
+def _exhaustive_sizes(n_drawn: int, levels: np.ndarray, sampling: str) -> list:
+    """The sizes drawn without replacement: all of them where every size is a small stratum and ``sampling``
+    asks for it, else none (see :func:`group_testing_shapley`)."""
+    if sampling != "without_replacement":
+        return []
+    exhaustive = without_replacement_sizes(n_drawn, levels)
+    return exhaustive if len(exhaustive) == levels.size else []
 
 
 def _check_test_options(variant: object, centering: object, recovery: object,
