@@ -357,6 +357,8 @@ SPECIFIC_PARAMETERS = {
         ("variant_none", {"variant": None}, ValueError, "variant must be one of"),
         ("variant_list", {"variant": ["paper"]}, ValueError, "variant must be one of"),
         ("centering_unknown", {"centering": "quadratic"}, ValueError, "centering must be one of"),
+        ("sampling_unknown", {"sampling": "with_replacement"}, ValueError, "sampling must be one of"),
+        ("sampling_none", {"sampling": None}, ValueError, "sampling must be one of"),
     ],
     "group_testing_paper": [
         ("recovery_unknown", {"recovery": "lp"}, ValueError, "recovery must be one of"),

@@ -13,6 +13,7 @@ import pytest
 
 from shapley_research import ValuationResult
 from shapley_research.experiments import iris_accuracy as ia
+from shapley_research.experiments import verdict_of
 
 pytestmark = pytest.mark.sampling  # the methods must sample on the 8-player game (the module fixtures too)
 
@@ -115,13 +116,18 @@ def test_run_methods_uses_the_budget_and_is_reproducible(small):
     data, game, _ = small
     first = ia.run_methods(game, data, C=1.0, budget=240, seed=7)
     again = ia.run_methods(game, data, C=1.0, budget=240, seed=7)
-    assert [r.key for r in first] == ["permutation", "gt_paper", "gt_improved", "all_s"]
+    assert [r.key for r in first] == ["permutation", "gt_paper", "gt_paper_wor", "gt_improved", "all_s"]
     for a, b in zip(first, again):
         np.testing.assert_array_equal(a.result.values, b.result.values)
         assert a.n_model_fits <= 240 and a.cpu_time >= 0
     by_key = {r.key: r.result for r in first}
     assert by_key["permutation"].n_samples == (240 - 1) // 8
     assert by_key["all_s"].n_samples <= 240
+    # (b) is Algorithm 1 as published: independent tests; (b*) and (b') draw them without replacement
+    assert by_key["gt_paper"].info["sampling"] == "independent" and by_key["gt_paper"].info["without_replacement"] == []
+    for key in ("gt_paper_wor", "gt_improved"):
+        assert by_key[key].info["sampling"] == "without_replacement" and by_key[key].info["without_replacement"]
+    assert by_key["gt_paper"].info["centering"] == "none" and by_key["gt_improved"].info["centering"] == "linear"
     with pytest.raises(ValueError, match="unknown methods"):
         ia.run_methods(game, data, C=1.0, budget=240, seed=7, methods=("kernel_shap",))
 
@@ -148,7 +154,8 @@ def test_tables_and_distances(small, small_runs):
     data, _, _ = small
     reference, runs = small_runs
     table = ia.agreement_table(runs, reference)
-    assert set(table.method) == {"largest_s", "loo_exact", "permutation", "gt_paper", "gt_improved", "all_s"}
+    assert set(table.method) == {"largest_s", "loo_exact", "permutation", "gt_paper", "gt_paper_wor", "gt_improved",
+                                 "all_s"}
     assert (table.groupby("method").size()[["permutation", "all_s"]] == 2).all()
     assert np.isfinite(table[["spearman", "pearson", "rel_l2_error"]].to_numpy()).all()
     summary = ia.summarise(table)
@@ -160,7 +167,7 @@ def test_tables_and_distances(small, small_runs):
     assert sorted(ref_rows.reference_rank) == list(range(8))
     assert np.all(np.diff(ref_rows.sort_values("reference_rank").value) >= 0)
     distances = ia.pairwise_distances(runs, reference)
-    assert len(distances) == 10  # 5 main methods, every unordered pair once
+    assert len(distances) == 15  # 6 main methods, every unordered pair once
     assert (distances.rel_distance > 0).all()
     assert (distances.ci_low <= distances.rel_distance).all() and (distances.rel_distance <= distances.ci_high).all()
     assert summary.loc["permutation", "spearman_ci_low"] <= summary.loc["permutation", "spearman"]
@@ -232,7 +239,7 @@ GOOD = ((0.95, 0.93, 0.97), (0.1, 0.09, 0.11))
 
 
 def _summary(overrides=None, largest=(0.6, 1e-3, 1.5)):
-    rows = {key: _row(*(overrides or {}).get(key, GOOD)) for key in ia.CLOSE_METHODS}
+    rows = {key: _row(*(overrides or {}).get(key, GOOD)) for key in ia.RECOVERY_METHODS}
     rows["largest_s"] = _row((largest[0],) * 3, (largest[2],) * 3, n=1)
     rows["largest_s"]["spearman_p"] = largest[1]
     return pd.DataFrame.from_dict(rows, orient="index")
@@ -254,8 +261,9 @@ def _claims(summary=None, distances=None, uniform_error=0.4):
 
 def test_every_claim_holds_on_clear_data():
     claims = _claims()
-    assert len(claims) == 7 and all(c.holds for c in claims)
-    assert [c.source for c in claims] == ["paper", "paper", "reproduction"] + ["paper"] * 4
+    assert len(claims) == 8 and all(c.holds for c in claims)
+    assert [c.source for c in claims] == ["paper", "paper", "reproduction", "reproduction"] + ["paper"] * 4
+    assert [c.claim.split()[0] for c in claims[:5]] == ["(a)", "(b)", "(b')", "(b*)", "(c)"]
     assert all(c.section and "Comparing Approximation Accuracy" in c.section for c in claims if c.source == "paper")
     assert "0.8" in claims[0].criterion and "0.25" in claims[0].criterion and "uniform" in claims[0].criterion
 
@@ -275,24 +283,56 @@ def test_accuracy_claim_fails_or_is_undecided(spearman, error, uniform, word):
         assert "undecided" not in claims[1].note
 
 
+def test_algorithm_1_as_published_does_not_hold_beside_a_refinement_that_does():
+    """The situation of the paper run: (b), independent tests, wholly below 0.8, from variance (its mean over the
+    repetitions is accurate); (b*), the same estimator without replacement, above. (b) does not hold, its note
+    names the sampler, the cause and (b*)'s interval; (b*) is this package's own check, apart."""
+    summary = _summary({"gt_paper": ((0.763, 0.748, 0.778), (0.224, 0.219, 0.230)),
+                        "gt_paper_wor": ((0.831, 0.821, 0.841), (0.168, 0.164, 0.173))})
+    summary["rel_l2_error_of_mean"] = 0.015
+    claims = _claims(summary, uniform_error=0.409)
+    paper, own = claims[1], claims[3]
+    assert paper.holds is False and verdict_of(paper) == "does not hold" and paper.source == "paper"
+    assert "0.763 [0.748, 0.778] < 0.8" in paper.note and "Cause: variance at the common budget" in paper.note
+    assert "independent" in paper.note and "(b*), has mean Spearman 0.831 [0.821, 0.841]" in paper.note
+    assert "as published" in paper.claim
+    assert own.holds is True and own.source == "reproduction" and own.section is None
+    assert "without replacement" in own.claim and "Not the algorithm as published" in own.note
+
+
+@pytest.mark.parametrize("key, index", [("gt_paper_wor", 3), ("gt_improved", 2)])
+def test_the_refinements_checks_fail_on_false_data(key, index):
+    claims = _claims(_summary({key: ((0.7, 0.68, 0.72), (0.3, 0.28, 0.32))}))
+    assert claims[index].holds is False and verdict_of(claims[index]) == "does not hold"
+    assert claims[index].source == "reproduction" and "< 0.8" in claims[index].note
+    assert all(c.holds for i, c in enumerate(claims) if i != index)
+
+
+def test_labels_name_the_sampler_and_the_centering():
+    assert "as published" in ia.METHODS["gt_paper"] and "independent" in ia.METHODS["gt_paper"]
+    assert "without replacement" in ia.METHODS["gt_paper_wor"]
+    assert "this package's centering" in ia.METHODS["gt_improved"]
+    assert not any("improved" in label for label in (*ia.METHODS.values(), *ia.SHORT_NAMES.values()))
+
+
 def test_closeness_claim_fails_or_is_undecided():
-    assert _claims(distances=_distances(within=(1.0, 0.9, 1.1), to_largest=(0.5, 0.45, 0.55)))[4].holds is False
-    undecided = _claims(distances=_distances(within=(1.0, 0.9, 1.4), to_largest=(1.4, 1.35, 1.45)))[4]
+    assert _claims(distances=_distances(within=(1.0, 0.9, 1.1), to_largest=(0.5, 0.45, 0.55)))[5].holds is False
+    undecided = _claims(distances=_distances(within=(1.0, 0.9, 1.4), to_largest=(1.4, 1.35, 1.45)))[5]
     assert undecided.holds is False and "undecided" in undecided.note
 
 
 def test_largest_s_correlation_claim_fails():
     claims = _claims(_summary(largest=(0.3, 0.12, 1.5)))
-    assert claims[5].holds is False and "p = 0.12" in claims[5].note
-    assert _claims(_summary(largest=(-0.6, 1e-3, 1.5)))[5].holds is False
+    assert claims[6].holds is False and "p = 0.12" in claims[6].note
+    assert _claims(_summary(largest=(-0.6, 1e-3, 1.5)))[6].holds is False
 
 
 def test_largest_s_not_recovering_claim_fails_or_is_undecided():
-    small = _claims(_summary(largest=(0.6, 1e-3, 0.4)))[6]
+    small = _claims(_summary(largest=(0.6, 1e-3, 0.4)))[7]
     assert small.holds is False and "below 0.5" in small.note
-    close = _claims(_summary({"all_s": (GOOD[0], (0.4, 0.38, 0.42))}, largest=(0.6, 1e-3, 0.7)))[6]
+    close = _claims(_summary({"all_s": (GOOD[0], (0.4, 0.38, 0.42))}, largest=(0.6, 1e-3, 0.7)))[7]
     assert close.holds is False and "does not hold" in close.note
-    straddle = _claims(_summary({"all_s": (GOOD[0], (0.3, 0.25, 0.35))}, largest=(0.6, 1e-3, 0.6)))[6]
+    straddle = _claims(_summary({"all_s": (GOOD[0], (0.3, 0.25, 0.35))}, largest=(0.6, 1e-3, 0.6)))[7]
     assert straddle.holds is False and "undecided" in straddle.note
 
 
@@ -302,7 +342,7 @@ def test_plot_comparison_draws_four_panels(small_runs, small):
     values = ia.values_table(runs, reference, small[0][1])
     fig = ia.plot_comparison(values, ia.agreement_table(runs, reference), error_threshold=0.25, title="t")
     assert len(fig.axes) == 4
-    assert len(fig.axes[3].patches) == 6  # one bar per method run
+    assert len(fig.axes[3].patches) == 7  # one bar per method run
     import matplotlib.pyplot as plt
 
     plt.close(fig)
@@ -321,7 +361,7 @@ def test_quick_profile_end_to_end(quick_run):
     assert 0 < metrics["uniform_split_rel_l2_error"] < 10
     assert metrics["utility_mismatch"] < 1e-5
     claims = metrics["claims"]
-    assert len(claims) == 7
+    assert len(claims) == 8
     for entry in claims:
         assert isinstance(entry["claim"], str) and entry["claim"]
         assert isinstance(entry["holds"], bool) and entry["source"] in ("paper", "reproduction")

@@ -363,7 +363,14 @@ def test_quick_run_end_to_end(quick_run):
     assert claims[5]["statistic"]["name"].startswith("measured_permutation_over_group_testing")
     ratios = pd.read_csv(out / "permutation_over_group_testing.csv")
     assert {"measured_ratio", "measured_ratio_upper_bound", "predicted_ratio_algorithm_1",
-            "predicted_ratio_improved_bound"} <= set(ratios.columns)
+            "predicted_ratio_improved_bound", "comparison"} <= set(ratios.columns)
+    for m in rsl.GROUP_TESTING:  # a blank count says why: not run at that N, or not reached within the cap
+        blank = ratios[f"{m}_evaluations"].isna()
+        assert set(ratios.loc[blank, f"{m}_status"]) <= {rsl.NOT_REACHED, rsl.NOT_RUN}
+        assert (ratios.loc[~blank, f"{m}_status"] == rsl.REACHED).all()
+        assert ratios.loc[ratios[f"{m}_status"] != rsl.NOT_RUN, f"{m}_cap_evaluations"].notna().all()
+    assert set(ratios["comparison"]) <= {"measured", "upper bound"}
+    assert (ratios["measured_ratio"].isna() == (ratios["comparison"] == "upper bound")).all()
     enumerated = metrics["all_s_enumerated_strata"]
     assert enumerated["n"] == 10 and enumerated["base_sets"] == 771
     assert f"{enumerated['rel_error_newton']:.2f}" in claims[4]["note"]

@@ -88,6 +88,55 @@ def test_advantage_table_puts_measured_beside_predicted_ratios():
     assert by["knn", 1000]["group_testing_wang_jia_evaluations"] == 1000
 
 
+def test_advantage_table_tells_not_run_from_not_reached():
+    """A blank count is explained beside it: the variant was not run at that N, or its median seed stopped at its
+    cap without reaching the target; a blank ratio by whether the comparison is measured or an upper bound."""
+    records = records_for(lambda n: 3 * n, lambda n: None if n > 1000 else n, cap=10 ** 6)
+    records = [r for r in records if not (r["method"] == "group_testing_wang_jia" and r["n_players"] > 1000)]
+    by = {(r["game"], r["n_players"]): r for r in rsl.advantage_table(records, 0.1, PREDICTED_LARGE)}
+    small, large = by["knn", 1000], by["knn", 10000]
+    assert small["comparison"] == "measured" and large["comparison"] == "upper bound"
+    assert all(small[f"{m}_status"] == rsl.REACHED for m in rsl.GROUP_TESTING)
+    assert large["group_testing_paper_status"] == large["group_testing_improved_status"] == rsl.NOT_REACHED
+    assert large["group_testing_paper_evaluations"] is None and large["group_testing_paper_cap_evaluations"] == 10 ** 6
+    assert large["group_testing_wang_jia_status"] == rsl.NOT_RUN
+    assert large["group_testing_wang_jia_evaluations"] is None
+    assert large["group_testing_wang_jia_cap_evaluations"] is None
+    # the new columns follow the existing ones, which keep their order
+    columns = list(small)
+    assert columns[:11] == ["game", "n_players", "target_relative_error", "permutation_evaluations",
+                            *(f"{m}_evaluations" for m in rsl.GROUP_TESTING), "measured_ratio",
+                            "measured_ratio_upper_bound", "predicted_ratio_algorithm_1",
+                            "predicted_ratio_improved_bound"]
+    assert columns.index("comparison") > columns.index("predicted_ratio_improved_bound")
+
+
+def test_advantage_note_says_undecided_where_caps_are_below_permutations_counts():
+    """The committed KNN case: decided at N = 300 (caps bound the ratio below 1), while at N >= 1,000 the caps are
+    below permutation sampling's counts: the bound exceeds 1 there and the note says the claim is undecided."""
+    perm = {300: 77101, 1000: 1026001, 3000: 6147001}
+    caps = {300: 309248, 1000: 256512, 3000: 384256}
+    records = []
+    for game in ("knn", "unanimity"):
+        for n in perm:
+            records.append({"method": "permutation", "game": game, "n_players": n, "target_relative_error": 0.1,
+                            "evaluations": perm[n], "cap_evaluations": 10 ** 9})
+            records += [{"method": m, "game": game, "n_players": n, "target_relative_error": 0.1,
+                         "evaluations": None, "cap_evaluations": caps[n]} for m in rsl.GROUP_TESTING]
+    c, stats = judge(records)
+    assert c.verdict == "does not hold" and stats["group_testing_advantage"]["knn"]["n_players"] == 300
+    assert "knn at N = 300: group testing did not reach 0.1 within its cap, so the ratio is at most 0.249" in c.note
+    assert "undecided at N >= 1,000 (N = 1,000, 3,000)" in c.note
+    assert "caps (256,512, 384,256 evaluations) are below permutation sampling's counts (1,026,001, 6,147,001)" \
+        in c.note
+    above = rsl.undecided_above(records, "knn", 0.1, 300)
+    assert [r["n_players"] for r in above] == [1000, 3000] and above[0]["bound"] == pytest.approx(1026001 / 256512)
+    assert rsl.undecided_above(records, "knn", 0.1, 3000) == []
+    # decided at the largest N: nothing is undecided above it
+    decided, _ = judge(records_for(lambda n: n, lambda n: 4 * n))
+    assert "undecided" not in decided.note
+
+
 def test_predicted_ratios_are_the_packages_bounds():
     ratios = rsl.predicted_ratios([3000, 10000], 0.1, 0.05, math.log(2))
     assert ratios[3000]["algorithm_1"] == pytest.approx(3.7, abs=0.05)

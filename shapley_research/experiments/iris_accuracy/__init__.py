@@ -46,6 +46,16 @@ permutations) and group testing (``B`` tests), model fits for all-S influence
 marginal contributions derived from a fit are not counted, as in the paper).
 Largest-S influence fits one model.
 
+Group testing runs three ways (:func:`~shapley_research.group_testing_shapley`):
+(b) Algorithm 1 as published, every test drawn independently
+(``variant="paper", sampling="independent"``), on which the paper's claim is
+judged; (b*) the same estimator on this package's refinement of the sampler
+(``sampling="without_replacement"``: at ``N = 16`` the tests of each size are
+read along random orders of its coalitions, which at this budget nearly
+enumerates the likely sizes); (b') Wang & Jia's null player plus this
+package's linear centering, on the tests drawn without replacement (the
+library's defaults). (b*) and (b') are this package's own checks.
+
 Verdicts
 --------
 Claims on a mean over repetitions are decided on its 95% t-interval
@@ -58,7 +68,7 @@ with the trivial uniform split :math:`U(I)/N` (:func:`uniform_split_error`).
 from ._agreement import (MAIN_METHODS, METHODS, RANDOM_METHODS, agreement, agreement_table, decide,
                          mean_estimate_error, mean_interval, pairwise_distances, repetitions_to_decide, summarise,
                          uniform_split_error, values_table)
-from ._claims import CLOSE_METHODS, evaluate_claims
+from ._claims import CLOSE_METHODS, RECOVERY_METHODS, evaluate_claims
 from ._data import (LN2, degenerate_and_random_masks, influence_utilities, load_iris_pair, make_game, make_objective,
                     utility_mismatch)
 from ._figures import IRIS_CLASSES, SHORT_NAMES, plot_comparison
@@ -66,7 +76,8 @@ from ._methods import (MethodRun, leave_one_out_normalised, reference_values, re
                        run_deterministic, run_methods)
 
 __all__ = [
-    "LN2", "METHODS", "MAIN_METHODS", "CLOSE_METHODS", "RANDOM_METHODS", "SHORT_NAMES", "IRIS_CLASSES", "MethodRun",
+    "LN2", "METHODS", "MAIN_METHODS", "CLOSE_METHODS", "RECOVERY_METHODS", "RANDOM_METHODS", "SHORT_NAMES",
+    "IRIS_CLASSES", "MethodRun",
     "load_iris_pair", "make_game", "make_objective", "influence_utilities", "degenerate_and_random_masks",
     "utility_mismatch", "reference_values", "leave_one_out_normalised", "run_methods", "run_deterministic",
     "run_all", "repetition_seeds", "agreement", "agreement_table", "values_table", "uniform_split_error",

@@ -18,17 +18,18 @@ if TYPE_CHECKING:
 #: Display label of every method, in the order of the figure and the tables.
 METHODS = {
     "permutation": "(a) permutation sampling",
-    "gt_paper": "(b) group testing, paper (Alg. 1)",
-    "gt_improved": "(b') group testing, improved",
+    "gt_paper": "(b) group testing, Alg. 1 as published (independent tests)",
+    "gt_paper_wor": "(b*) group testing, Alg. 1 + this package's tests without replacement",
+    "gt_improved": "(b') group testing, Wang & Jia + this package's centering (tests without replacement)",
     "all_s": "(c) all-S influence",
     "largest_s": "(d) largest-S influence",
     "all_s_first_order": "(c*) all-S, first-order influence",
     "loo_exact": "(d*) largest-S scheme, exact LOO",
 }
-#: Methods drawn in the figure (the paper's four, both group-testing variants).
-MAIN_METHODS = ("permutation", "gt_paper", "gt_improved", "all_s", "largest_s")
+#: Methods drawn in the figure (the paper's four, and this package's two group-testing refinements).
+MAIN_METHODS = ("permutation", "gt_paper", "gt_paper_wor", "gt_improved", "all_s", "largest_s")
 #: Methods with random draws (run once per repetition); the others are deterministic.
-RANDOM_METHODS = ("permutation", "gt_paper", "gt_improved", "all_s", "all_s_first_order")
+RANDOM_METHODS = ("permutation", "gt_paper", "gt_paper_wor", "gt_improved", "all_s", "all_s_first_order")
 
 
 # ------------------------------------------------------------------------------------- agreement

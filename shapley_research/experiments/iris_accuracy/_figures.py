@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ._agreement import MAIN_METHODS, METHODS, agreement, mean_interval
-from ._claims import CLOSE_METHODS
+from ._claims import RECOVERY_METHODS
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -20,13 +20,15 @@ IRIS_CLASSES = ("setosa", "versicolor", "virginica")
 # ------------------------------------------------------------------------------------- figure
 
 SHORT_NAMES = {
-    "permutation": "(a) permutation", "gt_paper": "(b) GT paper", "gt_improved": "(b') GT improved",
+    "permutation": "(a) permutation", "gt_paper": "(b) GT Alg. 1", "gt_paper_wor": "(b*) GT Alg. 1 w/o repl.",
+    "gt_improved": "(b') GT W&J + centering",
     "all_s": "(c) all-S", "largest_s": "(d) largest-S", "all_s_first_order": "(c*) all-S 1st order",
     "loo_exact": "(d*) exact LOO scheme",
 }
 
 _STYLE = {  # marker, colour
-    "permutation": ("o", "tab:blue"), "gt_paper": ("s", "tab:orange"), "gt_improved": ("D", "tab:green"),
+    "permutation": ("o", "tab:blue"), "gt_paper": ("s", "tab:orange"), "gt_paper_wor": ("P", "tab:olive"),
+    "gt_improved": ("D", "tab:green"),
     "all_s": ("^", "tab:purple"), "largest_s": ("v", "tab:red"), "all_s_first_order": ("x", "tab:brown"),
     "loo_exact": ("+", "tab:gray"),
 }
@@ -70,7 +72,7 @@ def plot_comparison(values: pd.DataFrame, table: pd.DataFrame, *, error_threshol
         Confidence level of the error bars (t-interval of the mean error).
     methods : sequence of str
         Methods of the values panel (the scatter panels split them into
-        :data:`CLOSE_METHODS` and the rest, plus the exact-LOO scheme).
+        :data:`RECOVERY_METHODS` and the rest, plus the exact-LOO scheme).
     """
     import matplotlib.pyplot as plt
 
@@ -95,9 +97,10 @@ def plot_comparison(values: pd.DataFrame, table: pd.DataFrame, *, error_threshol
     ax_values.set_xticklabels([f"{p}\n{initials.get(int(c), c)}" for p, c in zip(reference.point, reference.label)],
                               fontsize=7)
     ax_values.axhline(0, color="k", lw=0.5)
-    close = [k for k in methods if k in CLOSE_METHODS]
-    others = [k for k in methods if k not in CLOSE_METHODS] + ["loo_exact"]
-    _scatter_panel(ax_close, first, close, "(a)-(c) against the reference (repetition 0)")
+    close = [k for k in methods if k in RECOVERY_METHODS]
+    others = [k for k in methods if k not in RECOVERY_METHODS] + ["loo_exact"]
+    _scatter_panel(ax_close, first, close,
+                   "(a)-(c) and the group-testing refinements against the reference (repetition 0)")
     _scatter_panel(ax_largest, first, others, "Largest-S scheme against the reference")
     present = set(table.method)
     order = [m for m in methods if m in present] + [m for m in METHODS if m not in methods and m in present]
@@ -121,8 +124,8 @@ def plot_comparison(values: pd.DataFrame, table: pd.DataFrame, *, error_threshol
     ax_error.set(ylabel=r"relative $\ell_2$ error $\|v - s\|/\|s\|$",
                  title=f"Error against the reference (bars: mean, {level:.0%} CI; dots: repetitions)")
     handles, labels = ax_values.get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=len(handles), fontsize=9, frameon=False)
+    fig.legend(handles, labels, loc="lower center", ncol=min(len(handles), 3), fontsize=9, frameon=False)
     if title:
         fig.suptitle(title)
-    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
     return fig

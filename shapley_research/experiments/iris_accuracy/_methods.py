@@ -91,7 +91,8 @@ def _timed(key, fn, repetition=0, seed=None) -> MethodRun:
 
 
 def run_methods(game: GameLike, data: IrisSplit, *, C: float, budget: int, seed: int,
-                repetition: int = 0, methods: Sequence[str] = ("permutation", "gt_paper", "gt_improved", "all_s"),
+                repetition: int = 0,
+                methods: Sequence[str] = ("permutation", "gt_paper", "gt_paper_wor", "gt_improved", "all_s"),
                 n_jobs: int = 1) -> list[MethodRun]:
     """Run the randomised methods once with the same ``budget``, all from ``seed``.
 
@@ -110,7 +111,11 @@ def run_methods(game: GameLike, data: IrisSplit, *, C: float, budget: int, seed:
     seed : int
         Seed of every method of this repetition.
     methods : sequence of str
-        Keys among ``permutation``, ``gt_paper``, ``gt_improved``, ``all_s``,
+        Keys among ``permutation``, ``gt_paper`` (Algorithm 1 as published:
+        independent tests, no centering), ``gt_paper_wor`` (Algorithm 1 on
+        this package's tests drawn without replacement), ``gt_improved``
+        (Wang & Jia's null player plus this package's linear centering, tests
+        without replacement: the library's defaults), ``all_s``,
         ``all_s_first_order`` (all-S with the paper's first-order influence
         formula: base-set Hessian, linearised utility change).
 
@@ -120,10 +125,12 @@ def run_methods(game: GameLike, data: IrisSplit, *, C: float, budget: int, seed:
     """
     calls = {
         "permutation": lambda: permutation_shapley(game, budget, seed=seed, n_jobs=n_jobs, progress=False),
-        "gt_paper": lambda: group_testing_shapley(game, budget, seed=seed, variant="paper", n_jobs=n_jobs,
-                                                  progress=False),
-        "gt_improved": lambda: group_testing_shapley(game, budget, seed=seed, variant="improved", n_jobs=n_jobs,
-                                                     progress=False),
+        "gt_paper": lambda: group_testing_shapley(game, budget, seed=seed, variant="paper", centering="none",
+                                                  sampling="independent", n_jobs=n_jobs, progress=False),
+        "gt_paper_wor": lambda: group_testing_shapley(game, budget, seed=seed, variant="paper", centering="none",
+                                                      sampling="without_replacement", n_jobs=n_jobs, progress=False),
+        "gt_improved": lambda: group_testing_shapley(game, budget, seed=seed, variant="improved", centering="linear",
+                                                     sampling="without_replacement", n_jobs=n_jobs, progress=False),
         "all_s": lambda: all_s_influence(*data, budget, seed=seed, C=C, progress=False),
         "all_s_first_order": lambda: all_s_influence(*data, budget, seed=seed, C=C, approximation="influence",
                                                      utility_change="linear", progress=False),
@@ -156,7 +163,7 @@ def run_all(game: GameLike, data: IrisSplit, *, C: float, budget: int, seed: int
     runs = run_deterministic(game, data, C=C)
     seeds = repetition_seeds(seed, n_repetitions)
     for repetition in progress(range(n_repetitions), desc="repetitions"):
-        methods = ["permutation", "gt_paper", "gt_improved"] + ["all_s"] * (repetition < n_all_s)
+        methods = ["permutation", "gt_paper", "gt_paper_wor", "gt_improved"] + ["all_s"] * (repetition < n_all_s)
         if first_order and repetition == 0:
             methods.append("all_s_first_order")
         runs += run_methods(game, data, C=C, budget=budget, seed=seeds[repetition], repetition=repetition,

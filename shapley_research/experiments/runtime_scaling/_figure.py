@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 METHOD_LABELS = {
     "permutation": "permutation sampling (baseline)",
     "group_testing_paper": "group testing (paper, Alg. 1 / Thm. 3)",
-    "group_testing_improved": "group testing, improved (Wang & Jia bound; estimator + this package's centering)",
+    "group_testing_improved": "group testing, Wang & Jia + this package's centering (count: Wang & Jia's bound)",
     "all_s_influence": "all-S influence (stratified)",
     "largest_s_influence": "largest-S influence",
 }

@@ -60,12 +60,28 @@ def group_testing_advantage(records: Sequence[dict[str, Any]], game: str, target
     return undecided
 
 
+#: ``{method}_status`` of :func:`advantage_table`: why a ``{method}_evaluations`` cell is filled or blank.
+REACHED, NOT_REACHED, NOT_RUN = "reached", "not reached within cap", "not run"
+
+
+def _status(record: dict[str, Any] | None) -> str:
+    """:data:`REACHED` (median count measured), :data:`NOT_REACHED` (median seed stopped at its cap) or
+    :data:`NOT_RUN`."""
+    return NOT_RUN if record is None else REACHED if record["evaluations"] is not None else NOT_REACHED
+
+
 def advantage_table(records: Sequence[dict[str, Any]], target: float,
                     predicted: dict[int, dict[str, float]] | None = None) -> list[dict[str, Any]]:
     """Every (game, N) where permutation sampling reached ``target``: the measured ratio or its upper bound.
 
     ``predicted`` (:func:`predicted_ratios`) adds the ratio the theorems
     predict at the same N (Algorithm 1's Theorem 3 and the improved bound).
+    A blank ``{method}_evaluations`` cell is told apart by
+    ``{method}_status`` (:data:`REACHED`, :data:`NOT_REACHED`: the median
+    seed passed ``{method}_cap_evaluations`` without reaching the target,
+    :data:`NOT_RUN`: the method was not run at this N), and a blank ratio by
+    ``comparison`` (``"measured"``, or ``"upper bound"`` where every variant
+    stopped at its cap); these columns follow the others.
     """
     rows = []
     for game, n in sorted({(r["game"], r["n_players"]) for r in records}):
@@ -75,14 +91,48 @@ def advantage_table(records: Sequence[dict[str, Any]], target: float,
         base, ratio, bound = found
         row = {"game": game, "n_players": n, "target_relative_error": target,
                "permutation_evaluations": base["evaluations"]}
-        for m in GROUP_TESTING:
-            r = _record(records, m, game, n, target)
+        variants = {m: _record(records, m, game, n, target) for m in GROUP_TESTING}
+        for m, r in variants.items():
             row[f"{m}_evaluations"] = None if r is None else r["evaluations"]
         row.update({"measured_ratio": ratio, "measured_ratio_upper_bound": bound})
         for name, value in ((predicted or {}).get(n) or {}).items():
             row[f"predicted_ratio_{name}"] = value
+        row["comparison"] = "measured" if ratio is not None else "upper bound"
+        for m, r in variants.items():
+            row[f"{m}_status"] = _status(r)
+            row[f"{m}_cap_evaluations"] = None if r is None else r["cap_evaluations"]
         rows.append(row)
     return rows
+
+
+def undecided_above(records: Sequence[dict[str, Any]], game: str, target: float,
+                    n_decided: int | None) -> list[dict[str, Any]]:
+    """The N above ``n_decided`` where only caps bound the ratio, above :data:`ADVANTAGE`: undecided there.
+
+    Every group testing variant stopped at its cap before reaching ``target``,
+    and the cap is below permutation sampling's count, so the measurement
+    bounds the ratio only by ``permutation / cap > 1``. Returns
+    ``{"n_players", "permutation", "cap", "bound"}`` per such N, increasing.
+    """
+    out = []
+    for n in sorted({r["n_players"] for r in records if r["game"] == game}):
+        found = None if n_decided is not None and n <= n_decided else _comparison(records, game, n, target)
+        if found is not None and found[1] is None and found[2] > ADVANTAGE:
+            base, _, bound = found
+            out.append({"n_players": n, "permutation": base["evaluations"],
+                        "cap": base["evaluations"] / bound, "bound": bound})
+    return out
+
+
+def _undecided_text(rows: list[dict[str, Any]]) -> str:
+    """``; undecided at N >= ...: ...`` for :func:`undecided_above`'s rows ("" if none)."""
+    if not rows:
+        return ""
+    ns = ", ".join(f"{r['n_players']:,}" for r in rows)
+    return (f"; undecided at N >= {rows[0]['n_players']:,} (N = {ns}): group testing's caps ("
+            + ", ".join(f"{r['cap']:,.0f}" for r in rows) + " evaluations) are below permutation sampling's counts ("
+            + ", ".join(f"{r['permutation']:,}" for r in rows) + "), so they bound the ratio only by "
+            + ", ".join(f"{r['bound']:.3g}" for r in rows) + f" (> {ADVANTAGE:g})")
 
 
 def _advantage_claim(records, target: float, predicted: dict | None):
@@ -119,10 +169,11 @@ def _advantage_claim(records, target: float, predicted: dict | None):
         theory = ("" if p is None else f" (the theorems' counts predict {p['algorithm_1']:.3g} with Theorem 3, "
                   f"{p['improved_bound']:.3g} with the improved bound"
                   + ("" if in_scope(a) else ": outside the claim's scope") + ")")
+        above = _undecided_text(undecided_above(records, g, target, a["n_players"])) if a["decided"] else ""
         if a["ratio"] is not None:
-            return f"{g} at N = {a['n_players']:,}: measured ratio {a['ratio']:.3g}{theory}"
+            return f"{g} at N = {a['n_players']:,}: measured ratio {a['ratio']:.3g}{theory}{above}"
         return (f"{g} at N = {a['n_players']:,}: group testing did not reach {target:g} within its cap, so the "
-                f"ratio is at most {a['ratio_upper_bound']:.3g}{theory}")
+                f"ratio is at most {a['ratio_upper_bound']:.3g}{theory}{above}")
     note = ("" if undecided is None else f"undecided ({undecided}): ") + "; ".join(
         describe(g, a) for g, a in advantage.items()) + "."
     name = "measured_permutation_over_group_testing" + ("_upper_bound" if bound else "")

@@ -43,10 +43,16 @@ extrapolated counts *are* used by a claim: the exponent check (group testing's
 exponent below permutation sampling's) fits them where fewer than
 :data:`MIN_POINTS_FOR_EXPONENT` N reached the target, and says so (``basis``).
 The paper's claim on counts uses measured counts only; a cap gives an upper
-bound on the ratio, named as such (``..._upper_bound``).
+bound on the ratio, named as such (``..._upper_bound``). Where the caps are
+below permutation sampling's counts (at N above the deciding one), the bound
+exceeds 1 and decides nothing: the claim's note says "undecided at N >= ..."
+(:func:`undecided_above`), and ``permutation_over_group_testing.csv`` tells a
+blank count of a variant that was not run from one that did not reach the
+target within its cap (``{method}_status``, ``{method}_cap_evaluations``).
 """
 
-from ._large_n_claims import ADVANTAGE, advantage_table, group_testing_advantage, large_n_claims
+from ._large_n_claims import (ADVANTAGE, NOT_REACHED, NOT_RUN, REACHED, advantage_table, group_testing_advantage,
+                              large_n_claims, undecided_above)
 from ._large_n_figure import LABELS, STYLE, plot_measured_scaling
 from ._large_n_games import SCALING_GAMES, knn_master_set, scaling_game
 from ._large_n_measure import (DECAY_RATIO, GROUP_TESTING, MIN_POINTS_FOR_EXPONENT, PLATEAU_SLOPE, PLATEAU_WINDOW,
@@ -60,4 +66,5 @@ __all__ = ["SCALING_METHODS", "SCALING_GAMES", "knn_master_set", "scaling_game",
            "scaling_exponents", "theorem_exponents", "learner_seconds", "large_n_claims", "plot_measured_scaling",
            "MIN_POINTS_FOR_EXPONENT", "LABELS", "STYLE", "relative_error", "largest_budget", "DECAY_RATIO",
            "ADVANTAGE", "group_testing_advantage", "advantage_table", "GROUP_TESTING", "PLATEAU_SLOPE",
-           "PLATEAU_WINDOW", "PUBLISHED_MAX_PLAYERS", "error_slope", "predicted_ratios", "with_published_variant"]
+           "PLATEAU_WINDOW", "PUBLISHED_MAX_PLAYERS", "error_slope", "predicted_ratios", "with_published_variant",
+           "undecided_above", "REACHED", "NOT_REACHED", "NOT_RUN"]
