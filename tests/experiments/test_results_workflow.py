@@ -9,6 +9,7 @@ A budget too small for the data, and a name papermill injects that is no paramet
 import json
 import shutil
 import subprocess
+import sys
 
 import pytest
 from _pipeline_project import REPO, make_project
@@ -143,3 +144,27 @@ def test_papermill_by_hand_writes_scratch_and_refuses_a_typo(tmp_path):
     proc = papermill("-p", "null_drasw", "10")  # a typo: papermill alone would run with the defaults
     assert proc.returncode != 0
     assert "null_drasw is not a parameter of sparsity (did you mean null_draws?)" in proc.stderr
+
+
+@pytest.mark.slow  # the command line in a subprocess, twice
+def test_update_results_lets_the_check_cell_write_the_committed_results(tmp_path):
+    """The flag reaches the notebook's kernel: its check cell accepts results/NAME only then."""
+    root = tmp_path / "project"
+    shutil.copytree(REPO / "conf", root / "conf")
+    cells = ["from shapley_research.experiments import check_notebook_parameters\n"
+             "check_notebook_parameters('sparsity', globals())",
+             "from shapley_research.experiments import claim, write_metrics\n"
+             "write_metrics(output_dir, {'profile': profile}, [claim('c', 's', 1, True, source='reproduction', "
+             "criterion='c')]);"]
+    write_notebook(build_notebook(parameters_source(generated_parameters(REAL, "sparsity")), cells),
+                   root / "notebooks" / "sparsity.ipynb")
+    script = shutil.which("shapley-research")
+    command = [script] if script else [sys.executable, "-m", "shapley_research.cli"]
+    command += ["--project-dir", str(root), "run", "sparsity", "--quiet"]
+    proc = subprocess.run(command, cwd=root, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert (root / "scratch" / "sparsity" / "metrics.json").is_file() and not (root / "results").exists()
+    assert "results: scratch/sparsity" in proc.stdout  # the path written, relative to where the user is
+    proc = subprocess.run([*command, "--update-results"], cwd=root, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads((root / "results" / "sparsity" / "metrics.json").read_text())["profile"] == "paper"
