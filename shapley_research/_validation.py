@@ -328,6 +328,29 @@ def check_class_labels(y: np.ndarray, name: str, *, sortable: bool = True) -> np
     return y
 
 
+def check_two_classes(y: np.ndarray, name: str = "y_train") -> np.ndarray:
+    """Refuse class labels holding a single class: a classifier needs two to learn anything.
+
+    With one class every coalition's model predicts that class, so every
+    utility is the same and every value about 0 (and every out-of-bag
+    prediction is right): a silent, meaningless result. Real-valued targets
+    belong to a regression metric or ``task="regression"``, which accept any
+    targets.
+
+    Raises
+    ------
+    ValueError
+        Naming ``name``, its single class and how many labels hold it.
+    """
+    classes = np.unique(y)
+    if classes.size < 2:
+        single = f"a single class ({classes[:1].tolist()[0]!r})" if classes.size else "no class"
+        raise ValueError(f"{name} holds {single} in all its {y.size} labels: a classifier needs at least two "
+                         "classes (with one, every model predicts that class and the values carry no "
+                         "information). For real-valued targets use a regression metric or task='regression'.")
+    return y
+
+
 def check_label_kinds(y_train: np.ndarray, y_test: np.ndarray) -> None:
     """Refuse test labels that can never equal a training label (strings against numbers)."""
     kinds = {y_train.dtype.kind, y_test.dtype.kind}

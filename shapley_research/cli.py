@@ -3,17 +3,23 @@
 ::
 
     shapley-research list [--long]
-    shapley-research run NAME [OVERRIDE ...] [--kernel KERNEL] [--quiet]
+    shapley-research run NAME [OVERRIDE ...] [--update-results] [--kernel KERNEL] [--quiet]
     shapley-research stage NAME [--results DIR] [--write]
     shapley-research params [NAME ...] [--write | --check]
     shapley-research --project-dir DIR ...
 
 ``run`` composes ``conf/`` with hydra (``profile=quick``, ``output_dir=PATH``,
 ``seed=1``, ``experiment.KEY=VALUE``), executes ``notebooks/NAME.ipynb`` with
-papermill, and checks the ``metrics.json`` it wrote. Exit status: 0 when the
-run finished (whether or not the paper's claims held: a claim that fails is a
-result), 1 when the notebook failed or wrote no valid ``metrics.json``, 2 for
-a usage error (unknown experiment, bad override, missing file).
+papermill, and checks the ``metrics.json`` it wrote. It writes to
+``PROJECT/scratch/NAME/`` (git-ignored) or ``OUTPUT_DIR/NAME/``; only
+``--update-results`` writes the committed ``PROJECT/results/NAME/``, and only
+with the paper profile's values (it is the DVC stages' command). Exit status:
+0 when the run finished (whether or not the paper's claims held: a claim that
+fails is a result), 1 when the notebook failed or wrote no valid
+``metrics.json``, 2 for a usage error (unknown experiment, bad override,
+missing file, a budget too small for the data, an output directory inside
+``results/`` without ``--update-results``). A closed output pipe
+(``shapley-research list --long | head -2``) ends any command quietly.
 
 The notebook runs in a Jupyter kernel of the Python running this command: a
 registered kernel spec whose interpreter is this one (``python3`` after
@@ -34,10 +40,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from .experiments import (CITED_PAPERS_EXPERIMENTS, EXPERIMENT_NAMES, METRICS_FILE, RUN_INFO_FILE, RUNNER_ENV, Project,
-                          ProjectError, check_declared, check_name, check_notebook_in_sync, check_parameters,
-                          dvc_stage, held_count, notebook_parameters, profile_key_problems, read_metrics,
-                          run_profile, undecided_count, verdict_of, write_dvc_stage, write_report)
+from .experiments import (CITED_PAPERS_EXPERIMENTS, EXPERIMENT_NAMES, METRICS_FILE, RESULTS_DIR, RUN_INFO_FILE,
+                          RUNNER_ENV, UPDATE_RESULTS_ENV, Project, ProjectError, check_declared, check_name,
+                          check_notebook_in_sync, check_parameters, dvc_stage, held_count, notebook_parameters,
+                          profile_key_problems, read_metrics, results_guard, run_info, run_profile, shown_path,
+                          undecided_count, user_sets, verdict_of, write_dvc_stage, write_report)
 
 KERNEL_NAME = "shapley-research"
 KERNEL_ENV = "SHAPLEY_RESEARCH_KERNEL"
@@ -196,7 +203,7 @@ def summarize(name: str, profile: str, run_dir: Path, metrics: dict, seconds: fl
         undecided = ", ".join(f"{n} {verdict}" for verdict, n in undecided_count(claims, source).items())
         if total:
             counts.append(f"{held} of {total} {label} hold" + (f" ({undecided})" if undecided else ""))
-    lines = [f"{name} (profile={profile}): {'; '.join(counts)} [{seconds:.1f} s]", f"  results: {run_dir}"]
+    lines = [f"{name} (profile={profile}): {'; '.join(counts)} [{seconds:.1f} s]", f"  results: {shown_path(run_dir)}"]
     for c in claims:
         stat = c["statistic"]
         verdict = verdict_of(c).upper() if verdict_of(c) != "holds" else "holds"
@@ -207,16 +214,26 @@ def summarize(name: str, profile: str, run_dir: Path, metrics: dict, seconds: fl
     return "\n".join(lines)
 
 
-def run_parameters(project: Project, name: str, overrides: list[str]) -> dict:
+def run_parameters(project: Project, name: str, overrides: list[str], update_results: bool = False) -> dict:
     """The notebook parameters of a run, checked before any kernel starts (a bad value fails in a second).
+
+    ``output_dir`` is ``PROJECT/results/NAME`` with ``update_results`` (then
+    the parameters must be the default profile's: the committed results are
+    the paper's), else the composed one (default ``PROJECT/scratch/NAME``),
+    which must not lie inside ``PROJECT/results/``.
 
     Raises
     ------
     ProjectError
-        If a value breaks its type or range, a profile file sets an unknown
-        key, the notebook's ``parameters`` cell departs from ``conf/`` (an edit
-        there would be silently overridden), or the notebook lacks a parameter.
+        If a value breaks its type or range, a budget is too small for the
+        data, a profile file sets an unknown key, the notebook's
+        ``parameters`` cell departs from ``conf/`` (an edit there would be
+        silently overridden), the notebook lacks a parameter, or the output
+        directory breaks the rule above.
     """
+    if update_results and user_sets(overrides, "output_dir"):
+        raise ProjectError("--update-results writes the committed results/ (PROJECT/results/NAME); drop the "
+                           "output_dir override, or drop --update-results to write there.")
     params = notebook_parameters(project.compose(name, overrides), name)
     try:
         check_parameters(name, params)
@@ -228,6 +245,16 @@ def run_parameters(project: Project, name: str, overrides: list[str]) -> dict:
     check_notebook_in_sync(project, name)
     check_declared(project.notebook(name), params)
     params["profile"] = run_profile(project, name, params, overrides)  # "custom" unless a profile's values
+    if update_results:
+        committed = notebook_parameters(project.compose(name), name)["profile"]
+        if params["profile"] != committed:
+            raise ProjectError(f"--update-results replaces the committed results/{name}, which hold the "
+                               f"{committed} profile's run; these parameters are profile {params['profile']!r}. "
+                               "Drop the overrides that change values, or drop --update-results (the run then "
+                               f"writes to scratch/{name}/).")
+        params["output_dir"] = str(project.root / RESULTS_DIR / name)
+    else:
+        results_guard(project.root, params["output_dir"], name, update=False)
     return params
 
 
@@ -235,7 +262,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     """Compose the configuration, execute the notebook, check ``metrics.json``, print the verdicts."""
     name = check_name(args.name)
     project = _project(args)
-    params = run_parameters(project, name, args.overrides)
+    params = run_parameters(project, name, args.overrides, args.update_results)
     notebook = project.notebook(name)
     kernel = select_kernel(args.kernel)
     run_dir = Path(params["output_dir"])
@@ -244,7 +271,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     (run_dir / METRICS_FILE).unlink(missing_ok=True)
     executed = run_dir / f"{name}.ipynb"
 
-    print(f"Running {name} (profile={params['profile']}) -> {run_dir}", file=sys.stderr, flush=True)
+    print(f"Running {name} (profile={params['profile']}) -> {shown_path(run_dir)}", file=sys.stderr, flush=True)
     _configure_logging(args.quiet)
     import papermill
     from papermill.exceptions import PapermillExecutionError
@@ -257,6 +284,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     if previous is None:
         os.environ[PROGRESS_ENV] = "off"
     previous_runner, os.environ[RUNNER_ENV] = os.environ.get(RUNNER_ENV), "cli"  # this command records the run
+    previous_update = os.environ.pop(UPDATE_RESULTS_ENV, None)
+    if args.update_results:  # the notebook's check cell then lets it write into results/
+        os.environ[UPDATE_RESULTS_ENV] = "1"
     try:
         papermill.execute_notebook(str(notebook), str(executed), parameters=params, kernel_name=kernel,
                                    cwd=str(project.root), progress_bar=False, log_output=not args.quiet,
@@ -276,6 +306,9 @@ def cmd_run(args: argparse.Namespace) -> int:
             del os.environ[RUNNER_ENV]
         else:
             os.environ[RUNNER_ENV] = previous_runner
+        os.environ.pop(UPDATE_RESULTS_ENV, None)
+        if previous_update is not None:
+            os.environ[UPDATE_RESULTS_ENV] = previous_update
     seconds = time.perf_counter() - start
     try:
         metrics = read_metrics(run_dir)
@@ -283,8 +316,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"error: {name} finished but its {METRICS_FILE} is unusable: {err}", file=sys.stderr)
         return EXIT_FAILED
     # Timing of the run (the notebook runs in a child kernel process), for the report.
-    info = {"experiment": name, "profile": params["profile"], "wall_seconds": round(seconds, 1),
-            "cpu_seconds": round(_children_cpu_seconds() - cpu_start, 1)}
+    # with the versions and the CPU it ran on (provenance: never compared between runs)
+    info = run_info(name, params["profile"], seconds, _children_cpu_seconds() - cpu_start)
     (run_dir / RUN_INFO_FILE).write_text(json.dumps(info, indent=2) + "\n")
     print(summarize(name, params["profile"], run_dir, metrics, seconds))
     return EXIT_OK
@@ -355,7 +388,7 @@ def cmd_params(args: argparse.Namespace) -> int:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     """Print the differences between two runs, measured times aside; exit 1 if there are any."""
-    from .experiments import compare_runs
+    from .experiments import compare_runs, provenance_differences
 
     try:
         differences = compare_runs(args.first, args.second)
@@ -365,6 +398,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print(line)
     if not differences:
         print(f"{args.first} and {args.second} agree on every number but measured times")
+    environment = provenance_differences(args.first, args.second)
+    if environment:  # information: the runs ran in different environments, which may move the last digits
+        print("the runs' provenance (run_info.json; not compared) differs: " + "; ".join(environment))
     return EXIT_FAILED if differences else EXIT_OK
 
 
@@ -392,11 +428,17 @@ def _add_experiment_commands(sub: argparse._SubParsersAction) -> None:
     p_run = sub.add_parser(
         "run", help="run one experiment",
         description="Compose conf/ with the hydra overrides, execute notebooks/NAME.ipynb with papermill and "
-                    "write OUTPUT_DIR/NAME/ (executed notebook, figures, CSV tables, metrics.json).",
-        epilog="Overrides: profile=quick|paper (default paper), output_dir=PATH (default results, relative to "
-               "the project), seed=INT, n_jobs=INT, experiment.KEY=VALUE.")
+                    "write OUTPUT_DIR/NAME/ (executed notebook, figures, CSV tables, metrics.json, run_info.json). "
+                    "OUTPUT_DIR defaults to PROJECT/scratch, which git ignores; the committed PROJECT/results/NAME/ "
+                    "is written only with --update-results.",
+        epilog="Overrides: profile=quick|paper (default paper), output_dir=PATH (default scratch, relative to "
+               "the project; a relative PATH given here is taken from the working directory; never inside "
+               "results/), seed=INT, n_jobs=INT, experiment.KEY=VALUE.")
     p_run.add_argument("name", metavar="NAME", help="experiment: " + ", ".join(EXPERIMENT_NAMES))
     p_run.add_argument("overrides", nargs="*", metavar="OVERRIDE", help="hydra override KEY=VALUE")
+    p_run.add_argument("--update-results", action="store_true",
+                       help="write the committed PROJECT/results/NAME/ (the DVC stages' command); refused with "
+                            "an output_dir or with values other than the paper profile's")
     p_run.add_argument("--kernel", help=f"Jupyter kernel to use (default: ${KERNEL_ENV} or one running "
                                         "this Python)")
     p_run.add_argument("-q", "--quiet", action="store_true", help="do not stream the notebook's output")
@@ -437,7 +479,11 @@ def _add_result_commands(sub: argparse._SubParsersAction) -> None:
     p_compare = sub.add_parser("compare", help="check that two runs of an experiment agree but for measured times",
                                description="Compare two OUTPUT_DIR/NAME directories: metrics.json without its "
                                            "measured times, every CSV table without its time columns, every "
-                                           "cached .npz array, exactly. Exit status 1 if anything differs.")
+                                           "cached .npz array, exactly; each differing field is printed with "
+                                           "how many entries differ and the largest absolute and relative "
+                                           "difference. run_info.json (times, Python and library versions, "
+                                           "CPU) is provenance, not compared: a difference there is only "
+                                           "noted. Exit status 1 if anything else differs.")
     p_compare.add_argument("first", metavar="FIRST", help="an experiment's output directory")
     p_compare.add_argument("second", metavar="SECOND", help="another run's output directory")
     p_compare.set_defaults(func=cmd_compare)
@@ -451,6 +497,23 @@ def main(argv: list[str] | None = None) -> int:
     except ProjectError as err:
         print(f"shapley-research: error: {err}", file=sys.stderr)
         return EXIT_USAGE
+    except BrokenPipeError:
+        _quiet_closed_stdout()
+        return EXIT_OK
+
+
+def _quiet_closed_stdout() -> None:
+    """The reader of stdout left (``| head``): send what is left to /dev/null, so exiting prints no error.
+
+    Python's own recipe (signal module docs, "Note on SIGPIPE"): the flush at
+    exit would raise again on the closed pipe.
+    """
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (AttributeError, OSError, ValueError):  # stdout has no file descriptor (captured): nothing to redirect
+        pass
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
 Every case is one row of a table: a public callable, one bad input, and what
 must happen. Either a ``ValueError`` or ``TypeError`` whose message names the
 argument (``pytest.raises(..., match=...)``), or, where the library documents a
-convention for the input (one point, labels of one class, ``K > N``), that
+convention for the input (one point or one class for KNN, ``K > N``), that
 convention, asserted. A bad *parameter* must also fail before the game is
 evaluated at all (checked with a counting game): validation is at the boundary.
 A game that raises must see its own exception come out, never swallowed.
@@ -16,6 +16,7 @@ The corrupted-checkpoint case of the issue is covered with the checkpoints.
 
 from __future__ import annotations
 
+import re
 import signal
 
 import numpy as np
@@ -26,7 +27,7 @@ from sklearn.tree import DecisionTreeClassifier
 
 from shapley_research import (KNNUtility, LogisticObjective, LogisticRegressionUtility, ModelUtility,
                               RidgeUtility, all_s_influence, as_game, beta_shapley, compressive_sample_size,
-                              compressive_shapley, exact_banzhaf, exact_beta_shapley, exact_shapley,
+                              compressive_shapley, data_oob, exact_banzhaf, exact_beta_shapley, exact_shapley,
                               group_testing_q_tot,
                               group_testing_sample_size, group_testing_shapley, knn_shapley,
                               largest_s_influence, largest_s_influence_general, leave_one_out, msr_banzhaf,
@@ -713,35 +714,23 @@ ONE_CLASS = np.zeros(6, dtype=int)
 
 
 @pytest.mark.parametrize("build", [
-    pytest.param(lambda **kw: ModelUtility(LogisticRegression(), X, ONE_CLASS, XT, YT, **kw), id="ModelUtility"),
-    pytest.param(lambda **kw: ModelUtility(LogisticRegression(), X, ONE_CLASS, XT, YT, fast=False, **kw),
+    pytest.param(lambda y, **kw: ModelUtility(LogisticRegression(), X[:len(y)], y, XT, YT, **kw), id="ModelUtility"),
+    pytest.param(lambda y, **kw: ModelUtility(LogisticRegression(), X[:len(y)], y, XT, YT, fast=False, **kw),
                  id="ModelUtility-per-clone"),
-    pytest.param(lambda **kw: LogisticRegressionUtility(X, ONE_CLASS, XT, YT, **kw), id="LogisticRegressionUtility"),
+    pytest.param(lambda y, **kw: LogisticRegressionUtility(X[:len(y)], y, XT, YT, **kw),
+                 id="LogisticRegressionUtility"),
+    pytest.param(lambda y, **kw: data_oob(LogisticRegression(), X[:len(y)], y, n_estimators=3, seed=0),
+                 id="data_oob"),
 ])
-def test_labels_of_one_class_follow_the_degenerate_convention(build):
-    """Every coalition holds one class: no model is fitted, the documented convention applies."""
-    masks = np.tri(6, dtype=bool)  # coalitions of sizes 1..6
-    np.testing.assert_array_equal(build(degenerate="default", default_utility=-7.0).evaluate(masks), -7.0)
-    # the constant model predicts class 0 everywhere: accuracy = share of test labels equal to 0
-    np.testing.assert_allclose(build().evaluate(masks), np.mean(YT == 0))
-    assert build().evaluate(np.zeros((1, 6), bool))[0] == np.mean(YT == 0)  # empty set: the prior, class 0
-    game = build(degenerate="raise")
-    assert_raises(lambda: game.evaluate(masks), ValueError, "degenerate coalition")
-    assert game.n_fits == 0
+@pytest.mark.parametrize("y_train", [pytest.param(ONE_CLASS, id="one_class"), pytest.param(Y[:1], id="one_point")])
+def test_a_classifier_refuses_labels_of_one_class(build, y_train):
+    """A classifier needs two classes (issue 34): one class (also a single training point) is refused by name.
 
-
-@pytest.mark.parametrize("build", [
-    pytest.param(lambda **kw: ModelUtility(LogisticRegression(), X[:1], Y[:1], XT, YT, **kw), id="ModelUtility"),
-    pytest.param(lambda **kw: ModelUtility(LogisticRegression(), X[:1], Y[:1], XT, YT, fast=False, **kw),
-                 id="ModelUtility-per-clone"),
-    pytest.param(lambda **kw: LogisticRegressionUtility(X[:1], Y[:1], XT, YT, **kw), id="LogisticRegressionUtility"),
-])
-def test_one_training_point_classification(build):
-    full = np.ones((1, 1), bool)
-    assert build(degenerate="default", default_utility=0.25).evaluate(full)[0] == 0.25
-    assert build().evaluate(full)[0] == np.mean(YT == Y[0])  # the constant model of the one label
-    result = exact_shapley(build())
-    np.testing.assert_allclose(result.values, [result.info["full_utility"] - result.info["empty_utility"]])
+    Before, every coalition fell under the degenerate convention and every value was about 0 (``data_oob``: all
+    1.0), silently; the influence functions refuse one class too (test_influence_needs_two_classes).
+    """
+    message = re.escape(f"y_train holds a single class ({y_train[0].item()!r}) in all its {len(y_train)} labels")
+    assert_raises(lambda: build(y_train), ValueError, message)
 
 
 def test_one_training_point_regression():

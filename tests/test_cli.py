@@ -4,12 +4,14 @@ Two notebook executions in all: one successful run in a subprocess, one failing 
 """
 
 import json
+import platform
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import nbformat
+import numpy as np
 import pytest
 from _pipeline_project import REPO, make_project
 
@@ -57,9 +59,14 @@ def test_run_writes_all_results(quick_run):
     assert [c["source"] for c in metrics["claims"]] == ["paper", "reproduction"]
     assert all({"claim", "statistic", "holds", "source", "criterion", "timing"} <= set(c) for c in metrics["claims"])
     info = json.loads((run_dir / "run_info.json").read_text())
-    assert list(info) == ["experiment", "profile", "wall_seconds", "cpu_seconds"]
+    assert list(info) == ["experiment", "profile", "wall_seconds", "cpu_seconds", "python", "libraries", "cpu"]
     assert info["experiment"] == "iris_accuracy" and info["profile"] == "custom"
     assert 0 < info["wall_seconds"] and 0 < info["cpu_seconds"]
+    # provenance (issue 34): the versions the bit-for-bit promise depends on, and the CPU
+    assert info["python"] == platform.python_version()
+    assert list(info["libraries"]) == ["numpy", "scipy", "scikit-learn", "torch", "foolbox", "cvxpy"]
+    assert info["libraries"]["numpy"] == np.__version__
+    assert set(info["cpu"]) == {"model", "logical_cores", "usable_cores"} and info["cpu"]["logical_cores"] >= 1
 
 
 def test_run_injects_the_composed_parameters(quick_run):
@@ -104,6 +111,29 @@ def test_list_long_shows_descriptions_and_missing_files(project, capsys):
     assert code == 0 and [line.split()[0] for line in lines] == list(EXPERIMENT_NAMES)
     assert "Fixture - the mean of a normal sample" in lines[0]
     assert "not available: missing conf/experiment/sparsity.yaml" in lines[2]
+
+
+class _ClosedPipe:
+    """A stdout whose reader has gone (``| head``): every write raises BrokenPipeError."""
+
+    def write(self, text):
+        raise BrokenPipeError(32, "Broken pipe")
+
+    def flush(self):
+        pass
+
+
+def test_a_closed_output_pipe_ends_quietly(project, monkeypatch, capsys):
+    monkeypatch.setattr(sys, "stdout", _ClosedPipe())
+    assert main(["--project-dir", str(project), "list", "--long"]) == 0
+    assert capsys.readouterr().err == ""
+
+
+@pytest.mark.slow  # the command line in a subprocess: seconds
+def test_list_into_head_prints_no_traceback(project):
+    command = " ".join(cli_command() + ["--project-dir", str(project), "list", "--long"])
+    proc = subprocess.run(f"{command} | head -1", shell=True, capture_output=True, text=True, timeout=120)
+    assert proc.stdout.startswith("iris_accuracy") and proc.stderr == ""
 
 
 def test_help_lists_commands(capsys):
@@ -155,7 +185,7 @@ def test_relative_output_dir_override_is_taken_from_the_working_directory(projec
     monkeypatch.chdir(tmp_path)
     proj = Project.locate(project)
     assert proj.compose("iris_accuracy", ["output_dir=rel"])["output_dir"] == str(tmp_path.resolve() / "rel")
-    assert proj.compose("iris_accuracy")["output_dir"] == str(project.resolve() / "results")
+    assert proj.compose("iris_accuracy")["output_dir"] == str(project.resolve() / "scratch")  # git-ignored
 
 
 def test_kernel_choice_runs_this_interpreter(monkeypatch, tmp_path):
@@ -187,7 +217,7 @@ def test_stage_prints_and_writes_the_dvc_stage(project, tmp_path, capsys):
         (tmp_path / "iris_accuracy" / name).write_text("")
     code, out, _ = run_main(capsys, "--project-dir", project, "stage", "iris_accuracy", "--results", tmp_path)
     stage = yaml.safe_load(out)["iris_accuracy"]
-    assert code == 0 and stage["cmd"] == "shapley-research run iris_accuracy"
+    assert code == 0 and stage["cmd"] == "shapley-research run iris_accuracy --update-results"
     assert stage["outs"] == [{"results/iris_accuracy/histogram.png": {"cache": False}},
                              {"results/iris_accuracy/iris_accuracy.ipynb": {"cache": False}},
                              {"results/iris_accuracy/run_info.json": {"cache": False}}]  # written by every run

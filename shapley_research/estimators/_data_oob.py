@@ -37,7 +37,7 @@ from ._sampling._loop import batch_rng
 from .._device import check_game_jobs
 from .._threads import Pinned, pinned_threads
 from .._validation import (check_bool, check_choice, check_class_labels, check_features, check_int, check_n_jobs,
-                           check_real_array, check_seed, check_target_vector)
+                           check_real_array, check_seed, check_target_vector, check_two_classes)
 from ..result import ValuationResult
 from ..utilities.learners import check_fast
 
@@ -108,7 +108,7 @@ def _check_model(model) -> None:
 def _check_targets(y_train, n_samples: int, task: str) -> np.ndarray:
     y = check_target_vector(y_train, "y_train", n_samples, "X_train", noun="targets")
     if task == "classification":
-        return check_class_labels(y, "y_train")
+        return check_two_classes(check_class_labels(y, "y_train"), "y_train")
     if y.dtype.kind not in "biuf":
         raise TypeError(f"y_train must be real numbers for a regressor, got dtype {y.dtype}.")
     y = y.astype(float)
@@ -247,8 +247,10 @@ def data_oob(model: Any, X_train: ArrayLike, y_train: ArrayLike, n_estimators: i
     X_train : array_like of shape (N, d)
         Finite real features of the points to value.
     y_train : array_like of shape (N,)
-        Their labels (classification, any sortable values) or real targets
-        (regression).
+        Their labels (classification, any sortable values, at least two
+        distinct ones: a single class raises a ``ValueError`` naming it, as
+        every out-of-bag prediction would be right and every value 1) or real
+        targets (regression).
     n_estimators : int, default 200
         ``B``, the number of bootstrap samples, and so (up to single-class
         samples) of model fits.

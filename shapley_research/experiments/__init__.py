@@ -6,7 +6,8 @@ with ``shapley-research run NAME``; its logic lives in the package
 measurement, claims, figures). This package holds the helpers the notebooks
 share (:mod:`._common`), the notebook builder (:mod:`._notebook`), the project
 layout and DVC conventions (:mod:`._project`), the comparison of two runs
-(:mod:`._compare`), the results report (:mod:`._report`) and the parameter
+(:mod:`._compare`), where runs write (:mod:`._paths`), the budgets checked
+against the data (:mod:`._budgets`), the results report (:mod:`._report`) and the parameter
 declarations (:mod:`._schema`); the names the command line needs are
 exported here.
 """
@@ -19,11 +20,13 @@ from ._common import (CLAIM_SOURCES, METRICS_FILE, Claim, claim, experiment_dir,
                       is_timing_key, progress, read_metrics, save_figure, set_blas_threads, setup_matplotlib,
                       to_jsonable, undecided_count, validate_metrics, verdict_of, without_timings, write_metrics,
                       write_table)
-from ._compare import compare_runs  # noqa: E402
-from ._notebook import parameters_cell, parameters_source, write_parameters_cell  # noqa: E402
-from ._project import (RUNNER_ENV, Project, ProjectError, check_declared, check_name,  # noqa: E402
-                       check_notebook_in_sync, dvc_stage, generated_parameters, notebook_parameters,
-                       profile_key_problems, run_profile, write_dvc_stage)
+from ._compare import compare_runs, provenance_differences  # noqa: E402
+from ._notebook import parameters_cell, parameters_source, provenance, run_info, write_parameters_cell  # noqa: E402
+from ._paths import results_guard, shown_path  # noqa: E402
+from ._project import (RESULTS_DIR, RUNNER_ENV, SCRATCH_DIR, UPDATE_RESULTS_ENV, Project,  # noqa: E402
+                       ProjectError, check_declared, check_name, check_notebook_in_sync, dvc_stage,
+                       generated_parameters, notebook_parameters, profile_key_problems, run_profile, user_sets,
+                       write_dvc_stage)
 from ._report import CITED_PAPERS_EXPERIMENTS, RUN_INFO_FILE, write_report  # noqa: E402
 from ._schema import check_notebook_parameters, check_parameters, declaration_problems  # noqa: E402
 
@@ -33,8 +36,9 @@ __all__ = [
     "validate_metrics", "without_timings", "write_metrics", "write_table", "check_notebook_parameters",
     # what the command line (shapley_research.cli) drives: verdict counts, comparison, parameters cells, the
     # project layout and DVC stages, the report, the parameter checks
-    "held_count", "undecided_count", "verdict_of", "compare_runs",
-    "parameters_cell", "parameters_source", "write_parameters_cell",
+    "held_count", "undecided_count", "verdict_of", "compare_runs", "provenance_differences",
+    "parameters_cell", "parameters_source", "write_parameters_cell", "provenance", "run_info",
+    "results_guard", "shown_path", "RESULTS_DIR", "SCRATCH_DIR", "UPDATE_RESULTS_ENV", "user_sets",
     "RUNNER_ENV", "Project", "ProjectError", "check_declared", "check_name", "check_notebook_in_sync", "dvc_stage",
     "generated_parameters", "notebook_parameters", "profile_key_problems", "run_profile", "write_dvc_stage",
     "CITED_PAPERS_EXPERIMENTS", "RUN_INFO_FILE", "write_report", "check_parameters", "declaration_problems",

@@ -1,11 +1,19 @@
 """Compare two runs of an experiment: every number but the measured times must agree.
 
-Two runs with the same configuration must differ only in measured times (the
-house rule behind ``tests/experiments/test_rerun_determinism.py``), and a refactor that
-cannot move a result must leave a quick-profile run unchanged. Both checks read
-the same way: ``metrics.json`` once :func:`without_timings` has set aside the
-times, every CSV table once its time columns (:func:`is_timing_key`) are
-dropped, and every cached ``.npz`` array, compared exactly.
+Two runs with the same configuration must differ only in measured times and
+provenance (the house rule behind ``tests/experiments/test_rerun_determinism.py``),
+and a refactor that cannot move a result must leave a quick-profile run
+unchanged. Both checks read the same way: ``metrics.json`` once
+:func:`without_timings` has set aside the times, every CSV table once its time
+columns (:func:`is_timing_key`) are dropped, and every cached ``.npz`` array,
+compared exactly. ``run_info.json`` (measured times, and the Python, library
+versions and CPU of the run) and the executed notebook are never compared:
+:func:`provenance_differences` says how the runs' environments differ, as
+information beside the result.
+
+Each difference says how large it is: per differing field (a number, a list of
+numbers, a table column, an array) how many entries differ out of how many,
+and the largest absolute and relative difference among them.
 """
 
 from __future__ import annotations
@@ -18,54 +26,138 @@ import numpy as np
 
 from ._common import METRICS_FILE, is_timing_key, without_timings
 
-__all__ = ["compare_runs"]
+__all__ = ["compare_runs", "provenance_differences"]
 
 
 def _files(run_dir: Path, pattern: str) -> list[Path]:
     return sorted(p.relative_to(run_dir) for p in run_dir.rglob(pattern))
 
 
-def _first_difference(a, b, where: str = "") -> str | None:
-    """Where two parsed JSON documents first differ (``None`` if they are equal)."""
+def _is_number(value) -> bool:
+    """A JSON number, or ``null`` (what :func:`~._common.to_jsonable` writes for NaN)."""
+    return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
+
+
+def _gap(x: np.ndarray, y: np.ndarray) -> str:
+    """``max abs diff X, max rel diff Y`` over entries that differ (relative to the larger magnitude)."""
+    gap = np.abs(x - y)
+    kept = ~np.isnan(gap)  # NaN against a number has no size
+    if not kept.any():
+        return "NaN against a number"
+    gap, scale = gap[kept], np.maximum(np.abs(x), np.abs(y))[kept]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        relative = np.where(scale > 0, gap / scale, 0.0)
+    return f"max abs diff {gap.max():.3g}, max rel diff {np.nanmax(relative):.3g}"
+
+
+def _size(a: np.ndarray, b: np.ndarray) -> str | None:
+    """``k of n entries differ, max abs diff X, max rel diff Y`` for two equal-shape arrays; ``None`` if equal."""
+    if a.dtype.kind in "biuf" and b.dtype.kind in "biuf":
+        x, y = a.astype(float), b.astype(float)
+        differ = ~((x == y) | (np.isnan(x) & np.isnan(y)))
+        if not differ.any():
+            return None
+        return f"{int(differ.sum())} of {differ.size} entries differ, {_gap(x[differ], y[differ])}"
+    differ = np.asarray(a != b, dtype=bool)
+    return f"{int(differ.sum())} of {differ.size} entries differ" if differ.any() else None
+
+
+def _numbers(value) -> np.ndarray | None:
+    """A non-empty (nested, rectangular) list of JSON numbers as a float array (``null`` as NaN), else ``None``."""
+    def numeric(v) -> bool:
+        return all(map(numeric, v)) if isinstance(v, list) else _is_number(v)
+
+    def nan_for_null(v):
+        return [nan_for_null(i) for i in v] if isinstance(v, list) else (np.nan if v is None else v)
+
+    if not isinstance(value, list) or not value or not numeric(value):
+        return None
+    try:
+        return np.array(nan_for_null(value), dtype=float)
+    except ValueError:  # ragged
+        return None
+
+
+def _differences(a, b, where: str = "") -> list[str]:
+    """Every differing field of two parsed JSON documents, each with the size of its difference."""
+    label = where or "top level"
     if isinstance(a, dict) and isinstance(b, dict):
         if a.keys() != b.keys():
-            return f"{where or 'top level'}: keys {sorted(a.keys() ^ b.keys())} in only one run"
-        for key in a:
-            found = _first_difference(a[key], b[key], f"{where}.{key}" if where else str(key))
-            if found:
-                return found
-        return None
+            return [f"{label}: keys {sorted(a.keys() ^ b.keys())} in only one run"]
+        return [line for key in a for line in _differences(a[key], b[key], f"{where}.{key}" if where else str(key))]
+    if _is_number(a) and _is_number(b):
+        x, y = (np.array(np.nan if v is None else v, dtype=float) for v in (a, b))
+        if type(a) is type(b) and (a == b or (np.isnan(x) and np.isnan(y))):
+            return []
+        size = _gap(x, y).replace("max ", "")
+        return [f"{label}: {a!r} against {b!r}" + (f" ({size})" if x != y else "")]
+    p, q = _numbers(a), _numbers(b)
+    if p is not None and q is not None and p.shape == q.shape:
+        found = _size(p, q)
+        return [f"{label}: {found}"] if found else []
     if isinstance(a, list) and isinstance(b, list):
         if len(a) != len(b):
-            return f"{where}: {len(a)} entries against {len(b)}"
-        for i, (x, y) in enumerate(zip(a, b)):
-            found = _first_difference(x, y, f"{where}[{i}]")
-            if found:
-                return found
-        return None
-    same = type(a) is type(b) and (a == b or (isinstance(a, float) and np.isnan(a) and np.isnan(b)))
-    return None if same else f"{where}: {a!r} against {b!r}"
+            return [f"{label}: {len(a)} entries against {len(b)}"]
+        return [line for i, (u, v) in enumerate(zip(a, b)) for line in _differences(u, v, f"{where}[{i}]")]
+    same = type(a) is type(b) and a == b
+    return [] if same else [f"{label}: {a!r} against {b!r}"]
 
 
-def _compare_tables(first: Path, second: Path, table: Path) -> str | None:
+def _compare_tables(first: Path, second: Path, table: Path) -> list[str]:
     import pandas as pd
 
     frames = [pd.read_csv(run / table) for run in (first, second)]
     if list(frames[0].columns) != list(frames[1].columns):
-        return f"{table}: columns differ"
-    kept = [c for c in frames[0].columns if not is_timing_key(c)]
-    try:
-        pd.testing.assert_frame_equal(frames[0][kept], frames[1][kept], check_exact=True, obj=str(table))
-    except AssertionError as err:
-        return " ".join(str(err).split())[:500]
-    return None
+        only = sorted(set(frames[0].columns) ^ set(frames[1].columns))
+        return [f"{table}: columns differ" + (f" ({', '.join(map(str, only))} in only one run)" if only
+                                              else " in order")]
+    if len(frames[0]) != len(frames[1]):
+        return [f"{table}: {len(frames[0])} rows against {len(frames[1])}"]
+    lines = []
+    for column in frames[0].columns:
+        if is_timing_key(column):
+            continue
+        a, b = (frame[column].to_numpy() for frame in frames)
+        if a.dtype.kind not in "biuf" or b.dtype.kind not in "biuf":
+            a, b = a.astype(str), b.astype(str)  # text, or a number column that is empty in one run
+        found = _size(a, b)
+        if found:
+            lines.append(f"{table}: column {column}: {found}")
+    return lines
 
 
 def _compare_arrays(first: Path, second: Path, path: Path) -> list[str]:
     with np.load(first / path) as a, np.load(second / path) as b:
         if sorted(a.files) != sorted(b.files):
             return [f"{path}: arrays {sorted(set(a.files) ^ set(b.files))} in only one run"]
-        return [f"{path}:{key} differs" for key in a.files if not np.array_equal(a[key], b[key])]
+        lines = []
+        for key in a.files:
+            x, y = a[key], b[key]
+            if x.shape != y.shape:
+                lines.append(f"{path}:{key}: shape {x.shape} against {y.shape}")
+            else:
+                found = _size(x, y)
+                lines += [f"{path}:{key}: {found}"] if found else []
+        return lines
+
+
+def provenance_differences(first: str | os.PathLike, second: str | os.PathLike) -> list[str]:
+    """How two runs' ``run_info.json`` provenance differs (Python, library versions, CPU): information only.
+
+    Empty when either run has no ``run_info.json`` or they agree. Measured
+    times are left out; they always differ.
+    """
+    from ._notebook import PROVENANCE_KEYS
+    from ._report import RUN_INFO_FILE
+
+    infos = []
+    for run in (Path(first), Path(second)):
+        try:
+            infos.append(json.loads((run / RUN_INFO_FILE).read_text()))
+        except (OSError, ValueError):
+            return []
+    first_kept, second_kept = ({key: info.get(key) for key in PROVENANCE_KEYS} for info in infos)
+    return _differences(first_kept, second_kept)
 
 
 def compare_runs(first: str | os.PathLike, second: str | os.PathLike) -> list[str]:
@@ -80,9 +172,13 @@ def compare_runs(first: str | os.PathLike, second: str | os.PathLike) -> list[st
     Returns
     -------
     list of str
-        One line per difference: the first differing entry of ``metrics.json``,
-        a table or cached array that differs or exists in one run only. Empty
-        when the runs agree on every number but measured times.
+        One line per difference: each differing field of ``metrics.json``
+        (a number: both values; a list of numbers: how many entries differ),
+        each differing column of a table and each differing cached array (how
+        many entries differ, the largest absolute and relative difference), a
+        file in one run only. Empty when the runs agree on every number but
+        measured times. ``run_info.json`` (times and provenance) is not
+        compared; see :func:`provenance_differences`.
 
     Raises
     ------
@@ -95,16 +191,14 @@ def compare_runs(first: str | os.PathLike, second: str | os.PathLike) -> list[st
             raise ValueError(f"{name}: expected an experiment's output directory with a {METRICS_FILE}, "
                              f"got {str(run)!r}")
     metrics = [without_timings(json.loads((run / METRICS_FILE).read_text())) for run in runs]
-    found = _first_difference(*metrics)
-    differences = [f"{METRICS_FILE}: {found}"] if found else []
+    differences = [f"{METRICS_FILE}: {line}" for line in _differences(*metrics)]
     for pattern in ("*.csv", "*.npz"):
         files = [set(_files(run, pattern)) for run in runs]
         differences += [f"{path}: only in the {which} run" for which, only in
                         (("first", files[0] - files[1]), ("second", files[1] - files[0])) for path in sorted(only)]
         for path in sorted(files[0] & files[1]):
             if pattern == "*.csv":
-                found = _compare_tables(runs[0], runs[1], path)
-                differences += [found] if found else []
+                differences += _compare_tables(runs[0], runs[1], path)
             else:
                 differences += _compare_arrays(runs[0], runs[1], path)
     return differences

@@ -22,7 +22,8 @@ LANGUAGE_INFO = {"name": "python", "file_extension": ".py", "mimetype": "text/x-
                  "codemirror_mode": {"name": "ipython", "version": 3}}
 
 __all__ = ["PARAMETERS_TAG", "LANGUAGE_INFO", "build_notebook", "write_notebook", "parameters_cell",
-           "notebook_defaults", "parameters_source", "write_parameters_cell", "RunRecorder"]
+           "notebook_defaults", "parameters_source", "write_parameters_cell", "RunRecorder", "PROVENANCE_KEYS",
+           "PAPERMILL_HEADER", "injected_names", "LIBRARIES", "provenance", "run_info"]
 
 
 def build_notebook(parameters: str, cells: Iterable[str | tuple[str, str]], title: str | None = None,
@@ -189,6 +190,112 @@ def write_parameters_cell(path: str | os.PathLike, source: str) -> bool:
     return True
 
 
+#: The comment papermill puts first in the cell it injects (``papermill.translators``, ``comment="Parameters"``).
+PAPERMILL_HEADER = "# Parameters\n"
+
+
+def injected_names() -> list[str] | None:
+    """The names papermill injected into this kernel, from its latest ``injected-parameters`` cell.
+
+    Read from IPython's input history: the latest cell whose source starts
+    with papermill's header (:data:`PAPERMILL_HEADER`). ``None`` outside
+    IPython or when no such cell ran (a run in Jupyter or plain Python).
+    """
+    import ast
+
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return None
+    shell = get_ipython()
+    if shell is None:
+        return None
+    history = list(getattr(getattr(shell, "history_manager", None), "input_hist_raw", None) or [])
+    for source in reversed(history):
+        if isinstance(source, str) and source.startswith(PAPERMILL_HEADER):
+            try:
+                tree = ast.parse(source)
+            except SyntaxError:
+                return None
+            return [target.id for node in tree.body if isinstance(node, ast.Assign)
+                    for target in node.targets if isinstance(target, ast.Name)]
+    return None
+
+
+#: The distributions whose versions ``run_info.json`` records (the bit-for-bit promise depends on them).
+LIBRARIES = ("numpy", "scipy", "scikit-learn", "torch", "foolbox", "cvxpy")
+#: The fields of ``run_info.json`` that describe where a run ran, not what it found: ``shapley-research
+#: compare`` and the rerun tests never compare them (nor the measured times beside them).
+PROVENANCE_KEYS = ("python", "libraries", "cpu")
+
+
+def _cpu_model() -> str | None:
+    """The processor's model name (Linux: ``/proc/cpuinfo``; macOS: sysctl), else ``platform``'s guess."""
+    import platform
+    import subprocess
+
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() in ("model name", "Hardware", "cpu model") and value.strip():
+                return " ".join(value.split())
+    except OSError:
+        pass
+    if platform.system() == "Darwin":
+        try:
+            found = subprocess.run(["sysctl", "-n", "machdep.cpu.brand_string"], capture_output=True, text=True,
+                                   timeout=5).stdout.strip()
+            if found:
+                return found
+        except (OSError, subprocess.SubprocessError):
+            pass
+    return platform.processor() or platform.machine() or None
+
+
+def provenance() -> dict[str, Any]:
+    """Where a run ran: the Python and library versions and the CPU, as ``run_info.json`` records them.
+
+    Returns
+    -------
+    dict
+        ``python`` (e.g. ``"3.12.3"``), ``libraries`` (each of :data:`LIBRARIES`
+        to its installed version, ``None`` when it is not installed; read from
+        the installed distributions' metadata, so nothing is imported) and
+        ``cpu``: ``model`` (the processor's name, ``None`` if unknown),
+        ``logical_cores`` (``os.cpu_count()``) and ``usable_cores`` (those this
+        process may run on).
+    """
+    import importlib.metadata
+    import platform
+
+    libraries: dict[str, str | None] = {}
+    for name in LIBRARIES:
+        try:
+            libraries[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            libraries[name] = None
+    usable: int | None
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not on every platform
+        usable = os.cpu_count()
+    return {"python": platform.python_version(), "libraries": libraries,
+            "cpu": {"model": _cpu_model(), "logical_cores": os.cpu_count(), "usable_cores": usable}}
+
+
+def run_info(name: str, profile: str, wall_seconds: float, cpu_seconds: float) -> dict[str, Any]:
+    """The content of ``run_info.json``: the run, its measured times, then its :func:`provenance`.
+
+    ``experiment``, ``profile``, ``wall_seconds`` and ``cpu_seconds`` (rounded
+    to 0.1 s) come first, as before; the provenance fields
+    (:data:`PROVENANCE_KEYS`) follow. Two runs of one configuration differ in
+    this file only; :func:`~shapley_research.experiments.compare_runs` does not
+    compare it.
+    """
+    return {"experiment": name, "profile": profile, "wall_seconds": round(wall_seconds, 1),
+            "cpu_seconds": round(cpu_seconds, 1), **provenance()}
+
+
 class RunRecorder:
     """Writes ``run_info.json`` as ``shapley-research run`` does, for a notebook run any other way.
 
@@ -216,8 +323,8 @@ class RunRecorder:
         metrics = self.run_dir / METRICS_FILE
         if not metrics.is_file() or metrics.stat().st_mtime < self.started:
             return
-        info = dict(self.info, wall_seconds=round(time.time() - self.started, 1),
-                    cpu_seconds=round(_cpu_seconds() - self.cpu_started, 1))
+        info = run_info(self.info["experiment"], self.info["profile"], time.time() - self.started,
+                        _cpu_seconds() - self.cpu_started)
         (self.run_dir / RUN_INFO_FILE).write_text(json.dumps(info, indent=2) + "\n")
 
     def install(self) -> None:

@@ -2,9 +2,12 @@
 
 A project directory holds ``conf/`` (hydra configuration, see
 ``conf/README.md``) and ``notebooks/`` (one notebook per experiment, see
-``notebooks/README.md``); results go to ``results/NAME/``. This module finds
-that directory, composes an experiment's configuration, turns it into
-notebook parameters, and writes the DVC stage that reproduces an experiment.
+``notebooks/README.md``). A run writes to ``scratch/NAME/`` (git-ignored) unless
+it is asked to update the committed results ``results/NAME/``
+(``shapley-research run NAME --update-results``, what the DVC stages run);
+see :mod:`._paths`. This module finds that directory, composes
+an experiment's configuration, turns it into notebook parameters, and writes
+the DVC stage that reproduces an experiment.
 """
 
 from __future__ import annotations
@@ -21,6 +24,11 @@ from ._common import METRICS_FILE
 CONFIG_DIR = "conf"
 NOTEBOOK_DIR = "notebooks"
 RESULTS_DIR = "results"
+#: Where a run writes unless asked to update the committed results: ``ROOT/scratch/NAME``, ignored by git.
+SCRATCH_DIR = "scratch"
+#: Set to ``"1"`` by ``shapley-research run --update-results`` for the notebook's kernel: the one way a run
+#: may write into the committed ``ROOT/results/`` (the DVC stages' command).
+UPDATE_RESULTS_ENV = "SHAPLEY_RESEARCH_UPDATE_RESULTS"
 # Keys of an experiment's configuration that describe it rather than parameterise it.
 META_KEYS = ("description",)
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
@@ -63,8 +71,8 @@ def check_name(name: str) -> str:
     return name
 
 
-def _user_sets(overrides: list[str], key: str) -> bool:
-    # Hydra override syntax: an optional +, ++ or ~ prefix, then key=value.
+def user_sets(overrides: list[str], key: str) -> bool:
+    """Whether the hydra ``overrides`` set ``key`` (``key=...``, with an optional ``+``, ``++`` or ``~`` prefix)."""
     pattern = re.compile(rf"^(\+\+|\+|~)?{re.escape(key)}(=|$)")
     return any(pattern.match(o) for o in overrides)
 
@@ -148,7 +156,7 @@ class Project:
             raise ProjectError(f"experiment {name!r} cannot run in {self.root}: missing {', '.join(missing)}.")
         overrides = list(overrides)
         for key in ("experiment", "experiment_profile"):
-            if _user_sets(overrides, key):
+            if user_sets(overrides, key):
                 raise ProjectError(f"'{key}' is chosen by the experiment name; drop that override and "
                                    f"set parameters as experiment.KEY=VALUE.")
         try:
@@ -158,7 +166,7 @@ class Project:
             config = OmegaConf.to_container(cfg, resolve=True)
         except (HydraException, OmegaConfBaseException) as err:
             raise ProjectError(self._override_help(name, overrides, err)) from None
-        base = Path.cwd() if _user_sets(overrides, "output_dir") else self.root
+        base = Path.cwd() if user_sets(overrides, "output_dir") else self.root
         config["output_dir"] = str((base / str(config["output_dir"])).resolve())
         return config
 
@@ -257,10 +265,11 @@ _NOT_COMPARED = ("output_dir", "profile", "n_jobs")
 def generated_parameters(project: Project, name: str) -> dict[str, Any]:
     """The values of notebook ``name``'s ``parameters`` cell: the default (paper) composition of ``conf/``.
 
-    ``output_dir`` is the project-relative ``results/NAME``, so the notebook run
-    by hand writes where ``dvc repro`` does.
+    ``output_dir`` is ``scratch/NAME``, relative to the project root wherever
+    the notebook runs (:func:`~._paths.resolve_notebook_paths`): a notebook run by hand
+    never writes over the committed ``results/NAME``.
     """
-    return dict(notebook_parameters(project.compose(name), name), output_dir=f"{RESULTS_DIR}/{name}")
+    return dict(notebook_parameters(project.compose(name), name), output_dir=f"{SCRATCH_DIR}/{name}")
 
 
 def _where(name: str, key: str) -> tuple[str, str]:
@@ -358,7 +367,7 @@ def run_profile(project: Project, name: str, params: dict[str, Any], overrides: 
     Overrides of ``profile``, ``output_dir`` and ``n_jobs`` alone leave the
     chosen profile's values, which need no comparison.
     """
-    if all(any(_user_sets([o], key) for key in _NOT_COMPARED) for o in overrides):
+    if all(any(user_sets([o], key) for key in _NOT_COMPARED) for o in overrides):
         return params["profile"]
     return profile_of(project, name, params)
 
@@ -457,8 +466,8 @@ def dvc_stage(project: Project, name: str, results_dir: str | os.PathLike | None
 
 
 def stage_cmd(name: str) -> str:
-    """The command of experiment ``name``'s stage: the default (paper) profile and output directory."""
-    return f"shapley-research run {check_name(name)}"
+    """The command of experiment ``name``'s stage: the default (paper) profile, into the committed results."""
+    return f"shapley-research run {check_name(name)} --update-results"
 
 
 def stage_deps(root: Path, name: str) -> list[str]:

@@ -32,7 +32,8 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 __all__ = ["Spec", "SCHEMAS", "COMMON", "DECLARATIONS", "Range", "Length", "spec_of", "parameter_problems",
-           "check_parameters", "check_notebook_parameters", "declaration_problems"]
+           "check_parameters", "check_notebook_parameters", "declaration_problems",
+           "unknown_parameter_problems"]
 
 # Where each fact about a parameter lives, for the messages that send an edit there.
 TYPES_FILE = "shapley_research/experiments/_schema.py"
@@ -437,10 +438,33 @@ def parameter_problems(name: str, params: dict[str, Any], *, require_specs: bool
 
 
 def check_parameters(name: str, params: dict[str, Any]) -> None:
-    """Raise ``ValueError`` listing every parameter of ``name`` that breaks its spec."""
+    """Raise ``ValueError`` listing every parameter of ``name`` that breaks its spec, or a budget too small.
+
+    The budgets are checked against the data once every value passes its own
+    spec (:func:`~._budgets.budget_problems`: each budget against the smallest
+    one the experiment's estimators accept for ``n_train`` points).
+    """
     problems = parameter_problems(name, params)
+    if not problems:
+        from ._budgets import budget_problems
+
+        problems = budget_problems(name, params)
     if problems:
         raise ValueError("\n".join(problems))
+
+
+def unknown_parameter_problems(name: str, names: list[str]) -> list[str]:
+    """One line per name among ``names`` that is no parameter of experiment ``name`` (with a close match)."""
+    import difflib
+
+    known = [*COMMON, *SCHEMAS.get(name, {})]
+    problems = []
+    for key in names:
+        if key not in known:
+            close = difflib.get_close_matches(key, known, n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            problems.append(f"{key} is not a parameter of {name}{hint}; its parameters: {', '.join(known)}.")
+    return problems
 
 
 def check_notebook_parameters(name: str, namespace: dict[str, Any]) -> None:
@@ -450,6 +474,16 @@ def check_notebook_parameters(name: str, namespace: dict[str, Any]) -> None:
     ``papermill notebooks/NAME.ipynb out.ipynb -p KEY VALUE`` with a bad value
     fails at once, naming the key. papermill's ``-p`` passes a list as a string
     (``-p grid "[5, 20]"`` gives ``'[5, 20]'``); the message says to use ``-y``.
+    A name papermill injected that is no parameter of the experiment (a typo:
+    ``-p n_sedes 3``; papermill itself only logs a warning and the run would use
+    the defaults) is refused, as is a budget too small for ``n_train``
+    (:func:`check_parameters`).
+
+    Relative paths (``output_dir``, ``cache_dir``) are then taken from the
+    project root wherever the notebook runs, and an ``output_dir`` inside the
+    committed ``results/`` is refused unless ``shapley-research run NAME
+    --update-results`` runs the notebook
+    (:func:`~shapley_research.experiments._paths.resolve_notebook_paths`).
 
     Outside ``shapley-research run`` (which records its runs itself), a run
     that passes is recorded as that command would record it: ``profile`` in
@@ -460,18 +494,30 @@ def check_notebook_parameters(name: str, namespace: dict[str, Any]) -> None:
     Raises
     ------
     ValueError
-        Listing every parameter that breaks its spec.
+        Listing every parameter that breaks its spec, every injected name that
+        is no parameter, a budget too small for the data, or an ``output_dir``
+        in the committed results.
     """
     keys = [key for key in {**COMMON, **SCHEMAS[name]} if key in namespace]
-    problems = parameter_problems(name, {key: namespace[key] for key in keys})
+    from ._notebook import injected_names
+
+    problems = unknown_parameter_problems(name, injected_names() or [])
+    problems += parameter_problems(name, {key: namespace[key] for key in keys})
     if problems:
         hint = ""
         if any(spec.kind == "list" and isinstance(namespace.get(key), str) for key, spec in SCHEMAS[name].items()):
             hint = ("\npapermill's -p passes a list as a string: give lists as YAML with -y, "
                     "e.g. -y \"permutation_grid: [5, 20]\".")
         raise ValueError(f"invalid parameters of notebooks/{name}.ipynb:\n" + "\n".join(problems) + hint)
+    from ._budgets import budget_problems
+
+    problems = budget_problems(name, {key: namespace[key] for key in keys})
+    if problems:
+        raise ValueError(f"invalid parameters of notebooks/{name}.ipynb:\n" + "\n".join(problems))
+    from ._paths import resolve_notebook_paths
     from ._project import record_notebook_run
 
+    resolve_notebook_paths(name, namespace)
     record_notebook_run(name, namespace)
 
 
@@ -505,5 +551,10 @@ def declaration_problems(name: str, project_dir: str | os.PathLike | None = None
                      f"conf/experiment/{name}.yaml); a profile only changes declared parameters."
                      for key in profile if key not in declared and key not in keys]  # those: above
         values = {key: value for key, value in {**base, **profile}.items() if key in declared}
-        problems += [f"{shown}: {problem}" for problem in parameter_problems(name, values)]
+        found = parameter_problems(name, values)
+        if not found:
+            from ._budgets import budget_problems
+
+            found = budget_problems(name, values)
+        problems += [f"{shown}: {problem}" for problem in found]
     return problems

@@ -146,7 +146,10 @@ class ModelUtility(Game):
         missing values goes to the model as it is (rows taken by position), for
         instance raw data for a ``Pipeline`` with a ``ColumnTransformer``, and
         ``X_test`` must then be a DataFrame with the same columns. Labels may be
-        any sortable values (a list or Series too).
+        any sortable values (a list or Series too); a classification task needs
+        at least two distinct ones (a single class raises a ``ValueError``
+        naming it: every coalition's model would predict that class and every
+        value be about 0). Regression accepts any real targets.
     X_test, y_test : arrays of shape (m, d) and (m,)
         The fixed test set, of the same kind as ``X_train``.
     metric : str or callable, default "accuracy"

@@ -18,7 +18,7 @@ from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator
 
 from .._validation import (check_choice, check_class_labels, check_features, check_float, check_int,
-                           check_label_kinds, check_target_vector)
+                           check_label_kinds, check_target_vector, check_two_classes)
 
 CLASSIFICATION_METRICS = ("accuracy", "neg_log_loss")
 REGRESSION_METRICS = ("neg_mean_squared_error", "neg_mean_absolute_error", "r2")
@@ -100,6 +100,9 @@ def check_dataset(X_train: ArrayLike, y_train: ArrayLike, X_test: ArrayLike, y_t
     shapes ``(N,)`` and ``(m,)`` (float64 for regression, the labels as
     given for classification).
 
+    Raises ``ValueError`` for classification if ``y_train`` holds a single
+    class (:func:`~shapley_research._validation.check_two_classes`).
+
     With ``tables=True`` a DataFrame that is not a finite numeric table (see
     :func:`is_raw_table`) is kept as it is, for a model to take it (X_test
     then must be a DataFrame with the same columns); anything else is checked
@@ -117,6 +120,7 @@ def check_dataset(X_train: ArrayLike, y_train: ArrayLike, X_test: ArrayLike, y_t
     y_tr = _check_targets(y_train, "y_train", X_tr.shape[0], "X_train", task)
     y_te = _check_targets(y_test, "y_test", X_te.shape[0], "X_test", task)
     if task == "classification":
+        check_two_classes(y_tr, "y_train")
         check_label_kinds(y_tr, y_te)
     return X_tr, y_tr, X_te, y_te
 

@@ -84,9 +84,16 @@ class TorchModelUtility(Game):
         forward must be a function ``torch.func.vmap`` can batch. It takes
         ``(n, d)`` feature rows and returns ``(n, K)`` logits for ``K``
         training classes, or ``(n,)`` / ``(n, 1)`` values for regression.
+        Output unit ``k`` scores the ``k``-th training label **in sorted
+        order** (``np.unique(y_train)[k]``): for labels ``["dog", "cat"]``
+        unit 0 is ``"cat"`` and unit 1 ``"dog"``, whatever order they come
+        in; a module trained elsewhere with another label order must be
+        permuted to match.
     X_train, y_train : arrays of shape (N, d) and (N,)
-        The players. Labels may be any sortable values; a regression metric
-        needs real targets.
+        The players. Labels may be any sortable values, at least two distinct
+        ones for a classification metric (a single class raises a
+        ``ValueError`` naming it: every value would be about 0); a regression
+        metric needs real targets.
     X_test, y_test : arrays of shape (n_test, d) and (n_test,)
         The fixed test set.
     metric : str, default "accuracy"
@@ -561,8 +568,10 @@ def _check_output_shape(shape: tuple[int, ...], rows: int, targets: TargetInfo |
         if shape != (rows, k):
             per_row = int(np.prod(shape[1:])) if len(shape) > 1 and shape[0] == rows else None
             what = f"{per_row} values per row" if per_row is not None else f"shape {shape} for {rows} rows"
-            raise ValueError(f"{_OWNER}: model outputs {what} but y_train has {k} classes: a classifier must "
-                             f"output logits of shape ({rows}, {k}) for {rows} rows, got {shape}.")
+            labels = ", ".join(map(repr, targets.classes[:10].tolist())) + (", ..." if k > 10 else "")
+            raise ValueError(f"{_OWNER}: model outputs {what} but y_train has {k} classes ({labels}, in the "
+                             f"sorted order of the output units): a classifier must output logits of shape "
+                             f"({rows}, {k}) for {rows} rows, got {shape}.")
     elif shape not in ((rows,), (rows, 1)):
         raise ValueError(f"{_OWNER}: model outputs shape {shape} for {rows} rows, but a regression metric needs "
                          f"one value per row: shape ({rows},) or ({rows}, 1).")

@@ -45,7 +45,8 @@ def test_a_changed_number_is_found(run):
     first, second = run
     changed = float(np.nextafter(0.25, 1.0))  # one unit in the last place
     _edit_metrics(second, error=changed)
-    assert compare_runs(first, second) == [f"metrics.json: error: 0.25 against {changed!r}"]
+    assert compare_runs(first, second) == [
+        f"metrics.json: error: 0.25 against {changed!r} (abs diff 5.55e-17, rel diff 2.22e-16)"]
     assert main(["compare", str(first), str(second)]) == 1
 
 
@@ -55,11 +56,53 @@ def test_a_changed_table_or_array_or_missing_file_is_found(run):
     np.savez(second / "cache.npz", images=np.arange(6.0) + 1)
     (first / "extra.csv").write_text("a\n1\n")
     found = compare_runs(first, second)
-    assert len(found) == 3
-    assert found[0] == "extra.csv: only in the first run"
-    assert "t.csv" in found[1] and found[2] == "cache.npz:images differs"
+    assert found == ["extra.csv: only in the first run",
+                     "t.csv: column value: 1 of 2 entries differ, max abs diff 0.05, max rel diff 0.167",
+                     "cache.npz:images: 6 of 6 entries differ, max abs diff 1, max rel diff 1"]
 
 
 def test_a_directory_without_metrics_is_rejected(run, tmp_path):
     with pytest.raises(ValueError, match="second: expected an experiment's output directory"):
         compare_runs(run[0], tmp_path)
+
+
+def test_every_differing_field_is_sized(run, capsys):
+    """Per field: how many entries differ, and the largest absolute and relative difference (issue 34)."""
+    first, second = run
+    _edit_metrics(first, values=[1.0, 2.0, 3.0, 4.0], nested={"grid": [[1, 2], [3, 4]], "name": "a"})
+    _edit_metrics(second, n=4, values=[1.0, 2.5, 3.0, 8.0], nested={"grid": [[1, 2], [3, 5]], "name": "b"})
+    pd.DataFrame({"n": [1, 3], "value": [0.5, 0.25], "seconds": [0.1, 0.2]}).to_csv(second / "t.csv", index=False)
+    found = compare_runs(first, second)
+    assert found == ["metrics.json: n: 3 against 4 (abs diff 1, rel diff 0.25)",
+                     "metrics.json: values: 2 of 4 entries differ, max abs diff 4, max rel diff 0.5",
+                     "metrics.json: nested.grid: 1 of 4 entries differ, max abs diff 1, max rel diff 0.2",
+                     "metrics.json: nested.name: 'a' against 'b'",
+                     "t.csv: column n: 1 of 2 entries differ, max abs diff 1, max rel diff 0.333"]
+    assert main(["compare", str(first), str(second)]) == 1
+    assert capsys.readouterr().out.splitlines() == found
+
+
+def test_tables_of_other_shapes_and_nan_are_reported(run):
+    first, second = run
+    pd.DataFrame({"n": [1, 2, 3], "value": [0.5, 0.25, 1], "seconds": [0, 0, 0]}).to_csv(second / "t.csv",
+                                                                                       index=False)
+    assert compare_runs(first, second) == ["t.csv: 2 rows against 3"]
+    pd.DataFrame({"n": [1, 2], "value": [0.5, np.nan], "seconds": [0, 0]}).to_csv(second / "t.csv", index=False)
+    assert compare_runs(first, second) == ["t.csv: column value: 1 of 2 entries differ, NaN against a number"]
+    pd.DataFrame({"n": [1, 2], "other": [0.5, 0.25], "seconds": [0, 0]}).to_csv(second / "t.csv", index=False)
+    assert compare_runs(first, second) == ["t.csv: columns differ (other, value in only one run)"]
+
+
+def test_run_info_is_provenance_not_a_result(run, capsys):
+    """Two runs differing in run_info.json only (times, versions, CPU) agree; the CLI names the provenance."""
+    first, second = run
+    info = {"experiment": "x", "profile": "quick", "wall_seconds": 1.0, "cpu_seconds": 1.0, "python": "3.11.7",
+            "libraries": {"numpy": "2.0.0", "torch": None}, "cpu": {"model": "A", "logical_cores": 2}}
+    (first / "run_info.json").write_text(json.dumps(info))
+    (second / "run_info.json").write_text(json.dumps(dict(info, wall_seconds=9.0, libraries={
+        "numpy": "2.1.0", "torch": None}, cpu={"model": "B", "logical_cores": 2})))
+    assert compare_runs(first, second) == []
+    assert main(["compare", str(first), str(second)]) == 0
+    out = capsys.readouterr().out
+    assert "agree on every number but measured times" in out
+    assert "libraries.numpy: '2.0.0' against '2.1.0'" in out and "cpu.model: 'A' against 'B'" in out

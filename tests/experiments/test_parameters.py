@@ -163,7 +163,8 @@ def test_check_cell_records_a_run_that_the_command_did_not_start(tmp_path, monke
         atexit.unregister(RunRecorder.active)
         RunRecorder.active = None
     info = json.loads((run_dir / "run_info.json").read_text())
-    assert list(info) == ["experiment", "profile", "wall_seconds", "cpu_seconds"]
+    # as the command writes it: the run, its times, then its provenance (versions, CPU)
+    assert list(info) == ["experiment", "profile", "wall_seconds", "cpu_seconds", "python", "libraries", "cpu"]
     assert info["experiment"] == "sparsity" and info["profile"] == "quick"
     # Under `shapley-research run` the command records the run: the check leaves everything as it is.
     monkeypatch.setenv(RUNNER_ENV, "cli")

@@ -59,7 +59,7 @@ def check_notebook_matches_paper_profile(project: Project, name: str) -> None:
     """The notebook declares exactly its parameters, with the paper profile's values; quick differs."""
     paper = notebook_parameters(project.compose(name, ["profile=paper"]), name)
     quick = notebook_parameters(project.compose(name, ["profile=quick"]), name)
-    expected = dict(paper, output_dir=f"results/{name}")
+    expected = dict(paper, output_dir=f"scratch/{name}")  # git-ignored: a run by hand never writes results/
     assert notebook_defaults(project.notebook(name)) == expected, (
         f"the parameters cell of notebooks/{name}.ipynb should hold the paper profile's values: "
         f"run `shapley-research params {name} --write`")
@@ -85,7 +85,7 @@ def test_profiles_are_quick_and_paper():
         assert yaml.safe_load((REAL.conf_dir / "profile" / f"{profile}.yaml").read_text())["name"] == profile
     config = yaml.safe_load((REAL.conf_dir / "config.yaml").read_text())
     assert config["defaults"][0] == {"profile": "paper"}
-    assert {k: config[k] for k in ("output_dir", "seed", "n_jobs")} == {"output_dir": "results", "seed": 0,
+    assert {k: config[k] for k in ("output_dir", "seed", "n_jobs")} == {"output_dir": "scratch", "seed": 0,
                                                                          "n_jobs": 1}
 
 

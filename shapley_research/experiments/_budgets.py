@@ -1,0 +1,191 @@
+"""Budgets checked against the data before a notebook runs: each estimator's smallest budget for ``n_train`` players.
+
+A budget of utility evaluations below what an estimator needs for one sampling
+unit (one permutation, one stratum pass, ...) makes the estimator raise; in a
+notebook that failure is recorded per method and the run breaks cells later
+(``experiment.budget=20`` at ``n_train=30``). :func:`budget_problems` finds
+such a budget in the composed parameters, before the kernel starts, naming the
+parameter and the smallest budget that works.
+
+The smallest budget is the estimator's own rule, not a copy of it: each
+estimator is called with the budget on a stand-in game whose first evaluation
+stops the call (:class:`_Enough`), so a budget passes exactly when the
+estimator accepts it before evaluating anything. ``all_s_influence``, which
+takes data rather than a game, needs its pilot round: one base set per
+coalition size and pilot draw (:func:`all_s_minimum`).
+``tests/experiments/test_budgets.py`` checks both against the estimators run
+for real.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from functools import lru_cache
+from typing import Any
+
+__all__ = ["GAME_ESTIMATORS", "smallest_budget", "all_s_minimum", "budget_problems"]
+
+
+class _Enough(Exception):
+    """Raised by the stand-in game at its first evaluation: the estimator accepted the budget."""
+
+
+def _stand_in(n_players: int):
+    from ..games import as_game
+
+    def evaluate(masks):
+        raise _Enough
+
+    return as_game(evaluate, n_players, vectorized=True)
+
+
+def _estimators() -> dict[str, Callable[[Any, int, Mapping[str, Any]], Any]]:
+    """data_cleaning's and mlp_cleaning's budgeted game methods, called as ``_methods._call`` calls them."""
+    from .. import estimators as est
+
+    quiet: dict[str, Any] = {"progress": False}
+    return {
+        "permutation": lambda g, b, o: est.permutation_shapley(g, b, 0, **quiet),
+        "permutation_antithetic": lambda g, b, o: est.permutation_shapley(g, b, 0, antithetic=True,
+                                                                          position_adjustment=True, **quiet),
+        "truncated_permutation": lambda g, b, o: est.permutation_shapley(g, b, 0, truncation=o["truncation"],
+                                                                         **quiet),
+        "group_testing": lambda g, b, o: est.group_testing_shapley(g, b, 0, variant="improved", **quiet),
+        "compressive": lambda g, b, o: est.compressive_shapley(g, b, 0, **quiet),
+        "svarm": lambda g, b, o: est.stratified_svarm_shapley(g, b, 0, **quiet),
+        "msr_banzhaf": lambda g, b, o: est.msr_banzhaf(g, b, 0, **quiet),
+        "beta_shapley": lambda g, b, o: est.beta_shapley(g, b, 0, alpha=o["beta_alpha"], beta=o["beta_beta"],
+                                                         **quiet),
+    }
+
+
+#: The methods :func:`smallest_budget` knows, besides ``all_s_influence`` (:func:`all_s_minimum`).
+GAME_ESTIMATORS = ("permutation", "permutation_antithetic", "truncated_permutation", "group_testing",
+                   "compressive", "svarm", "msr_banzhaf", "beta_shapley")
+
+
+def _accepts(method: str, n_players: int, budget: int, options: tuple[tuple[str, Any], ...]) -> bool:
+    import warnings
+
+    call = _estimators()[method]
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            call(_stand_in(n_players), budget, dict(options))
+    except _Enough:
+        return True
+    except ValueError:  # the inputs are valid but for the budget
+        return False
+    return True  # finished without evaluating anything
+
+
+@lru_cache(maxsize=256)
+def _smallest(method: str, n_players: int, options: tuple[tuple[str, Any], ...]) -> int:
+    low, high = 1, 64
+    while not _accepts(method, n_players, high, options):
+        low, high = high + 1, high * 2
+        if high > 1 << 40:
+            raise RuntimeError(f"{method} accepts no budget for {n_players} players.")
+    while low < high:  # the smallest accepted budget in [low, high]
+        middle = (low + high) // 2
+        if _accepts(method, n_players, middle, options):
+            high = middle
+        else:
+            low = middle + 1
+    return low
+
+
+def smallest_budget(method: str, n_players: int, options: Mapping[str, Any] | None = None) -> int:
+    """The smallest budget (utility evaluations) ``method`` accepts on a game of ``n_players``.
+
+    Parameters
+    ----------
+    method : str
+        One of :data:`GAME_ESTIMATORS` (data_cleaning's names).
+    n_players : int
+        The number of training points.
+    options : mapping, optional
+        ``truncation``, ``beta_alpha`` and ``beta_beta`` where the method takes
+        them (defaults 0.01, 16 and 1).
+
+    Returns
+    -------
+    int
+    """
+    if method not in GAME_ESTIMATORS:
+        raise ValueError(f"method must be one of {', '.join(GAME_ESTIMATORS)}, got {method!r}.")
+    return _smallest(method, int(n_players), _merged(method, options))
+
+
+def all_s_minimum(n_players: int, n_pilot: int = 2) -> int:
+    """The smallest budget ``all_s_influence`` accepts: its pilot round's base sets over the coalition sizes.
+
+    Size ``k`` draws base sets of size ``k`` (adding a point) or ``k + 1``
+    (removing one), whichever covers more players per fit, so it has
+    ``C(N, k)`` or ``C(N, k + 1)`` of them; the pilot takes ``n_pilot`` of
+    each, or all where there are fewer (the estimator's rule, checked against
+    it by ``tests/experiments/test_budgets.py``).
+    """
+    import math
+
+    n = int(n_players)
+    return sum(min(n_pilot, math.comb(n, k if n - k >= k + 1 else k + 1)) for k in range(1, n))
+
+
+def _merged(method: str, options: Mapping[str, Any] | None) -> tuple[tuple[str, Any], ...]:
+    merged = {"truncation": 0.01, "beta_alpha": 16.0, "beta_beta": 1.0, **(options or {})}
+    keys = {"truncated_permutation": ("truncation",), "beta_shapley": ("beta_alpha", "beta_beta")}.get(method, ())
+    return tuple((k, float(merged[k])) for k in keys)
+
+
+def _enough(method: str, budget: int, n_train: int, options: Mapping[str, Any]) -> bool:
+    if method == "all_s_influence":
+        return budget >= all_s_minimum(n_train)
+    return _accepts(method, n_train, budget, _merged(method, options))
+
+
+def _check(where: str, budget: int, n_train: int, methods: Iterable[str], options: Mapping[str, Any]) -> list[str]:
+    methods = tuple(methods)
+    if all(_enough(m, budget, n_train, options) for m in methods):
+        return []  # one call per method; the smallest budgets are searched only for the message
+    needs = {m: all_s_minimum(n_train) if m == "all_s_influence" else smallest_budget(m, n_train, options)
+             for m in methods}
+    short = {method: need for method, need in needs.items() if budget < need}
+    listed = ", ".join(f"{method} {need}" for method, need in sorted(short.items(), key=lambda kv: -kv[1]))
+    return [f"{where}={budget} is too small for n_train={n_train}: at least {max(needs.values())} utility "
+            f"evaluations are needed (by method: {listed})."]
+
+
+def budget_problems(name: str, params: Mapping[str, Any]) -> list[str]:
+    """One line per budget of experiment ``name`` too small for its ``n_train`` (empty when all suffice).
+
+    data_cleaning: ``budget`` (every budgeted method runs at it), each value of
+    ``budget_grid`` up to ``budget`` (all budgeted game methods run there;
+    larger ones only the semivalues, which need less) and each of
+    ``probe_budgets`` (the semivalues). mlp_cleaning: ``budget`` (MSR
+    Banzhaf, Beta Shapley, truncated Monte Carlo). Other experiments have no
+    budget of this kind. Parameters that break their own spec are left to
+    :func:`~._schema.parameter_problems`.
+    """
+    n_train = params.get("n_train")
+    if name not in ("data_cleaning", "mlp_cleaning") or not isinstance(n_train, int) or n_train < 2:
+        return []
+    options = {k: params[k] for k in ("truncation", "beta_alpha", "beta_beta") if k in params}
+    semivalues = ("permutation", "truncated_permutation", "msr_banzhaf", "beta_shapley")
+    budgets: dict[str, tuple[Any, tuple[str, ...]]]
+    if name == "mlp_cleaning":
+        budgets = {"experiment.budget": (params.get("budget"), ("msr_banzhaf", "beta_shapley",
+                                                                "truncated_permutation"))}
+    else:
+        main = params.get("budget")
+        budgets = {"experiment.budget": (main, (*GAME_ESTIMATORS, "all_s_influence"))}
+        for i, value in enumerate(params.get("budget_grid") or ()):
+            if isinstance(main, int) and isinstance(value, int) and value <= main:
+                budgets[f"experiment.budget_grid[{i}]"] = (value, GAME_ESTIMATORS)
+        for i, value in enumerate(params.get("probe_budgets") or ()):
+            budgets[f"experiment.probe_budgets[{i}]"] = (value, semivalues)
+    problems = []
+    for where, (budget, methods) in budgets.items():
+        if isinstance(budget, int) and not isinstance(budget, bool):
+            problems += _check(where, budget, n_train, methods, options)
+    return problems
