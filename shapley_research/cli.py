@@ -209,6 +209,8 @@ def summarize(name: str, profile: str, run_dir: Path, metrics: dict, seconds: fl
         verdict = verdict_of(c).upper() if verdict_of(c) != "holds" else "holds"
         if c.get("sanity"):
             verdict += ", sanity check"
+        elif c.get("by_construction"):
+            verdict += ", by construction"
         where = c.get("section") or "reproduction"
         lines.append(f"  [{verdict}] ({where}) {c['claim']} ({stat['name']} = {_format_value(stat['value'])})")
     return "\n".join(lines)
