@@ -348,7 +348,10 @@ def test_removal_claim_reports_every_budget():
                         fake_curves(-0.02).assign(budget=400, main=True)], ignore_index=True)
     assert dc.removal_claim(curves).verdict == "does not hold"
     table = dc.comparison_table(_two_budgets(GOOD, GOOD), curves=curves)
-    assert {"above_random", "oob_wall_time", "removal", "oob_detection", "beta"} <= set(table["claim"])
+    assert {"above_random", "removal", "oob_detection", "beta"} <= set(table["claim"])
+    assert "oob_wall_time" not in set(table["claim"])  # measured times: apart, in wall_time_table
+    timed = dc.wall_time_table(_two_budgets(GOOD, GOOD))
+    assert set(timed["claim"]) == {"oob_wall_time"} and set(timed["budget"]) == {100, 400}
     assert set(table.loc[table["claim"] == "removal", "budget"]) == {100, 400}
 
 
@@ -394,7 +397,8 @@ def test_quick_run_end_to_end(quick_run):
     assert all("Holm" in entry["criterion"] for entry in claims)
     assert metrics["noisy_utility"]["budget"] and set(metrics["noisy_utility"]["auroc"]) == {"breast_cancer", "digits"}
     assert (out / "noisy_utility.csv").exists()
-    assert {"above_random", "oob_wall_time", "removal"} <= {row["claim"] for row in metrics["comparisons_by_budget"]}
+    assert {"above_random", "removal"} <= {row["claim"] for row in metrics["comparisons_by_budget"]}
+    assert {row["claim"] for row in metrics["wall_time_ratio_by_budget"]} == {"oob_wall_time"}
     assert metrics["probe"]["budgets"] and set(metrics["probe"]["auroc"]) == {"breast_cancer", "digits"}
     assert metrics["comparisons_by_budget"] and max(metrics["budgets"]) > metrics["budget"]
     for entry in claims:

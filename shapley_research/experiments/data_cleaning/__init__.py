@@ -54,7 +54,8 @@ from ._claims import (ABOVE_RANDOM_MARGIN, DETECTION_TOLERANCE, LEVEL, REMOVAL_F
                       SETTLED_TOLERANCE, WALL_TIME_RATIO, above_random_claim, banzhaf_claim, beta_claim, budget_sweep,
                       claim_budget, combine, comparison_table, data_cleaning_claims, interval_verdict,
                       noisy_banzhaf_claim, oob_detection_claim, oob_wall_time_claim, paired_difference,
-                      paired_samples, removal_claim, removal_gain, removal_samples, settled_claim, wall_time_ratios)
+                      paired_samples, removal_claim, removal_gain, removal_samples, settled_claim, wall_time_ratios,
+                      wall_time_table)
 from ._data import DATASETS, flip_labels, load_dataset, make_game, make_model, make_problem
 from ._figures import plot_curves, plot_detection, plot_detection_vs_evaluations
 from ._sweeps import above_random_sweep, removal_sweep, sweep_note, wall_time_sweep
@@ -81,5 +82,5 @@ __all__ = [
     "PROBE_METHODS", "run_budget_probe", "probe_summary", "rise_past_sweep", "probe_comparison_note", "trajectory_note",
     "SETTLED_TOLERANCE", "settled_claim",
     "NOISY_METHODS", "NOISY_DEFAULTS", "NOISY_UTILITY", "make_noisy_game", "utility_noise", "run_noisy_utility",
-    "noisy_banzhaf_claim", "above_random_sweep", "wall_time_sweep", "removal_sweep", "sweep_note",
+    "noisy_banzhaf_claim", "wall_time_table", "above_random_sweep", "wall_time_sweep", "removal_sweep", "sweep_note",
 ]

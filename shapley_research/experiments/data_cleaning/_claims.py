@@ -114,8 +114,9 @@ def comparison_table(detection: pd.DataFrame, semivalues: Sequence[str] = SEMIVA
     the claim at that budget), ``holm_p`` (Holm-adjusted one-sided p-value of
     the wrong side), ``family_verdict`` (after Holm's correction, as the claim
     decides), ``seeds_to_decide``. ``comparison`` is ``"method - baseline"``
-    (AUROC), ``"data_oob / fastest semivalue"`` (wall time) or ``"removal:
-    method - random"`` (test accuracy; with ``curves``).
+    (AUROC) or ``"removal: method - random"`` (test accuracy; with
+    ``curves``). Data-OOB's wall-time claim, whose numbers are measured times,
+    is apart: :func:`wall_time_table`.
     """
     import pandas as pd
 
@@ -126,14 +127,25 @@ def comparison_table(detection: pd.DataFrame, semivalues: Sequence[str] = SEMIVA
                             budget_sweep(detection, method, "permutation", tol), tol, "above")
     oob = _oob_sweep(detection, semivalues)
     rows += _sweep_rows("oob_detection", lambda label: f"data_oob - {label.split(' on ')[0]}", oob, tol, "above")
-    rows += _sweep_rows("oob_wall_time", lambda _: "data_oob / fastest semivalue",
-                        wall_time_sweep(detection, semivalues, WALL_TIME_RATIO), WALL_TIME_RATIO, "below")
     rows += _sweep_rows("above_random", lambda label: f"{label.split(' on ')[0]} - {RANDOM}",
                         above_random_sweep(detection, ABOVE_RANDOM_MARGIN), ABOVE_RANDOM_MARGIN, "above")
     if curves is not None:
         rows += _sweep_rows("removal", lambda _: f"removal: {REMOVAL_METHOD} - {RANDOM}",
                             removal_sweep(curves, REMOVAL_METHOD, REMOVAL_FRACTION), 0.0, "above (strict)")
     return pd.DataFrame(rows)
+
+
+def wall_time_table(detection: pd.DataFrame, semivalues: Sequence[str] = SEMIVALUES) -> pd.DataFrame:
+    """Data-OOB's wall time over the fastest semivalue's at every budget, as :func:`comparison_table`'s rows.
+
+    Apart from :func:`comparison_table` because every number here derives
+    from measured times (``metrics.json`` keeps it under a key named as a time).
+    """
+    import pandas as pd
+
+    return pd.DataFrame(_sweep_rows("oob_wall_time", lambda _: "data_oob / fastest semivalue",
+                                    wall_time_sweep(detection, semivalues, WALL_TIME_RATIO), WALL_TIME_RATIO,
+                                    "below"))
 
 
 def _oob_sweep(detection, semivalues) -> dict:
