@@ -370,6 +370,12 @@ class DataCleaning:
     oob_max_estimators: Count
     removal_fractions: list[float_in(0, 1, open_high=True)]
     addition_fractions: list[float_in(0, 1, open_low=True)]
+    noisy_seeds: Count
+    noisy_budget: Count
+    noisy_epochs: Count
+    noisy_batch_size: Count
+    noisy_learning_rate: Positive
+    noise_draws: int_in(2)
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,16 @@ undecided="inconclusive")``), with :func:`repetitions_to_decide` saying how
 many repetitions would decide it at the observed spread. From samples in
 one call: :func:`interval_verdict`; over several data sets or comparisons:
 :func:`combine`; in a note: :func:`describe`.
+
+A claim decided on ``k`` intervals at once ("does not hold if any lies wholly
+on the wrong side") would call a true claim false far more often than one
+interval does. :func:`family_verdicts` corrects the family: an interval's
+"wrong side" counts only if Holm's step-down procedure (:func:`holm`) on the
+one-sided p-values against the claimed side rejects it at family-wise level
+``(1 - level) / 2`` (the one-sided level of one two-sided interval; with
+``k = 1`` nothing changes). "Holds" needs no correction: every interval
+wholly on the claimed side is an intersection-union test, whose level is
+that of each interval.
 """
 
 from __future__ import annotations
@@ -22,9 +32,15 @@ if TYPE_CHECKING:
     from numpy.typing import ArrayLike
 
 __all__ = ["mean_interval", "decide", "repetitions_to_decide", "interval_verdict", "combine", "describe",
-           "VERDICT_WORDS"]
+           "VERDICT_WORDS", "holm", "holm_adjusted", "wrong_side_p", "family_verdicts", "FAMILY_RULE"]
 
 VERDICT_WORDS = {True: "holds", False: "does not hold", None: "inconclusive"}
+#: The multiplicity rule in words, for the criterion of a claim decided on several intervals.
+FAMILY_RULE = ("'Does not hold' is corrected for the claim's {k} intervals by Holm's step-down procedure: an "
+               "interval counts as wholly on the wrong side only if Holm rejects it at family-wise 2.5% on the "
+               "one-sided t-test p-values against the claimed side (the wrong-side level of one 95% interval; the "
+               "smallest p-value must be below 0.025/{k}); 'holds' needs every 95% interval wholly on the claimed "
+               "side (an intersection-union test: no correction needed).")
 
 
 def mean_interval(samples: ArrayLike, level: float = 0.95) -> tuple[float, float, float]:
@@ -78,19 +94,21 @@ def repetitions_to_decide(sd: float, distance: float, level: float = 0.95, n_max
 
 def interval_verdict(samples: ArrayLike, threshold: float, side: str = "above", level: float = 0.95,
                      strict: bool = False) -> dict[str, Any]:
-    """``{n, mean, low, high, verdict, seeds_to_decide}`` of the mean of ``samples`` against ``threshold``.
+    """``{n, mean, low, high, verdict, seeds_to_decide, p_wrong_side}``: the mean of ``samples`` against ``threshold``.
 
     ``verdict`` is :func:`decide`'s (None: undecided; also with fewer than two
     samples); ``strict`` (side "above" only) asks for ``low > threshold`` and
     calls ``high <= threshold`` a miss, for a claim of a strict gain.
     ``seeds_to_decide`` is the repetitions that would decide an undecided one
-    at the observed spread (None if decided or unknown).
+    at the observed spread (None if decided or unknown); ``p_wrong_side`` is
+    :func:`wrong_side_p` (0 for a miss with no spread; NaN below two samples),
+    for :func:`family_verdicts`.
     """
     x = np.asarray(samples, dtype=float)
     x = x[np.isfinite(x)]
     if x.size == 0:
         return {"n": 0, "mean": float("nan"), "low": float("nan"), "high": float("nan"), "verdict": None,
-                "seeds_to_decide": None}
+                "seeds_to_decide": None, "p_wrong_side": float("nan")}
     mean, low, high = mean_interval(x, level)
     verdict = decide(low, high, threshold, side)
     if strict and side == "above" and np.isfinite(low):
@@ -98,7 +116,89 @@ def interval_verdict(samples: ArrayLike, threshold: float, side: str = "above", 
     needed = None
     if verdict is None and x.size >= 2:
         needed = repetitions_to_decide(float(x.std(ddof=1)), mean - threshold, level)
-    return {"n": int(x.size), "mean": mean, "low": low, "high": high, "verdict": verdict, "seeds_to_decide": needed}
+    p_wrong = 0.0 if verdict is False and x.size >= 2 and x.std() == 0 else wrong_side_p(x, threshold, side)
+    return {"n": int(x.size), "mean": mean, "low": low, "high": high, "verdict": verdict, "seeds_to_decide": needed,
+            "p_wrong_side": p_wrong}
+
+
+def wrong_side_p(samples: ArrayLike, threshold: float, side: str = "above") -> float:
+    r"""One-sided t-test p-value of "the mean is on the claimed side of ``threshold``" (small: on the wrong side).
+
+    With :math:`t = (\bar x - \text{threshold}) / (s / \sqrt n)`: :math:`P(T_{n-1} \le t)` for
+    ``side="above"`` (the claim is mean >= threshold), :math:`P(T_{n-1} \ge t)` for ``"below"``. A
+    two-sided interval at level :math:`\ell` lies wholly on the wrong side exactly when this is below
+    :math:`(1 - \ell) / 2`. NaN with fewer than two samples; with no spread, 0 on the wrong side and 1 otherwise.
+    """
+    from scipy import stats
+
+    if side not in ("above", "below"):
+        raise ValueError(f"side must be 'above' or 'below', got {side!r}.")
+    x = np.asarray(samples, dtype=float).ravel()
+    x = x[np.isfinite(x)]
+    if x.size < 2:
+        return float("nan")
+    gap = float(x.mean() - threshold) * (1.0 if side == "above" else -1.0)
+    sd = float(x.std(ddof=1))
+    if sd == 0.0:
+        return 0.0 if gap < 0 else 1.0
+    return float(stats.t.cdf(gap / (sd / math.sqrt(x.size)), x.size - 1))
+
+
+def holm_adjusted(p_values: ArrayLike) -> np.ndarray:
+    r"""Holm's step-down adjusted p-values, in the input's order.
+
+    With the :math:`k` p-values sorted, :math:`p_{(1)} \le \dots \le p_{(k)}`:
+    :math:`\tilde p_{(j)} = \max_{i \le j} \min\bigl(1, (k - i + 1)\, p_{(i)}\bigr)`
+    (Holm, Scand. J. Statist. 1979). NaN p-values (nothing to test) stay NaN
+    and do not count in :math:`k`.
+    """
+    p = np.asarray(p_values, dtype=float).ravel()
+    if ((p < 0) | (p > 1)).any():
+        raise ValueError(f"p_values must lie in [0, 1] (or be NaN), got {p!r}.")
+    out = np.full(p.shape, np.nan)
+    tested = np.flatnonzero(~np.isnan(p))
+    order = tested[np.argsort(p[tested], kind="stable")]
+    k = order.size
+    scaled = np.minimum(1.0, (k - np.arange(k)) * p[order])
+    out[order] = np.maximum.accumulate(scaled) if k else scaled
+    return out
+
+
+def holm(p_values: ArrayLike, alpha: float = 0.05) -> np.ndarray:
+    """Which hypotheses Holm's step-down procedure rejects at family-wise level ``alpha`` (a bool array).
+
+    Sorted ascending, the ``j``-th smallest p-value (from 1) is rejected while
+    every one before it was and it is at most ``alpha / (k - j + 1)``; the
+    first that is not stops the procedure. NaN p-values are never rejected.
+    """
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}.")
+    adjusted = holm_adjusted(p_values)
+    return np.where(np.isnan(adjusted), False, adjusted <= alpha)
+
+
+def family_verdicts(entries: dict[str, dict[str, Any]], level: float = 0.95) -> dict[str, dict[str, Any]]:
+    """The entries of :func:`interval_verdict` with Holm's correction over the family applied to "does not hold".
+
+    An entry keeps ``verdict`` False only if Holm's procedure on the
+    entries' ``p_wrong_side`` rejects it at family-wise ``(1 - level) / 2``;
+    otherwise a False becomes None (inconclusive). True and None are kept.
+    Each returned entry is a copy with ``uncorrected`` (its own interval's
+    verdict), ``family`` (``k``, the entries with a p-value) and ``holm_p``
+    (its Holm-adjusted p-value) added.
+    """
+    names = list(entries)
+    p = np.array([entries[name].get("p_wrong_side", np.nan) for name in names], dtype=float)
+    adjusted = holm_adjusted(p)
+    rejected = holm(p, (1 - level) / 2)
+    k = int((~np.isnan(p)).sum())
+    out = {}
+    for name, adj, reject in zip(names, adjusted, rejected):
+        entry = entries[name]
+        verdict = entry["verdict"]
+        corrected = None if verdict is False and not reject else verdict
+        out[name] = {**entry, "verdict": corrected, "uncorrected": verdict, "family": k, "holm_p": float(adj)}
+    return out
 
 
 def combine(verdicts: Iterable[bool | None]) -> bool | None:
@@ -115,6 +215,9 @@ def describe(name: str, entry: dict) -> str:
         return f"{name}: did not run"
     text = f"{name} {entry['mean']:+.3f} [{entry['low']:+.3f}, {entry['high']:+.3f}] (n {entry['n']}, " \
            f"{VERDICT_WORDS[entry['verdict']]}"
+    if entry.get("uncorrected") is False and entry["verdict"] is None:
+        return text + f": wholly on the wrong side at 95%, not after Holm's correction over {entry['family']} " \
+                      f"intervals, adjusted one-sided p {entry['holm_p']:.3f} > 0.025)"
     if entry["verdict"] is None:
         text += (f"; about {entry['seeds_to_decide']} seeds would decide" if entry["seeds_to_decide"]
                  else "; no practical number of seeds would decide")

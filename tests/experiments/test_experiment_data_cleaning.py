@@ -162,7 +162,9 @@ def test_run_data_cleaning_tables():
     assert set(detection.loc[detection["method"] == "permutation", "budget"]) == {60, 120}
     main = detection[detection["main"]]
     assert len(main) == 2 * 4 and (main.loc[main["method"] == "leave_one_out", "n_evaluations"] == 25).all()
-    assert len(curves) == 2 * 4 * (2 + 2 + 2)
+    assert len(curves) == 2 * 5 * (2 + 2 + 2)  # every run that ran, permutation at both budgets
+    assert len(curves[curves["main"]]) == 2 * 4 * (2 + 2 + 2)
+    assert set(curves.loc[curves["method"] == "permutation", "budget"]) == {60, 120}
     full = curves[(curves["curve"] == "remove_lowest") & (curves["fraction"] == 0.0)]["accuracy"]
     assert full.nunique() == 2  # one U(D) per seed, whatever the ranking
     assert len(values) == 2 * 4 * 24 and values["flipped"].sum() == 2 * 4 * 6
@@ -295,6 +297,68 @@ def test_removal_claim():
     assert not dc.removal_claim(fake_curves(0.05), fraction=0.2).holds  # no curve at that fraction
 
 
+def test_a_marginal_miss_on_one_of_two_data_sets_is_inconclusive_after_holm():
+    table = fake_detection(GOOD)
+    # beta - permutation on data set b: -0.02 + (-0.045, -0.035, -0.02): wholly below -0.02 at 95%, p in (0.0125, 0.025)
+    table.loc[(table["dataset"] == "b") & (table["method"] == "beta_shapley"), "auroc"] = [0.735, 0.765, 0.74]
+    entry = dc.budget_sweep(table, "beta_shapley", "permutation", -dc.DETECTION_TOLERANCE)[100]["b"]
+    assert entry["verdict"] is False and 0.0125 < entry["p_wrong_side"] < 0.025
+    verdict = dc.beta_claim(table)
+    assert verdict.verdict == "inconclusive" and "not after Holm's correction over 2" in verdict.note
+    assert "Holm" in verdict.criterion and "2 intervals" in verdict.criterion
+    assert dc.beta_claim(table[table["dataset"] == "b"]).verdict == "does not hold"  # alone: no family to correct
+    sweep = dc.comparison_table(table)
+    row = sweep[(sweep["claim"] == "beta") & (sweep["dataset"] == "b")].iloc[0]
+    assert row["verdict"] == "does not hold" and row["family_verdict"] == "inconclusive" and row["family"] == 2
+
+
+def _two_budgets(small: dict, large: dict, wall_small=None, wall_large=None) -> pd.DataFrame:
+    """Budget 100 (not the common one) for the budgeted methods, then the common budget 400 for every method."""
+    first = fake_detection(small, wall=wall_small, budget=100).assign(main=False)
+    first = first[first["method"].isin(dc.BUDGETED)]
+    return pd.concat([first, fake_detection(large, wall=wall_large, budget=400)], ignore_index=True)
+
+
+def test_above_random_claim_reports_every_budget():
+    table = _two_budgets({**GOOD, "msr_banzhaf": [0.5, 0.52, 0.48]}, GOOD)
+    verdict = dc.above_random_claim(table)
+    assert verdict.holds and "100 does not hold" in verdict.note and "400 holds" in verdict.note
+    assert "common budget (400)" in verdict.criterion
+    failing = dc.above_random_claim(_two_budgets(GOOD, {**GOOD, "msr_banzhaf": [0.5, 0.52, 0.48]}))
+    assert failing.verdict == "does not hold" and "100 holds" in failing.note  # decided at the common budget
+
+
+def test_oob_wall_time_claim_reports_every_budget():
+    table = _two_budgets(GOOD, GOOD, wall_small={"data_oob": 3.0}, wall_large={"data_oob": 0.1})
+    verdict = dc.oob_wall_time_claim(table)
+    assert verdict.holds and "100 does not hold" in verdict.note and "400 holds" in verdict.note
+    table = _two_budgets(GOOD, GOOD, wall_small={"data_oob": 0.1}, wall_large={"data_oob": 3.0})
+    verdict = dc.oob_wall_time_claim(table)
+    assert verdict.verdict == "does not hold" and "100 holds" in verdict.note
+
+
+def test_removal_claim_reports_every_budget():
+    small = fake_curves(-0.02).assign(budget=100, main=False)
+    large = fake_curves(0.05).assign(budget=400, main=True)
+    curves = pd.concat([small[small["method"] != "random"], large], ignore_index=True)
+    verdict = dc.removal_claim(curves)
+    assert verdict.holds and verdict.value == pytest.approx(0.05)
+    assert "100 does not hold" in verdict.note and "400 holds" in verdict.note
+    curves = pd.concat([fake_curves(0.05).assign(budget=100, main=False).query("method != 'random'"),
+                        fake_curves(-0.02).assign(budget=400, main=True)], ignore_index=True)
+    assert dc.removal_claim(curves).verdict == "does not hold"
+    table = dc.comparison_table(_two_budgets(GOOD, GOOD), curves=curves)
+    assert {"above_random", "removal", "oob_detection", "beta"} <= set(table["claim"])
+    assert "oob_wall_time" not in set(table["claim"])  # measured times: apart, in wall_time_table
+    timed = dc.wall_time_table(_two_budgets(GOOD, GOOD))
+    assert set(timed["claim"]) == {"oob_wall_time"} and set(timed["budget"]) == {100, 400}
+    assert set(table.loc[table["claim"] == "removal", "budget"]) == {100, 400}
+
+
+def test_group_testing_label_names_its_centering():
+    assert dc.LABELS["group_testing"] == "group testing (Wang & Jia + centering)"
+
+
 def test_method_budgets():
     assert dc.method_budgets("permutation", [50, 100, 400], 100) == [50, 100, 400]   # swept: every budget
     assert dc.method_budgets("svarm", [50, 100, 400], 100) == [50, 100]               # up to the common one
@@ -327,8 +391,14 @@ def test_quick_run_end_to_end(quick_run):
     out = tmp_path / "data_cleaning"
     metrics = json.loads((out / "metrics.json").read_text())
     claims = metrics["claims"]
-    assert len(claims) == 7  # the papers' and own claims, then the budget probe's
-    assert claims[1]["verdict"] == "outside its scope"  # Banzhaf: a deterministic utility
+    assert len(claims) == 8  # the papers' and own claims, then the budget probe's
+    assert claims[1]["verdict"] != "outside its scope" and "noisy utility" in claims[1]["claim"]  # decided on noise
+    assert claims[2]["verdict"] == "outside its scope"  # Banzhaf on the deterministic utility: reported beside it
+    assert all("Holm" in entry["criterion"] for entry in claims)
+    assert metrics["noisy_utility"]["budget"] and set(metrics["noisy_utility"]["auroc"]) == {"breast_cancer", "digits"}
+    assert (out / "noisy_utility.csv").exists()
+    assert {"above_random", "removal"} <= {row["claim"] for row in metrics["comparisons_by_budget"]}
+    assert {row["claim"] for row in metrics["wall_time_ratio_by_budget"]} == {"oob_wall_time"}
     assert metrics["probe"]["budgets"] and set(metrics["probe"]["auroc"]) == {"breast_cancer", "digits"}
     assert metrics["comparisons_by_budget"] and max(metrics["budgets"]) > metrics["budget"]
     for entry in claims:

@@ -56,3 +56,70 @@ def test_contradicting_verdicts_are_refused():
     entry["verdict"] = "does not hold"
     with pytest.raises(ValueError, match="contradicts"):
         validate_metrics({"claims": [entry]})
+
+
+# --- multiplicity: Holm's correction over a claim's intervals ----------------------------------
+
+def test_holm_on_known_examples():
+    import numpy as np
+
+    from shapley_research.experiments._verdicts import holm, holm_adjusted
+
+    # Wikipedia's example ("Holm-Bonferroni method"): at 0.05 Holm rejects H1 (0.01) and H4 (0.005) only
+    p = [0.01, 0.04, 0.03, 0.005]
+    np.testing.assert_array_equal(holm(p, 0.05), [True, False, False, True])
+    np.testing.assert_allclose(holm_adjusted(p), [0.03, 0.06, 0.06, 0.02])
+    # R: p.adjust(c(0.01, 0.02, 0.03, 0.04, 0.05), "holm") gives 0.05 0.08 0.09 0.09 0.09
+    np.testing.assert_allclose(holm_adjusted([0.01, 0.02, 0.03, 0.04, 0.05]), [0.05, 0.08, 0.09, 0.09, 0.09])
+    assert holm([0.01, 0.02, 0.03, 0.04, 0.05], 0.05).tolist() == [True, False, False, False, False]
+    # step-down: Holm rejects all three where Bonferroni (0.05 / 3 each) rejects two
+    p = [0.001, 0.0126, 0.02]
+    assert holm(p, 0.05).all() and int((np.array(p) <= 0.05 / 3).sum()) == 2
+    # NaN: nothing to test, not counted in k, never rejected
+    np.testing.assert_allclose(holm_adjusted([0.01, np.nan, 0.02]), [0.02, np.nan, 0.02])
+    assert holm([0.01, np.nan], 0.05).tolist() == [True, False] and holm([], 0.05).size == 0
+    with pytest.raises(ValueError, match="p_values"):
+        holm_adjusted([0.5, 1.5])
+    with pytest.raises(ValueError, match="alpha"):
+        holm([0.5], 0.0)
+
+
+def test_wrong_side_p_agrees_with_the_interval():
+    import numpy as np
+
+    from shapley_research.experiments._verdicts import interval_verdict, wrong_side_p
+
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        x = rng.normal(rng.normal(0, 0.05), 0.05, size=int(rng.integers(2, 9)))
+        for side in ("above", "below"):
+            entry = interval_verdict(x, 0.0, side)
+            assert (entry["verdict"] is False) == (entry["p_wrong_side"] < 0.025)
+            assert entry["p_wrong_side"] == wrong_side_p(x, 0.0, side)
+    assert np.isnan(wrong_side_p([0.3], 0.0)) and wrong_side_p([-1.0, -1.0], 0.0) == 0.0
+    assert wrong_side_p([1.0, 1.0], 0.0) == 1.0
+    assert interval_verdict([0.0, 0.0], 0.0, strict=True)["p_wrong_side"] == 0.0  # no gain, no spread: a miss
+    with pytest.raises(ValueError, match="side"):
+        wrong_side_p([0.1, 0.2], 0.0, "left")
+
+
+def test_family_correction_turns_a_marginal_miss_inconclusive():
+    import numpy as np
+
+    from shapley_research.experiments._verdicts import combine, describe, family_verdicts, interval_verdict
+
+    marginal = [-0.05, -0.01, -0.03, -0.02, -0.04, 0.0]  # wholly below 0 at 95%, but p above 0.025 / 3
+    entry = interval_verdict(marginal, 0.0)
+    assert entry["verdict"] is False and 0.025 / 3 < entry["p_wrong_side"] < 0.025
+    held = interval_verdict([0.1, 0.12, 0.11], 0.0)
+    family = {"a": entry, "b": held, "c": held}
+    corrected = family_verdicts(family)
+    assert combine(e["verdict"] for e in family.values()) is False  # uncorrected: does not hold
+    assert combine(e["verdict"] for e in corrected.values()) is None  # after Holm: inconclusive
+    assert corrected["a"]["uncorrected"] is False and corrected["a"]["family"] == 3
+    assert corrected["a"]["holm_p"] == pytest.approx(3 * entry["p_wrong_side"])
+    assert "not after Holm's correction over 3" in describe("a", corrected["a"])
+    assert family_verdicts({"a": entry})["a"]["verdict"] is False  # one interval: nothing to correct
+    clear = interval_verdict([-0.3, -0.31, -0.29, -0.3], 0.0)  # far on the wrong side: still a miss
+    assert family_verdicts({"a": clear, "b": held, "c": held})["a"]["verdict"] is False
+    assert np.isnan(family_verdicts({"a": interval_verdict([], 0.0)})["a"]["holm_p"])

@@ -161,11 +161,13 @@ def plot_detection_vs_evaluations(detection: pd.DataFrame, probe: pd.DataFrame |
 def plot_curves(curves: pd.DataFrame) -> Figure:
     """Test accuracy after removing the lowest / highest-valued points and after adding from the highest.
 
-    One row per (data set, family), one column per curve; mean over seeds,
-    random values as a dashed black line in every panel.
+    At the common budget (the rows with ``main``, where ``curves`` has the
+    column). One row per (data set, family), one column per curve; mean over
+    seeds, random values as a dashed black line in every panel.
     """
     import matplotlib.pyplot as plt
 
+    curves = curves[curves["main"]] if "main" in curves else curves  # the common budget
     summary = summarise(curves, ["dataset", "method", "curve", "fraction"], ["accuracy"])
     datasets = list(dict.fromkeys(curves["dataset"]))
     kinds = [k for k in CURVE_TITLES if k in set(curves["curve"])]

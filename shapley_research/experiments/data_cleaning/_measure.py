@@ -187,8 +187,10 @@ def run_data_cleaning(*, datasets: Sequence[str], n_train: int, n_test: int, fli
         common budget), ``n_evaluations``, ``wall_time_s``, ``auroc``, ``f1``,
         ``n_nan``, ``note``, ``error``.
     curves : pandas.DataFrame
-        One row per (dataset, repetition, method, curve, fraction) at the
-        common budget: ``n_points`` (removed or kept), ``accuracy``.
+        One row per (dataset, repetition, method, budget, curve, fraction),
+        at every budget a method ran at (as ``detection``): ``main`` (at the
+        common budget: the figures and tables), ``n_points`` (removed or
+        kept), ``accuracy``.
     values : pandas.DataFrame
         The values at the common budget: ``dataset, repetition, method, point, flipped, value``.
     info : dict
@@ -224,14 +226,17 @@ def run_data_cleaning(*, datasets: Sequence[str], n_train: int, n_test: int, fli
                               "auroc": detection_auroc(row["values"], flipped) if ok else math.nan,
                               "f1": detection_f1(row["values"], flipped) if ok else math.nan,
                               "n_nan": row["n_nan"], "note": row["note"], "error": row["error"]})
-            if not (main and ok):
+            if not ok:
                 continue
             for curve, (counts, accuracy) in task_curves(game, row["values"], removal_fractions,
                                                          addition_fractions).items():
                 fractions = removal_fractions if curve.startswith("remove") else addition_fractions
-                curves += [{"dataset": dataset, "repetition": repetition, "method": row["method"], "curve": curve,
+                curves += [{"dataset": dataset, "repetition": repetition, "method": row["method"],
+                            "budget": detection[-1]["budget"], "main": main, "curve": curve,
                             "fraction": float(f), "n_points": int(c), "accuracy": float(a)}
                            for f, c, a in zip(fractions, counts, accuracy)]
+            if not main:
+                continue
             values.append(pd.DataFrame({"dataset": dataset, "repetition": repetition, "method": row["method"],
                                         "point": np.arange(flipped.size), "flipped": flipped,
                                         "value": row["values"]}))

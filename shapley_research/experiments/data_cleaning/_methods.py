@@ -32,7 +32,8 @@ RANDOM = "random"
 LABELS = {
     "random": "random values", "knn_shapley": "KNN-Shapley (exact)", "permutation": "permutation Shapley",
     "permutation_antithetic": "antithetic + position adj.", "truncated_permutation": "truncated MC (TMC)",
-    "group_testing": "group testing", "compressive": "compressive", "svarm": "stratified SVARM",
+    "group_testing": "group testing (Wang & Jia + centering)", "compressive": "compressive",
+    "svarm": "stratified SVARM",
     "msr_banzhaf": "Banzhaf (MSR)", "beta_shapley": "Beta(16, 1)", "leave_one_out": "leave-one-out",
     "data_oob": "Data-OOB", "all_s_influence": "all-S influence", "largest_s_influence": "largest-S influence",
 }
@@ -62,8 +63,11 @@ def truncation_game(game: GameLike) -> tuple[GameLike, str]:
     return as_game(game.evaluate, game.n_players, vectorized=True), "as_game(game.evaluate) wrapper"
 
 
-def _call(method: str, problem: dict, budget: int | None, seed: int, options: dict):
-    """One valuation: returns ``(ValuationResult or values array, n_evaluations, note)``."""
+def _call(method: str, problem: dict, budget: int | None, seed: int, options: dict, game: GameLike | None = None):
+    """One valuation: returns ``(ValuationResult or values array, n_evaluations, note)``.
+
+    ``game``: the utility of the game-based methods (default :func:`~._data.make_game` on ``problem``).
+    """
     import shapley_research as sr
 
     X, y, X_test, y_test = problem["X_train"], problem["y_train"], problem["X_test"], problem["y_test"]
@@ -88,7 +92,7 @@ def _call(method: str, problem: dict, budget: int | None, seed: int, options: di
     if method == "largest_s_influence":
         # utility="accuracy" as the game's; its smooth surrogate gives the linear change (the library default)
         return sr.largest_s_influence(X, y, X_test, y_test, C=options["logistic_C"], utility="accuracy"), None, None
-    game = make_game(problem, options["logistic_C"], options["max_iter"])
+    game = make_game(problem, options["logistic_C"], options["max_iter"]) if game is None else game
     if method == "leave_one_out":
         return sr.leave_one_out(game), None, None
     if method == "permutation":
@@ -99,8 +103,9 @@ def _call(method: str, problem: dict, budget: int | None, seed: int, options: di
     if method == "truncated_permutation":
         target, how = truncation_game(game)
         return sr.permutation_shapley(target, budget, seed, truncation=options["truncation"], **quiet), None, how
-    if method == "group_testing":
-        return sr.group_testing_shapley(game, budget, seed, variant="improved", **quiet), None, None
+    if method == "group_testing":  # Wang & Jia's estimator (variant "improved") with this package's linear centering
+        return sr.group_testing_shapley(game, budget, seed, variant="improved", centering="linear",
+                                        **quiet), None, None
     if method == "compressive":
         return sr.compressive_shapley(game, budget, seed, **quiet), None, None
     if method == "svarm":
@@ -113,8 +118,12 @@ def _call(method: str, problem: dict, budget: int | None, seed: int, options: di
     raise ValueError(f"unknown method {method!r}; known: {', '.join(METHODS)}.")
 
 
-def run_method(method: str, problem: dict, budget: int | None, seed: int, options: dict | None = None) -> dict:
+def run_method(method: str, problem: dict, budget: int | None, seed: int, options: dict | None = None, *,
+               game: GameLike | None = None) -> dict:
     """Value ``problem``'s training points with ``method``; a failure is recorded, not raised.
+
+    ``game`` replaces the logistic game of the game-based methods (the noisy
+    utility of :mod:`._noisy`); the other methods ignore it.
 
     Returns
     -------
@@ -136,7 +145,7 @@ def run_method(method: str, problem: dict, budget: int | None, seed: int, option
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            result, n_evaluations, note = _call(method, problem, budget, seed, options)
+            result, n_evaluations, note = _call(method, problem, budget, seed, options, game)
     except Exception as err:  # a method that fails on this setup is a result: record why
         row["wall_time_s"] = time.perf_counter() - start
         row["error"] = f"{type(err).__name__}: {err}"
