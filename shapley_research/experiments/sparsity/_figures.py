@@ -98,7 +98,7 @@ def plot_error_curves(summary: pd.DataFrame, tables_by_m: dict[int, pd.DataFrame
            title="Approximation error (mean, band: min-max over seeds)")
     bx.plot(targets["target_error"], targets["baseline_permutations"], "-", marker="o", color="tab:blue", ms=5,
             label="baseline (permutation sampling)")
-    for m, table in tables_by_m.items():
+    for m, table in sorted(tables_by_m.items(), reverse=True):  # the left panel's order: largest M first
         colour, marker = styles.get(("compressive", int(m)), ("tab:orange", "s"))
         bx.plot(table["target_error"], table["compressive_permutations"], "-", marker=marker, color=colour, ms=6,
                 label=f"compressive, M = {m} ({int(table['compressive_reaches'].sum())} of {len(table)} targets "
