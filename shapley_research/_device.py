@@ -119,3 +119,31 @@ def check_game_jobs(game: object, n_jobs: object, owner: str) -> int | None:
     raise ValueError(f"{owner}: n_jobs={jobs} with {type(game).__name__} on device {str(device)!r}; a game on a "
                      "device runs in one process (its chunks of coalitions already run in parallel there). "
                      "Pass n_jobs=None.")
+
+
+def cpu_model() -> str | None:
+    """The processor's model name (Linux: ``/proc/cpuinfo``; macOS: sysctl), else ``platform``'s guess.
+
+    What ``run_info.json`` records and what keys the routing calibration's cache.
+    """
+    import platform
+    import subprocess
+
+    try:
+        with open("/proc/cpuinfo") as info:
+            lines = info.read().splitlines()
+        for line in lines:
+            key, _, value = line.partition(":")
+            if key.strip() in ("model name", "Hardware", "cpu model") and value.strip():
+                return " ".join(value.split())
+    except OSError:
+        pass
+    if platform.system() == "Darwin":
+        try:
+            found = subprocess.run(["sysctl", "-n", "machdep.cpu.brand_string"], capture_output=True, text=True,
+                                   timeout=5).stdout.strip()
+            if found:
+                return found
+        except (OSError, subprocess.SubprocessError):
+            pass
+    return platform.processor() or platform.machine() or None

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import contextlib
 import json
 import logging
 import os
@@ -38,6 +39,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from .experiments import (CITED_PAPERS_EXPERIMENTS, EXPERIMENT_NAMES, METRICS_FILE, RESULTS_DIR, RUN_INFO_FILE,
@@ -281,18 +283,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .estimators import PROGRESS_ENV
 
     start, cpu_start = time.perf_counter(), _children_cpu_seconds()
-    # the kernel inherits it: no estimator bars in the executed notebook, a committed result
-    previous = os.environ.get(PROGRESS_ENV)
-    if previous is None:
-        os.environ[PROGRESS_ENV] = "off"
-    previous_runner, os.environ[RUNNER_ENV] = os.environ.get(RUNNER_ENV), "cli"  # this command records the run
-    previous_update = os.environ.pop(UPDATE_RESULTS_ENV, None)
-    if args.update_results:  # the notebook's check cell then lets it write into results/
-        os.environ[UPDATE_RESULTS_ENV] = "1"
+    kernel_environment = {
+        PROGRESS_ENV: os.environ.get(PROGRESS_ENV, "off"),  # no estimator bars in a committed executed notebook
+        RUNNER_ENV: "cli",  # this command records the run
+        UPDATE_RESULTS_ENV: "1" if args.update_results else None}  # the check cell then lets it write results/
     try:
-        papermill.execute_notebook(str(notebook), str(executed), parameters=params, kernel_name=kernel,
-                                   cwd=str(project.root), progress_bar=False, log_output=not args.quiet,
-                                   kernel_manager_class=_local_kernel_manager())
+        with _environment(kernel_environment):  # the kernel inherits it
+            papermill.execute_notebook(str(notebook), str(executed), parameters=params, kernel_name=kernel,
+                                       cwd=str(project.root), progress_bar=False, log_output=not args.quiet,
+                                       kernel_manager_class=_local_kernel_manager())
     except PapermillExecutionError as err:
         print(f"error: {name} failed in cell {err.cell_index + 1}: {err.ename}: {err.evalue}\n"
               f"The executed notebook with the traceback is {executed}", file=sys.stderr)
@@ -301,28 +300,38 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"error: could not execute {notebook} with kernel {kernel!r}: {type(err).__name__}: {err}",
               file=sys.stderr)
         return EXIT_FAILED
-    finally:
-        if previous is None:  # leave the caller's environment as it was
-            del os.environ[PROGRESS_ENV]
-        if previous_runner is None:
-            del os.environ[RUNNER_ENV]
-        else:
-            os.environ[RUNNER_ENV] = previous_runner
-        os.environ.pop(UPDATE_RESULTS_ENV, None)
-        if previous_update is not None:
-            os.environ[UPDATE_RESULTS_ENV] = previous_update
     seconds = time.perf_counter() - start
     try:
         metrics = read_metrics(run_dir)
     except (FileNotFoundError, ValueError) as err:
         print(f"error: {name} finished but its {METRICS_FILE} is unusable: {err}", file=sys.stderr)
         return EXIT_FAILED
-    # Timing of the run (the notebook runs in a child kernel process), for the report.
-    # with the versions and the CPU it ran on (provenance: never compared between runs)
+    # The run's times (the notebook runs in a child kernel process), for the report, with the versions and the
+    # CPU it ran on (provenance: never compared between runs).
     info = run_info(name, params["profile"], seconds, _children_cpu_seconds() - cpu_start)
     (run_dir / RUN_INFO_FILE).write_text(json.dumps(info, indent=2) + "\n")
     print(summarize(name, params["profile"], run_dir, metrics, seconds))
     return EXIT_OK
+
+
+def _put_environment(values: Mapping[str, str | None]) -> None:
+    """Set each variable to its string, or unset it where the value is ``None``."""
+    for name, value in values.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
+@contextlib.contextmanager
+def _environment(values: Mapping[str, str | None]) -> Iterator[None]:
+    """Environment variables set (or unset: ``None``) for the block; the caller's environment restored after."""
+    previous = {name: os.environ.get(name) for name in values}
+    try:
+        _put_environment(values)
+        yield
+    finally:
+        _put_environment(previous)
 
 
 def _children_cpu_seconds() -> float:

@@ -15,6 +15,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from .._device import cpu_model
+
 PARAMETERS_TAG = "parameters"
 #: The notebooks' ``language_info``: with ``file_extension``, ``jupyter nbconvert --to script`` writes ``.py``.
 LANGUAGE_INFO = {"name": "python", "file_extension": ".py", "mimetype": "text/x-python",
@@ -201,8 +203,6 @@ def injected_names() -> list[str] | None:
     with papermill's header (:data:`PAPERMILL_HEADER`). ``None`` outside
     IPython or when no such cell ran (a run in Jupyter or plain Python).
     """
-    import ast
-
     try:
         from IPython import get_ipython
     except ImportError:
@@ -227,29 +227,6 @@ LIBRARIES = ("numpy", "scipy", "scikit-learn", "torch", "foolbox", "cvxpy")
 #: The fields of ``run_info.json`` that describe where a run ran, not what it found: ``shapley-research
 #: compare`` and the rerun tests never compare them (nor the measured times beside them).
 PROVENANCE_KEYS = ("python", "libraries", "cpu")
-
-
-def _cpu_model() -> str | None:
-    """The processor's model name (Linux: ``/proc/cpuinfo``; macOS: sysctl), else ``platform``'s guess."""
-    import platform
-    import subprocess
-
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            key, _, value = line.partition(":")
-            if key.strip() in ("model name", "Hardware", "cpu model") and value.strip():
-                return " ".join(value.split())
-    except OSError:
-        pass
-    if platform.system() == "Darwin":
-        try:
-            found = subprocess.run(["sysctl", "-n", "machdep.cpu.brand_string"], capture_output=True, text=True,
-                                   timeout=5).stdout.strip()
-            if found:
-                return found
-        except (OSError, subprocess.SubprocessError):
-            pass
-    return platform.processor() or platform.machine() or None
 
 
 def provenance() -> dict[str, Any]:
@@ -280,7 +257,7 @@ def provenance() -> dict[str, Any]:
     except (AttributeError, OSError):  # not on every platform
         usable = os.cpu_count()
     return {"python": platform.python_version(), "libraries": libraries,
-            "cpu": {"model": _cpu_model(), "logical_cores": os.cpu_count(), "usable_cores": usable}}
+            "cpu": {"model": cpu_model(), "logical_cores": os.cpu_count(), "usable_cores": usable}}
 
 
 def run_info(name: str, profile: str, wall_seconds: float, cpu_seconds: float) -> dict[str, Any]:

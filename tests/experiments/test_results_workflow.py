@@ -119,10 +119,8 @@ def test_unknown_names_are_named_with_a_close_match():
     assert "n_sedes" not in names
 
 
-@pytest.mark.slow  # papermill in subprocesses
-@pytest.mark.skipif(not shutil.which("papermill"), reason="needs papermill on PATH")
-def test_papermill_by_hand_writes_scratch_and_refuses_a_typo(tmp_path):
-    """A stand-in sparsity notebook (check cell, then metrics) in a copy of the project, run from notebooks/."""
+def _stand_in_project(tmp_path):
+    """A copy of conf/ and a stand-in sparsity notebook (check cell, then metrics and the path written)."""
     root = tmp_path / "project"
     shutil.copytree(REPO / "conf", root / "conf")
     cells = ["from shapley_research.experiments import check_notebook_parameters\n"
@@ -130,8 +128,17 @@ def test_papermill_by_hand_writes_scratch_and_refuses_a_typo(tmp_path):
              "from shapley_research.experiments import claim, write_metrics\n"
              "print(write_metrics(output_dir, {'profile': profile}, [claim('c', 's', 1, True, "
              "source='reproduction', criterion='c')]))"]
+    write_notebook(build_notebook(parameters_source(generated_parameters(REAL, "sparsity")), cells),
+                   root / "notebooks" / "sparsity.ipynb")
+    return root
+
+
+@pytest.mark.slow  # papermill in subprocesses
+@pytest.mark.skipif(not shutil.which("papermill"), reason="needs papermill on PATH")
+def test_papermill_by_hand_writes_scratch_and_refuses_a_typo(tmp_path):
+    """A stand-in sparsity notebook (check cell, then metrics) in a copy of the project, run from notebooks/."""
+    root = _stand_in_project(tmp_path)
     notebook = root / "notebooks" / "sparsity.ipynb"
-    write_notebook(build_notebook(parameters_source(generated_parameters(REAL, "sparsity")), cells), notebook)
 
     def papermill(*args):
         return subprocess.run(["papermill", str(notebook), str(tmp_path / "executed.ipynb"), *args],
@@ -152,15 +159,7 @@ def test_papermill_by_hand_writes_scratch_and_refuses_a_typo(tmp_path):
 @pytest.mark.slow  # the command line in a subprocess, twice
 def test_update_results_lets_the_check_cell_write_the_committed_results(tmp_path):
     """The flag reaches the notebook's kernel: its check cell accepts results/NAME only then."""
-    root = tmp_path / "project"
-    shutil.copytree(REPO / "conf", root / "conf")
-    cells = ["from shapley_research.experiments import check_notebook_parameters\n"
-             "check_notebook_parameters('sparsity', globals())",
-             "from shapley_research.experiments import claim, write_metrics\n"
-             "write_metrics(output_dir, {'profile': profile}, [claim('c', 's', 1, True, source='reproduction', "
-             "criterion='c')]);"]
-    write_notebook(build_notebook(parameters_source(generated_parameters(REAL, "sparsity")), cells),
-                   root / "notebooks" / "sparsity.ipynb")
+    root = _stand_in_project(tmp_path)
     script = shutil.which("shapley-research")
     command = [script] if script else [sys.executable, "-m", "shapley_research.cli"]
     command += ["--project-dir", str(root), "run", "sparsity", "--quiet"]

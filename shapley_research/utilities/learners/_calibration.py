@@ -40,6 +40,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..._device import cpu_model
 from ._cost import ROUTING_ENV, SIDES, Calibration, logistic_costs, ridge_costs
 
 _PROCESS_CALIBRATION: dict[str, Calibration] = {}
@@ -74,7 +75,7 @@ def machine_key() -> str:
 
     from ... import __version__
 
-    parts = [platform.machine(), _cpu_model(), str(os.cpu_count()), platform.python_version(), np.__version__,
+    parts = [platform.machine(), cpu_model() or "", str(os.cpu_count()), platform.python_version(), np.__version__,
              scipy.__version__, sklearn.__version__, __version__]
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
 
@@ -83,16 +84,6 @@ def cache_path() -> Path:
     """``$XDG_CACHE_HOME/shapley-research/routing-<machine_key>.json`` (``~/.cache`` by default)."""
     root = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(root) / "shapley-research" / f"routing-{machine_key()}.json"
-
-
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
 
 
 def _read_cache(path: Path) -> Calibration | None:
