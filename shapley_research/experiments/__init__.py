@@ -7,7 +7,8 @@ measurement, claims, figures). This package holds the helpers the notebooks
 share (:mod:`._common`), the notebook builder (:mod:`._notebook`), the project
 layout and DVC conventions (:mod:`._project`), the comparison of two runs
 (:mod:`._compare`), where runs write (:mod:`._paths`), the budgets checked
-against the data (:mod:`._budgets`), the results report (:mod:`._report`) and the parameter
+against the data (:mod:`._budgets`), the registry of the methods run by name
+(:mod:`._methods`), the results report (:mod:`._report`) and the parameter
 declarations (:mod:`._schema`); the names the command line needs are
 exported here.
 """
@@ -21,6 +22,8 @@ from ._common import (CLAIM_SOURCES, METRICS_FILE, Claim, claim, experiment_dir,
                       to_jsonable, undecided_count, validate_metrics, verdict_of, without_timings, write_metrics,
                       write_table)
 from ._compare import compare_runs, provenance_differences  # noqa: E402
+from ._methods import (Method, MethodCall, get_method, method_defaults, method_names,  # noqa: E402
+                       register_method, unregister_method)
 from ._notebook import parameters_cell, parameters_source, provenance, run_info, write_parameters_cell  # noqa: E402
 from ._paths import results_guard, shown_path  # noqa: E402
 from ._project import (RESULTS_DIR, RUNNER_ENV, SCRATCH_DIR, UPDATE_RESULTS_ENV, Project,  # noqa: E402
@@ -42,4 +45,7 @@ __all__ = [
     "RUNNER_ENV", "Project", "ProjectError", "check_declared", "check_name", "check_notebook_in_sync", "dvc_stage",
     "generated_parameters", "notebook_parameters", "profile_key_problems", "run_profile", "write_dvc_stage",
     "CITED_PAPERS_EXPERIMENTS", "RUN_INFO_FILE", "write_report", "check_parameters", "declaration_problems",
+    # the registry of the methods the experiments run by name (:mod:`._methods`)
+    "Method", "MethodCall", "get_method", "method_defaults", "method_names", "register_method",
+    "unregister_method",
 ]

@@ -19,9 +19,11 @@ for real.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from typing import Any
+
+from ._methods import method_defaults, method_names
 
 __all__ = ["GAME_ESTIMATORS", "smallest_budget", "all_s_minimum", "budget_problems"]
 
@@ -39,39 +41,27 @@ def _stand_in(n_players: int):
     return as_game(evaluate, n_players, vectorized=True)
 
 
-def _estimators() -> dict[str, Callable[[Any, int, Mapping[str, Any]], Any]]:
-    """data_cleaning's and mlp_cleaning's budgeted game methods, called as ``_methods._call`` calls them."""
-    from .. import estimators as est
+def _call(method: str, game: Any, budget: int, options: Mapping[str, Any]) -> Any:
+    """Method ``method`` of the registry called on ``game`` as the experiments call it (seed 0); returns its result."""
+    from ._methods import MethodCall, get_method as registered_method
 
-    quiet: dict[str, Any] = {"progress": False}
-    return {
-        "permutation": lambda g, b, o: est.permutation_shapley(g, b, 0, **quiet),
-        "permutation_antithetic": lambda g, b, o: est.permutation_shapley(g, b, 0, antithetic=True,
-                                                                          position_adjustment=True, **quiet),
-        "truncated_permutation": lambda g, b, o: est.permutation_shapley(g, b, 0, truncation=o["truncation"],
-                                                                         **quiet),
-        "group_testing": lambda g, b, o: est.group_testing_shapley(g, b, 0, variant="improved", **quiet),
-        "compressive": lambda g, b, o: est.compressive_shapley(g, b, 0, **quiet),
-        "svarm": lambda g, b, o: est.stratified_svarm_shapley(g, b, 0, **quiet),
-        "msr_banzhaf": lambda g, b, o: est.msr_banzhaf(g, b, 0, **quiet),
-        "beta_shapley": lambda g, b, o: est.beta_shapley(g, b, 0, alpha=o["beta_alpha"], beta=o["beta_beta"],
-                                                         **quiet),
-    }
+    call = MethodCall({}, budget, 0, {**method_defaults([method]), **options}, make_game=lambda: game)
+    result, _, _ = registered_method(method).call(call)
+    return result
 
 
-#: The methods :func:`smallest_budget` knows, besides ``all_s_influence`` (:func:`all_s_minimum`).
-GAME_ESTIMATORS = ("permutation", "permutation_antithetic", "truncated_permutation", "group_testing",
-                   "compressive", "svarm", "msr_banzhaf", "beta_shapley")
+#: The methods :func:`smallest_budget` knows (the registry's budgeted game methods), besides ``all_s_influence``
+#: (:func:`all_s_minimum`).
+GAME_ESTIMATORS = method_names(needs="game", budgeted=True)
 
 
 def _accepts(method: str, n_players: int, budget: int, options: tuple[tuple[str, Any], ...]) -> bool:
     import warnings
 
-    call = _estimators()[method]
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            call(_stand_in(n_players), budget, dict(options))
+            _call(method, _stand_in(n_players), budget, dict(options))
     except _Enough:
         return True
     except ValueError:  # the inputs are valid but for the budget
@@ -106,7 +96,7 @@ def smallest_budget(method: str, n_players: int, options: Mapping[str, Any] | No
         The number of training points.
     options : mapping, optional
         ``truncation``, ``beta_alpha`` and ``beta_beta`` where the method takes
-        them (defaults 0.01, 16 and 1).
+        them (default: the registry's, :mod:`._methods`).
 
     Returns
     -------
@@ -133,8 +123,11 @@ def all_s_minimum(n_players: int, n_pilot: int = 2) -> int:
 
 
 def _merged(method: str, options: Mapping[str, Any] | None) -> tuple[tuple[str, Any], ...]:
-    merged = {"truncation": 0.01, "beta_alpha": 16.0, "beta_beta": 1.0, **(options or {})}
-    keys = {"truncated_permutation": ("truncation",), "beta_shapley": ("beta_alpha", "beta_beta")}.get(method, ())
+    """The options ``method`` reads (the registry's defaults under ``options``), hashable for the cache."""
+    from ._methods import get_method as registered_method
+
+    keys = tuple(registered_method(method).defaults)
+    merged = {**method_defaults([method]), **(options or {})}
     return tuple((k, float(merged[k])) for k in keys)
 
 
@@ -170,12 +163,13 @@ def budget_problems(name: str, params: Mapping[str, Any]) -> list[str]:
     n_train = params.get("n_train")
     if name not in ("data_cleaning", "mlp_cleaning") or not isinstance(n_train, int) or n_train < 2:
         return []
-    options = {k: params[k] for k in ("truncation", "beta_alpha", "beta_beta") if k in params}
-    semivalues = ("permutation", "truncated_permutation", "msr_banzhaf", "beta_shapley")
+    from .data_cleaning import SEMIVALUES
+    from .mlp_cleaning import METHODS as MLP_METHODS
+
+    options = {k: params[k] for k in method_defaults() if k in params}
     budgets: dict[str, tuple[Any, tuple[str, ...]]]
     if name == "mlp_cleaning":
-        budgets = {"experiment.budget": (params.get("budget"), ("msr_banzhaf", "beta_shapley",
-                                                                "truncated_permutation"))}
+        budgets = {"experiment.budget": (params.get("budget"), tuple(m for m in MLP_METHODS if m in GAME_ESTIMATORS))}
     else:
         main = params.get("budget")
         budgets = {"experiment.budget": (main, (*GAME_ESTIMATORS, "all_s_influence"))}
@@ -183,7 +177,7 @@ def budget_problems(name: str, params: Mapping[str, Any]) -> list[str]:
             if isinstance(main, int) and isinstance(value, int) and value <= main:
                 budgets[f"experiment.budget_grid[{i}]"] = (value, GAME_ESTIMATORS)
         for i, value in enumerate(params.get("probe_budgets") or ()):
-            budgets[f"experiment.probe_budgets[{i}]"] = (value, semivalues)
+            budgets[f"experiment.probe_budgets[{i}]"] = (value, SEMIVALUES)
     problems = []
     for where, (budget, methods) in budgets.items():
         if isinstance(budget, int) and not isinstance(budget, bool):

@@ -14,15 +14,19 @@ def _additive(n):
 
 @pytest.mark.filterwarnings("ignore:msr_banzhaf:UserWarning")  # one-sided players at a tiny budget
 def test_the_smallest_budgets_are_those_the_estimators_accept():
-    from shapley_research.experiments._budgets import _estimators
+    from shapley_research.experiments import MethodCall, get_method, method_defaults
 
     options = {"truncation": 0.01, "beta_alpha": 16.0, "beta_beta": 1.0}
     for method in GAME_ESTIMATORS:
         need = smallest_budget(method, 6, options)
-        call = _estimators()[method]
+
+        def call(budget, method=method):
+            on = MethodCall({}, budget, 0, {**method_defaults([method]), **options}, make_game=lambda: _additive(6))
+            return get_method(method).call(on)[0]
+
         with pytest.raises(ValueError):
-            call(_additive(6), need - 1, options)
-        assert call(_additive(6), need, options).values.shape == (6,), method
+            call(need - 1)
+        assert call(need).values.shape == (6,), method
 
 
 def test_the_smallest_all_s_budget_is_the_pilot_round():

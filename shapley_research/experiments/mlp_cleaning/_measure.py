@@ -8,16 +8,15 @@ the notebook turns the lists into tables.
 from __future__ import annotations
 
 import math
-import time
-import warnings
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..._validation import check_choice, check_int
-from ..data_cleaning import (LABELS as CLEANING_LABELS, detection_auroc, detection_f1, make_game, mean_interval,
-                             method_seed, problem_seed, run_method, truncation_game)
+from .. import _methods as registry
+from ..data_cleaning import (detection_auroc, detection_f1, make_game, mean_interval, method_seed, problem_seed,
+                             run_method)
 from ._data import make_mlp_game, make_problem
 
 if TYPE_CHECKING:
@@ -28,37 +27,24 @@ if TYPE_CHECKING:
 METHODS = ("msr_banzhaf", "beta_shapley", "truncated_permutation", "data_oob")
 #: The utilities: the MLP (TorchModelUtility) and data_cleaning's logistic regression (ModelUtility, fast=True).
 MODELS = ("mlp", "logistic")
-LABELS = {m: CLEANING_LABELS[m] for m in METHODS}
+LABELS = {m: registry.get_method(m).label for m in METHODS}
 MODEL_LABELS = {"mlp": "MLP (TorchModelUtility)", "logistic": "logistic regression (ModelUtility)"}
 
+#: The MLP's options, the methods' (the registry's defaults, but Data-OOB's cap: this experiment's
+#: ``oob_estimators``, fewer models than data_cleaning's as each is an MLP); conf/experiment/mlp_cleaning.yaml agrees.
 DEFAULT_OPTIONS = {"hidden": 16, "steps": 100, "learning_rate": 0.01, "weight_decay": 0.05, "device": "cpu",
-                   "dtype": "float32", "chunk_size": None, "logistic_C": 1.0, "max_iter": 1000, "truncation": 0.01,
-                   "beta_alpha": 16.0, "beta_beta": 1.0, "oob_estimators": 200}
-
-
-def _mlp_call(method: str, problem: dict, game, budget: int, seed: int, options: dict):
-    """One valuation on the MLP utility: ``(ValuationResult, note)``."""
-    import shapley_research as sr
-
-    quiet: dict[str, Any] = {"progress": False}
-    if method == "msr_banzhaf":
-        return sr.msr_banzhaf(game, budget, seed, **quiet), None
-    if method == "beta_shapley":
-        return sr.beta_shapley(game, budget, seed, alpha=options["beta_alpha"], beta=options["beta_beta"],
-                               **quiet), None
-    if method == "truncated_permutation":
-        target, how = truncation_game(game)
-        return sr.permutation_shapley(target, budget, seed, truncation=options["truncation"], **quiet), how
-    if method == "data_oob":  # the game is the batched learner: bootstrap counts as sample weights
-        n_estimators = min(budget, options["oob_estimators"])
-        return sr.data_oob(game, problem["X_train"], problem["y_train"], n_estimators=n_estimators, seed=seed,
-                           **quiet), None
-    raise ValueError(f"unknown method {method!r}; known: {', '.join(METHODS)}.")
+                   "dtype": "float32", "chunk_size": None,
+                   **{k: v for k, v in registry.method_defaults(METHODS).items() if not k.startswith("oob_")},
+                   "oob_estimators": 200}
 
 
 def run_mlp_method(method: str, problem: dict[str, Any], game: GameLike, budget: int, seed: int,
                    options: dict[str, Any] | None = None) -> dict[str, Any]:
     """Value ``problem``'s points with ``method`` on the MLP ``game``; a failure is recorded, not raised.
+
+    The registry's call of ``method`` (:mod:`shapley_research.experiments._methods`)
+    on ``game``; Data-OOB bags the game itself (bootstrap counts as sample
+    weights), ``min(budget, oob_estimators)`` models.
 
     Returns
     -------
@@ -67,29 +53,13 @@ def run_mlp_method(method: str, problem: dict[str, Any], game: GameLike, budget:
         ``None`` after a failure), ``n_evaluations`` (model fits),
         ``wall_time_s, n_nan`` (NaN values, ranked as the mean), ``note, error``.
     """
-    options = {**DEFAULT_OPTIONS, **(options or {})}
-    row = {"method": method, "budget": budget, "values": None, "n_evaluations": 0, "wall_time_s": math.nan,
-           "n_nan": 0, "note": None, "error": None}
-    start = time.perf_counter()
-    try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            result, note = _mlp_call(method, problem, game, budget, seed, options)
-    except Exception as err:  # a method that fails on this setup is a result: record why
-        row["wall_time_s"], row["error"] = time.perf_counter() - start, f"{type(err).__name__}: {err}"
-        return row
-    row["wall_time_s"] = time.perf_counter() - start
-    values = np.asarray(result.values, dtype=float)
-    nan = ~np.isfinite(values)
-    row.update(n_evaluations=int(result.n_evaluations), n_nan=int(nan.sum()),
-               values=np.where(nan, np.nanmean(values) if (~nan).any() else 0.0, values))
-    messages = sorted({f"{w.category.__name__}: {w.message}" for w in caught})
-    row["note"] = "; ".join(([note] if note else []) + messages) or None
-    return row
+    check_choice(method, "method", METHODS)
+    options = _cleaning_options({**DEFAULT_OPTIONS, **(options or {})})
+    return registry.run_method(method, registry.MethodCall(problem, budget, seed, options, make_game=lambda: game))
 
 
 def _cleaning_options(options: dict) -> dict:
-    """data_cleaning's method options for the logistic side (Data-OOB: min(budget, oob_estimators) fits)."""
+    """The registry's method options (Data-OOB: min(budget, oob_estimators) fits)."""
     keys = ("logistic_C", "max_iter", "truncation", "beta_alpha", "beta_beta")
     return {**{k: options[k] for k in keys}, "oob_max_estimators": options["oob_estimators"]}
 
