@@ -213,9 +213,9 @@ def truncation_game(game: GameLike) -> tuple[GameLike, str]:
     is used as is; otherwise a wrapper exposing only ``evaluate`` is used, and
     ``how`` says so.
     """
-    from .. import as_game
+    from ..games import as_game, supports_prefixes
 
-    if getattr(game, "evaluate_prefixes", None) is None:
+    if not supports_prefixes(game):
         return game, "routed game (no evaluate_prefixes)"
     return as_game(game.evaluate, game.n_players, vectorized=True), "as_game(game.evaluate) wrapper"
 

@@ -3,7 +3,8 @@
 A game has ``n_players`` and ``evaluate(masks)``, the utilities of a batch of
 coalitions (:class:`Game`, :func:`as_game`); a game may add
 ``evaluate_prefixes(permutations)`` for the utilities of every prefix of a
-permutation in one pass. :class:`UnanimitySumGame` (a sum of unanimity games,
+permutation in one pass, declared by its class (:class:`PrefixGame`; tested by
+:func:`supports_prefixes`). :class:`UnanimitySumGame` (a sum of unanimity games,
 whose Shapley values are the weights shared within each set) is cheap at any
 number of players and serves the tests and the measured scaling panel. Games
 built from trained models are in :mod:`shapley_research.utilities`. A game
@@ -18,13 +19,14 @@ the reporter an estimator installs around its evaluations
 (:func:`knn_match_counts`, :func:`knn_prefix_match_counts`).
 """
 
-from ._base import (PREFIX_MASK_CELLS, FunctionGame, Game, GameLike, as_game, evaluate_prefixes, prefix_masks,
-                    prefix_positions, prefix_utilities)
+from ._base import (PREFIX_MASK_CELLS, FunctionGame, Game, GameLike, PrefixGame, as_game, evaluate_prefixes,
+                    prefix_masks, prefix_positions, prefix_utilities, supports_prefixes)
 from ._kernels import knn_match_counts, knn_prefix_match_counts
 from ._progress import report_evaluated, reporting_to
 from ._unanimity import UnanimitySumGame, random_unanimity_sum
 
-__all__ = ["Game", "GameLike", "FunctionGame", "as_game", "prefix_masks", "evaluate_prefixes",
+__all__ = ["Game", "GameLike", "PrefixGame", "FunctionGame", "as_game", "prefix_masks", "evaluate_prefixes",
+           "supports_prefixes",
            "UnanimitySumGame", "random_unanimity_sum", "report_evaluated",
            # building blocks of estimators and model utilities
            "prefix_positions", "prefix_utilities", "PREFIX_MASK_CELLS", "reporting_to", "knn_match_counts",

@@ -16,14 +16,15 @@ to building the prefix masks otherwise.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Protocol, runtime_checkable
+from typing import Any, Callable, Protocol, cast, runtime_checkable
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._validation import check_bool, check_int, check_masks, check_real_scalar, check_utilities
 
-__all__ = ["Game", "GameLike", "FunctionGame", "as_game", "evaluate_prefixes", "prefix_masks", "prefix_positions",
+__all__ = ["Game", "GameLike", "PrefixGame", "FunctionGame", "as_game", "evaluate_prefixes", "supports_prefixes",
+           "prefix_masks", "prefix_positions",
            "prefix_utilities", "PREFIX_MASK_CELLS"]
 
 
@@ -38,6 +39,29 @@ class GameLike(Protocol):
     n_players: int
 
     def evaluate(self, masks: NDArray[np.bool_]) -> NDArray[np.float64]: ...
+
+
+@runtime_checkable
+class PrefixGame(GameLike, Protocol):
+    """A game with a one-pass prefix path (structural type): ``evaluate_prefixes(permutations)``.
+
+    The capability is declared by the game's class: a method, or (where only
+    some configurations have an exact path, as :class:`~shapley_research.ModelUtility`)
+    a property that raises ``AttributeError`` on an instance without one.
+    Check it with :func:`supports_prefixes`, not ``isinstance`` (which,
+    depending on the Python version, may look at the class alone).
+    """
+
+    def evaluate_prefixes(self, permutations: NDArray[np.integer[Any]]) -> NDArray[np.float64]: ...
+
+
+def supports_prefixes(game: object) -> bool:
+    """Whether ``game`` offers a one-pass ``evaluate_prefixes`` (:class:`PrefixGame`) on this instance.
+
+    The one test of the capability: estimators use the path when it is there
+    (:func:`evaluate_prefixes`), truncation refuses a game that has it.
+    """
+    return callable(getattr(game, "evaluate_prefixes", None))
 
 
 class Game:
@@ -200,9 +224,8 @@ def evaluate_prefixes(game: GameLike, permutations: NDArray[np.integer[Any]]) ->
     through ``game.evaluate``, see :func:`prefix_utilities`).
     """
     m, n = permutations.shape
-    fast = getattr(game, "evaluate_prefixes", None)
-    if fast is not None:
-        values = fast(permutations)
+    if supports_prefixes(game):
+        values = cast(PrefixGame, game).evaluate_prefixes(permutations)
         try:
             array = np.asarray(values)
         except ValueError:  # ragged: check_utilities reports it

@@ -7,7 +7,9 @@ learner of :mod:`.learners` that trains many coalitions at once
 (:class:`LogisticRegressionUtility`, :class:`RidgeUtility`).
 :class:`KNNUtility` is the K-nearest-neighbour utility, whose exact Shapley
 values :func:`knn_shapley` computes in :math:`O(N \log N)` per test point
-(Jia et al., VLDB 2019).
+(Jia et al., VLDB 2019). Options that belong together are typed groups:
+:class:`DegeneratePolicy` (what a coalition no model can be trained on is
+worth) and :class:`TrainingRecipe` (how :class:`TorchModelUtility` trains).
 
 Building blocks for other games trained on data are public too: the split
 and target checks (:func:`check_dataset`, :class:`TargetInfo`) and the
@@ -18,11 +20,14 @@ degenerate-coalition convention of :class:`ModelUtility`
 from ._knn import KNNUtility, knn_shapley
 from ._model import CLASSIFICATION_METRICS, REGRESSION_METRICS, ConstantPredictor, ModelUtility
 from ._model_data import TargetInfo, check_dataset, constant_utilities, degenerate_rows
+from ._options import DegeneratePolicy, TrainingRecipe
 from .learners import LogisticRegressionUtility, RidgeUtility
 from ._torch_model import TorchModelUtility
 
 __all__ = ["ModelUtility", "ConstantPredictor", "CLASSIFICATION_METRICS", "REGRESSION_METRICS",
            "LogisticRegressionUtility", "RidgeUtility", "KNNUtility", "knn_shapley",
            "TorchModelUtility",
+           # typed groups of their options
+           "DegeneratePolicy", "TrainingRecipe",
            # building blocks of games trained on data
            "TargetInfo", "check_dataset", "constant_utilities", "degenerate_rows"]

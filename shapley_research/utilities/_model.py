@@ -37,10 +37,11 @@ from ._coalition_fits import (CoalitionFitWarning, WarningTally, collected_warni
 from .._device import check_dtype, resolve_device
 from .._threads import thread_controller
 from .._validation import check_bool, check_choice, check_int, check_n_jobs, check_real_scalar
-from ..games import Game, report_evaluated
+from ..games import Game, report_evaluated, supports_prefixes
 from .learners import RouteDecision, check_fast, is_pipeline, learner_for, route_decision
 
 if TYPE_CHECKING:
+    from ._options import DegeneratePolicy
     import torch
 
 __all__ = ["ModelUtility", "ConstantPredictor", "CLASSIFICATION_METRICS", "REGRESSION_METRICS"]
@@ -161,8 +162,11 @@ class ModelUtility(Game):
         With a string metric the task follows from it; with a callable it is
         ``"classification"`` for scikit-learn classifiers, else ``"regression"``.
         It decides what counts as degenerate and what the constant model predicts.
-    degenerate : {"constant", "default", "raise"}, default "constant"
-        Utility of coalitions no model can be fitted on (Notes).
+    degenerate : {"constant", "default", "raise"} or DegeneratePolicy, default "constant"
+        Utility of coalitions no model can be fitted on (Notes). A
+        :class:`~shapley_research.DegeneratePolicy` sets it with
+        ``default_utility`` and ``min_samples`` in one object (then leave
+        those two keywords out).
     default_utility : float, optional
         The utility of degenerate coalitions with ``degenerate="default"``.
     min_samples : int, default 1
@@ -347,7 +351,7 @@ class ModelUtility(Game):
     def __init__(self, model: Any, X_train: ArrayLike, y_train: ArrayLike, X_test: ArrayLike, y_test: ArrayLike,
                  metric: Metric = "accuracy", *,
                  task: Literal["auto", "classification", "regression"] = "auto",
-                 degenerate: Literal["constant", "default", "raise"] = "constant",
+                 degenerate: Literal["constant", "default", "raise"] | DegeneratePolicy = "constant",
                  default_utility: float | None = None, min_samples: int = 1, cache: bool = False,
                  cache_size: int = 65536, fast: bool | Literal["auto"] = "auto", blas_threads: int | None = 1,
                  n_jobs: int | None = None, warm_prefixes: bool = False,
@@ -398,11 +402,6 @@ class ModelUtility(Game):
             routing = "not routed" if self.learner_ is None else "routed to " + type(self.learner_).__name__
             raise ValueError(f"warm_prefixes=True needs a LogisticRegression routed to the batched learner "
                              f"(fast='auto' or True); this {type(model).__name__} with fast={fast!r} is {routing}.")
-        if (self.learner_ is not None and hasattr(self.learner_, "evaluate_prefixes") and self.learner_.exact_prefixes
-                and getattr(self.learner_, "scaling", None) is None):
-            # only an exact one-pass path is exposed: an approximate one would silently change U (and with a
-            # pipeline's scalers the learner has none: it refits, as evaluate does through the cache)
-            self.evaluate_prefixes = self._evaluate_prefixes
 
     # -- routing to the batched learners ------------------------------------------------------
     def _route(self, fast: object) -> Any:
@@ -581,10 +580,30 @@ class ModelUtility(Game):
                              -np.inf)
         return float(clipped_mean_log_probability(log_p))
 
-    def _evaluate_prefixes(self, permutations: ArrayLike) -> NDArray[np.float64]:
-        """One-pass prefix utilities (exact learners only); bypasses the cache."""
-        values = self.learner_.evaluate_prefixes(permutations)
-        return values
+    @property
+    def has_exact_prefixes(self) -> bool:
+        """Whether this game offers the learner's exact one-pass prefix path (:attr:`evaluate_prefixes`).
+
+        Only an exact path is exposed: an approximate one would silently change
+        ``U``; with a pipeline's scalers the learner has none (it refits, as
+        ``evaluate`` does through the cache).
+        """
+        learner = self.learner_
+        return (learner is not None and supports_prefixes(learner) and bool(learner.exact_prefixes)
+                and getattr(learner, "scaling", None) is None)
+
+    @property
+    def evaluate_prefixes(self) -> Callable[[ArrayLike], NDArray[np.float64]]:
+        """One-pass prefix utilities of permutations, where :attr:`has_exact_prefixes` (bypasses the cache).
+
+        Declared by the class, present on an instance only where the routed
+        learner has an exact path (a routed ``Ridge``, or ``warm_prefixes=True``):
+        elsewhere reading it raises ``AttributeError``, so that
+        :func:`~shapley_research.games.supports_prefixes` (and ``hasattr``) is ``False``.
+        """
+        if not self.has_exact_prefixes:
+            raise AttributeError(f"this {self!r} has no exact one-pass evaluate_prefixes (see has_exact_prefixes).")
+        return self.learner_.evaluate_prefixes
 
     def clear_cache(self) -> None:
         """Empty the coalition cache (no-op without ``cache=True``)."""

@@ -17,13 +17,13 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator
 
-from .._validation import (check_choice, check_class_labels, check_features, check_float, check_int,
-                           check_label_kinds, check_target_vector, check_two_classes)
+from ._options import DEGENERATE_MODES, resolve_degenerate  # noqa: F401  (DEGENERATE_MODES re-exported)
+from .._validation import (check_class_labels, check_features, check_label_kinds, check_target_vector,
+                           check_two_classes)
 
 CLASSIFICATION_METRICS = ("accuracy", "neg_log_loss")
 REGRESSION_METRICS = ("neg_mean_squared_error", "neg_mean_absolute_error", "r2")
 _METRIC_ALIASES = {"neg_mse": "neg_mean_squared_error", "neg_mae": "neg_mean_absolute_error"}
-DEGENERATE_MODES = ("constant", "default", "raise")
 LOG_EPS = float(np.log(np.finfo(float).eps))  # sklearn's log_loss clips probabilities at eps
 LOG_ONE_MINUS_EPS = float(np.log1p(-np.finfo(float).eps))
 
@@ -141,18 +141,10 @@ def resolve_metric(metric: Metric) -> tuple[Metric, Task | None]:
                      f"got {metric!r}.")
 
 
-def check_degenerate_options(degenerate: str, default_utility: float | None,
+def check_degenerate_options(degenerate: Any, default_utility: float | None,
                              min_samples: int) -> tuple[str, float | None, int]:
-    """Validate ``degenerate``, ``default_utility`` and ``min_samples``."""
-    mode = check_choice(degenerate, "degenerate", DEGENERATE_MODES)
-    if mode == "default":
-        if default_utility is None:
-            raise ValueError("degenerate='default' needs a number as default_utility.")
-        default_utility = check_float(default_utility, "default_utility")
-    elif default_utility is not None:
-        raise ValueError(f"default_utility={default_utility!r} is only used with degenerate='default' "
-                         f"(got degenerate={degenerate!r}).")
-    return mode, default_utility, check_int(min_samples, "min_samples", minimum=1)
+    """Validate ``degenerate`` (a mode or a :class:`~._options.DegeneratePolicy`) with its two settings."""
+    return resolve_degenerate(degenerate, default_utility, min_samples)
 
 
 # --------------------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from numpy.typing import ArrayLike, NDArray
 from ._model_data import (TargetInfo, check_dataset, check_degenerate_options, clipped_mean_log_probability,
                           constant_frequencies, constant_means, degenerate_rows, regression_scores, resolve_metric,
                           split_degenerate)
+from ._options import TrainingRecipe, recipe_keywords
 from ._torch_mlp import mlp_gradient, mlp_layers
 from ._torch_training import (MAX_CHUNK, TrainingPlan, activations_per_row, bytes_per_model, epoch_batches,
                               own_rows, redrawn_parameters, reinitialization_seed, size_ordered_chunks,
@@ -29,6 +30,7 @@ from .._validation import check_bool, check_choice, check_features, check_float,
 from ..games import Game, report_evaluated
 
 if TYPE_CHECKING:
+    from ._options import DegeneratePolicy
     import torch
 
 __all__ = ["TorchModelUtility"]
@@ -165,11 +167,16 @@ class TorchModelUtility(Game):
         parameters without a ``reset_parameters`` in their module keep ``model``'s
         values; and the values change with ``seed``. Needs at least one submodule with
         ``reset_parameters``.
-    degenerate : {"constant", "default", "raise"}, default "constant"
+    degenerate : {"constant", "default", "raise"} or DegeneratePolicy, default "constant"
     default_utility : float, optional
     min_samples : int, default 1
         Degenerate coalitions, exactly as :class:`~shapley_research.ModelUtility`:
-        empty, fewer than ``min_samples`` points, or a single class.
+        empty, fewer than ``min_samples`` points, or a single class
+        (a :class:`~shapley_research.DegeneratePolicy` holds all three).
+    recipe : TrainingRecipe, optional
+        ``optimizer, learning_rate, steps, epochs, batch_size, weight_decay,
+        seed, reinitialize`` in one :class:`~shapley_research.TrainingRecipe`
+        (the same settings; those keywords are then left at their defaults).
     progress : bool, default False
         Show a tqdm bar of the models trained in each call (estimators' own
         bars move chunk by chunk anyway, through
@@ -183,6 +190,8 @@ class TorchModelUtility(Game):
     dtype : str
     n_steps : int
         Optimiser steps per coalition.
+    recipe : TrainingRecipe
+        The training settings in effect (from the keywords or the ``recipe`` passed).
     n_fits : int
         Models trained so far (degenerate coalitions are not trained).
 
@@ -237,8 +246,9 @@ class TorchModelUtility(Game):
                  batch_size: int | None = None, weight_decay: float = 0.0,
                  device: str | torch.device | None = "cpu", dtype: Literal["float32", "float64"] = "float32",
                  seed: int = 0, chunk_size: int | None = None, reinitialize: bool = False,
-                 degenerate: Literal["constant", "default", "raise"] = "constant",
-                 default_utility: float | None = None, min_samples: int = 1, progress: bool = False) -> None:
+                 degenerate: Literal["constant", "default", "raise"] | DegeneratePolicy = "constant",
+                 default_utility: float | None = None, min_samples: int = 1, progress: bool = False,
+                 recipe: TrainingRecipe | None = None) -> None:
         torch = import_torch(_OWNER)
         if not isinstance(model, torch.nn.Module):
             kind = f"the class {model.__name__}" if isinstance(model, type) else type(model).__name__
@@ -251,9 +261,10 @@ class TorchModelUtility(Game):
         self.n_players = self.X_train.shape[0]
         self.degenerate, self.default_utility, self.min_samples = check_degenerate_options(
             degenerate, default_utility, min_samples)
-        self._check_training_options(optimizer, learning_rate, weight_decay, seed, chunk_size, reinitialize)
-        self.batch_size = None if batch_size is None else check_int(batch_size, "batch_size", minimum=1)
-        self.n_steps = _resolve_steps(steps, epochs, self.batch_size, self.n_players)
+        self._check_training_options(recipe_keywords(recipe, {
+            "optimizer": optimizer, "learning_rate": learning_rate, "steps": steps, "epochs": epochs,
+            "batch_size": batch_size, "weight_decay": weight_decay, "seed": seed, "reinitialize": reinitialize}),
+            chunk_size)
         self.progress = check_bool(progress, "progress")
         self.dtype = check_dtype(dtype, _OWNER)
         self.device = resolve_device("cpu" if device is None else device, _OWNER) or torch.device("cpu")
@@ -263,14 +274,18 @@ class TorchModelUtility(Game):
         self.n_fits = 0
 
     # -- construction ---------------------------------------------------------------------------
-    def _check_training_options(self, optimizer: Any, learning_rate: Any, weight_decay: Any, seed: Any,
-                                chunk_size: Any, reinitialize: Any) -> None:
-        self.optimizer = check_choice(optimizer, "optimizer", ("adam", "sgd"))
-        self.learning_rate = check_float(learning_rate, "learning_rate", minimum=0.0, strict=True)
-        self.weight_decay = check_float(weight_decay, "weight_decay", minimum=0.0)
-        self.seed = check_int(seed, "seed", minimum=0)
+    def _check_training_options(self, training: dict[str, Any], chunk_size: Any) -> None:
+        """The training keywords (or a recipe's) validated and kept; ``recipe`` is them as one object."""
+        self.optimizer = check_choice(training["optimizer"], "optimizer", ("adam", "sgd"))
+        self.learning_rate = check_float(training["learning_rate"], "learning_rate", minimum=0.0, strict=True)
+        self.weight_decay = check_float(training["weight_decay"], "weight_decay", minimum=0.0)
+        self.seed = check_int(training["seed"], "seed", minimum=0)
         self.chunk_size = None if chunk_size is None else check_int(chunk_size, "chunk_size", minimum=1)
-        self.reinitialize = check_bool(reinitialize, "reinitialize")
+        self.reinitialize = check_bool(training["reinitialize"], "reinitialize")
+        batch_size = training["batch_size"]
+        self.batch_size = None if batch_size is None else check_int(batch_size, "batch_size", minimum=1)
+        self.n_steps = _resolve_steps(training["steps"], training["epochs"], self.batch_size, self.n_players)
+        self.recipe = TrainingRecipe(**training)
 
     def _prepare_module(self, model: Any) -> None:
         """The template module on the device, its trained parameters' initial values and its constants."""

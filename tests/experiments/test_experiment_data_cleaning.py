@@ -9,6 +9,7 @@ import pytest
 
 from shapley_research.experiments import data_cleaning as dc
 from shapley_research.games import as_game
+from shapley_research.games import supports_prefixes
 
 # --- data ------------------------------------------------------------------------------------
 
@@ -140,7 +141,7 @@ def test_truncation_runs_on_the_routed_game_or_a_wrapper():
             return np.tile(np.arange(1.0, 4.0), (len(permutations), 1))
 
     target, how = dc.truncation_game(WithPrefixes())
-    assert getattr(target, "evaluate_prefixes", None) is None and "wrapper" in how
+    assert not supports_prefixes(target) and "wrapper" in how
     np.testing.assert_array_equal(target.evaluate(np.array([[True, False, True]])), [2.0])
 
 

@@ -27,6 +27,7 @@ from sklearn.preprocessing import MaxAbsScaler, MinMaxScaler, StandardScaler
 from shapley_research import LogisticRegressionUtility, ModelUtility, RidgeUtility
 from shapley_research.utilities.learners import CoalitionScaling, ScalerStep, unsupported_reason
 from shapley_research.utilities.learners._scalers import scaler_step
+from shapley_research.games import supports_prefixes
 
 SCALERS = {
     "standard": [StandardScaler()],
@@ -209,7 +210,7 @@ def test_model_utility_routes_a_pipeline_and_agrees_with_per_subset_fits(model, 
     slow = ModelUtility(model, X_train, y_train, X_test, y_test, metric=metric, fast=False)
     assert fast.route_.batched and "Pipeline scalers fitted per coalition" in str(fast.route_)
     assert fast.learner_.scaling is not None
-    assert not hasattr(fast, "evaluate_prefixes")  # the learner has no one-pass path with scalers: refits
+    assert not supports_prefixes(fast)  # the learner has no one-pass path with scalers: refits
     masks = coalitions(y_train, 6, 9, min_classes=3 if data == "wine" else 1)
     values = fast.evaluate(masks)
     assert np.abs(values - slow.evaluate(masks)).max() <= (0.02 if metric == "accuracy" else 1e-8)

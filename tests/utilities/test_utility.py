@@ -21,6 +21,7 @@ from sklearn.neighbors import KNeighborsClassifier
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
 from shapley_research import LogisticRegressionUtility, ModelUtility, RidgeUtility, exact_shapley, permutation_shapley
+from shapley_research.games import supports_prefixes
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 
@@ -344,14 +345,14 @@ def test_fast_routing_agrees_with_clone_and_fit(iris, diabetes):
     assert isinstance(fast.learner_, RidgeUtility) and slow.learner_ is None
     np.testing.assert_allclose(fast.evaluate(masks), slow.evaluate(masks), rtol=1e-8)
     assert fast.n_fits == len(masks)
-    assert hasattr(fast, "evaluate_prefixes")  # exact one-pass path exposed
+    assert supports_prefixes(fast)  # exact one-pass path exposed
 
     X_train, y_train, X_test, y_test = iris
     model = LogisticRegression(C=2.0, solver="newton-cg", tol=1e-10, max_iter=1000)
     fast = ModelUtility(model, X_train, y_train, X_test, y_test, "neg_log_loss", fast="auto")
     slow = ModelUtility(model, X_train, y_train, X_test, y_test, "neg_log_loss", fast=False)
     assert isinstance(fast.learner_, LogisticRegressionUtility)
-    assert not hasattr(fast, "evaluate_prefixes")  # the approximate online path is never implied
+    assert not supports_prefixes(fast)  # the approximate online path is never implied
     masks = random_masks(np.random.default_rng(10), 8, len(y_train), min_size=6)
     np.testing.assert_allclose(fast.evaluate(masks), slow.evaluate(masks), rtol=1e-6)
 
@@ -362,7 +363,7 @@ def test_warm_prefixes_give_the_values_of_refitting_every_prefix(iris):
     model = LogisticRegression(C=1.0, tol=1e-8)
     refit = ModelUtility(model, X_train, y_train, X_test, y_test, "neg_log_loss", fast="auto")
     warm = ModelUtility(model, X_train, y_train, X_test, y_test, "neg_log_loss", fast="auto", warm_prefixes=True)
-    assert not hasattr(refit, "evaluate_prefixes") and hasattr(warm, "evaluate_prefixes")
+    assert not supports_prefixes(refit) and supports_prefixes(warm)
     budget = 4 * (len(y_train) + 1)
     a = permutation_shapley(refit, budget, seed=3, progress=False)
     b = permutation_shapley(warm, budget, seed=3, progress=False)

@@ -92,7 +92,7 @@ class _BatchedLearner(Game):
     scaling: CoalitionScaling | None = None  # a pipeline's scalers, fitted per coalition (_set_scaling)
 
     def _setup(self, X_train: ArrayLike, y_train: ArrayLike, X_test: ArrayLike, y_test: ArrayLike, metric: Metric,
-               fit_intercept: bool, degenerate: str, default_utility: float | None, min_samples: int,
+               fit_intercept: bool, degenerate: Any, default_utility: float | None, min_samples: int,
                batch_size: int | None, task: str) -> None:
         resolved, metric_task = resolve_metric(metric)
         if callable(resolved):

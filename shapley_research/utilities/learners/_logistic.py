@@ -30,6 +30,7 @@ from ._softmax import NEG_LOGIT, _data_hessian, _SoftmaxChunk, _SoftmaxData
 from ._warm_prefix import exact_prefix_utilities
 
 if TYPE_CHECKING:
+    from .._options import DegeneratePolicy
     import torch
 
 PRECONDITION_MAX_PARAMS = 4096  # largest K q whose full-data Hessian L-BFGS is preconditioned by
@@ -75,7 +76,9 @@ class LogisticRegressionUtility(_BatchedLearner):
         many unknowns (:attr:`n_params`).
     degenerate, default_utility, min_samples
         Degenerate coalitions (empty, one class, fewer than ``min_samples``
-        points) as in :class:`~shapley_research.ModelUtility` (Notes).
+        points) as in :class:`~shapley_research.ModelUtility` (Notes);
+        ``degenerate`` may be a :class:`~shapley_research.DegeneratePolicy`
+        holding all three.
     batch_size : int, optional
         Most coalitions (or permutations) trained together (default: about
         48 MiB of working memory).
@@ -146,7 +149,8 @@ class LogisticRegressionUtility(_BatchedLearner):
     def __init__(self, X_train: ArrayLike, y_train: ArrayLike, X_test: ArrayLike, y_test: ArrayLike,
                  metric: str = "accuracy", *, C: float = 1.0, fit_intercept: bool = True, tol: float = 1e-6,
                  max_iter: int = 500, solver: Literal["auto", "newton", "lbfgs"] = "auto",
-                 newton_max_params: int = 160, degenerate: Literal["constant", "default", "raise"] = "constant",
+                 newton_max_params: int = 160,
+                 degenerate: Literal["constant", "default", "raise"] | DegeneratePolicy = "constant",
                  default_utility: float | None = None, min_samples: int = 1, batch_size: int | None = None,
                  prefix_refit_ratio: float | None = 1.5, prefix_steps: int = 3, warm_start: bool = True,
                  prefix_path: Literal["online", "exact"] = "online", device: str | torch.device | None = None,

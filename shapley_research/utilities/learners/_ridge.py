@@ -19,6 +19,7 @@ from ._array import Array
 from ._base import _CHUNK_BYTES, _BatchedLearner, _check_features_like, _chunks
 
 if TYPE_CHECKING:
+    from .._options import DegeneratePolicy
     import torch
 
 
@@ -43,7 +44,8 @@ class RidgeUtility(_BatchedLearner):
     degenerate, default_utility, min_samples
         Degenerate coalitions (here: fewer than ``min_samples`` points, the
         empty set always) as in :class:`~shapley_research.ModelUtility` (Notes): by default the
-        mean target of ``S`` is predicted, 0 for the empty set.
+        mean target of ``S`` is predicted, 0 for the empty set. ``degenerate``
+        may be a :class:`~shapley_research.DegeneratePolicy` holding all three.
     batch_size : int, optional
         Most coalitions (or permutations) trained together; by default as many
         as fit in about 48 MiB of working memory.
@@ -78,7 +80,7 @@ class RidgeUtility(_BatchedLearner):
 
     def __init__(self, X_train: ArrayLike, y_train: ArrayLike, X_test: ArrayLike, y_test: ArrayLike,
                  metric: str = "neg_mean_squared_error", *, alpha: float = 1.0, fit_intercept: bool = True,
-                 degenerate: Literal["constant", "default", "raise"] = "constant",
+                 degenerate: Literal["constant", "default", "raise"] | DegeneratePolicy = "constant",
                  default_utility: float | None = None, min_samples: int = 1, batch_size: int | None = None,
                  refresh_every: int = 64, device: str | torch.device | None = None,
                  dtype: Literal["float64", "float32"] = "float64", scalers: Sequence[Any] = ()) -> None:
