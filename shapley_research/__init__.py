@@ -19,7 +19,7 @@ a :class:`ValuationResult`. The layers, bottom up (imports point down only):
 from .games import FunctionGame, Game, GameLike, UnanimitySumGame, as_game, random_unanimity_sum
 # Utilities of machine learning
 from .utilities import (ConstantPredictor, DegeneratePolicy, KNNUtility, LogisticRegressionUtility, ModelUtility,
-                        RidgeUtility, TorchModelUtility, TrainingRecipe, knn_shapley)
+                        PrefixPath, RidgeUtility, TorchModelUtility, TrainingRecipe, knn_shapley)
 # Estimators, and the sample sizes of the paper's theorems
 from .estimators import (CheckpointError, FeasibilityError, UniformDivisionGuarantee, compressive_sample_size,
                          compressive_shapley, exact_shapley, group_testing_q_tot, group_testing_sample_size,
@@ -41,7 +41,7 @@ __all__ = [
     "Game", "GameLike", "FunctionGame", "as_game", "UnanimitySumGame", "random_unanimity_sum",
     # utilities
     "ModelUtility", "ConstantPredictor", "LogisticRegressionUtility", "RidgeUtility", "KNNUtility", "knn_shapley",
-    "TorchModelUtility", "DegeneratePolicy", "TrainingRecipe",
+    "TorchModelUtility", "DegeneratePolicy", "TrainingRecipe", "PrefixPath",
     # estimators
     "exact_shapley", "permutation_shapley", "group_testing_shapley", "compressive_shapley",
     "stratified_svarm_shapley", "uniform_shapley", "FeasibilityError", "CheckpointError",

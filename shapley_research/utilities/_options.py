@@ -1,4 +1,4 @@
-"""Typed groups of the model utilities' options: what a degenerate coalition is worth, how a torch model trains.
+"""Typed groups of the model utilities' options: degenerate coalitions, torch training, the logistic prefix path.
 
 Each group bundles keywords that only make sense together, so that a call
 reads as what it sets::
@@ -6,6 +6,7 @@ reads as what it sets::
     ModelUtility(model, X, y, X_test, y_test, degenerate=DegeneratePolicy("default", default_utility=0.5))
     TorchModelUtility(mlp, X, y, X_test, y_test, recipe=TrainingRecipe("sgd", learning_rate=0.1, epochs=5,
                                                                         batch_size=32))
+    LogisticRegressionUtility(X, y, X_test, y_test, prefix_path=PrefixPath("online", refit_ratio=2.0, steps=5))
 
 The groups are the same settings as the keywords they stand for (same
 defaults, same utilities, bit for bit); the keywords keep working. Each is
@@ -19,7 +20,7 @@ from typing import Any, Literal
 
 from .._validation import check_bool, check_choice, check_float, check_int
 
-__all__ = ["DegeneratePolicy", "TrainingRecipe", "DEGENERATE_MODES"]
+__all__ = ["DegeneratePolicy", "TrainingRecipe", "PrefixPath", "DEGENERATE_MODES"]
 
 #: What a degenerate coalition (empty, fewer than ``min_samples`` points, or a single class) is worth.
 DEGENERATE_MODES = ("constant", "default", "raise")
@@ -89,6 +90,61 @@ def resolve_degenerate(degenerate: Any, default_utility: float | None,
                             "pass them in the policy, not beside it.")
         return degenerate.mode, degenerate.default_utility, degenerate.min_samples
     return _checked_degenerate(degenerate, default_utility, min_samples, "degenerate")
+
+
+@dataclass(frozen=True)
+class PrefixPath:
+    """What the one-pass ``evaluate_prefixes`` of :class:`~shapley_research.LogisticRegressionUtility` computes.
+
+    The fields are :class:`~shapley_research.LogisticRegressionUtility`'s
+    ``prefix_path``, ``prefix_refit_ratio`` and ``prefix_steps``, with the
+    same defaults and meaning (the last two steer the online path only).
+
+    Parameters
+    ----------
+    mode : {"online", "exact"}, default "online"
+        ``"online"``: one pass of chord steps, an approximation of refitting.
+        ``"exact"``: every prefix fitted to the tolerance, warm-started from the previous one.
+    refit_ratio : float or None, default 1.5
+        Online path: prefixes of sizes ``ceil(ratio^i)`` are refitted exactly
+        (``None``: only when the prefix's classes change).
+    steps : int, default 3
+        Online path: most chord steps per joining point.
+
+    Examples
+    --------
+    >>> from shapley_research import PrefixPath
+    >>> PrefixPath("online", refit_ratio=2.0).steps
+    3
+    """
+
+    mode: Literal["online", "exact"] = "online"
+    refit_ratio: float | None = 1.5
+    steps: int = 3
+
+    def __post_init__(self) -> None:
+        checked = _checked_prefix_path(self.mode, self.refit_ratio, self.steps, "mode", "refit_ratio", "steps")
+        for name, value in zip(("mode", "refit_ratio", "steps"), checked):
+            object.__setattr__(self, name, value)
+
+
+def _checked_prefix_path(mode: Any, refit_ratio: Any, steps: Any, *names: str) -> tuple[str, float | None, int]:
+    mode = check_choice(mode, names[0], ("online", "exact"))
+    if refit_ratio is not None:
+        refit_ratio = check_float(refit_ratio, names[1], minimum=1.0, strict=True)
+    return mode, refit_ratio, check_int(steps, names[2], minimum=1)
+
+
+def resolve_prefix_path(prefix_path: Any, prefix_refit_ratio: Any,
+                        prefix_steps: Any) -> tuple[str, float | None, int]:
+    """``(mode, refit_ratio, steps)`` from the keywords, or from a :class:`PrefixPath` (alone, else ``TypeError``)."""
+    if isinstance(prefix_path, PrefixPath):
+        if not (_is_default(prefix_refit_ratio, 1.5) and _is_default(prefix_steps, 3)):
+            raise TypeError("prefix_path: a PrefixPath carries refit_ratio and steps; pass them in it, "
+                            "not as prefix_refit_ratio / prefix_steps beside it.")
+        return prefix_path.mode, prefix_path.refit_ratio, prefix_path.steps
+    return _checked_prefix_path(prefix_path, prefix_refit_ratio, prefix_steps, "prefix_path", "prefix_refit_ratio",
+                                "prefix_steps")
 
 
 @dataclass(frozen=True)

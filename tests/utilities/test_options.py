@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from sklearn.linear_model import LogisticRegression, Ridge
 
-from shapley_research import (DegeneratePolicy, LogisticRegressionUtility, ModelUtility, RidgeUtility,
+from shapley_research import (DegeneratePolicy, LogisticRegressionUtility, ModelUtility, PrefixPath, RidgeUtility,
                               TrainingRecipe, permutation_shapley)
 from shapley_research.games import PrefixGame, evaluate_prefixes, supports_prefixes
 
@@ -114,6 +114,37 @@ def test_a_recipe_beside_its_own_keywords_is_refused_naming_them():
     with pytest.raises(TypeError, match="recipe must be a TrainingRecipe"):
         TorchModelUtility(mlp, X, Y, X_TEST, Y_TEST, recipe={"steps": 10})  # type: ignore[arg-type]
     assert TorchModelUtility(mlp, X, Y, X_TEST, Y_TEST, steps=4).recipe == TrainingRecipe(steps=4)
+
+
+@pytest.mark.parametrize("keywords", [
+    {"prefix_path": "online", "prefix_refit_ratio": 2.0, "prefix_steps": 5},
+    {"prefix_path": "online", "prefix_refit_ratio": None, "prefix_steps": 1},
+    {"prefix_path": "exact"},
+], ids=["online", "online_no_refits", "exact"])
+def test_a_prefix_path_gives_the_prefix_utilities_of_its_keywords(keywords):
+    fields = {"mode": "prefix_path", "refit_ratio": "prefix_refit_ratio", "steps": "prefix_steps"}
+    group = PrefixPath(**{f: keywords[k] for f, k in fields.items() if k in keywords})
+    by_keywords = LogisticRegressionUtility(X, Y, X_TEST, Y_TEST, **keywords)
+    by_group = LogisticRegressionUtility(X, Y, X_TEST, Y_TEST, prefix_path=group)
+    assert (by_group.prefix_path, by_group.prefix_refit_ratio, by_group.prefix_steps) == (
+        by_keywords.prefix_path, by_keywords.prefix_refit_ratio, by_keywords.prefix_steps)
+    assert by_group.exact_prefixes is (group.mode == "exact")
+    perms = np.array([np.random.default_rng(s).permutation(30) for s in range(3)])
+    np.testing.assert_array_equal(by_group.evaluate_prefixes(perms), by_keywords.evaluate_prefixes(perms))
+
+
+@pytest.mark.parametrize("build, error, match", [
+    (lambda: PrefixPath("warm"), ValueError, "mode must be one of"),
+    (lambda: PrefixPath(refit_ratio=1.0), ValueError, "refit_ratio"),
+    (lambda: PrefixPath(steps=0), ValueError, "steps must be >= 1"),
+    (lambda: LogisticRegressionUtility(X, Y, X_TEST, Y_TEST, prefix_path=PrefixPath(), prefix_steps=4), TypeError,
+     "prefix_path: a PrefixPath carries"),
+    (lambda: LogisticRegressionUtility(X, Y, X_TEST, Y_TEST, prefix_path="warm"), ValueError,
+     "prefix_path must be one of"),
+])
+def test_a_bad_prefix_path_is_refused_naming_the_argument(build, error, match):
+    with pytest.raises(error, match=match):
+        build()
 
 
 def test_the_prefix_path_is_declared_by_the_class_and_present_only_where_exact():

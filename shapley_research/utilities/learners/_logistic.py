@@ -18,6 +18,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._model_data import clipped_mean_log_probability, constant_frequencies, degenerate_rows
+from .._options import resolve_prefix_path
 from ..._validation import check_bool, check_choice, check_float, check_int, check_permutations, check_weights
 from ._array import Array, ArrayBackend
 from ._base import _CHUNK_BYTES, _BatchedLearner, _check_features_like, _chunks
@@ -30,7 +31,7 @@ from ._softmax import NEG_LOGIT, _data_hessian, _SoftmaxChunk, _SoftmaxData
 from ._warm_prefix import exact_prefix_utilities
 
 if TYPE_CHECKING:
-    from .._options import DegeneratePolicy
+    from .._options import DegeneratePolicy, PrefixPath
     import torch
 
 PRECONDITION_MAX_PARAMS = 4096  # largest K q whose full-data Hessian L-BFGS is preconditioned by
@@ -90,8 +91,9 @@ class LogisticRegressionUtility(_BatchedLearner):
     warm_start : bool, default True
         Start every fit from the full-data solution (fitted once), and
         precondition L-BFGS by the full-data Hessian scaled to ``|S|/N``.
-    prefix_path : {"online", "exact"}, default "online"
-        What :meth:`evaluate_prefixes` computes. ``"online"``: one pass of
+    prefix_path : {"online", "exact"} or PrefixPath, default "online"
+        What :meth:`evaluate_prefixes` computes (a :class:`~shapley_research.PrefixPath`
+        holds it with ``prefix_refit_ratio`` and ``prefix_steps``: then leave those out). ``"online"``: one pass of
         chord steps, an approximation of refitting (fast). ``"exact"``: every
         prefix fitted to ``tol`` like :meth:`evaluate`, warm-started from the
         previous prefix (:mod:`shapley_research.utilities.learners._warm_prefix`); the learner then
@@ -153,7 +155,8 @@ class LogisticRegressionUtility(_BatchedLearner):
                  degenerate: Literal["constant", "default", "raise"] | DegeneratePolicy = "constant",
                  default_utility: float | None = None, min_samples: int = 1, batch_size: int | None = None,
                  prefix_refit_ratio: float | None = 1.5, prefix_steps: int = 3, warm_start: bool = True,
-                 prefix_path: Literal["online", "exact"] = "online", device: str | torch.device | None = None,
+                 prefix_path: Literal["online", "exact"] | PrefixPath = "online",
+                 device: str | torch.device | None = None,
                  dtype: Literal["float64", "float32"] = "float64", mixed_precision: bool = True,
                  scalers: Sequence[Any] = ()) -> None:
         self._setup(X_train, y_train, X_test, y_test, metric, fit_intercept, degenerate, default_utility,
@@ -163,17 +166,14 @@ class LogisticRegressionUtility(_BatchedLearner):
         self.max_iter = check_int(max_iter, "max_iter", minimum=1)
         self.newton_max_params = check_int(newton_max_params, "newton_max_params", minimum=1)
         self.solver = check_choice(solver, "solver", ("auto", "newton", "lbfgs"))
-        if prefix_refit_ratio is not None:
-            prefix_refit_ratio = check_float(prefix_refit_ratio, "prefix_refit_ratio", minimum=1.0, strict=True)
-        self.prefix_refit_ratio = prefix_refit_ratio
-        self.prefix_steps = check_int(prefix_steps, "prefix_steps", minimum=1)
+        self.prefix_path, self.prefix_refit_ratio, self.prefix_steps = resolve_prefix_path(
+            prefix_path, prefix_refit_ratio, prefix_steps)
         self.prefix_tol = 100 * self.tol
         self.warm_start = check_bool(warm_start, "warm_start")
-        self.prefix_path = check_choice(prefix_path, "prefix_path", ("online", "exact"))
         # an exact prefix path lets ModelUtility and the estimators rely on evaluate_prefixes
         self.exact_prefixes = self.prefix_path == "exact"
         self._set_scaling(scalers)
-        if self.scaling is not None and prefix_path == "exact":
+        if self.scaling is not None and self.prefix_path == "exact":
             raise ValueError("prefix_path='exact' cannot be combined with scalers: the one-pass path knows no "
                              "per-coalition scalers (evaluate_prefixes refits every prefix exactly instead).")
         self._set_backend(device, dtype)
