@@ -210,10 +210,13 @@ html_static_path = ["_static"]
 html_css_files = ["custom.css"]
 html_theme_options = {
     "navigation_with_keys": False,
+    "header_links_before_dropdown": 4,
     "show_toc_level": 2,
     "secondary_sidebar_items": ["page-toc"],
     "footer_start": ["copyright"],
     "footer_end": ["sphinx-version", "theme-version"],
 }
-html_sidebars = {"index": []}
+# pages without sub-pages: no empty "Section Navigation" column, more width for their tables
+html_sidebars = {page: [] for page in ("index", "getting_started", "tutorials/value_your_own_data", "benchmarks",
+                                         "architecture", "citation")}
 html_show_sourcelink = False
