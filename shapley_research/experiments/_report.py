@@ -117,10 +117,11 @@ def _held(claims: list[dict], source: str) -> str:
     return (f"{held} of {total}" + (f" ({undecided})" if undecided else "")) if total else "-"
 
 
-def _runs(results_dir: Path, names: tuple[str, ...] = EXPERIMENT_NAMES) -> list[tuple[str, Path, list, dict]]:
-    """(name, directory, claims, run_info) of every experiment of ``names`` that has results, read once."""
+def _runs(results_dir: Path, names: tuple[str, ...] | None = None) -> list[tuple[str, Path, list, dict]]:
+    """(name, directory, claims, run_info) of every experiment (of ``names``, if given) that has results, read once."""
     return [(name, results_dir / name, read_metrics(results_dir / name)["claims"], _run_info(results_dir / name))
-            for name in EXPERIMENT_NAMES if name in names and (results_dir / name / METRICS_FILE).is_file()]
+            for name in EXPERIMENT_NAMES
+            if (names is None or name in names) and (results_dir / name / METRICS_FILE).is_file()]
 
 
 def _summary(runs: list[tuple[str, Path, list, dict]], link: Callable[[str], str]) -> list[str]:
@@ -194,11 +195,12 @@ def _docs_page(name: str, run_dir: Path, claims: list[dict], description: str) -
     return lines
 
 
-def write_docs_pages(root: Path, out: Path, results: str = "results", names: tuple[str, ...] = EXPERIMENT_NAMES,
+def write_docs_pages(root: Path, out: Path, results: str = "results", names: tuple[str, ...] | None = None,
                      descriptions: dict | None = None) -> list[Path]:
     """Write the documentation site's reproduction pages into ``out`` (MyST markdown for Sphinx).
 
-    ``out/index.md`` holds the table of verdict counts (as the README's) and a
+    ``names`` limits the pages to those experiments (default: every one with
+    results). ``out/index.md`` holds the table of verdict counts (as the README's) and a
     table of contents; ``out/NAME.md`` the experiment's figures, claims and
     verdicts, as ``results/README.md``; ``out/NAME/`` a copy of its figures, CSV
     tables and executed notebook, which the site renders without running it.
