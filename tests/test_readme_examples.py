@@ -1,8 +1,9 @@
-"""Every python block of the README runs as pasted: as a script, and line by line into the Python prompt.
+"""Every python block of the README and of the documentation's guides runs as pasted: as a script, and
+line by line into the Python prompt.
 
-A reader pastes the blocks one after another into one session, so a block may use what an earlier
-one defined and nothing else. Both ways run in a new Python process in an empty directory (where the
-checkpoint example writes its file):
+A reader pastes one page's blocks one after another into one session, so a block may use what an
+earlier one of the same page defined and nothing else. Each page runs in a new Python process in an
+empty directory (where the checkpoint example writes its file), both ways:
 
 * as a script: the blocks joined into one file;
 * at the interactive prompt: each line fed to :class:`code.InteractiveConsole`, as the standard
@@ -20,7 +21,16 @@ from pathlib import Path
 
 import pytest
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+# The pages with runnable examples (markdown, README first), and what each must print or write besides.
+PAGES = {
+    "README.md": {},
+    "docs/guides/library.md": {},
+    "docs/guides/long_runs.md": {"prints": "Dask run identical: True",  # the Dask example ran, bit-identical
+                                 "writes": "gt.ckpt"},  # the checkpoint example wrote where it said
+    "docs/guides/gpu.md": {},
+}
 
 # Feeds the blocks (a JSON list in argv[1]) to an interactive console; exits 1 at the first error.
 CONSOLE = '''
@@ -42,38 +52,47 @@ for block, source in enumerate(json.loads(open(sys.argv[1]).read())):
 '''
 
 
-def python_blocks() -> list[str]:
-    return re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
+def python_blocks(page: str = "README.md") -> list[str]:
+    return re.findall(r"```python\n(.*?)```", (ROOT / page).read_text(), re.S)
 
 
-def _run(args: list[str], cwd: Path) -> list[str]:
+def _run(args: list[str], cwd: Path, page: str) -> list[str]:
     proc = subprocess.run([sys.executable, *args], cwd=cwd, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-5000:]
     printed = proc.stdout.splitlines()
-    assert len(printed) >= len(python_blocks())
-    assert "Dask run identical: True" in printed  # the Dask example ran on its cluster, bit-identical
-    assert (cwd / "gt.ckpt").is_file()  # the checkpoint example wrote where it said
+    assert len(printed) >= len(python_blocks(page))
+    if "prints" in PAGES[page]:
+        assert PAGES[page]["prints"] in printed
+    if "writes" in PAGES[page]:
+        assert (cwd / PAGES[page]["writes"]).is_file()
     return printed
 
 
-def test_the_readme_has_its_examples():
-    blocks = python_blocks()
-    assert len(blocks) >= 3
+def test_the_pages_have_their_examples():
+    assert python_blocks("README.md"), "the README's quick start is runnable"
+    blocks = [block for page in PAGES for block in python_blocks(page)]
+    assert len(blocks) >= 5
     assert all("print(" in block for block in blocks), "every example prints its result"
+    documented = {str(p.relative_to(ROOT)) for p in (ROOT / "docs").rglob("*.md") if "```python" in p.read_text()
+                  and "generated" not in p.parts and "_build" not in p.parts}
+    assert documented <= set(PAGES), f"pages with examples this test does not run: {documented - set(PAGES)}"
 
 
-@pytest.mark.slow  # runs every README block in a fresh interpreter
-def test_every_python_block_runs_as_a_script(tmp_path):
-    script = tmp_path / "readme_examples.py"
-    script.write_text("\n\n".join(f"# --- README block {i} ---\n{block}" for i, block in enumerate(python_blocks())))
-    _run([str(script)], tmp_path)
+@pytest.mark.slow  # runs every page's blocks in a fresh interpreter
+@pytest.mark.parametrize("page", list(PAGES))
+def test_every_python_block_runs_as_a_script(tmp_path, page):
+    script = tmp_path / "examples.py"
+    script.write_text("\n\n".join(f"# --- {page} block {i} ---\n{block}"
+                                   for i, block in enumerate(python_blocks(page))))
+    _run([str(script)], tmp_path, page)
 
 
-@pytest.mark.slow  # runs every README block in a fresh interpreter
-def test_every_python_block_runs_pasted_into_the_interactive_prompt(tmp_path):
+@pytest.mark.slow  # runs every page's blocks in a fresh interpreter
+@pytest.mark.parametrize("page", list(PAGES))
+def test_every_python_block_runs_pasted_into_the_interactive_prompt(tmp_path, page):
     (tmp_path / "console.py").write_text(CONSOLE)
-    (tmp_path / "blocks.json").write_text(json.dumps(python_blocks()))
-    _run([str(tmp_path / "console.py"), str(tmp_path / "blocks.json")], tmp_path)
+    (tmp_path / "blocks.json").write_text(json.dumps(python_blocks(page)))
+    _run([str(tmp_path / "console.py"), str(tmp_path / "blocks.json")], tmp_path, page)
 
 
 def test_the_console_harness_fails_where_the_prompt_fails(tmp_path):

@@ -1,8 +1,9 @@
-"""The README's hand-written numbers about the experiments agree with the committed results.
+"""The hand-written numbers about the experiments (README and documentation pages) agree with the results.
 
-The results section between the report markers is generated from ``results/`` and checked elsewhere; the
-prose around it (the departures from the paper, the estimator guide) quotes numbers by hand, and those drift
-when an experiment is re-run. Each check below names a README phrase, written as the README's text with ``#``
+The results section between the report markers and the site's experiment pages are generated from ``results/``
+and checked elsewhere; the prose of the documentation (the departures from the paper, the estimator guide, in
+``docs/``) quotes numbers by hand, and those drift when an experiment is re-run. Each check below names a
+phrase of that prose ("README" below: the README and every page of ``docs/``), written as the text with ``#``
 for each number it states (matched on the text with whitespace collapsed, so line wraps do not matter), the
 computation of those numbers from ``results/NAME/metrics.json`` and ``results/NAME/*.csv``, and the rule by
 which they must agree:
@@ -38,12 +39,20 @@ RULES = {"rounded": "the computed value rounded to the digits stated", "about": 
          "timed": "within a factor 1.5 (a measured time)"}
 
 
+def _hand_written_pages() -> list:
+    """The documentation's markdown pages, without those generated at build time."""
+    return sorted(p for p in (ROOT / "docs").rglob("*.md")
+                  if not {"generated", "_build", "api"} & set(p.relative_to(ROOT / "docs").parts))
+
+
 @cache
 def prose() -> str:
-    """README.md without its generated results section, whitespace collapsed."""
+    """README.md without its generated results section, then every hand-written page of docs/, whitespace
+    collapsed."""
     text = (ROOT / "README.md").read_text()
     head, rest = text.split("<!-- results:begin", 1)
-    return " ".join((head + rest.split("<!-- results:end -->", 1)[1]).split())
+    pages = [head + rest.split("<!-- results:end -->", 1)[1]] + [p.read_text() for p in _hand_written_pages()]
+    return " ".join(" ".join(pages).split())
 
 
 @cache

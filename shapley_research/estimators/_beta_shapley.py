@@ -338,7 +338,7 @@ def _unit_samples(game, rng: np.random.Generator, size: int, layout: _Layout, an
     return samples.reshape(size, n), made
 
 
-@documents_sampling_options
+@partial(documents_sampling_options, exact="exact_beta_shapley")
 def beta_shapley(game: GameLike, budget: int | None, seed: int | np.random.SeedSequence | None = None,
                  alpha: float = 16.0, beta: float = 1.0, *,
                  batch_size: int | None = None, n_jobs: int | None = None, progress: bool | None = None,
@@ -438,7 +438,6 @@ def beta_shapley(game: GameLike, budget: int | None, seed: int | np.random.SeedS
     n_jobs, progress, empty_utility
         As in :func:`~shapley_research.permutation_shapley`.
 {sampling}
-    Here the enumerated values are :func:`exact_beta_shapley`'s.
 
     Returns
     -------

@@ -46,6 +46,27 @@ def marginal_contributions(game: GameLike, permutations: NDArray[np.integer[Any]
 
 
 SAMPLING_PARAMETERS = r"""
+    budget (every sampling estimator)
+        A ``budget`` must pay for the estimator's fixed evaluations and one
+        sample (one permutation, test, unit or coalition; ``msr_banzhaf``: two
+        coalitions, one with and one without a player); a smaller one raises a
+        ``ValueError`` naming the minimum.
+
+        A ``budget`` that covers every coalition (``2^N`` evaluations, ``2^N - 1``
+        with ``empty_utility``; ``N <= 20``) buys the exact values: the game is
+        enumerated once (:func:`~shapley_research.exact_shapley`) instead of
+        sampled, with ``info["stopped_by"] == "enumeration"``, standard errors 0,
+        no sample statistics to merge and no checkpoint written.
+    checkpoint : str or os.PathLike, optional
+        File holding the run's state. It is written atomically every
+        ``checkpoint_interval`` seconds, at the end and when the run is
+        interrupted; if it exists, the run continues from it (with its seed
+        when ``seed`` is None), giving exactly the values of an uninterrupted
+        run. A file from another call or a corrupted one raises
+        :class:`~shapley_research.CheckpointError` and is never overwritten.
+        A finished run's file can be continued with a larger budget.
+    checkpoint_interval : float, default 60
+        Minimum seconds between two writes of the checkpoint.
     target_stderr : float, optional
         Stop as soon as the largest standard error of the values is at most
         this (checked after each batch, from 30 samples on); ``budget`` is
@@ -74,34 +95,17 @@ SAMPLING_PARAMETERS = r"""
         ``info["stopped_by"]`` says what stopped the run: ``"budget"``,
         ``"target_stderr"`` or ``"target_rank_correlation"``. The progress
         bar shows the current :math:`\bar\rho`.
-    checkpoint : str or os.PathLike, optional
-        File holding the run's state. It is written atomically every
-        ``checkpoint_interval`` seconds, at the end and when the run is
-        interrupted; if it exists, the run continues from it (with its seed
-        when ``seed`` is None), giving exactly the values of an uninterrupted
-        run. A file from another call or a corrupted one raises
-        :class:`~shapley_research.CheckpointError` and is never overwritten.
-        A finished run's file can be continued with a larger budget.
-    checkpoint_interval : float, default 60
-        Minimum seconds between two writes of the checkpoint.
-
-    A ``budget`` must pay for the estimator's fixed evaluations and one
-    sample (one permutation, test, unit or coalition; ``msr_banzhaf``: two
-    coalitions, one with and one without a player); a smaller one raises a
-    ``ValueError`` naming the minimum.
-
-    A ``budget`` that covers every coalition (``2^N`` evaluations, ``2^N - 1``
-    with ``empty_utility``; ``N <= 20``) buys the exact values: the game is
-    enumerated once (:func:`~shapley_research.exact_shapley`) instead of
-    sampled, with ``info["stopped_by"] == "enumeration"``, standard errors 0,
-    no sample statistics to merge and no checkpoint written.
 """.lstrip("\n")
 
 
-def documents_sampling_options(estimator: _Estimator) -> _Estimator:
-    """Put :data:`SAMPLING_PARAMETERS` where ``estimator``'s docstring says ``{sampling}``."""
+def documents_sampling_options(estimator: _Estimator, exact: str = "exact_shapley") -> _Estimator:
+    """Put :data:`SAMPLING_PARAMETERS` where ``estimator``'s docstring says ``{sampling}``.
+
+    ``exact`` names the function whose values an enumerating budget buys.
+    """
     if estimator.__doc__:  # None under python -OO
-        estimator.__doc__ = estimator.__doc__.replace("{sampling}", SAMPLING_PARAMETERS)
+        text = SAMPLING_PARAMETERS.replace("exact_shapley", exact)
+        estimator.__doc__ = estimator.__doc__.replace("{sampling}", text)
     return estimator
 
 

@@ -10,6 +10,7 @@ markers below.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 from . import EXPERIMENT_NAMES
@@ -23,7 +24,8 @@ RUN_INFO_FILE = "run_info.json"
 REPRODUCIBILITY = ("A verdict marked \"(timed)\" rests on measured times, so a rerun may move it. Every other "
                    "number is reproduced bit for bit by a run of the same seed on the same machine and "
                    "installed versions, whatever `n_jobs` or parallel backend; on another machine floating-point "
-                   "rounding may move numbers in their last digits (top-level README, \"Reproducing\").")
+                   "rounding may move numbers in their last digits (documentation site, \"The reproduction\", "
+                   "\"What reproduces\").")
 
 
 def _format(value) -> str:
@@ -115,6 +117,34 @@ def _held(claims: list[dict], source: str) -> str:
     return (f"{held} of {total}" + (f" ({undecided})" if undecided else "")) if total else "-"
 
 
+def _runs(results_dir: Path, names: tuple[str, ...] | None = None) -> list[tuple[str, Path, list, dict]]:
+    """(name, directory, claims, run_info) of every experiment (of ``names``, if given) that has results, read once."""
+    return [(name, results_dir / name, read_metrics(results_dir / name)["claims"], _run_info(results_dir / name))
+            for name in EXPERIMENT_NAMES
+            if (names is None or name in names) and (results_dir / name / METRICS_FILE).is_file()]
+
+
+def _summary(runs: list[tuple[str, Path, list, dict]], link: Callable[[str], str]) -> list[str]:
+    """The table of verdict counts and times, one row per experiment linked to ``link(name)``, and the total."""
+    lines = ["| experiment | paper's claims that hold | reproduction's checks that hold | profile | wall time (s) "
+             "| CPU time (s) |", "|---|---|---|---|---|---|"]
+    for name, _, claims, info in runs:
+        cited = " (cited papers)" if name in CITED_PAPERS_EXPERIMENTS and held_count(claims, "paper")[1] else ""
+        lines.append(f"| {link(name)} | {_held(claims, 'paper')}{cited} "
+                     f"| {_held(claims, 'reproduction')} | {info.get('profile', '?')} "
+                     f"| {_format(info.get('wall_seconds', '?'))} | {_format(info.get('cpu_seconds', '?'))} |")
+    total_wall = sum(info.get("wall_seconds", 0.0) for *_, info in runs)
+    return lines + ["", f"Total wall time of the experiments: {total_wall / 60:.1f} min. {REPRODUCIBILITY}", ""]
+
+
+def _claims_tables(name: str, claims: list[dict]) -> list[str]:
+    """Every table of one experiment's claims: the paper's, the reproduction's, then sanity and by construction."""
+    return (_claims_table(claims, "paper", cited=name in CITED_PAPERS_EXPERIMENTS)
+            + _claims_table(claims, "reproduction")
+            + [line for group in CLAIM_GROUPS[1:] for source in ("paper", "reproduction")
+               for line in _claims_table(claims, source, group=group)])
+
+
 def build_report(results_dir: Path, link_prefix: str = "", descriptions: dict | None = None) -> str:
     """Markdown for every experiment that has a ``metrics.json`` under ``results_dir``.
 
@@ -122,36 +152,86 @@ def build_report(results_dir: Path, link_prefix: str = "", descriptions: dict | 
     tabulated apart, each with its decision rule and, where given, a note
     (the cause of a claim that does not hold). ``link_prefix`` is prepended to
     the figure paths (relative to where the markdown will live), e.g.
-    ``"results/"`` for the top-level README.
+    ``"results/"`` for a file at the repository root.
     """
     descriptions = descriptions or {}
-    # (name, directory, claims, timing) of every experiment that has results, read once.
-    runs = [(name, results_dir / name, read_metrics(results_dir / name)["claims"], _run_info(results_dir / name))
-            for name in EXPERIMENT_NAMES if (results_dir / name / METRICS_FILE).is_file()]
-    lines = ["| experiment | paper's claims that hold | reproduction's checks that hold | profile | wall time (s) "
-             "| CPU time (s) |", "|---|---|---|---|---|---|"]
-    for name, _, claims, info in runs:
-        cited = " (cited papers)" if name in CITED_PAPERS_EXPERIMENTS and held_count(claims, "paper")[1] else ""
-        lines.append(f"| [{name}](#{name.replace('_', '-')}) | {_held(claims, 'paper')}{cited} "
-                     f"| {_held(claims, 'reproduction')} | {info.get('profile', '?')} "
-                     f"| {_format(info.get('wall_seconds', '?'))} | {_format(info.get('cpu_seconds', '?'))} |")
-    total_wall = sum(info.get("wall_seconds", 0.0) for *_, info in runs)
-    lines += ["", f"Total wall time of the experiments: {total_wall / 60:.1f} min. {REPRODUCIBILITY}", ""]
+    runs = _runs(results_dir)
+    lines = _summary(runs, lambda name: f"[{name}](#{name})")
     for name, run_dir, claims, _ in runs:
         lines += [f"### {name}", ""]
         if descriptions.get(name):
             lines += [descriptions[name], ""]
         for figure in sorted(run_dir.glob("*.png")):
             lines += [f"![{name}: {figure.stem}]({link_prefix}{name}/{figure.name})", ""]
-        lines += (_claims_table(claims, "paper", cited=name in CITED_PAPERS_EXPERIMENTS)
-                  + _claims_table(claims, "reproduction")
-                  + [line for group in CLAIM_GROUPS[1:] for source in ("paper", "reproduction")
-                     for line in _claims_table(claims, source, group=group)])
+        lines += _claims_tables(name, claims)
         lines += [f"Executed notebook: [{name}.ipynb]({link_prefix}{name}/{name}.ipynb); "
                   f"data behind the figures: "
                   + ", ".join(f"[{p.name}]({link_prefix}{name}/{p.name})" for p in sorted(run_dir.glob("*.csv")))
                   + ".", ""]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def build_summary(results_dir: Path, report: str = "results/README.md") -> str:
+    """The README's section: the table of verdict counts, each row linked to its experiment in ``report``."""
+    lines = _summary(_runs(results_dir), lambda name: f"[{name}]({report}#{name})")
+    lines += [f"Each experiment's figures, claims (with the criterion fixed before the run, the statistic and, "
+              f"where one does not hold, its cause), executed notebook and data: [{report}]({report}), and the "
+              "documentation site's reproduction pages.", ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _docs_page(name: str, run_dir: Path, claims: list[dict], description: str) -> list[str]:
+    """The MyST page of one experiment; its figures, tables and notebook are copied beside it (``name/``)."""
+    lines = [f"(experiment-{name.replace('_', '-')})=", f"# {name}", ""]
+    if description:
+        lines += [description, ""]
+    lines += [f"Executed notebook: {{doc}}`{name}.ipynb <{name}/{name}>` (rendered as committed in "
+              f"`results/{name}/`, not re-run by the documentation build).", ""]
+    for figure in sorted(run_dir.glob("*.png")):
+        lines += [f"![{name}: {figure.stem}]({name}/{figure.name})", ""]
+    lines += [line.replace("### ", "## ") for line in _claims_tables(name, claims)]
+    data = ", ".join(f"{{download}}`{p.name} <{name}/{p.name}>`" for p in sorted(run_dir.glob("*.csv")))
+    lines += [f"Data behind the figures: {data}.", "", "```{toctree}", ":hidden:", "", f"{name}/{name}", "```", ""]
+    return lines
+
+
+def write_docs_pages(root: Path, out: Path, results: str = "results", names: tuple[str, ...] | None = None,
+                     descriptions: dict | None = None) -> list[Path]:
+    """Write the documentation site's reproduction pages into ``out`` (MyST markdown for Sphinx).
+
+    ``names`` limits the pages to those experiments (default: every one with
+    results). ``out/index.md`` holds the table of verdict counts (as the README's) and a
+    table of contents; ``out/NAME.md`` the experiment's figures, claims and
+    verdicts, as ``results/README.md``; ``out/NAME/`` a copy of its figures, CSV
+    tables and executed notebook, which the site renders without running it.
+    Files whose content is unchanged are not rewritten, so an incremental build
+    re-reads only what changed.
+    """
+    descriptions = descriptions or {}
+    runs = _runs(Path(root) / results, names)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    index = ["# Claims and verdicts", "",
+             "Generated from `results/NAME/metrics.json` and `run_info.json` at every build of the site "
+             "(`shapley-research report` writes the same tables into `results/README.md`).", ""]
+    index += _summary(runs, lambda name: f"{{doc}}`{name} <{name}>`")
+    index += ["```{toctree}", ":maxdepth: 1", "", *(name for name, *_ in runs), "```", ""]
+    written = [_write_if_changed(out / "index.md", "\n".join(index))]
+    for name, run_dir, claims, _ in runs:
+        (out / name).mkdir(exist_ok=True)
+        for path in [*sorted(run_dir.glob("*.png")), *sorted(run_dir.glob("*.csv")), run_dir / f"{name}.ipynb"]:
+            if path.is_file():
+                written.append(_write_if_changed(out / name / path.name, path.read_bytes()))
+        written.append(_write_if_changed(out / f"{name}.md",
+                                         "\n".join(_docs_page(name, run_dir, claims, descriptions.get(name, "")))))
+    return written
+
+
+def _write_if_changed(path: Path, content: str | bytes) -> Path:
+    data = content.encode() if isinstance(content, str) else content
+    if not path.is_file() or path.read_bytes() != data:
+        path.write_bytes(data)
+    return path
 
 
 def replace_section(text: str, section: str) -> str:
@@ -174,7 +254,6 @@ def write_report(root: Path, results: str = "results", readme: Path | None = Non
     written = [out]
     if readme is not None:
         readme = Path(readme)
-        readme.write_text(replace_section(readme.read_text(), build_report(results_dir, f"{results}/",
-                                                                           descriptions)))
+        readme.write_text(replace_section(readme.read_text(), build_summary(results_dir, f"{results}/README.md")))
         written.append(readme)
     return written

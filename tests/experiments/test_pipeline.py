@@ -171,8 +171,9 @@ def test_dvc_repro_runs_the_generated_stage_once(tmp_path):
     declared = {path for path, _ in map(_path_and_options, stage["outs"] + stage["metrics"])}
     written = {f"results/iris_accuracy/{p.name}" for p in run_dir.iterdir()}
     assert written == declared  # and no .gitignore: nothing is cached, results stay in git
-    readme = (root / "README.md").read_text()
-    assert "| P1 | The sample mean is within three standard errors" in readme and "Hand-written text." in readme
+    readme = (root / "README.md").read_text()  # the table of verdicts, linked into the full report
+    assert "| [iris_accuracy](results/README.md#iris_accuracy) | 1 of 1 |" in readme and "Hand-written text." in readme
+    assert "| P1 | The sample mean is within three standard errors" in (root / "results" / "README.md").read_text()
     assert "up to date" in dvc("status").stdout
     # Only the paper profile's files are dependencies of `dvc repro`.
     with open(root / "conf" / "experiment_profile" / "iris_accuracy" / "quick.yaml", "a") as f:

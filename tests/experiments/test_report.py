@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 
 from shapley_research.experiments import claim, write_metrics
-from shapley_research.experiments._report import BEGIN, END, build_report, replace_section
+from shapley_research.experiments._report import (BEGIN, END, build_report, build_summary, replace_section,
+                                                  write_docs_pages)
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -48,7 +49,7 @@ def test_claims_of_cited_papers_are_not_called_the_papers(tmp_path):
     cleaning = text[text.index("### data_cleaning"):]
     assert "Claims of the papers it cites" in cleaning and "Claims of the paper:" not in cleaning
     assert "Claims of the paper:" in text[text.index("### sparsity"):text.index("### data_cleaning")]
-    assert "| [data_cleaning](#data-cleaning) | 1 of 1 (cited papers) |" in text
+    assert "| [data_cleaning](#data_cleaning) | 1 of 1 (cited papers) |" in text  # GitHub's anchor of the heading
     assert "| [sparsity](#sparsity) | 1 of 1 |" in text
 
 
@@ -64,12 +65,53 @@ def test_readme_results_section_matches_the_committed_results():
     readme = (REPO / "README.md").read_text()
     if BEGIN not in readme:
         pytest.skip("the README has no results section yet")
+    expected = replace_section(readme, build_summary(REPO / "results", "results/README.md"))
+    assert readme == expected, "README results section is stale: run `shapley-research report --readme README.md`"
+
+
+def test_results_report_matches_the_committed_results():
+    """results/README.md is the full report of the committed results (the README's table links into it)."""
     from shapley_research.experiments._project import Project
 
     project = Project.locate(REPO)
     descriptions = {name: project.description(name) for name in project.available()}
-    expected = replace_section(readme, build_report(REPO / "results", "results/", descriptions))
-    assert readme == expected, "README results section is stale: run `shapley-research report --readme README.md`"
+    text = (REPO / "results" / "README.md").read_text()
+    assert text.endswith(build_report(REPO / "results", "", descriptions)), \
+        "results/README.md is stale: run `shapley-research report --readme README.md`"
+
+
+def test_summary_links_each_experiment_into_the_full_report(tmp_path):
+    make_run(tmp_path, "sparsity", True)
+    make_run(tmp_path, "iris_accuracy", False)
+    text = build_summary(tmp_path, "results/README.md")
+    assert "| [iris_accuracy](results/README.md#iris_accuracy) | 0 of 1 | 1 of 2 | paper | 60 | 50 |" in text
+    assert "| [sparsity](results/README.md#sparsity) | 1 of 1 |" in text
+    assert "Total wall time of the experiments: 2.0 min." in text
+    assert "| P1 |" not in text and "![" not in text  # the claims and figures stay in the full report
+
+
+def test_docs_pages_hold_figures_claims_and_the_notebook(tmp_path):
+    results = tmp_path / "results"
+    make_run(results, "sparsity", False)
+    make_run(results, "iris_accuracy", True)
+    (results / "sparsity" / "sparsity.ipynb").write_text("{}")
+    (results / "sparsity" / "values.csv").write_text("player,value\n0,1.0\n")
+    out = tmp_path / "docs" / "generated"
+    write_docs_pages(tmp_path, out, names=("sparsity",), descriptions={"sparsity": "MNIST sparsity."})
+    assert sorted(p.name for p in out.iterdir()) == ["index.md", "sparsity", "sparsity.md"]  # only those asked for
+    page = (out / "sparsity.md").read_text()
+    assert page.startswith("(experiment-sparsity)=\n# sparsity\n\nMNIST sparsity.")
+    assert "![sparsity: fig](sparsity/fig.png)" in page
+    assert "| P1 | claim of sparsity | Section 4 | stat > 0.4 | stat = 0.5 | **does not hold** |" in page
+    assert "- P1: too few samples" in page and "{download}`values.csv <sparsity/values.csv>`" in page
+    assert "{doc}`sparsity.ipynb <sparsity/sparsity>`" in page and "\nsparsity/sparsity\n```" in page  # toctree
+    assert sorted(p.name for p in (out / "sparsity").iterdir()) == ["fig.png", "sparsity.ipynb", "values.csv"]
+    index = (out / "index.md").read_text()
+    assert "| {doc}`sparsity <sparsity>` | 0 of 1 | 1 of 2 | paper | 60 | 50 |" in index
+    assert "iris_accuracy" not in index
+    before = (out / "sparsity.md").stat().st_mtime_ns
+    write_docs_pages(tmp_path, out, names=("sparsity",), descriptions={"sparsity": "MNIST sparsity."})
+    assert (out / "sparsity.md").stat().st_mtime_ns == before  # unchanged pages are not rewritten
 
 
 def test_statistics_are_formatted_with_three_significant_digits():
