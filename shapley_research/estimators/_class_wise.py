@@ -142,11 +142,11 @@ def _context(rng: np.random.Generator, classes: _Classes, label: int) -> NDArray
 
 
 def _class_samples(game: Any, classes: _Classes, label: int, n_permutations: int, rng: np.random.Generator,
-                   chunk_cells: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Sum and sum of squares of the in-class marginal contributions over ``n_permutations`` permutations."""
+                   chunk_cells: int) -> NDArray[np.float64]:
+    """The in-class marginal contributions ``(n_permutations, n_c)`` along ``n_permutations`` permutations."""
     members = np.flatnonzero(classes.train == label)
     n, k = classes.train.size, members.size
-    total, squares = np.zeros(k), np.zeros(k)
+    marginals = np.empty((n_permutations, k))
     per_call = max(1, chunk_cells // ((k + 1) * n))
     for first in range(0, n_permutations, per_call):
         batch = min(per_call, n_permutations - first)
@@ -159,11 +159,8 @@ def _class_samples(game: Any, classes: _Classes, label: int, n_permutations: int
             position[orders[b]] = np.arange(k)
             masks[b][:, members] |= position[None, :] < np.arange(k + 1)[:, None]
         utilities = classes.utilities(class_wise_predictions(game, masks.reshape(-1, n)), label).reshape(batch, k + 1)
-        marginals = np.empty((batch, k))
-        np.put_along_axis(marginals, orders, np.diff(utilities, axis=1), axis=1)
-        total += marginals.sum(axis=0)
-        squares += (marginals ** 2).sum(axis=0)
-    return total, squares
+        np.put_along_axis(marginals[first:first + batch], orders, np.diff(utilities, axis=1), axis=1)
+    return marginals
 
 
 def _normalise(game: Any, classes: _Classes, values: NDArray[np.float64],
@@ -250,11 +247,11 @@ def class_wise_shapley(game: ModelUtility | LogisticRegressionUtility | TorchMod
     values, stderr = np.zeros(classes.train.size), np.full(classes.train.size, np.nan)
     for label in range(classes.n_classes):
         rng = np.random.default_rng(np.random.SeedSequence(entropy, spawn_key=(label,)))
-        total, squares = _class_samples(game, classes, label, int(counts[label]), rng, cells)
-        members, m = classes.train == label, int(counts[label])
-        values[members] = total / m
-        if m > 1:
-            stderr[members] = np.sqrt(np.maximum(squares - total ** 2 / m, 0.0) / (m - 1) / m)
+        marginals = _class_samples(game, classes, label, int(counts[label]), rng, cells)
+        members = classes.train == label
+        values[members] = marginals.mean(axis=0)  # one reduction over all samples: no dependence on chunks
+        if marginals.shape[0] > 1:
+            stderr[members] = marginals.std(axis=0, ddof=1) / np.sqrt(marginals.shape[0])
     factors = _normalise(game, classes, values, stderr) if normalize else np.ones(classes.n_classes)
     n_evaluations = int((counts * (sizes + 1)).sum()) + int(normalize)
     info = {"permutations": counts.tolist(), "factors": factors.tolist(), "normalize": normalize,
