@@ -142,11 +142,12 @@ def _context(rng: np.random.Generator, classes: _Classes, label: int) -> NDArray
 
 
 def _class_samples(game: Any, classes: _Classes, label: int, n_permutations: int, rng: np.random.Generator,
-                   chunk_cells: int) -> NDArray[np.float64]:
-    """The in-class marginal contributions ``(n_permutations, n_c)`` along ``n_permutations`` permutations."""
+                   chunk_cells: int) -> tuple[NDArray[np.float64], int]:
+    """The in-class marginal contributions ``(n_permutations, n_c)`` along ``n_permutations`` permutations,
+    and the number of models fitted (coalitions that are not degenerate)."""
     members = np.flatnonzero(classes.train == label)
     n, k = classes.train.size, members.size
-    marginals = np.empty((n_permutations, k))
+    marginals, fits = np.empty((n_permutations, k)), 0
     per_call = max(1, chunk_cells // ((k + 1) * n))
     for first in range(0, n_permutations, per_call):
         batch = min(per_call, n_permutations - first)
@@ -158,9 +159,11 @@ def _class_samples(game: Any, classes: _Classes, label: int, n_permutations: int
             position = np.empty(k, dtype=np.intp)
             position[orders[b]] = np.arange(k)
             masks[b][:, members] |= position[None, :] < np.arange(k + 1)[:, None]
-        utilities = classes.utilities(class_wise_predictions(game, masks.reshape(-1, n)), label).reshape(batch, k + 1)
+        flat = masks.reshape(-1, n)
+        fits += int((~degenerate_rows(flat, game.targets, game.min_samples)).sum())
+        utilities = classes.utilities(class_wise_predictions(game, flat), label).reshape(batch, k + 1)
         np.put_along_axis(marginals[first:first + batch], orders, np.diff(utilities, axis=1), axis=1)
-    return marginals
+    return marginals, fits
 
 
 def _normalise(game: Any, classes: _Classes, values: NDArray[np.float64],
@@ -226,7 +229,9 @@ def class_wise_shapley(game: ModelUtility | LogisticRegressionUtility | TorchMod
         ``n_samples`` the permutations, ``stderr`` the standard error of each
         point's mean marginal contribution (scaled like the value; NaN for a
         class with one permutation); ``info`` holds the permutations per
-        class (``permutations``) and the normalising factors (``factors``).
+        class (``permutations``), the normalising factors (``factors``) and
+        the models fitted (``model_fits``: the coalitions that are not
+        degenerate, which get the constant model's predictions instead).
     """
     start = time.perf_counter()
     _check_classifier_game(game)
@@ -239,22 +244,25 @@ def class_wise_shapley(game: ModelUtility | LogisticRegressionUtility | TorchMod
     sizes = np.bincount(classes.train, minlength=classes.n_classes)
     needed = int((sizes + 1).sum()) + int(normalize)
     if budget < needed:
-        raise ValueError(f"budget must cover one permutation of every class ({' + '.join(str(s + 1) for s in sizes)} "
-                         f"model fits{' + 1 to normalise' if normalize else ''} = {needed}), got {budget}.")
+        raise ValueError(f"budget={budget} is smaller than one permutation of every class: it needs at least "
+                         f"{needed:,} utility evaluations ({' + '.join(str(s + 1) for s in sizes)}"
+                         f"{' + 1 to normalise' if normalize else ''}).")
     cells = CHUNK_CELLS if chunk_size is None else check_int(chunk_size, "chunk_size", minimum=1) * classes.train.size
     counts = _plan(sizes, budget - int(normalize))
 
     values, stderr = np.zeros(classes.train.size), np.full(classes.train.size, np.nan)
+    fits = int(normalize)  # the full training set is never degenerate: it holds every class
     for label in range(classes.n_classes):
         rng = np.random.default_rng(np.random.SeedSequence(entropy, spawn_key=(label,)))
-        marginals = _class_samples(game, classes, label, int(counts[label]), rng, cells)
+        marginals, class_fits = _class_samples(game, classes, label, int(counts[label]), rng, cells)
+        fits += class_fits
         members = classes.train == label
         values[members] = marginals.mean(axis=0)  # one reduction over all samples: no dependence on chunks
         if marginals.shape[0] > 1:
             stderr[members] = marginals.std(axis=0, ddof=1) / np.sqrt(marginals.shape[0])
     factors = _normalise(game, classes, values, stderr) if normalize else np.ones(classes.n_classes)
     n_evaluations = int((counts * (sizes + 1)).sum()) + int(normalize)
-    info = {"permutations": counts.tolist(), "factors": factors.tolist(), "normalize": normalize,
+    info = {"permutations": counts.tolist(), "factors": factors.tolist(), "normalize": normalize, "model_fits": fits,
             "classes": targets.classes.tolist()}
     return ValuationResult(values=values, n_evaluations=n_evaluations, method="class_wise_shapley", seed=entropy,
                            wall_time=time.perf_counter() - start, stderr=stderr, n_samples=int(counts.sum()),
