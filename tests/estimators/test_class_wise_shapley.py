@@ -138,3 +138,16 @@ def test_flipped_labels_get_low_values():
     from sklearn.metrics import roc_auc_score
 
     assert roc_auc_score(np.isin(np.arange(80), flipped), -values) > 0.8
+
+
+@pytest.mark.slow
+def test_a_torch_utility_predicts_as_it_scores():
+    torch = pytest.importorskip("torch")
+    from shapley_research import TorchModelUtility
+
+    X, y, X_test, y_test = one_context_data()
+    game = TorchModelUtility(torch.nn.Linear(2, 2), X, y, X_test, y_test, steps=20)
+    masks = np.random.default_rng(6).random((6, 7)) < 0.6
+    np.testing.assert_array_equal((class_wise_predictions(game, masks) == y_test).mean(axis=1), game.evaluate(masks))
+    result = class_wise_shapley(game, 20, seed=0, normalize=False)
+    assert np.isfinite(result.values).all() and result.n_evaluations <= 20
