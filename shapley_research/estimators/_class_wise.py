@@ -174,7 +174,7 @@ def _normalise(game: Any, classes: _Classes, values: NDArray[np.float64],
     for label in range(classes.n_classes):
         members = classes.train == label
         total = values[members].sum()
-        if total != 0:
+        if total > 0:  # pyDVL scales by any non-zero sum; a negative one would reverse the class's ranking
             factors[label] = correct[classes.test == label].sum() / classes.y_test.shape[0] / total
         values[members] *= factors[label]
         stderr[members] *= abs(factors[label])
@@ -201,7 +201,8 @@ def class_wise_shapley(game: ModelUtility | LogisticRegressionUtility | TorchMod
     \mid S_{-c})` (efficiency within the class). With ``normalize`` (the
     paper's and pyDVL's default) the values of each class are then scaled to
     sum to :math:`a_D(T_c)`, the in-class accuracy of the model trained on all
-    the data (one more fit); a class whose values sum to 0 is left as it is.
+    the data (one more fit); a class whose values sum to 0 or less is left as
+    it is (pyDVL scales a negative sum too, which reverses the class's ranking).
 
     Parameters
     ----------

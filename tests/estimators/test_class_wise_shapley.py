@@ -52,13 +52,20 @@ def test_a_point_no_prediction_ever_uses_is_a_null_player():
 
 
 def test_normalisation_makes_each_class_sum_to_its_in_class_accuracy():
+    """Same samples with and without (the normalising fit aside): a class with a positive sum is scaled to a_D(T_c),
+    any other class is left as it is (a negative factor would reverse its ranking)."""
     game, X, y, X_test, y_test = nearest_neighbour_game()
-    result = class_wise_shapley(game, 40, seed=2)
+    result = class_wise_shapley(game, 41, seed=2)
+    raw = class_wise_shapley(game, 40, seed=2, normalize=False)
     right = KNeighborsClassifier(n_neighbors=1).fit(X, y).predict(X_test) == y_test
     for label in (0, 1):
-        if result.values[y == label].any():
-            assert result.values[y == label].sum() == pytest.approx(right[y_test == label].sum() / len(y_test))
-    assert result.n_evaluations == sum(result.info["permutations"][c] * ((y == c).sum() + 1) for c in (0, 1)) + 1
+        members = y == label
+        if raw.values[members].sum() > 0:
+            assert result.values[members].sum() == pytest.approx(right[y_test == label].sum() / len(y_test))
+            np.testing.assert_allclose(result.values[members], raw.values[members] * result.info["factors"][label])
+        else:
+            np.testing.assert_array_equal(result.values[members], raw.values[members])
+    assert result.n_evaluations == raw.n_evaluations + 1
 
 
 def test_predictions_are_the_games_own():
