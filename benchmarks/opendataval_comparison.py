@@ -1,7 +1,8 @@
 """Side-by-side benchmark against OpenDataVal 1.3.0: finding flipped labels on its own task, at equal model fits.
 
-Run ``PYTHONPATH=$PWD python benchmarks/opendataval_comparison.py`` (8 to 15
-minutes on 2 cores shared with other jobs, load average 3.7 to 7; ``--quick`` for a
+Run ``PYTHONPATH=$PWD python benchmarks/opendataval_comparison.py`` (31
+minutes on 2 cores shared with other jobs, load average 7 to 12, the peer's AME and
+class-wise Shapley on digits the longest; ``--quick`` for a
 smoke run: one seed, 100 training and 50 validation points, small budgets,
 about 2 minutes; ``--methods tmc,loo`` and ``--datasets digits`` select a
 subset; ``--output PATH`` for the markdown file, default
