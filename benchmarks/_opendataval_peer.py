@@ -98,6 +98,20 @@ def save_task(fetcher: Any, path: str) -> None:
              noisy=np.sort(np.asarray(fetcher.noisy_train_indices, dtype=np.int64)))
 
 
+def _patched_class_wise(base: type) -> type:
+    """OpenDataVal 1.3.0's ``ClassWiseShapley`` with one line fixed: its ``_get_class_indices`` takes the
+    out-of-class *validation* indices from the training labels (``train_classes != label``), which indexes the
+    validation set out of bounds when it is smaller than the training set (an ``IndexError`` on this task);
+    here they come from the validation labels, as the three other index sets do."""
+
+    class ClassWiseShapleyFixed(base):  # type: ignore[misc, valid-type]
+        def _get_class_indices(self, label: Any) -> tuple[Any, ...]:
+            train_in, train_out, valid_in, _ = super()._get_class_indices(label)
+            return train_in, train_out, valid_in, (self.valid_classes != label).nonzero(as_tuple=True)[0]
+
+    return ClassWiseShapleyFixed
+
+
 def make_evaluator(method: str, seed: int, budget: dict) -> Any:
     """OpenDataVal's evaluator of ``method`` with the budget of the config, seeded with ``seed``.
 
@@ -107,12 +121,20 @@ def make_evaluator(method: str, seed: int, budget: dict) -> Any:
     Gelman-Rubin statistic converges, a number of fits no config can set.
     Caching is off so that no run reuses another's marginal contributions.
     """
-    from opendataval.dataval import (BetaShapley, DataBanzhaf, DataOob, DataShapley, KNNShapley, LeaveOneOut)
+    from opendataval.dataval import (AME, BetaShapley, ClassWiseShapley, DataBanzhaf, DataOob, DataShapley,
+                                     KNNShapley, LavaEvaluator, LeaveOneOut)
     from opendataval.dataval.margcontrib.sampler import TMCSampler
 
     def sampler() -> Any:
         return TMCSampler(mc_epochs=budget["permutations"], min_cardinality=TMC_MIN_CARDINALITY, cache_name=None,
                           random_state=seed)
+
+    if method == "ame":  # num_models coalitions for each inclusion probability 0.2, 0.4, 0.6, 0.8
+        return AME(num_models=budget["models"], random_state=seed)
+    if method == "cs":  # TMC permutations of each class's points, every out-of-class point in the context
+        return _patched_class_wise(ClassWiseShapley)(sampler=sampler())
+    if method == "lava":  # no model: its OT distance between training and validation sets, on the CPU
+        return LavaEvaluator(random_state=seed)
 
     if method == "tmc":
         return DataShapley(sampler=sampler())
@@ -126,7 +148,7 @@ def make_evaluator(method: str, seed: int, budget: dict) -> Any:
         return LeaveOneOut(random_state=seed)
     if method == "knn":
         return KNNShapley(k_neighbors=budget["k"], random_state=seed)
-    raise ValueError(f"method: expected one of tmc, beta, banzhaf, oob, loo, knn, got {method!r}")
+    raise ValueError(f"method: expected one of tmc, beta, banzhaf, oob, loo, knn, ame, cs, lava, got {method!r}")
 
 
 def value(method: str, fetcher: Any, seed: int, budget: dict, counter: FitCounter) -> dict:

@@ -1,7 +1,8 @@
 """Side-by-side benchmark against OpenDataVal 1.3.0: finding flipped labels on its own task, at equal model fits.
 
-Run ``PYTHONPATH=$PWD python benchmarks/opendataval_comparison.py`` (8 to 15
-minutes on 2 cores shared with other jobs, load average 3.7 to 7; ``--quick`` for a
+Run ``PYTHONPATH=$PWD python benchmarks/opendataval_comparison.py`` (31
+minutes on 2 cores shared with other jobs, load average 7 to 12, the peer's AME and
+class-wise Shapley on digits the longest; ``--quick`` for a
 smoke run: one seed, 100 training and 50 validation points, small budgets,
 about 2 minutes; ``--methods tmc,loo`` and ``--datasets digits`` select a
 subset; ``--output PATH`` for the markdown file, default
@@ -51,7 +52,19 @@ utility: accuracy on the 100 validation points.
   y, n_estimators, seed, fast="auto")``;
 * leave-one-out: ``LeaveOneOut()`` / ``leave_one_out(game)`` (``N + 1`` fits);
 * KNN-Shapley, K = 10: ``KNNShapley(k_neighbors=10)`` / ``knn_shapley``
-  (exact, no fits).
+  (exact, no fits);
+* AME: ``AME(num_models=M)`` (``M`` coalitions for each inclusion
+  probability 0.2, 0.4, 0.6, 0.8, then ``LassoCV`` on per-coalition z-scores)
+  / ``ame(game, budget, seed)`` (the same grid in equal shares, ``LassoCV`` on
+  standardised indicators);
+* class-wise Shapley: ``ClassWiseShapley(sampler=TMCSampler(mc_epochs=T))``
+  (``T`` truncated permutations of each class's points, with every
+  out-of-class training point as context; one line of its 1.3.0 code is
+  patched by the peer script, which otherwise indexes the validation labels
+  out of bounds) / ``class_wise_shapley(game, budget, seed)`` (random
+  out-of-class contexts, the classes in turn, normalised);
+* LAVA: ``LavaEvaluator()`` (geomloss Sinkhorn) / ``lava(X, y, X_valid,
+  y_valid)`` (POT); no model fits on either side.
 
 *Equal fits.* OpenDataVal runs first with its own budget parameters; its real
 fits are counted (calls of ``LogisticRegression.fit``: its model wrapper
@@ -69,7 +82,7 @@ training points (flipped = positive, ranked by lowest value, ties half), wall
 time of the valuation call on each side (OpenDataVal: ``evaluator.train(
 fetcher, model)`` and ``evaluate_data_values()``; ours: the utility's
 construction and the estimator), real fits. Goals (one ``OK``/``MISS`` line
-each): for the sampled methods (TMC, Beta, Banzhaf, Data-OOB) OpenDataVal's
+each): for the sampled methods (TMC, Beta, Banzhaf, Data-OOB, AME, class-wise Shapley) OpenDataVal's
 mean wall time is at least 10x ours on both data sets; for every method our
 AUROC is as good or better within noise (mean paired gap over seeds >= -2
 standard errors, the larger of the one over seeds and that of a paired
@@ -96,8 +109,8 @@ from typing import Any
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from shapley_research import (ModelUtility, beta_shapley, data_oob, knn_shapley, leave_one_out, msr_banzhaf,
-                              permutation_shapley)
+from shapley_research import (ModelUtility, ame, beta_shapley, class_wise_shapley, data_oob, knn_shapley, lava,
+                              leave_one_out, msr_banzhaf, permutation_shapley)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
@@ -110,8 +123,10 @@ DEFAULT_PEER_PYTHON = os.path.join(os.path.dirname(REPO), "odv-venv", "bin", "py
 DEFAULT_OUTPUT = os.path.join(HERE, "results", "opendataval_comparison.md")
 DATASETS = ("breast_cancer", "digits")
 METHODS = {"tmc": "TMC Shapley", "beta": "Beta(16, 1) Shapley", "banzhaf": "Banzhaf (MSR)", "oob": "Data-OOB",
-           "loo": "leave-one-out", "knn": "KNN-Shapley (K = 10)"}
-SAMPLED = ("tmc", "beta", "banzhaf", "oob")
+           "loo": "leave-one-out", "knn": "KNN-Shapley (K = 10)", "ame": "AME", "cs": "class-wise Shapley",
+           "lava": "LAVA"}
+SAMPLED = ("tmc", "beta", "banzhaf", "oob", "ame", "cs")
+FIXED_COST = ("loo", "knn", "lava")  # no budget: N + 1 fits, or none
 TASK = {"train_count": 300, "valid_count": 100, "test_count": 0, "noise_rate": 0.15}
 QUICK_TASK = {**TASK, "train_count": 100, "valid_count": 50}  # smoke run: fewer points, so fewer fits per unit
 TRUNCATION = 0.01  # ours: stop a permutation at the first prefix within 1% of U(D)
@@ -123,10 +138,15 @@ FIT_TOLERANCE = 0.01  # our real fits within 1% of the peer's
 MAX_CORRECTIONS = 2
 # the peer's budget parameters: permutations of TMC and Beta (their fits follow from its truncation), models
 # of Banzhaf and Data-OOB; chosen so that the full run takes about 20 minutes on 2 cores
-FULL_BUDGETS = {"breast_cancer": {"permutations": 6, "models": 800, "oob_models": 300},
-                "digits": {"permutations": 4, "models": 150, "oob_models": 100}}
-QUICK_BUDGETS = {"breast_cancer": {"permutations": 3, "models": 150, "oob_models": 50},
-                 "digits": {"permutations": 2, "models": 80, "oob_models": 30}}
+# (AME: models per inclusion probability, four of them; class-wise Shapley: permutations of each class)
+FULL_BUDGETS = {"breast_cancer": {"permutations": 6, "models": 800, "oob_models": 300, "ame_models": 250,
+                                  "cs_permutations": 3},
+                "digits": {"permutations": 4, "models": 150, "oob_models": 100, "ame_models": 100,
+                           "cs_permutations": 2}}
+QUICK_BUDGETS = {"breast_cancer": {"permutations": 3, "models": 150, "oob_models": 50, "ame_models": 50,
+                                   "cs_permutations": 1},
+                 "digits": {"permutations": 2, "models": 80, "oob_models": 30, "ame_models": 25,
+                            "cs_permutations": 1}}
 
 
 def peer_budgets(sizes: dict[str, dict[str, int]]) -> dict[str, dict[str, dict[str, float]]]:
@@ -134,7 +154,8 @@ def peer_budgets(sizes: dict[str, dict[str, int]]) -> dict[str, dict[str, dict[s
     return {name: {"tmc": {"permutations": s["permutations"]},
                    "beta": {"permutations": s["permutations"], "alpha": ALPHA, "beta": BETA},
                    "banzhaf": {"models": s["models"]}, "oob": {"models": s["oob_models"]}, "loo": {},
-                   "knn": {"k": K_NEIGHBOURS}} for name, s in sizes.items()}
+                   "knn": {"k": K_NEIGHBOURS}, "ame": {"models": s["ame_models"]},
+                   "cs": {"permutations": s["cs_permutations"]}, "lava": {}} for name, s in sizes.items()}
 
 
 # --------------------------------------------------------------------------- the peer
@@ -194,10 +215,11 @@ def ours_once(method: str, task: dict[str, np.ndarray], seed: int, budget: int) 
         seconds = time.perf_counter() - start  # a bootstrap sample of one class is not fitted
         return {"values": result.values, "seconds": seconds, "fits": budget - int(result.info["n_single_class"]),
                 "evaluations": budget, "route": str(result.info["route"]).split(":")[0]}
-    if method == "knn":
-        result = knn_shapley(X, y, X_valid, y_valid, K_NEIGHBOURS)
+    if method in ("knn", "lava"):
+        result = (knn_shapley(X, y, X_valid, y_valid, K_NEIGHBOURS) if method == "knn"
+                  else lava(X, y, X_valid, y_valid))
         return {"values": result.values, "seconds": time.perf_counter() - start, "fits": 0, "evaluations": 0,
-                "route": "exact"}
+                "route": "exact" if method == "knn" else "POT"}
     game = ModelUtility(make_model(), X, y, X_valid, y_valid, metric="accuracy", fast="auto")
     if method == "tmc":
         result = permutation_shapley(game, budget, seed, truncation=TRUNCATION, progress=False)
@@ -207,6 +229,11 @@ def ours_once(method: str, task: dict[str, np.ndarray], seed: int, budget: int) 
         result = msr_banzhaf(game, budget, seed, progress=False)
     elif method == "loo":
         result = leave_one_out(game)
+    elif method == "ame":
+        result = ame(game, budget, seed)
+    elif method == "cs":  # predictions, not utilities: its fits are the coalitions it did not find degenerate
+        result = class_wise_shapley(game, budget, seed)
+        game.n_fits += int(result.info["model_fits"])
     else:
         raise ValueError(f"method: expected one of {', '.join(METHODS)}, got {method!r}")
     seconds = time.perf_counter() - start
@@ -244,7 +271,7 @@ def ours_matched(method: str, task: dict[str, np.ndarray], seed: int, target_fit
     run closest to the target is returned (the larger on a tie), with every
     ``(budget, fits)`` tried in ``attempts``.
     """
-    if method in ("loo", "knn"):  # their fits are fixed: N + 1 and none
+    if method in FIXED_COST:  # their fits are fixed: N + 1, or none
         run = ours_once(method, task, seed, 0)
         return {**run, "budget": 0, "floored": False, "attempts": [(0, run["fits"])]}
     runs = [ours_at_least_one_unit(method, task, seed, max(int(target_fits), 2))]
@@ -268,6 +295,7 @@ def warm_up(task: dict[str, np.ndarray]) -> None:
         warnings.simplefilter("ignore", RuntimeWarning)
         data_oob(make_model(), task["x_train"], task["y_train"], n_estimators=4, seed=0, fast="auto", progress=False)
     knn_shapley(task["x_train"], task["y_train"], task["x_valid"], task["y_valid"], K_NEIGHBOURS)
+    lava(task["x_train"][:20], task["y_train"][:20], task["x_valid"][:10], task["y_valid"][:10])  # imports POT
 
 
 # --------------------------------------------------------------------------- measurement

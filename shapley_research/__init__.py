@@ -28,6 +28,8 @@ from .estimators import (CheckpointError, FeasibilityError, UniformDivisionGuara
 # Beyond the Shapley value: semivalues, leave-one-out, Data-OOB
 from .estimators import (beta_shapley, data_oob, exact_banzhaf, exact_beta_shapley, leave_one_out,
                          msr_banzhaf)
+# The peers' methods: AME, class-wise Shapley, LAVA
+from .estimators import ame, class_wise_shapley, lava
 # Influence heuristics
 from .influence import (LogisticObjective, all_s_influence, largest_s_influence, largest_s_influence_general,
                         neyman_allocation)
@@ -49,6 +51,8 @@ __all__ = [
     "stability_bound", "uniform_division_guarantee", "UniformDivisionGuarantee",
     # beyond the Shapley value
     "exact_banzhaf", "msr_banzhaf", "exact_beta_shapley", "beta_shapley", "leave_one_out", "data_oob",
+    # the peers' methods
+    "ame", "class_wise_shapley", "lava",
     # influence
     "LogisticObjective", "largest_s_influence", "largest_s_influence_general", "all_s_influence",
     "neyman_allocation",

@@ -19,6 +19,10 @@ One private module per family of the paper, over the shared sampling loop in
   2022); truncated Monte Carlo (``permutation_shapley(..., truncation=t)``,
   Ghorbani & Zou 2019); :func:`leave_one_out`; and :func:`data_oob`
   (Kwon & Zou 2023), which values points from a bagged model, not a game;
+* the peers' methods: :func:`ame` (Average Marginal Effect, Lin et al.
+  2022), :func:`class_wise_shapley` (CS-Shapley, Schoch et al. 2022), for
+  games that train a classifier, and :func:`lava` (Just et al. 2023), an
+  optimal-transport value that trains no model;
 * the sample sizes of the paper's theorems (:func:`permutation_sample_size`,
   :func:`group_testing_sample_size`, ...).
 
@@ -27,16 +31,19 @@ Every sampling estimator takes a budget in utility evaluations, a seed, and
 the same seed gives bit-identical values for any ``n_jobs`` or backend.
 """
 
+from ._ame import ame, ame_coalitions
 from ._banzhaf import exact_banzhaf, msr_banzhaf, random_coalitions
 from ._beta_shapley import beta_shapley, beta_weights, exact_beta_shapley
 from ._bounds import (UniformDivisionGuarantee, compressive_sample_size, group_testing_q_tot,
                       group_testing_sample_size, permutation_sample_size, stability_bound,
                       uniform_division_guarantee)
+from ._class_wise import class_wise_predictions, class_wise_shapley
 from ._compressive import bernoulli_matrix, compressive_shapley, l1_recovery
 from ._data_oob import bootstrap_indices, data_oob
 from ._exact import exact_shapley
 from ._group_testing import (FeasibilityError, group_testing_shapley, group_testing_size_distribution,
                              random_subsets, recover_from_differences)
+from ._lava import label_distances, lava
 from ._leave_one_out import leave_one_out
 from ._permutation import marginal_contributions, permutation_shapley, random_permutations
 from ._sampling._batches import batch_rng
@@ -56,4 +63,5 @@ __all__ = [
     "svarm_size_probabilities", "truncated_contributions",
     "exact_banzhaf", "msr_banzhaf", "random_coalitions", "exact_beta_shapley", "beta_shapley", "beta_weights",
     "leave_one_out", "data_oob", "bootstrap_indices", "batch_rng", "PROGRESS_ENV",
+    "ame", "ame_coalitions", "class_wise_shapley", "class_wise_predictions", "lava", "label_distances",
 ]

@@ -104,7 +104,7 @@ def test_the_peer_counter_counts_calls_of_every_copy(peer):
 
 
 @pytest.mark.slow  # each runs our estimator a few times
-@pytest.mark.parametrize("method", ["banzhaf", "beta", "tmc", "oob"])
+@pytest.mark.parametrize("method", ["banzhaf", "beta", "tmc", "oob", "ame", "cs"])
 def test_our_fits_match_the_target_or_one_unit(bench, method):
     task = _task()
     target = 90
@@ -114,9 +114,9 @@ def test_our_fits_match_the_target_or_one_unit(bench, method):
     assert (run["budget"], run["fits"]) in run["attempts"]
     if run["floored"]:  # one permutation or Beta unit costs more than the target
         assert run["fits"] > target
-    elif method in ("banzhaf", "oob"):  # one fit per coalition or bag: the target is met
+    elif method in ("banzhaf", "oob", "ame"):  # one fit per coalition or bag: the target is met
         assert abs(run["fits"] - target) <= bench.FIT_TOLERANCE * target
-    else:  # permutations and Beta units are indivisible: within one unit of N = 40 contributions
+    else:  # permutations, Beta units and class permutations are indivisible: within one unit of N = 40
         assert abs(run["fits"] - target) <= 40
     assert run["values"].shape == (40,) and np.isfinite(run["values"]).all()
     again = bench.ours_matched(method, task, 0, target)

@@ -1,0 +1,195 @@
+r"""Average Marginal Effect (AME): a Lasso of the utility on random inclusion indicators (Lin et al., ICML 2022).
+
+Lin, Zhang, Lécuyer, Li, Panda and Sen, "Measuring the effect of training
+data on deep learning predictions via randomized experiments" (ICML 2022).
+The AME of point ``i`` under a distribution :math:`\mathcal{P}` of inclusion
+probabilities is
+
+.. math::
+
+    \mathrm{AME}_i = \mathbb{E}_{p \sim \mathcal{P}}\,\mathbb{E}_{S \sim \mathrm{Bern}(p)^{N-1}}
+        \bigl[U(S \cup \{i\}) - U(S)\bigr],
+
+the expected marginal contribution of ``i`` to a coalition in which every
+other point is present independently with probability ``p``. It is estimated
+as a randomised experiment: ``budget`` coalitions are drawn (each with its
+own ``p`` from the grid, each point present with probability ``p``), their
+utilities computed by ``game.evaluate`` a chunk of coalitions at a time, and
+the utilities regressed on the inclusion indicators by a Lasso (the effects
+are sparse when few points matter); the coefficients are the values.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Literal, Sequence
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from .._validation import check_choice, check_float, check_game, check_int, check_real_array, check_seed
+from ..games import GameLike
+from ..result import ValuationResult
+
+__all__ = ["ame", "ame_coalitions"]
+
+#: The paper's default grid of inclusion probabilities, as OpenDataVal uses it.
+DEFAULT_PROBABILITIES = (0.2, 0.4, 0.6, 0.8)
+DESIGNS = ("indicators", "opendataval")
+#: Most mask cells passed to ``game.evaluate`` in one call by default (16 MiB of booleans).
+CHUNK_CELLS = 2**24
+
+
+def ame_coalitions(seed: int, budget: int, n_players: int,
+                   probabilities: Sequence[float] = DEFAULT_PROBABILITIES) -> tuple[NDArray[np.bool_], NDArray]:
+    """The coalitions of an AME run with entropy ``seed``, and the inclusion probability of each.
+
+    Coalition ``k`` has probability ``probabilities[k % len(probabilities)]``
+    (the grid in equal shares, as OpenDataVal draws ``num_models`` coalitions
+    per probability), and each player is in it independently with that
+    probability, from the stream ``default_rng(SeedSequence(seed))``.
+
+    Returns
+    -------
+    masks : ndarray of bool, shape (budget, n_players)
+    p : ndarray of float, shape (budget,)
+    """
+    grid = np.asarray(probabilities, dtype=float)
+    p = grid[np.arange(budget) % grid.size]
+    rng = np.random.default_rng(np.random.SeedSequence(seed))
+    return rng.random((budget, n_players)) < p[:, None], p
+
+
+def _check_probabilities(probabilities: object) -> NDArray[np.float64]:
+    grid = check_real_array(probabilities, "probabilities").reshape(-1)
+    if grid.size == 0 or not np.all((grid > 0) & (grid < 1)):
+        raise ValueError(f"probabilities must be one or more numbers strictly between 0 and 1, got "
+                         f"{grid.tolist()[:8]}.")
+    return grid
+
+
+def _evaluate(game: GameLike, masks: NDArray[np.bool_], chunk_size: int) -> NDArray[np.float64]:
+    """Utilities of ``masks``, ``chunk_size`` rows per call to ``game.evaluate``."""
+    utilities = np.empty(masks.shape[0])
+    for start in range(0, masks.shape[0], chunk_size):
+        stop = min(start + chunk_size, masks.shape[0])
+        values = np.asarray(game.evaluate(masks[start:stop]), dtype=float).reshape(-1)
+        if values.shape != (stop - start,) or not np.isfinite(values).all():
+            raise ValueError(f"game.evaluate must return {stop - start} finite utilities for {stop - start} "
+                             f"coalitions, got shape {values.shape}.")
+        utilities[start:stop] = values
+    return utilities
+
+
+def _design(masks: NDArray[np.bool_], design: str) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The regressors, and the factor that turns a coefficient into a value (per column)."""
+    X = masks.astype(float)
+    if design == "opendataval":  # z-score of each coalition's row; constant rows (empty, full) become 0
+        mean, std = X.mean(axis=1, keepdims=True), X.std(axis=1, keepdims=True)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            Z = np.where(std > 0, (X - mean) / np.where(std > 0, std, 1.0), 0.0)
+        return Z, np.ones(X.shape[1])
+    mean, std = X.mean(axis=0), X.std(axis=0)  # each indicator centred and scaled: one penalty for all
+    scale = np.where(std > 0, std, 1.0)
+    return (X - mean) / scale, np.where(std > 0, 1.0 / scale, 0.0)
+
+
+def _lasso(X: NDArray[np.float64], y: NDArray[np.float64], alpha: float | None, cv: int,
+           max_iter: int) -> tuple[NDArray[np.float64], float]:
+    """Coefficients and the penalty of a Lasso of centred ``y`` on ``X`` (cross-validated when ``alpha`` is None)."""
+    from sklearn.linear_model import Lasso, LassoCV
+
+    if alpha is None:
+        model = LassoCV(cv=cv, max_iter=max_iter)  # folds in order: deterministic
+        model.fit(X, y - y.mean())
+        return np.asarray(model.coef_, dtype=float), float(model.alpha_)
+    if alpha == 0.0:  # the least-squares limit, without the Lasso's warning about alpha = 0
+        coef = np.linalg.lstsq(X, y - y.mean(), rcond=None)[0]
+        return np.asarray(coef, dtype=float), 0.0
+    model = Lasso(alpha=alpha, max_iter=max_iter)
+    model.fit(X, y - y.mean())
+    return np.asarray(model.coef_, dtype=float), alpha
+
+
+def ame(game: GameLike, budget: int, seed: int | np.random.SeedSequence | None = None, *,
+        probabilities: ArrayLike = DEFAULT_PROBABILITIES, alpha: float | None = None, cv: int = 5,
+        design: Literal["indicators", "opendataval"] = "indicators", chunk_size: int | None = None,
+        max_iter: int = 10_000) -> ValuationResult:
+    r"""Average Marginal Effect values (Lin et al., ICML 2022): a Lasso of ``U(S)`` on random coalitions.
+
+    ``budget`` coalitions are drawn (:func:`ame_coalitions`): coalition ``k``
+    takes the inclusion probability ``p_k = probabilities[k % len]`` and holds
+    each player independently with probability ``p_k``. Their utilities are
+    computed by ``game.evaluate``, ``chunk_size`` coalitions a call (a batched
+    game trains a whole chunk at once), then regressed on the inclusion
+    indicators by a Lasso with an intercept; the coefficient of player ``i``
+    is its value. For an additive game :math:`U(S) = c + \sum_{i \in S} w_i`
+    the values are :math:`w_i` shrunk towards 0 by the penalty, and exactly
+    :math:`w_i` in the limit ``alpha -> 0`` (least squares) once the design
+    has full rank; for a general game they estimate the AME,
+    the expected marginal contribution of ``i`` to a coalition drawn this way,
+    and the Lasso sets the effects of points that do not matter to 0.
+
+    Parameters
+    ----------
+    game : GameLike
+        Object with ``n_players`` and ``evaluate(masks)``.
+    budget : int
+        Coalitions drawn and evaluated (utility evaluations), at least 2.
+    seed : int or SeedSequence, optional
+        Entropy of the coalitions; the same seed gives the same bits.
+        ``None`` draws fresh entropy, kept on the result.
+    probabilities : sequence of float, default (0.2, 0.4, 0.6, 0.8)
+        The inclusion probabilities, each in (0, 1), used in equal shares (the
+        paper's grid, OpenDataVal's default).
+    alpha : float, optional
+        The Lasso's penalty (scikit-learn's ``alpha``, on standardised
+        regressors); ``0`` is least squares. By default chosen by ``cv``-fold
+        cross-validation (``LassoCV``, folds in order), as OpenDataVal does.
+    cv : int, default 5
+        Folds of the cross-validation when ``alpha`` is None.
+    design : {"indicators", "opendataval"}, default "indicators"
+        The regressors. ``"indicators"``: each player's inclusion indicator,
+        centred and scaled to unit variance over the coalitions, the
+        coefficient mapped back to the indicator's units (the change in
+        utility when the player is added). ``"opendataval"``: OpenDataVal
+        1.3's ``AME``, each coalition's row of indicators z-scored across
+        players (a row with every player in or out becomes zeros) and the
+        coefficients reported as they are; the ranking is close, the scale is
+        not a change in utility.
+    chunk_size : int, optional
+        Coalitions per call to ``game.evaluate``; by default all of them while
+        the masks stay under 2**24 cells. The values do not depend on it.
+    max_iter : int, default 10000
+        Iterations of the Lasso's coordinate descent.
+
+    Returns
+    -------
+    ValuationResult
+        ``method="ame"``, ``n_evaluations = n_samples = budget``, the seed,
+        no standard error; ``info`` holds the penalty used (``alpha``), the
+        ``design``, the ``probabilities`` and ``mean_utility``.
+    """
+    start = time.perf_counter()
+    n = check_game(game)
+    budget = check_int(budget, "budget", minimum=2)
+    grid = _check_probabilities(probabilities)
+    if alpha is not None:
+        alpha = check_float(alpha, "alpha", minimum=0.0)
+    cv = check_int(cv, "cv", minimum=2)
+    if alpha is None and budget < cv:
+        raise ValueError(f"budget must be at least cv={cv} to cross-validate the penalty, got {budget}; "
+                         "pass alpha, or a larger budget.")
+    check_choice(design, "design", DESIGNS)
+    chunk = max(1, CHUNK_CELLS // n) if chunk_size is None else check_int(chunk_size, "chunk_size", minimum=1)
+    max_iter = check_int(max_iter, "max_iter", minimum=1)
+    entropy = check_seed(seed)
+
+    masks, _ = ame_coalitions(entropy, budget, n, tuple(grid.tolist()))
+    utilities = _evaluate(game, masks, chunk)
+    X, to_value = _design(masks, design)
+    coef, used_alpha = _lasso(X, utilities, alpha, cv, max_iter)
+    info = {"alpha": used_alpha, "design": design, "probabilities": grid.tolist(),
+            "mean_utility": float(utilities.mean()), "selected": int(np.count_nonzero(coef))}
+    return ValuationResult(values=coef * to_value, n_evaluations=budget, method="ame", seed=entropy,
+                           wall_time=time.perf_counter() - start, n_samples=budget, info=info)

@@ -1,0 +1,270 @@
+r"""Class-wise Shapley values (CS-Shapley; Schoch, Xu and Ji, NeurIPS 2022), for games that train a classifier.
+
+A point ``i`` of class :math:`c` is valued by the Shapley value over the
+in-class training points :math:`D_c` of the utility
+
+.. math::
+
+    U(S_c \mid S_{-c}) = a_S(T_c)\, \exp\bigl(a_S(T_{-c})\bigr),
+    \qquad S = S_c \cup S_{-c},
+
+where :math:`S_{-c}` is a context of out-of-class training points, the model
+is trained on :math:`S`, and :math:`a_S(T_c)` and :math:`a_S(T_{-c})` are the
+numbers of test points of class :math:`c` and of the other classes that it
+predicts right, over the test set's size (pyDVL's rescaled accuracies): a
+point that raises the accuracy on its own class at the expense of the others
+is worth less than one that raises both. The estimate (pyDVL's
+``ClasswiseShapley``): for each class in turn, a context draws every
+out-of-class point with probability 1/2 (drawn again until it holds every other
+class), then a random permutation of the in-class points, and the marginal
+contributions along it are averaged; last, the values of each class are
+scaled to sum to :math:`a_D(T_c)` (the paper's normalisation).
+
+The game supplies the data, the model and the predictions: a
+:class:`~shapley_research.ModelUtility` (any classifier; a routed one
+predicts through its batched learner),
+:class:`~shapley_research.LogisticRegressionUtility` or
+:class:`~shapley_research.TorchModelUtility`, whose ``predict`` trains a
+whole chunk of coalitions at once.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .._validation import check_bool, check_int, check_seed
+from ..result import ValuationResult
+from ..utilities import ConstantPredictor, LogisticRegressionUtility, ModelUtility, TorchModelUtility, degenerate_rows
+
+__all__ = ["class_wise_shapley", "class_wise_predictions"]
+
+GAMES = (ModelUtility, LogisticRegressionUtility, TorchModelUtility)
+#: Most mask cells handed to one prediction call by default (a few MiB of booleans).
+CHUNK_CELLS = 2**22
+#: Draws of an out-of-class context before giving up on one holding every other class.
+MAX_CONTEXT_DRAWS = 1000
+
+
+def _check_classifier_game(game: object) -> None:
+    if not isinstance(game, GAMES):
+        raise TypeError(f"game must be a ModelUtility, LogisticRegressionUtility or TorchModelUtility (a game that "
+                        f"trains a classifier, whose labels and predictions class-wise Shapley needs), got "
+                        f"{type(game).__name__}.")
+    if getattr(game, "task", "classification") != "classification":
+        raise ValueError(f"game must be a classification utility; this {type(game).__name__} has "
+                         f"task={game.task!r}.")
+
+
+def _fit_and_predict(game: ModelUtility, masks: NDArray[np.bool_]) -> np.ndarray:
+    """Predicted test labels of a clone of ``game.model`` fitted on each row (the constant model where degenerate)."""
+    from sklearn.base import clone
+
+    predictions = np.empty((masks.shape[0], len(game.y_test)), dtype=game.targets.classes.dtype)
+    degenerate = degenerate_rows(masks, game.targets, game.min_samples)
+    X = game.X_train
+    for row, mask in enumerate(masks):
+        if degenerate[row]:
+            model: Any = ConstantPredictor.from_coalition(mask, game.targets)
+        else:
+            model = clone(game.model) if hasattr(game.model, "get_params") else copy.deepcopy(game.model)
+            rows = X.iloc[np.flatnonzero(mask)] if hasattr(X, "iloc") else X[mask]
+            model.fit(rows, game.y_train[mask])
+        predictions[row] = np.asarray(model.predict(game.X_test))
+    return predictions
+
+
+def class_wise_predictions(game: ModelUtility | LogisticRegressionUtility | TorchModelUtility,
+                           masks: NDArray[np.bool_]) -> np.ndarray:
+    """Predicted test labels ``(m, n_test)`` of the model trained on each coalition of ``masks``.
+
+    Through the game's own batched ``predict`` where it has one (the batched
+    learners, a routed ``ModelUtility``), else one fit of a clone of the model
+    per coalition; a degenerate coalition (empty, one class, fewer than
+    ``min_samples`` points) predicts the constant model's label, as the game
+    scores it with ``degenerate="constant"``.
+    """
+    _check_classifier_game(game)
+    masks = np.asarray(masks, dtype=bool)
+    if isinstance(game, (LogisticRegressionUtility, TorchModelUtility)):
+        return np.asarray(game.predict(masks))
+    if game.learner_ is not None:
+        return np.asarray(game.learner_.predict(masks))
+    return _fit_and_predict(game, masks)
+
+
+@dataclass(frozen=True)
+class _Classes:
+    """The training classes and the test points of each, by index."""
+
+    train: NDArray[np.intp]  # class index of each training point
+    test: NDArray[np.intp]  # class index of each test point, -1 for a class absent from training
+    y_test: np.ndarray
+    n_classes: int
+
+    def utilities(self, predictions: np.ndarray, label: int) -> NDArray[np.float64]:
+        """:math:`a_S(T_c) \\exp(a_S(T_{-c}))` of each row of predictions, for class index ``label``."""
+        correct = predictions == self.y_test[None, :]
+        in_class = self.test == label
+        n_test = self.y_test.shape[0]
+        return correct[:, in_class].sum(axis=1) / n_test * np.exp(correct[:, ~in_class].sum(axis=1) / n_test)
+
+
+def _plan(sizes: NDArray[np.intp], budget: int) -> NDArray[np.intp]:
+    """Permutations per class: round robin over the classes, each costing ``n_c + 1`` evaluations."""
+    counts = np.zeros(sizes.size, dtype=np.intp)
+    left, cost = budget, sizes + 1
+    while True:
+        added = False
+        for c in range(sizes.size):
+            if cost[c] <= left:
+                counts[c] += 1
+                left -= int(cost[c])
+                added = True
+        if not added:
+            return counts
+
+
+def _context(rng: np.random.Generator, classes: _Classes, label: int) -> NDArray[np.bool_]:
+    """An out-of-class context: each point with probability 1/2, redrawn until every other class is in it."""
+    out = classes.train != label
+    needed = np.setdiff1d(np.unique(classes.train[out]), [label])
+    for _ in range(MAX_CONTEXT_DRAWS):
+        context = out & (rng.random(classes.train.size) < 0.5)
+        if np.isin(needed, classes.train[context]).all():
+            return context
+    raise RuntimeError(f"no context holding every class but {label} in {MAX_CONTEXT_DRAWS} draws.")
+
+
+def _class_samples(game: Any, classes: _Classes, label: int, n_permutations: int, rng: np.random.Generator,
+                   chunk_cells: int) -> tuple[NDArray[np.float64], int]:
+    """The in-class marginal contributions ``(n_permutations, n_c)`` along ``n_permutations`` permutations,
+    and the number of models fitted (coalitions that are not degenerate)."""
+    members = np.flatnonzero(classes.train == label)
+    n, k = classes.train.size, members.size
+    marginals, fits = np.empty((n_permutations, k)), 0
+    per_call = max(1, chunk_cells // ((k + 1) * n))
+    for first in range(0, n_permutations, per_call):
+        batch = min(per_call, n_permutations - first)
+        masks = np.zeros((batch, k + 1, n), dtype=bool)
+        orders = np.empty((batch, k), dtype=np.intp)
+        for b in range(batch):
+            masks[b] = _context(rng, classes, label)[None, :]
+            orders[b] = rng.permutation(k)
+            position = np.empty(k, dtype=np.intp)
+            position[orders[b]] = np.arange(k)
+            masks[b][:, members] |= position[None, :] < np.arange(k + 1)[:, None]
+        flat = masks.reshape(-1, n)
+        fits += int((~degenerate_rows(flat, game.targets, game.min_samples)).sum())
+        utilities = classes.utilities(class_wise_predictions(game, flat), label).reshape(batch, k + 1)
+        np.put_along_axis(marginals[first:first + batch], orders, np.diff(utilities, axis=1), axis=1)
+    return marginals, fits
+
+
+def _normalise(game: Any, classes: _Classes, values: NDArray[np.float64],
+               stderr: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Scale each class's values to sum to :math:`a_D(T_c)` (one fit of the full set); the factors."""
+    correct = class_wise_predictions(game, np.ones((1, classes.train.size), dtype=bool))[0] == classes.y_test
+    factors = np.ones(classes.n_classes)
+    for label in range(classes.n_classes):
+        members = classes.train == label
+        total = values[members].sum()
+        if total > 0:  # pyDVL scales by any non-zero sum; a negative one would reverse the class's ranking
+            factors[label] = correct[classes.test == label].sum() / classes.y_test.shape[0] / total
+        values[members] *= factors[label]
+        stderr[members] *= abs(factors[label])
+    return factors
+
+
+def class_wise_shapley(game: ModelUtility | LogisticRegressionUtility | TorchModelUtility, budget: int,
+                       seed: int | np.random.SeedSequence | None = None, *, normalize: bool = True,
+                       chunk_size: int | None = None) -> ValuationResult:
+    r"""Class-wise Shapley values (CS-Shapley, Schoch, Xu & Ji, NeurIPS 2022) of a classifier's training points.
+
+    Point ``i`` of class :math:`c` gets the mean of its marginal contributions
+    :math:`U(P \cup \{i\} \mid S_{-c}) - U(P \mid S_{-c})` over samples of a
+    context :math:`S_{-c}` (each out-of-class training point with probability
+    1/2, drawn again until it holds every other class) and of a random
+    permutation of the in-class points (:math:`P`: the in-class points before
+    ``i``), with :math:`U(S_c \mid S_{-c}) = a_S(T_c) \exp(a_S(T_{-c}))` the
+    in-class and out-of-class accuracies of the model trained on
+    :math:`S_c \cup S_{-c}` (numbers of right test predictions over the test
+    set's size; module docstring). The classes take turns, one permutation
+    each, while the budget lasts; a permutation of class :math:`c` costs
+    :math:`n_c + 1` model fits, made by the game a chunk at a time. For a fixed
+    context the values of a class sum to :math:`U(D_c \mid S_{-c}) - U(\emptyset
+    \mid S_{-c})` (efficiency within the class). With ``normalize`` (the
+    paper's and pyDVL's default) the values of each class are then scaled to
+    sum to :math:`a_D(T_c)`, the in-class accuracy of the model trained on all
+    the data (one more fit); a class whose values sum to 0 or less is left as
+    it is (pyDVL scales a negative sum too, which reverses the class's ranking).
+
+    Parameters
+    ----------
+    game : ModelUtility, LogisticRegressionUtility or TorchModelUtility
+        A classification utility: its training labels, test labels and model
+        (the game's own metric is not used). Any other game raises a
+        ``TypeError``.
+    budget : int
+        Model fits (coalitions whose predictions are computed), including
+        the normalising fit; at least one permutation of every class,
+        :math:`\sum_c (n_c + 1)` (+ 1 with ``normalize``).
+    seed : int or SeedSequence, optional
+        Entropy of the contexts and permutations; the same seed gives the same
+        bits. ``None`` draws fresh entropy, kept on the result.
+    normalize : bool, default True
+        Scale each class's values to sum to its in-class accuracy.
+    chunk_size : int, optional
+        Coalitions per prediction call, about; by default as many as fit in
+        2**22 mask cells. The values do not depend on it.
+
+    Returns
+    -------
+    ValuationResult
+        ``method="class_wise_shapley"``; ``n_evaluations`` the fits made,
+        ``n_samples`` the permutations, ``stderr`` the standard error of each
+        point's mean marginal contribution (scaled like the value; NaN for a
+        class with one permutation); ``info`` holds the permutations per
+        class (``permutations``), the normalising factors (``factors``) and
+        the models fitted (``model_fits``: the coalitions that are not
+        degenerate, which get the constant model's predictions instead).
+    """
+    start = time.perf_counter()
+    _check_classifier_game(game)
+    budget = check_int(budget, "budget", minimum=1)
+    normalize = check_bool(normalize, "normalize")
+    entropy = check_seed(seed)
+    targets = game.targets
+    classes = _Classes(np.asarray(targets.y_train_index), np.asarray(targets.y_test_index), np.asarray(game.y_test),
+                       int(targets.n_classes))
+    sizes = np.bincount(classes.train, minlength=classes.n_classes)
+    needed = int((sizes + 1).sum()) + int(normalize)
+    if budget < needed:
+        raise ValueError(f"budget={budget} is smaller than one permutation of every class: it needs at least "
+                         f"{needed:,} utility evaluations ({' + '.join(str(s + 1) for s in sizes)}"
+                         f"{' + 1 to normalise' if normalize else ''}).")
+    cells = CHUNK_CELLS if chunk_size is None else check_int(chunk_size, "chunk_size", minimum=1) * classes.train.size
+    counts = _plan(sizes, budget - int(normalize))
+
+    values, stderr = np.zeros(classes.train.size), np.full(classes.train.size, np.nan)
+    fits = int(normalize)  # the full training set is never degenerate: it holds every class
+    for label in range(classes.n_classes):
+        rng = np.random.default_rng(np.random.SeedSequence(entropy, spawn_key=(label,)))
+        marginals, class_fits = _class_samples(game, classes, label, int(counts[label]), rng, cells)
+        fits += class_fits
+        members = classes.train == label
+        values[members] = marginals.mean(axis=0)  # one reduction over all samples: no dependence on chunks
+        if marginals.shape[0] > 1:
+            stderr[members] = marginals.std(axis=0, ddof=1) / np.sqrt(marginals.shape[0])
+    factors = _normalise(game, classes, values, stderr) if normalize else np.ones(classes.n_classes)
+    n_evaluations = int((counts * (sizes + 1)).sum()) + int(normalize)
+    info = {"permutations": counts.tolist(), "factors": factors.tolist(), "normalize": normalize, "model_fits": fits,
+            "classes": targets.classes.tolist()}
+    return ValuationResult(values=values, n_evaluations=n_evaluations, method="class_wise_shapley", seed=entropy,
+                           wall_time=time.perf_counter() - start, stderr=stderr, n_samples=int(counts.sum()),
+                           info=info)

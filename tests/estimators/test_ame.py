@@ -1,0 +1,119 @@
+"""AME (Lin et al. 2022): a Lasso of U(S) on random inclusion indicators; exact on additive games as alpha -> 0."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from games import AdditiveGame, CountingGame
+from shapley_research import LogisticRegressionUtility, ame, as_game
+from shapley_research.estimators import ame_coalitions
+
+
+def sparse_weights(n: int = 30) -> np.ndarray:
+    weights = np.zeros(n)
+    weights[[2, 5, 9, 17]] = [1.0, -0.5, 2.0, 0.75]
+    return weights
+
+
+def test_least_squares_recovers_an_additive_game_exactly():
+    """alpha = 0: the regression of c + sum_{i in S} w_i on the indicators is exact, offset aside."""
+    weights = sparse_weights()
+    result = ame(AdditiveGame(weights, offset=0.3), 300, seed=1, alpha=0.0)
+    np.testing.assert_allclose(result.values, weights, rtol=0, atol=1e-10)
+    assert result.method == "ame" and result.n_evaluations == result.n_samples == 300
+    assert result.seed == 1 and result.stderr is None and result.info["alpha"] == 0.0
+
+
+def test_the_lasso_shrinks_towards_zero_and_finds_the_support():
+    weights = sparse_weights()
+    result = ame(AdditiveGame(weights), 400, seed=2)  # cross-validated penalty
+    assert result.info["alpha"] > 0
+    support = weights != 0
+    np.testing.assert_array_equal(result.values[~support], 0.0)
+    np.testing.assert_allclose(result.values[support], weights[support], atol=0.05)
+    assert np.all(np.abs(result.values[support]) <= np.abs(weights[support]) + 1e-9)  # shrunk, not grown
+
+
+def test_a_large_penalty_sets_every_value_to_zero():
+    result = ame(AdditiveGame(sparse_weights()), 200, seed=3, alpha=1e3)
+    np.testing.assert_array_equal(result.values, 0.0)
+
+
+def test_a_pair_interaction_gets_its_average_marginal_effect():
+    """U(S) = 1[0 and 1 in S] + 1[2 in S]: the AME of player 0 is E_p[p] = 0.5 on the default grid, of player 2 is 1."""
+    game = as_game(lambda m: (m[:, 0] & m[:, 1]).astype(float) + m[:, 2], 6, vectorized=True)
+    result = ame(game, 2000, seed=4, alpha=0.0)
+    np.testing.assert_allclose(result.values[:3], [0.5, 0.5, 1.0], atol=0.05)
+    np.testing.assert_allclose(result.values[3:], 0.0, atol=0.05)
+
+
+def test_the_opendataval_design_ranks_the_heavy_players_first():
+    weights = sparse_weights()
+    result = ame(AdditiveGame(weights), 400, seed=5, design="opendataval")
+    assert set(np.argsort(-result.values)[:3]) == {2, 9, 17}
+    assert result.values[5] < 0 and result.info["design"] == "opendataval"
+
+
+def test_same_seed_same_bits_any_chunk_size():
+    game = AdditiveGame(sparse_weights())
+    first = ame(game, 200, seed=7)
+    np.testing.assert_array_equal(first.values, ame(game, 200, seed=7).values)
+    np.testing.assert_array_equal(first.values, ame(game, 200, seed=7, chunk_size=13).values)
+    assert not np.array_equal(first.values, ame(game, 200, seed=8).values)
+
+
+def test_the_coalitions_use_the_grid_in_equal_shares():
+    masks, p = ame_coalitions(0, 4000, 50)
+    assert masks.dtype == bool and masks.shape == (4000, 50)
+    for q in (0.2, 0.4, 0.6, 0.8):
+        assert (p == q).sum() == 1000
+        assert masks[p == q].mean() == pytest.approx(q, abs=0.01)
+
+
+def test_evaluations_are_batched_through_evaluate():
+    game = CountingGame(AdditiveGame(sparse_weights()))
+    ame(game, 250, seed=0, chunk_size=100)
+    assert game.rows == 250 and game.calls == 3
+
+
+@pytest.mark.parametrize("kwargs, name, error", [
+    ({"budget": 1}, "budget", ValueError),
+    ({"budget": 2.5}, "budget", TypeError),
+    ({"probabilities": [0.0, 0.5]}, "probabilities", ValueError),
+    ({"probabilities": []}, "probabilities", ValueError),
+    ({"probabilities": "ab"}, "probabilities", TypeError),
+    ({"alpha": -1.0}, "alpha", ValueError),
+    ({"cv": 1}, "cv", ValueError),
+    ({"budget": 3, "cv": 5}, "budget", ValueError),
+    ({"design": "rows"}, "design", ValueError),
+    ({"chunk_size": 0}, "chunk_size", ValueError),
+    ({"seed": -1}, "seed", ValueError),
+])
+def test_bad_inputs_are_refused_before_any_evaluation(kwargs, name, error):
+    game = CountingGame(AdditiveGame(sparse_weights()))
+    arguments = {"budget": 100, **kwargs}
+    with pytest.raises(error, match=name):
+        ame(game, **arguments)
+    assert game.rows == 0
+
+
+def test_a_function_is_no_game():
+    with pytest.raises(TypeError, match="game"):
+        ame(lambda mask: 0.0, 10)
+
+
+@pytest.mark.slow
+def test_flipped_labels_get_the_lowest_values_on_a_separable_task():
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(-2, 1, (40, 2)), rng.normal(2, 1, (40, 2))])
+    y = np.repeat([0, 1], 40)
+    flipped = np.array([3, 11, 45, 60])
+    y_noisy = y.copy()
+    y_noisy[flipped] = 1 - y_noisy[flipped]
+    X_test = np.vstack([rng.normal(-2, 1, (50, 2)), rng.normal(2, 1, (50, 2))])
+    game = LogisticRegressionUtility(X, y_noisy, X_test, np.repeat([0, 1], 50), metric="neg_log_loss")
+    values = ame(game, 2000, seed=0).values
+    from sklearn.metrics import roc_auc_score
+
+    assert roc_auc_score(np.isin(np.arange(80), flipped), -values) > 0.9

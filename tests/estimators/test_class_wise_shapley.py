@@ -1,0 +1,160 @@
+"""Class-wise Shapley (Schoch et al. 2022): efficiency within a class, null players, the games it accepts."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.linear_model import LogisticRegression
+from sklearn.neighbors import KNeighborsClassifier
+
+from shapley_research import KNNUtility, LogisticRegressionUtility, ModelUtility, as_game, class_wise_shapley
+from shapley_research.estimators import class_wise_predictions
+
+
+def class_wise_utility(model, X, y, X_test, y_test, label) -> float:
+    """a_S(T_c) exp(a_S(T_-c)) of ``model`` fitted on (X, y), counted independently of the package."""
+    right = model.fit(X, y).predict(X_test) == y_test
+    return right[y_test == label].sum() / len(y_test) * np.exp(right[y_test != label].sum() / len(y_test))
+
+
+def one_context_data():
+    """Six class-0 points, one class-1 point (every context of class 0 is that point); the last class-0
+    point lies far from every test point, beyond the class-1 point: a 1-NN never predicts from it."""
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(0, 1, (5, 2)), [[60.0, 60.0]], [[2.5, 2.5]]])
+    y = np.array([0, 0, 0, 0, 0, 0, 1])
+    X_test = np.vstack([rng.normal(0, 1, (8, 2)), rng.normal(2.5, 0.5, (4, 2))])
+    y_test = np.array([0] * 8 + [1] * 4)
+    return X, y, X_test, y_test
+
+
+def nearest_neighbour_game():
+    X, y, X_test, y_test = one_context_data()
+    return ModelUtility(KNeighborsClassifier(n_neighbors=1), X, y, X_test, y_test, fast=False), X, y, X_test, y_test
+
+
+def test_efficiency_within_a_class_for_a_fixed_context():
+    """The class-0 values sum to U(D_0 | {6}) - U(empty | {6}), computed here by scikit-learn."""
+    game, X, y, X_test, y_test = nearest_neighbour_game()
+    result = class_wise_shapley(game, 40, seed=0, normalize=False)
+    full = class_wise_utility(KNeighborsClassifier(n_neighbors=1), X, y, X_test, y_test, 0)
+    alone = 0.0  # U(empty | {6}): the class-1 point alone predicts class 1 everywhere, so no class-0 test point
+    assert result.values[y == 0].sum() == pytest.approx(full - alone, abs=1e-12)
+    assert result.info["permutations"][0] >= 2 and result.n_evaluations <= 40
+
+
+def test_a_point_no_prediction_ever_uses_is_a_null_player():
+    game, X, y, X_test, y_test = nearest_neighbour_game()
+    result = class_wise_shapley(game, 60, seed=1, normalize=False)
+    assert result.values[5] == 0.0 and result.stderr[5] == 0.0
+    assert np.count_nonzero(result.values[:5]) >= 3  # the property can fail: the other class-0 points matter
+
+
+def test_normalisation_makes_each_class_sum_to_its_in_class_accuracy():
+    """Same samples with and without (the normalising fit aside): a class with a positive sum is scaled to a_D(T_c),
+    any other class is left as it is (a negative factor would reverse its ranking)."""
+    game, X, y, X_test, y_test = nearest_neighbour_game()
+    result = class_wise_shapley(game, 41, seed=2)
+    raw = class_wise_shapley(game, 40, seed=2, normalize=False)
+    right = KNeighborsClassifier(n_neighbors=1).fit(X, y).predict(X_test) == y_test
+    for label in (0, 1):
+        members = y == label
+        if raw.values[members].sum() > 0:
+            assert result.values[members].sum() == pytest.approx(right[y_test == label].sum() / len(y_test))
+            np.testing.assert_allclose(result.values[members], raw.values[members] * result.info["factors"][label])
+        else:
+            np.testing.assert_array_equal(result.values[members], raw.values[members])
+    assert result.n_evaluations == raw.n_evaluations + 1
+
+
+def test_predictions_are_the_games_own():
+    """The batched learner's predictions score exactly as the game does (accuracy)."""
+    rng = np.random.default_rng(3)
+    X, X_test = rng.normal(size=(30, 3)), rng.normal(size=(20, 3))
+    y, y_test = (X[:, 0] > 0).astype(int), (X_test[:, 0] > 0).astype(int)
+    masks = rng.random((25, 30)) < 0.5
+    for game in (LogisticRegressionUtility(X, y, X_test, y_test),
+                 ModelUtility(LogisticRegression(), X, y, X_test, y_test, fast=True)):
+        predictions = class_wise_predictions(game, masks)
+        np.testing.assert_array_equal((predictions == y_test).mean(axis=1), game.evaluate(masks))
+    per_fit = ModelUtility(LogisticRegression(), X, y, X_test, y_test, fast=False)
+    np.testing.assert_array_equal((class_wise_predictions(per_fit, masks[:5]) == y_test).mean(axis=1),
+                                  per_fit.evaluate(masks[:5]))
+
+
+@pytest.mark.slow
+def test_same_seed_same_bits_any_chunk_size():
+    game = nearest_neighbour_game()[0]
+    first = class_wise_shapley(game, 40, seed=4)
+    np.testing.assert_array_equal(first.values, class_wise_shapley(game, 40, seed=4).values)
+    np.testing.assert_array_equal(first.values, class_wise_shapley(game, 40, seed=4, chunk_size=3).values)
+    assert not np.array_equal(first.values, class_wise_shapley(game, 40, seed=5).values)
+
+
+class CountingClassifier(BaseEstimator, ClassifierMixin):
+    fits = 0
+
+    def fit(self, X, y):
+        CountingClassifier.fits += 1
+        self.classes_ = np.unique(y)
+        return self
+
+    def predict(self, X):
+        return np.full(len(X), self.classes_[0])
+
+
+@pytest.mark.parametrize("kwargs, name, error", [
+    ({"budget": 5}, "budget", ValueError),
+    ({"budget": 9}, "budget", ValueError),  # 7 + 2 fits for one permutation of each class, + 1 to normalise
+    ({"budget": 1.5}, "budget", TypeError),
+    ({"normalize": "yes"}, "normalize", TypeError),
+    ({"chunk_size": 0}, "chunk_size", ValueError),
+    ({"seed": -2}, "seed", ValueError),
+])
+def test_bad_inputs_are_refused_before_any_fit(kwargs, name, error):
+    X, y, X_test, y_test = one_context_data()
+    game = ModelUtility(CountingClassifier(), X, y, X_test, y_test, fast=False)
+    CountingClassifier.fits = 0
+    with pytest.raises(error, match=name):
+        class_wise_shapley(game, **{"budget": 100, **kwargs})
+    assert CountingClassifier.fits == 0
+
+
+def test_games_that_train_no_classifier_are_refused():
+    X, y, X_test, y_test = one_context_data()
+    for game in (as_game(lambda m: float(m.sum()), 7), KNNUtility(X, y, X_test, y_test, 1)):
+        with pytest.raises(TypeError, match="game must be a ModelUtility"):
+            class_wise_shapley(game, 100)
+    regression = ModelUtility(LogisticRegression(), X, y.astype(float), X_test, y_test.astype(float),
+                              metric="r2", fast=False)
+    with pytest.raises(ValueError, match="classification"):
+        class_wise_shapley(regression, 100)
+
+
+@pytest.mark.slow
+def test_flipped_labels_get_low_values():
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(-2.5, 1, (40, 2)), rng.normal(2.5, 1, (40, 2))])
+    y = np.repeat([0, 1], 40)
+    flipped = np.array([3, 11, 45, 60])
+    y[flipped] = 1 - y[flipped]
+    X_test = np.vstack([rng.normal(-2.5, 1, (50, 2)), rng.normal(2.5, 1, (50, 2))])
+    game = LogisticRegressionUtility(X, y, X_test, np.repeat([0, 1], 50))
+    values = class_wise_shapley(game, 4000, seed=0).values
+    from sklearn.metrics import roc_auc_score
+
+    assert roc_auc_score(np.isin(np.arange(80), flipped), -values) > 0.8
+
+
+@pytest.mark.slow
+def test_a_torch_utility_predicts_as_it_scores():
+    torch = pytest.importorskip("torch")
+    from shapley_research import TorchModelUtility
+
+    X, y, X_test, y_test = one_context_data()
+    game = TorchModelUtility(torch.nn.Linear(2, 2), X, y, X_test, y_test, steps=20)
+    masks = np.random.default_rng(6).random((6, 7)) < 0.6
+    np.testing.assert_array_equal((class_wise_predictions(game, masks) == y_test).mean(axis=1), game.evaluate(masks))
+    result = class_wise_shapley(game, 20, seed=0, normalize=False)
+    assert np.isfinite(result.values).all() and result.n_evaluations <= 20
