@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from functools import partial
 from typing import Literal, cast
 
 import numpy as np
@@ -203,9 +202,17 @@ class CompressiveSpec(SamplingSpec):
         return {"n_measurements": self.n_measurements}
 
     def start(self, game: GameLike, run: Run, anchors: Anchors | None) -> Sampler:
-        anchors = cast(Anchors, anchors)  # both anchors are always evaluated
-        matrix = bernoulli_matrix(aux_rng(run.entropy), self.n_measurements, self.n_players)
-        return Sampler(partial(_measured_batch, game, matrix, anchors.empty), {}, watch=slice(0, self.n_players),
+        n, anchors = self.n_players, cast(Anchors, anchors)  # both anchors are always evaluated
+        matrix = bernoulli_matrix(aux_rng(run.entropy), self.n_measurements, n)
+
+        # a closure, as before the driver: with a functools.partial of a module-level function instead, Dask's
+        # workers rounded phi @ matrix.T differently at N = 61 (tests/estimators/test_parallel.py)
+        def sample_batch(rng: np.random.Generator, size: int) -> tuple[np.ndarray, int]:
+            perms = random_permutations(rng, size, n)
+            phi = marginal_contributions(game, perms, anchors.empty)
+            return np.hstack([phi, phi @ matrix.T]), perms.size
+
+        return Sampler(sample_batch, {}, watch=slice(0, n),
                        context={"anchors": anchors, "matrix": matrix, "batch_size": run.batch_size})
 
     def estimates(self, sampler: Sampler, state: MeanState) -> tuple[np.ndarray, np.ndarray | None, dict]:
@@ -224,10 +231,3 @@ class CompressiveSpec(SamplingSpec):
     def report(self, sampler: Sampler, summary: dict, updates: dict) -> dict:
         return {**updates, **summary}
 
-
-def _measured_batch(game: GameLike, matrix: np.ndarray, empty_utility: float, rng: np.random.Generator,
-                    size: int) -> tuple[np.ndarray, int]:
-    """The ``sample_batch`` of :func:`compressive_shapley`: ``size`` permutations' contributions and measurements."""
-    perms = random_permutations(rng, size, game.n_players)
-    phi = marginal_contributions(game, perms, empty_utility)
-    return np.hstack([phi, phi @ matrix.T]), perms.size

@@ -196,3 +196,24 @@ def test_a_run_gets_the_checked_options_through_the_driver():
     drive(spec, AirportGame(np.arange(1.0, 7.0)), 6 * 9 + 5, 0, SamplingOptions(empty_utility=0.5))
     run = captured["run"]
     assert isinstance(run, Run) and run.n_units == 9 + 0 and run.options.empty_utility == 0.5
+
+
+# --- what the specifications keep through the driver, by the public estimators ---
+
+
+def test_the_one_sided_warning_still_points_at_the_caller():
+    with pytest.warns(UserWarning, match="one-sided") as caught:
+        sr.msr_banzhaf(AirportGame(np.arange(1.0, 41.0)), 3, 0)
+    assert caught[0].filename == __file__
+
+
+@pytest.mark.parametrize("name", sorted(ESTIMATORS))
+def test_every_estimator_reports_the_loop_and_the_seed_the_same_way(name):
+    _, estimator = ESTIMATORS[name]
+    game = random_unanimity_game(30, 6, 3, seed=2)
+    result = estimator(game, 4000, 7)
+    assert result.seed == 7 and result.info["stopped_by"] == "budget" and result.info["resumed_samples"] == 0
+    assert result.info["batch_size"] >= 1 and result.n_evaluations <= 4000
+    again = estimator(game, 4000, 7, n_jobs=2, batch_size=result.info["batch_size"])
+    np.testing.assert_array_equal(result.values, again.values)
+    assert estimator(game, 2**30, 7, target_stderr=1e9).info["stopped_by"] == "target_stderr"
