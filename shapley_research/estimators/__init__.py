@@ -1,7 +1,8 @@
 r"""Estimators of the Shapley value: a game in, one :class:`~shapley_research.ValuationResult` out.
 
-One private module per family of the paper, over the shared sampling loop in
-:mod:`._sampling`:
+One private module per family of the paper, over the shared sampling driver
+and loop in :mod:`._sampling` (each sampling estimator is a specification that
+:func:`._sampling._driver.drive` runs):
 
 * :func:`exact_shapley`: enumeration of all :math:`2^N` coalitions;
 * :func:`permutation_shapley`: the Monte Carlo baseline (Algorithm 3),

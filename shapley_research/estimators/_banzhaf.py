@@ -23,19 +23,19 @@ import os
 import time
 import warnings
 from dataclasses import dataclass
+from functools import partial
+from typing import Callable
 
 import numpy as np
 from numpy.typing import NDArray
 
 from ._exact import check_enumeration, utility_table
 from ._permutation import SAMPLING_PARAMETERS
-from ._sampling._loop import (MeanState, default_batch_size, evaluate_coalitions, evaluations_text, open_checkpoint,
-                              run_sampling, units_from_budget)
-from ._small_games import enumerated_result, enumeration_affordable
-from .._device import check_game_jobs
+from ._sampling._driver import Run, Sampler, SamplingOptions, SamplingSpec, drive
+from ._sampling._loop import Anchors, MeanState, evaluate_coalitions, evaluations_text
+from ._small_games import enumeration_affordable
 from ..games import GameLike
-from .._validation import (check_float, check_game, check_int, check_target,
-                           check_target_rank_correlation, check_utilities)
+from .._validation import check_game, check_int, check_utilities
 from ..result import Finalizer, SamplingRecord, ValuationResult, register_finalizer
 
 __all__ = ["exact_banzhaf", "msr_banzhaf", "random_coalitions"]
@@ -197,7 +197,7 @@ def _finalize(state: MeanState) -> tuple[np.ndarray, np.ndarray, dict]:
     return values, stderr, {"one_sided_players": np.flatnonzero(~both).tolist(), "fewest_side_samples": fewest}
 
 
-def _warn_one_sided(players: list, n: int, m: int) -> None:
+def _warn_one_sided(players: list, n: int, m: int) -> None:  # stacklevel 5: the caller of msr_banzhaf
     """Warn when some player was sampled only in, or only out, of the ``m`` coalitions (value 0 by convention)."""
     if not players:
         return
@@ -205,7 +205,7 @@ def _warn_one_sided(players: list, n: int, m: int) -> None:
     warnings.warn(f"msr_banzhaf: {len(players)} of {n} players were sampled only in, or only out of, all {m} "
                   "coalitions, so their values are 0 with an infinite standard error "
                   f"(info['one_sided_players']). A player is one-sided with probability 2^(1-budget): a budget of "
-                  f"{enough} or more makes it unlikely for any of the {n}.", UserWarning, stacklevel=3)
+                  f"{enough} or more makes it unlikely for any of the {n}.", UserWarning, stacklevel=5)
 
 
 def _documents_msr_options(estimator):
@@ -301,51 +301,64 @@ def msr_banzhaf(game: GameLike, budget: int | None, seed: int | np.random.SeedSe
         of coalitions on either side of any player. Runs with different
         seeds combine with :func:`~shapley_research.merge_results`.
     """
-    start = time.perf_counter()
     n = check_game(game)
-    n_jobs = check_game_jobs(game, n_jobs, "msr_banzhaf")
-    target_stderr = check_target(target_stderr)
-    target_rank_correlation = check_target_rank_correlation(target_rank_correlation)
-    if empty_utility is not None:
-        empty_utility = check_float(empty_utility, "empty_utility")
-    if (budget is not None and check_int(budget, "budget", minimum=0) < MSR_MIN_BUDGET
-            and not enumeration_affordable(n, budget, empty_utility)):
-        raise ValueError(f"budget={budget} is smaller than one sampled coalition per side: it needs at least "
-                         f"{evaluations_text(MSR_MIN_BUDGET)} (1 per sampled coalition), so that msr_banzhaf can "
-                         "sample a player both in and out of a coalition (one coalition says nothing about any "
-                         "player).")
-    n_units = units_from_budget(budget, 0, 1, "sampled coalition", target_stderr=target_stderr,
-                                target_rank_correlation=target_rank_correlation)
-    batch_size = (default_batch_size(n, 1) if batch_size is None
-                  else check_int(batch_size, "batch_size", minimum=1))
-    entropy, ckpt = open_checkpoint(checkpoint, seed, dim=3 * n, interval=checkpoint_interval, fingerprint={
-        "method": "msr_banzhaf", "n_players": n, "batch_size": batch_size, "empty_utility": empty_utility})
-    if enumeration_affordable(n, budget, empty_utility):
-        return enumerated_result(game, method="msr_banzhaf", seed=entropy, empty_utility=empty_utility, start=start,
-                                 info={"n_players": n, "options": {} if empty_utility is None
-                                       else {"empty_utility": empty_utility}}, exact=exact_banzhaf)
+    options = SamplingOptions.checked(
+        game, "msr_banzhaf", batch_size=batch_size, n_jobs=n_jobs, progress=progress, empty_utility=empty_utility,
+        target_stderr=target_stderr, target_rank_correlation=target_rank_correlation, checkpoint=checkpoint,
+        checkpoint_interval=checkpoint_interval)
+    return drive(BanzhafSpec(method="msr_banzhaf", n_players=n, dim=3 * n, per_unit=1, unit_name="sampled coalition",
+                             desc="MSR Banzhaf", progress_unit="coalition", needs_empty=False),
+                 game, budget, seed, options)
 
-    def sample_batch(rng: np.random.Generator, size: int):
-        masks = random_coalitions(rng, size, n)
-        if empty_utility is None:
-            utilities, made = check_utilities(game.evaluate(masks), size), size
-        else:
-            utilities, made = evaluate_coalitions(game, masks, empty_utility)
-        return _batch_state(masks, utilities), made
 
-    # a given U(empty) changes the game being valued: runs with and without one must not merge
-    options = {} if empty_utility is None else {"empty_utility": empty_utility}
-    info = {"n_players": n, "options": options, "batch_size": batch_size, "empty_utility": empty_utility}
-    record = SamplingRecord(BanzhafFinalizer(), options, empty_utility=empty_utility, seeds=(entropy,))
-    outcome = run_sampling(sample_batch, dim=3 * n, n_units=n_units, batch_size=batch_size, entropy=entropy,
-                           n_jobs=n_jobs, progress=progress, desc="MSR Banzhaf", unit="coalition",
-                           evaluations_per_unit=1,
-                           checkpoint=ckpt, target_stderr=target_stderr,
-                           target_rank_correlation=target_rank_correlation,
-                           estimates_of=lambda state: _finalize(state)[:2])
-    info.update(outcome.summary())
-    values, stderr, updates = record.estimates(outcome.state)
-    _warn_one_sided(updates["one_sided_players"], n, outcome.state.count)
-    return ValuationResult(values=values, n_evaluations=outcome.n_evaluations, method="msr_banzhaf", seed=entropy,
-                           wall_time=time.perf_counter() - start, stderr=stderr, n_samples=outcome.state.count,
-                           info={**info, **updates}, state=outcome.state, record=record.completed(updates))
+@dataclass(frozen=True, kw_only=True)
+class BanzhafSpec(SamplingSpec):
+    """:func:`msr_banzhaf` for :func:`~._sampling._driver.drive`: a unit is one uniform coalition, reduced to
+    the ``3N`` statistics of :func:`_batch_state`; no anchors (``U(empty)`` and ``U(D)`` are drawn like any)."""
+
+    def units(self, budget: object, options: SamplingOptions) -> int | None:
+        n, empty_utility = self.n_players, options.empty_utility
+        if (budget is not None and check_int(budget, "budget", minimum=0) < MSR_MIN_BUDGET
+                and not enumeration_affordable(n, budget, empty_utility)):
+            raise ValueError(f"budget={budget} is smaller than one sampled coalition per side: it needs at least "
+                             f"{evaluations_text(MSR_MIN_BUDGET)} (1 per sampled coalition), so that msr_banzhaf "
+                             "can sample a player both in and out of a coalition (one coalition says nothing about "
+                             "any player).")
+        return super().units(budget, options)
+
+    def enumeration_info(self, empty_utility: float | None) -> dict:
+        return {"n_players": self.n_players, "options": _options(empty_utility)}
+
+    def exact(self) -> Callable[..., ValuationResult]:
+        return exact_banzhaf
+
+    def start(self, game: GameLike, run: Run, anchors: Anchors | None) -> Sampler:
+        empty_utility = run.options.empty_utility
+        options = _options(empty_utility)
+        info = {"n_players": self.n_players, "options": options, "batch_size": run.batch_size,
+                "empty_utility": empty_utility}
+        record = SamplingRecord(BanzhafFinalizer(), options, empty_utility=empty_utility, seeds=(run.entropy,))
+        return Sampler(partial(_coalition_batch, game, empty_utility), info, record,
+                       estimates_of=lambda state: _finalize(state)[:2])
+
+    def estimates(self, sampler: Sampler, state: MeanState) -> tuple[np.ndarray, np.ndarray | None, dict]:
+        values, stderr, updates = super().estimates(sampler, state)
+        _warn_one_sided(updates["one_sided_players"], self.n_players, state.count)
+        return values, stderr, updates
+
+
+def _options(empty_utility: float | None) -> dict:
+    """The options of the estimate: a given U(empty) changes the game being valued, so runs with and without
+    one must not merge."""
+    return {} if empty_utility is None else {"empty_utility": empty_utility}
+
+
+def _coalition_batch(game: GameLike, empty_utility: float | None, rng: np.random.Generator,
+                     size: int) -> tuple[MeanState, int]:
+    """The ``sample_batch`` of :func:`msr_banzhaf`: ``size`` uniform coalitions, reduced to their statistics."""
+    masks = random_coalitions(rng, size, game.n_players)
+    if empty_utility is None:
+        utilities, made = check_utilities(game.evaluate(masks), size), size
+    else:
+        utilities, made = evaluate_coalitions(game, masks, empty_utility)
+    return _batch_state(masks, utilities), made

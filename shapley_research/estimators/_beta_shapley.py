@@ -37,19 +37,16 @@ import os
 import time
 from dataclasses import dataclass
 from functools import partial
-from typing import NamedTuple
+from typing import Callable, NamedTuple, cast
 
 import numpy as np
 from scipy.special import betaln, gammaln
 
 from ._exact import check_enumeration, semivalues_from_table, utility_table
 from ._permutation import documents_sampling_options, random_permutations
-from ._small_games import enumerated_result, enumeration_affordable
-from ._sampling._loop import (MeanState, default_batch_size, evaluate_anchors, open_checkpoint, run_sampling,
-                              units_from_budget)
-from .._device import check_game_jobs
-from .._validation import (check_bool, check_float, check_game, check_int, check_target,
-                           check_target_rank_correlation, check_utilities)
+from ._sampling._driver import Run, Sampler, SamplingOptions, SamplingSpec, drive
+from ._sampling._loop import Anchors, MeanState
+from .._validation import check_bool, check_float, check_game, check_int, check_utilities
 from ..games import PREFIX_MASK_CELLS, GameLike, evaluate_prefixes
 from ..result import Finalizer, SamplingRecord, ValuationResult, register_finalizer
 
@@ -307,7 +304,8 @@ def _evaluate_chain_rows(game, chains: _Chains, row_chain: np.ndarray, row_step:
     return utilities
 
 
-def _unit_samples(game, rng: np.random.Generator, size: int, layout: _Layout, anchors) -> tuple[np.ndarray, int]:
+def _unit_samples(game, rng: np.random.Generator, size: int, *, layout: _Layout,
+                  anchors) -> tuple[np.ndarray, int]:
     """``(size, N)`` samples, one marginal contribution per player and unit, and the evaluations made.
 
     Draws the units' permutations, then their slot offsets (see
@@ -450,50 +448,50 @@ def beta_shapley(game: GameLike, budget: int | None, seed: int | np.random.SeedS
         with different seeds combine with
         :func:`~shapley_research.merge_results`.
     """
-    start = time.perf_counter()
     n = check_game(game)
     alpha, beta = _check_shape(alpha, beta)
-    n_jobs = check_game_jobs(game, n_jobs, "beta_shapley")
-    target_stderr = check_target(target_stderr)
-    target_rank_correlation = check_target_rank_correlation(target_rank_correlation)
-    if empty_utility is not None:
-        empty_utility = check_float(empty_utility, "empty_utility")
-    layout = _Layout(n, alpha, beta)
-    per_unit = layout.unit_evaluations
-    n_units = units_from_budget(budget, int(empty_utility is None) + int(layout.needs_full), per_unit,
-                                "unit (one contribution per player)", target_stderr=target_stderr,
-                                target_rank_correlation=target_rank_correlation)
-    batch_size = (default_batch_size(n, per_unit) if batch_size is None
-                  else check_int(batch_size, "batch_size", minimum=1))
-    options = {"alpha": alpha, "beta": beta}
-    entropy, ckpt = open_checkpoint(checkpoint, seed, dim=n, interval=checkpoint_interval, fingerprint={
-        "method": "beta_shapley", "n_players": n, "batch_size": batch_size, "empty_utility": empty_utility,
-        **options})
-    info = {"options": options, **options, "unit_evaluations": per_unit, "layers": layout.layers}
-    if enumeration_affordable(n, budget, empty_utility):  # the budget covers every coalition: exact values
-        return enumerated_result(game, method="beta_shapley", seed=entropy, empty_utility=empty_utility, start=start,
-                                 info=info, exact=partial(exact_beta_shapley, alpha=alpha, beta=beta))
-    # U(D) tops the chains that end at D without starting at the empty coalition; Shapley's have none
-    anchors = evaluate_anchors(game, empty_utility, full=layout.needs_full, checkpoint=ckpt)
+    options = SamplingOptions.checked(
+        game, "beta_shapley", batch_size=batch_size, n_jobs=n_jobs, progress=progress, empty_utility=empty_utility,
+        target_stderr=target_stderr, target_rank_correlation=target_rank_correlation, checkpoint=checkpoint,
+        checkpoint_interval=checkpoint_interval)
+    return drive(BetaShapleySpec.of(_Layout(n, alpha, beta), alpha, beta), game, budget, seed, options)
 
-    def sample_batch(rng: np.random.Generator, size: int):
-        return _unit_samples(game, rng, size, layout, anchors)
 
-    outcome = run_sampling(sample_batch, dim=n, n_units=n_units, batch_size=batch_size, entropy=entropy,
-                           n_jobs=n_jobs, progress=progress, desc="Beta Shapley sampling", unit="unit",
-                           evaluations_per_unit=per_unit, checkpoint=ckpt, target_stderr=target_stderr,
-                           target_rank_correlation=target_rank_correlation)
-    info.update(batch_size=batch_size, empty_utility=anchors.empty, **outcome.summary())
-    if layout.needs_full:
-        info["full_utility"] = anchors.full
-    record = SamplingRecord(BetaShapleyFinalizer(), options, empty_utility=anchors.empty,
-                            full_utility=anchors.full if layout.needs_full else None, seeds=(entropy,))
-    values, stderr, updates = record.estimates(outcome.state)
-    return ValuationResult(
-        values=values, n_evaluations=outcome.n_evaluations + anchors.n_evaluations, method="beta_shapley",
-        seed=entropy, wall_time=time.perf_counter() - start, stderr=stderr, n_samples=outcome.state.count,
-        info={**info, **updates}, state=outcome.state, record=record.completed(updates),
-    )
+@dataclass(frozen=True, kw_only=True)
+class BetaShapleySpec(SamplingSpec):
+    """:func:`beta_shapley` for :func:`~._sampling._driver.drive`: a unit gives every player one contribution,
+    at sizes from the ``layout``'s cells, charged the most a unit can cost."""
+
+    layout: _Layout
+    alpha: float
+    beta: float
+
+    @classmethod
+    def of(cls, layout: _Layout, alpha: float, beta: float) -> BetaShapleySpec:
+        """The specification of a run on ``layout`` (U(D) tops the chains that end at D without starting at the
+        empty coalition; Shapley's have none)."""
+        return cls(method="beta_shapley", n_players=layout.n, dim=layout.n, per_unit=layout.unit_evaluations,
+                   unit_name="unit (one contribution per player)", desc="Beta Shapley sampling", progress_unit="unit",
+                   needs_full=layout.needs_full, layout=layout, alpha=alpha, beta=beta)
+
+    def fingerprint_options(self, n_units: int | None) -> dict:
+        return {"alpha": self.alpha, "beta": self.beta}
+
+    def enumeration_info(self, empty_utility: float | None) -> dict:
+        options = {"alpha": self.alpha, "beta": self.beta}
+        return {"options": options, **options, "unit_evaluations": self.per_unit, "layers": self.layout.layers}
+
+    def exact(self) -> Callable[..., ValuationResult]:
+        return partial(exact_beta_shapley, alpha=self.alpha, beta=self.beta)
+
+    def start(self, game: GameLike, run: Run, anchors: Anchors | None) -> Sampler:
+        anchors = cast(Anchors, anchors)  # U(empty) is always needed
+        info = {**self.enumeration_info(None), "batch_size": run.batch_size, "empty_utility": anchors.empty}
+        record = SamplingRecord(BetaShapleyFinalizer(), {"alpha": self.alpha, "beta": self.beta},
+                                empty_utility=anchors.empty, full_utility=anchors.full if self.needs_full else None,
+                                seeds=(run.entropy,))
+        return Sampler(partial(_unit_samples, game, layout=self.layout, anchors=anchors), info, record,
+                       info_after={"full_utility": anchors.full} if self.needs_full else {})
 
 
 @register_finalizer("beta_shapley")

@@ -3,19 +3,16 @@ r"""Compressive permutation sampling (paper Algorithm 2)."""
 from __future__ import annotations
 
 import os
-import time
+from dataclasses import dataclass
 from typing import Literal, cast
 
 import numpy as np
 from numpy.typing import NDArray
 
 from ._l1_homotopy import HomotopyError, l1_homotopy
-from ._small_games import enumerated_result, enumeration_affordable
-from ._sampling._loop import (aux_rng, default_batch_size, evaluate_anchors, open_checkpoint, run_sampling,
-                              units_from_budget)
-from .._device import check_game_jobs
-from .._validation import (check_choice, check_float, check_game, check_int, check_solver,
-                           check_target, check_target_rank_correlation)
+from ._sampling._driver import Run, Sampler, SamplingOptions, SamplingSpec, drive
+from ._sampling._loop import Anchors, MeanState, aux_rng
+from .._validation import check_choice, check_float, check_game, check_int, check_solver
 from ._permutation import documents_sampling_options, marginal_contributions, random_permutations
 from ..games import GameLike
 from ..result import ValuationResult
@@ -162,58 +159,75 @@ def compressive_shapley(game: GameLike, budget: int | None, seed: int | np.rando
         ``info["permutation_values"]`` holds the plain permutation-sampling
         estimate from the same permutations, for comparison at no extra cost.
     """
-    start = time.perf_counter()
     n = check_game(game)
-    n_jobs = check_game_jobs(game, n_jobs, "compressive_shapley")
     recovery = cast(Literal["homotopy", "cvxpy"], check_choice(recovery, "recovery", {"homotopy", "cvxpy"}))
     solver = check_solver(solver)  # the homotopy falls back to it on degenerate matrices
-    target_stderr = check_target(target_stderr)
-    target_rank_correlation = check_target_rank_correlation(target_rank_correlation)
-    m = (int(np.ceil(n / 2)) if n_measurements is None
-         else check_int(n_measurements, "n_measurements", minimum=1))
+    options = SamplingOptions.checked(
+        game, "compressive_shapley", batch_size=batch_size, n_jobs=n_jobs, progress=progress,
+        empty_utility=empty_utility, target_stderr=target_stderr, target_rank_correlation=target_rank_correlation,
+        checkpoint=checkpoint, checkpoint_interval=checkpoint_interval)
+    m = _check_measurements(n_measurements, n)
+    epsilon = None if epsilon is None else check_float(epsilon, "epsilon", minimum=0.0)
+    return drive(CompressiveSpec(method="compressive", n_players=n, dim=n + m, per_unit=n, unit_name="permutation",
+                                 desc="compressive sampling", progress_unit="perm", needs_full=True, n_measurements=m,
+                                 epsilon=epsilon, recovery=recovery, solver=solver), game, budget, seed, options)
+
+
+def _check_measurements(n_measurements: object, n: int) -> int:
+    """``M``: ``ceil(N / 2)`` by default; ``M N`` at most :data:`MAX_MEASUREMENT_ENTRIES`."""
+    m = int(np.ceil(n / 2)) if n_measurements is None else check_int(n_measurements, "n_measurements", minimum=1)
     if m * n > MAX_MEASUREMENT_ENTRIES:
         raise ValueError(
             f"n_measurements={m} x {n} players is a measurement matrix of {m * n:,} entries; compressive_shapley "
             f"takes at most {MAX_MEASUREMENT_ENTRIES:,} (its matrix and l1 recovery grow as M x N, unlike the "
             "O(N) estimators). Pass a smaller n_measurements (Theorem 4 asks about K log(N / 2K) for K-sparse "
             "values), or use permutation_shapley or group_testing_shapley on a game this large.")
-    if epsilon is not None:
-        epsilon = check_float(epsilon, "epsilon", minimum=0.0)
-    fixed = 1 if empty_utility is not None else 2
-    n_units = units_from_budget(budget, fixed, n, "permutation", target_stderr=target_stderr,
-                                target_rank_correlation=target_rank_correlation)
-    batch_size = (default_batch_size(n, n) if batch_size is None
-                  else check_int(batch_size, "batch_size", minimum=1))
-    entropy, ckpt = open_checkpoint(checkpoint, seed, dim=n + m, interval=checkpoint_interval, fingerprint={
-        "method": "compressive", "n_players": n, "batch_size": batch_size, "empty_utility": empty_utility,
-        "n_measurements": m})
-    if enumeration_affordable(n, budget, empty_utility):
-        return enumerated_result(game, method="compressive", seed=entropy, empty_utility=empty_utility, start=start,
-                                 info={"n_measurements": m})
-    anchors = evaluate_anchors(game, empty_utility, checkpoint=ckpt)
-    matrix = bernoulli_matrix(aux_rng(entropy), m, n)
+    return m
 
-    def sample_batch(rng: np.random.Generator, size: int):
-        perms = random_permutations(rng, size, n)
-        phi = marginal_contributions(game, perms, anchors.empty)
-        return np.hstack([phi, phi @ matrix.T]), perms.size
 
-    outcome = run_sampling(sample_batch, dim=n + m, n_units=n_units, batch_size=batch_size, entropy=entropy,
-                           n_jobs=n_jobs, progress=progress, desc="compressive sampling", unit="perm",
-                           evaluations_per_unit=n,
-                           checkpoint=ckpt, target_stderr=target_stderr,
-                           target_rank_correlation=target_rank_correlation, watch=slice(0, n))
-    state = outcome.state
-    phi_bar, y_bar = state.mean[:n], state.mean[n:]
-    if epsilon is None:
-        epsilon = float(np.sqrt(np.sum(state.variance[n:]) / state.count)) if state.count > 1 else 0.0
-    centre = np.full(n, (anchors.full - anchors.empty) / n)
-    values, status = l1_recovery(matrix, y_bar, centre, epsilon, solver=solver, method=recovery)
-    return ValuationResult(
-        values=values, n_evaluations=outcome.n_evaluations + anchors.n_evaluations, method="compressive",
-        seed=entropy, wall_time=time.perf_counter() - start, n_samples=state.count,
-        info={"n_measurements": m, "epsilon": epsilon, "recovery": recovery, "status": status,
-              "permutation_values": phi_bar, "permutation_stderr": state.stderr[:n],
-              "empty_utility": anchors.empty, "full_utility": anchors.full, "batch_size": batch_size,
-              **outcome.summary()},
-    )
+@dataclass(frozen=True, kw_only=True)
+class CompressiveSpec(SamplingSpec):
+    """:func:`compressive_shapley` for :func:`~._sampling._driver.drive`: a unit is a permutation, its sample the
+    marginal contributions and their ``M`` measurements; the l1 recovery runs once, at the end (no record)."""
+
+    n_measurements: int
+    epsilon: float | None
+    recovery: Literal["homotopy", "cvxpy"]
+    solver: str
+
+    def fingerprint_options(self, n_units: int | None) -> dict:
+        return {"n_measurements": self.n_measurements}
+
+    def enumeration_info(self, empty_utility: float | None) -> dict:
+        return {"n_measurements": self.n_measurements}
+
+    def start(self, game: GameLike, run: Run, anchors: Anchors | None) -> Sampler:
+        n, anchors = self.n_players, cast(Anchors, anchors)  # both anchors are always evaluated
+        matrix = bernoulli_matrix(aux_rng(run.entropy), self.n_measurements, n)
+
+        # a closure, as before the driver: with a functools.partial of a module-level function instead, Dask's
+        # workers rounded phi @ matrix.T differently at N = 61 (tests/estimators/test_parallel.py)
+        def sample_batch(rng: np.random.Generator, size: int) -> tuple[np.ndarray, int]:
+            perms = random_permutations(rng, size, n)
+            phi = marginal_contributions(game, perms, anchors.empty)
+            return np.hstack([phi, phi @ matrix.T]), perms.size
+
+        return Sampler(sample_batch, {}, watch=slice(0, n),
+                       context={"anchors": anchors, "matrix": matrix, "batch_size": run.batch_size})
+
+    def estimates(self, sampler: Sampler, state: MeanState) -> tuple[np.ndarray, np.ndarray | None, dict]:
+        n, anchors, matrix = self.n_players, sampler.context["anchors"], sampler.context["matrix"]
+        phi_bar, y_bar = state.mean[:n], state.mean[n:]
+        epsilon = self.epsilon
+        if epsilon is None:
+            epsilon = float(np.sqrt(np.sum(state.variance[n:]) / state.count)) if state.count > 1 else 0.0
+        centre = np.full(n, (anchors.full - anchors.empty) / n)
+        values, status = l1_recovery(matrix, y_bar, centre, epsilon, solver=self.solver, method=self.recovery)
+        return values, None, {"n_measurements": self.n_measurements, "epsilon": epsilon, "recovery": self.recovery,
+                              "status": status, "permutation_values": phi_bar, "permutation_stderr": state.stderr[:n],
+                              "empty_utility": anchors.empty, "full_utility": anchors.full,
+                              "batch_size": sampler.context["batch_size"]}
+
+    def report(self, sampler: Sampler, summary: dict, updates: dict) -> dict:
+        return {**updates, **summary}
+

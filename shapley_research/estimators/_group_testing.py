@@ -38,19 +38,15 @@ this package with the same law for every test (see
 from __future__ import annotations
 
 import os
-import time
 from dataclasses import dataclass
 from typing import Literal, cast
 
 import numpy as np
 from numpy.typing import NDArray
 
-from ._small_games import enumerated_result, enumeration_affordable
-from ._sampling._loop import (Anchors, MeanState, default_batch_size, evaluate_anchors, evaluate_coalitions,
-                              open_checkpoint, run_sampling, units_from_budget)
-from .._device import check_game_jobs
-from .._validation import (check_choice, check_float, check_game, check_int, check_solver,
-                           check_target, check_target_rank_correlation)
+from ._sampling._driver import Run, Sampler, SamplingOptions, SamplingSpec, drive
+from ._sampling._loop import Anchors, MeanState, evaluate_coalitions
+from .._validation import check_choice, check_float, check_game, check_solver
 from ._sampling._subsets import SmallSides, draw_small_sides, random_subsets, small_sides_of
 from ._sampling._without_replacement import (MAX_STRATUM, StratumPlan, draw_coalitions, size_rng,
                                             without_replacement_sizes)
@@ -295,54 +291,63 @@ def group_testing_shapley(game: GameLike, budget: int | None, seed: int | np.ran
         replacement (empty where every test was drawn independently); runs with different seeds combine
         with :func:`~shapley_research.merge_results`.
     """
-    start = time.perf_counter()
     variant, centering, recovery, solver = _check_test_options(variant, centering, recovery, solver)
     sampling = cast(_Sampling, check_choice(sampling, "sampling", {"without_replacement", "independent"}))
     n = check_game(game, minimum=2)
-    n_jobs = check_game_jobs(game, n_jobs, "group_testing_shapley")
-    target_stderr = check_target(target_stderr)
-    target_rank_correlation = check_target_rank_correlation(target_rank_correlation)
-    fixed = 1 if empty_utility is not None else 2
-    n_units = units_from_budget(budget, fixed, 1, "test", target_stderr=target_stderr,
-                                target_rank_correlation=target_rank_correlation)
-    batch_size = (default_batch_size(n, 1) if batch_size is None
-                  else check_int(batch_size, "batch_size", minimum=1))
-    if epsilon is not None:
-        epsilon = check_float(epsilon, "epsilon", minimum=0.0)
-    options = {"variant": variant, "centering": centering}
-    n_drawn = n + 1 if variant == "improved" else n
-    levels, probabilities, z = group_testing_size_distribution(n_drawn)
-    exhaustive = _exhaustive_sizes(n_drawn, levels, sampling)
-    fingerprint = {"method": f"group_testing[{variant}]", "n_players": n, "batch_size": batch_size,
-                   "empty_utility": empty_utility, **options}
-    if exhaustive:  # files of runs drawn independently (N > 22 or sampling="independent") stay valid
-        fingerprint["without_replacement"] = MAX_STRATUM
-    entropy, ckpt = open_checkpoint(checkpoint, seed, dim=n, interval=checkpoint_interval, fingerprint=fingerprint)
-    if enumeration_affordable(n, budget, empty_utility):
-        return enumerated_result(game, method=f"group_testing[{variant}]", seed=entropy, empty_utility=empty_utility,
-                                 start=start, info={"options": options, **options})
-    anchors = evaluate_anchors(game, empty_utility, checkpoint=ckpt)
-    tests = _TestBatches(game, n, variant, centering, probabilities, z, anchors, entropy)
-    outcome = run_sampling(tests, dim=n, n_units=n_units, batch_size=batch_size, entropy=entropy,
-                           n_jobs=n_jobs, progress=progress, desc=f"group testing ({variant})", unit="test",
-                           evaluations_per_unit=1,
-                           checkpoint=ckpt, target_stderr=target_stderr,
-                           target_rank_correlation=target_rank_correlation,
-                           estimates_of=lambda s: (_judged_values(s, variant, anchors), s.stderr),
-                           plan=_test_planner(n_drawn, levels, exhaustive, probabilities, entropy))
-    info = {"options": options, **options, "Z": z, "empty_utility": anchors.empty,
-            "full_utility": anchors.full, "batch_size": batch_size, "recovery": recovery,
-            "epsilon": epsilon, "solver": solver, "sampling": sampling, "without_replacement": exhaustive,
-            **outcome.summary()}
-    record = SamplingRecord(GroupTestingFinalizer(variant, epsilon, recovery, solver), options,
-                            empty_utility=anchors.empty, full_utility=anchors.full, seeds=(entropy,),
-                            drawn={"sampling": sampling, "without_replacement": exhaustive})
-    values, stderr, updates = record.estimates(outcome.state)
-    return ValuationResult(values=values, n_evaluations=outcome.n_evaluations + anchors.n_evaluations,
-                           method=f"group_testing[{variant}]", seed=entropy,
-                           wall_time=time.perf_counter() - start, stderr=stderr,
-                           n_samples=outcome.state.count, info={**info, **updates}, state=outcome.state,
-                           record=record.completed(updates))
+    options = SamplingOptions.checked(
+        game, "group_testing_shapley", batch_size=batch_size, n_jobs=n_jobs, progress=progress,
+        empty_utility=empty_utility, target_stderr=target_stderr, target_rank_correlation=target_rank_correlation,
+        checkpoint=checkpoint, checkpoint_interval=checkpoint_interval)
+    epsilon = None if epsilon is None else check_float(epsilon, "epsilon", minimum=0.0)
+    return drive(GroupTestingSpec(method=f"group_testing[{variant}]", n_players=n, dim=n, per_unit=1, unit_name="test",
+                                  desc=f"group testing ({variant})", progress_unit="test", needs_full=True,
+                                  variant=variant, centering=centering, recovery=recovery, epsilon=epsilon,
+                                  solver=solver, sampling=sampling), game, budget, seed, options)
+
+
+@dataclass(frozen=True, kw_only=True)
+class GroupTestingSpec(SamplingSpec):
+    """:func:`group_testing_shapley` for :func:`~._sampling._driver.drive`: a unit is one test
+    (:class:`_TestBatches`), its sizes along the strata's orders where they are small (:func:`_test_planner`)."""
+
+    variant: _Variant
+    centering: _Centering
+    recovery: _Recovery
+    epsilon: float | None
+    solver: str
+    sampling: _Sampling
+
+    @property
+    def sizes(self) -> tuple[int, np.ndarray, np.ndarray, float, list]:
+        """``P``, the sizes, their probabilities ``q``, ``Z`` and the sizes drawn without replacement."""
+        n_drawn = self.n_players + 1 if self.variant == "improved" else self.n_players
+        levels, probabilities, z = group_testing_size_distribution(n_drawn)
+        return n_drawn, levels, probabilities, z, _exhaustive_sizes(n_drawn, levels, self.sampling)
+
+    def options(self) -> dict:
+        """The options of the estimate: runs merge only with equal ones."""
+        return {"variant": self.variant, "centering": self.centering}
+
+    def fingerprint_options(self, n_units: int | None) -> dict:
+        # files of runs drawn independently (N > 22 or sampling="independent") stay valid
+        return {**self.options(), **({"without_replacement": MAX_STRATUM} if self.sizes[-1] else {})}
+
+    def enumeration_info(self, empty_utility: float | None) -> dict:
+        return {"options": self.options(), **self.options()}
+
+    def start(self, game: GameLike, run: Run, anchors: Anchors | None) -> Sampler:
+        variant, anchors = self.variant, cast(Anchors, anchors)  # both anchors are always evaluated
+        n_drawn, levels, probabilities, z, exhaustive = self.sizes
+        tests = _TestBatches(game, self.n_players, variant, self.centering, probabilities, z, anchors, run.entropy)
+        info = {**self.enumeration_info(None), "Z": z, "empty_utility": anchors.empty, "full_utility": anchors.full,
+                "batch_size": run.batch_size, "recovery": self.recovery, "epsilon": self.epsilon,
+                "solver": self.solver, "sampling": self.sampling, "without_replacement": exhaustive}
+        drawn = {"sampling": self.sampling, "without_replacement": exhaustive}
+        record = SamplingRecord(GroupTestingFinalizer(variant, self.epsilon, self.recovery, self.solver),
+                                self.options(), empty_utility=anchors.empty, full_utility=anchors.full,
+                                seeds=(run.entropy,), drawn=drawn)
+        return Sampler(tests, info, record, estimates_of=lambda s: (_judged_values(s, variant, anchors), s.stderr),
+                       plan=_test_planner(n_drawn, levels, exhaustive, probabilities, run.entropy))
 
 
 def _exhaustive_sizes(n_drawn: int, levels: np.ndarray, sampling: str) -> list:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import time
 from dataclasses import dataclass
 from typing import Any, Callable, TypeVar, cast
 
@@ -11,12 +10,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from . import _position_effects
-from ._small_games import enumerated_result, enumeration_affordable
 from ._permutation_variants import Contributions, PermutationVariant, check_variant, over_rotations, with_reverses
-from ._sampling._loop import Anchors, MeanState, evaluate_anchors, open_checkpoint, run_sampling, units_from_budget
+from ._sampling._driver import Run, Sampler, SamplingOptions, SamplingSpec, drive
+from ._sampling._loop import Anchors, MeanState, SamplingOutcome
 from ._truncation import append_tally, sample_in_rounds, split_tally, truncated_contributions
-from .._device import check_game_jobs
-from .._validation import check_game, check_target, check_target_rank_correlation
+from .._validation import check_game
 from ..games import GameLike, evaluate_prefixes
 from ..result import Finalizer, SamplingRecord, ValuationResult, register_finalizer
 
@@ -258,49 +256,64 @@ def permutation_shapley(game: GameLike, budget: int | None, seed: int | np.rando
         With the running standard error of each value in ``stderr``; runs with
         different seeds combine with :func:`~shapley_research.merge_results`.
     """
-    start = time.perf_counter()
     n = check_game(game)
-    n_jobs = check_game_jobs(game, n_jobs, "permutation_shapley")
     variant = check_variant(game, n, antithetic=antithetic, rotations=rotations,
                             position_adjustment=position_adjustment, truncation=truncation)
-    target_stderr = check_target(target_stderr)
-    target_rank_correlation = check_target_rank_correlation(target_rank_correlation)
-    fixed = (0 if empty_utility is not None else 1) + int(variant.stops_early)
-    n_units = units_from_budget(budget, fixed, variant.evaluations_per_unit, variant.unit_name,
-                                target_stderr=target_stderr, target_rank_correlation=target_rank_correlation)
-    batch_size = variant.batch_size(batch_size, n_units)
-    options, dim = variant.options(), variant.state_dim()
-    entropy, ckpt = open_checkpoint(checkpoint, seed, dim=dim, interval=checkpoint_interval,
-                                    fingerprint={"method": "permutation", "n_players": n, "batch_size": batch_size,
-                                                 "empty_utility": empty_utility, **options})
-    if enumeration_affordable(n, budget, empty_utility):
-        return enumerated_result(game, method="permutation", seed=entropy, empty_utility=empty_utility, start=start,
-                                 info={"options": options, **options})
-    anchors = evaluate_anchors(game, empty_utility, full=variant.stops_early, checkpoint=ckpt)
-    info = {"options": options, **options, "batch_size": batch_size, "empty_utility": anchors.empty,
-            **({"full_utility": anchors.full} if variant.stops_early else {}),
-            **({"n_players": n} if variant.position_adjustment or variant.truncation is not None else {})}
-    record = SamplingRecord(PermutationFinalizer(variant), options, empty_utility=anchors.empty,
-                            full_utility=anchors.full if variant.stops_early else None, seeds=(entropy,))
-    sampling = dict(dim=dim, batch_size=batch_size, entropy=entropy, n_jobs=n_jobs, progress=progress,
-                    desc="permutation sampling" if variant.truncation is None else "truncated permutation sampling",
-                    unit=variant.progress_unit, target_stderr=target_stderr,
-                    target_rank_correlation=target_rank_correlation, estimates_of=_judged_estimates(variant, record),
-                    evaluations_per_unit=variant.evaluations_per_unit)
-    sample_batch = PermutationBatches(game, variant, anchors)
-    if variant.truncation is None:
-        outcome = run_sampling(sample_batch, n_units=n_units, checkpoint=ckpt, **sampling)
-    else:  # the savings of truncated permutations buy more of them
-        outcome = sample_in_rounds(sample_batch, budget=None if n_units is None else budget, fixed=fixed,
-                                   per_unit=variant.evaluations_per_unit, checkpoint=ckpt, **sampling)
-    info.update(outcome.summary())
-    values, stderr, updates = record.estimates(outcome.state)
-    return ValuationResult(
-        values=values, n_evaluations=outcome.n_evaluations + anchors.n_evaluations, method="permutation",
-        seed=entropy, wall_time=time.perf_counter() - start, stderr=stderr,
-        n_samples=outcome.state.count * variant.permutations_per_unit, info={**info, **updates},
-        state=outcome.state, record=record.completed(updates),
-    )
+    options = SamplingOptions.checked(
+        game, "permutation_shapley", batch_size=batch_size, n_jobs=n_jobs, progress=progress,
+        empty_utility=empty_utility, target_stderr=target_stderr, target_rank_correlation=target_rank_correlation,
+        checkpoint=checkpoint, checkpoint_interval=checkpoint_interval)
+    return drive(PermutationSpec.of(variant), game, budget, seed, options)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PermutationSpec(SamplingSpec):
+    """:func:`permutation_shapley` for :func:`~._sampling._driver.drive`: a unit is a permutation, an antithetic
+    pair or a group of rotations (:class:`PermutationVariant`); truncated runs sample in rounds."""
+
+    variant: PermutationVariant
+
+    @classmethod
+    def of(cls, variant: PermutationVariant) -> PermutationSpec:
+        """The specification of a run of ``variant``."""
+        return cls(method="permutation", n_players=variant.n_players, dim=variant.state_dim(),
+                   per_unit=variant.evaluations_per_unit, unit_name=variant.unit_name,
+                   desc="permutation sampling" if variant.truncation is None else "truncated permutation sampling",
+                   progress_unit=variant.progress_unit, needs_full=variant.stops_early, variant=variant)
+
+    def batch_size(self, batch_size: int | None, n_units: int | None) -> int:
+        return self.variant.batch_size(batch_size, n_units)
+
+    def fingerprint_options(self, n_units: int | None) -> dict:
+        return self.variant.options()
+
+    def enumeration_info(self, empty_utility: float | None) -> dict:
+        options = self.variant.options()
+        return {"options": options, **options}
+
+    def start(self, game: GameLike, run: Run, anchors: Anchors | None) -> Sampler:
+        variant, anchors = self.variant, cast(Anchors, anchors)  # U(empty) is always needed
+        options = variant.options()
+        info = {"options": options, **options, "batch_size": run.batch_size, "empty_utility": anchors.empty,
+                **({"full_utility": anchors.full} if variant.stops_early else {}),
+                **({"n_players": self.n_players} if variant.position_adjustment or variant.truncation is not None
+                   else {})}
+        record = SamplingRecord(PermutationFinalizer(variant), options, empty_utility=anchors.empty,
+                                full_utility=anchors.full if variant.stops_early else None, seeds=(run.entropy,))
+        return Sampler(PermutationBatches(game, variant, anchors), info, record,
+                       estimates_of=_judged_estimates(variant, record))
+
+    def loop(self, sampler: Sampler, run: Run, n_units: int | None, budget: object,
+             **sampling: Any) -> SamplingOutcome:
+        if self.variant.truncation is None:
+            return super().loop(sampler, run, n_units, budget, **sampling)
+        # the savings of truncated permutations buy more of them
+        return sample_in_rounds(sampler.sample_batch, budget=None if n_units is None else budget,
+                                fixed=self.fixed(run.options.empty_utility), per_unit=self.per_unit,
+                                checkpoint=run.checkpoint, **sampling)
+
+    def samples(self, state: MeanState) -> int:
+        return state.count * self.variant.permutations_per_unit
 
 
 class PermutationBatches:

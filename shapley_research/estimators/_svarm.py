@@ -21,7 +21,6 @@ ML games is between sizes).
 from __future__ import annotations
 
 import os
-import time
 from dataclasses import dataclass
 from math import comb
 from typing import Any, Literal, cast
@@ -29,16 +28,14 @@ from typing import Any, Literal, cast
 import numpy as np
 from numpy.typing import NDArray
 
-from ._small_games import enumerated_result, enumeration_affordable
-from ._sampling._loop import (MeanState, Pinned, aux_rng, default_batch_size, evaluate_anchors, open_checkpoint,
-                              evaluations_text, pinned_threads, run_sampling, units_from_budget)
+from ._sampling._driver import Run, Sampler, SamplingOptions, SamplingSpec, drive
+from ._sampling._loop import (Anchors, MeanState, Pinned, aux_rng, evaluations_text, pinned_threads,
+                              units_from_budget)
 from ._sampling._progress import progress_bar
 from ._sampling._subsets import random_subsets
 from ._sampling._without_replacement import (MAX_STRATUM, PILOT_PHASE, StratumPlan, draw_coalitions, size_rng,
                                              pass_remainder, without_replacement_sizes)
-from .._device import check_game_jobs
-from .._validation import (check_choice, check_float, check_game, check_int, check_target,
-                           check_target_rank_correlation, check_utilities)
+from .._validation import check_choice, check_float, check_game, check_int, check_utilities
 from ._permutation import documents_sampling_options
 from ._svarm_strata import (batch_state, nearest_filled, pooled_variances, size_sums, size_variances,
                             stratum_estimates, stratum_statistics)
@@ -422,61 +419,72 @@ def stratified_svarm_shapley(game: GameLike, budget: int | None, seed: int | np.
         the variance. Runs with different seeds combine with
         :func:`~shapley_research.merge_results`.
     """
-    start = time.perf_counter()
     n = _check_players(game)
-    n_jobs = check_game_jobs(game, n_jobs, "stratified_svarm_shapley")
     allocation, pilot = _check_allocation(allocation, pilot, n)
-    target_stderr = check_target(target_stderr)
-    target_rank_correlation = check_target_rank_correlation(target_rank_correlation)
-    n_units = _sampled_units(n, budget, empty_utility, target_stderr, target_rank_correlation)
-    batch_size = (default_batch_size(n, 1) if batch_size is None
-                  else check_int(batch_size, "batch_size", minimum=1))
-    dim = 3 * (n + 1) ** 2
-    # the pilot takes the first coalitions of the budget; a budget below it is all pilot
-    n_pilot = 0 if allocation == "svarm" or n < 4 else pilot if n_units is None else min(pilot, n_units)
+    options = SamplingOptions.checked(
+        game, "stratified_svarm_shapley", batch_size=batch_size, n_jobs=n_jobs, progress=progress,
+        empty_utility=empty_utility, target_stderr=target_stderr, target_rank_correlation=target_rank_correlation,
+        checkpoint=checkpoint, checkpoint_interval=checkpoint_interval)
     levels = np.arange(2, n - 1)
-    exhaustive = without_replacement_sizes(n, levels)  # the strata read along random orders
-    entropy, ckpt = open_checkpoint(checkpoint, seed, dim=dim, interval=checkpoint_interval,
-                                    fingerprint=_fingerprint(n, batch_size, empty_utility, exhaustive,
-                                                             allocation, n_pilot))
-    if enumeration_affordable(n, budget, empty_utility):
-        return enumerated_result(game, method="stratified_svarm", seed=entropy, empty_utility=empty_utility,
-                                 start=start, info={"allocation": allocation})
-    anchors = evaluate_anchors(game, empty_utility, full=True, checkpoint=ckpt)
-    n_exact, singles, leave = _exact_strata(game, n, ckpt)
-    # utilities are stored centred, so that sums of squares keep their precision
-    reference = 0.5 * (anchors.empty + anchors.full)
-    probabilities = svarm_size_probabilities(n)
-    plan = StratumPlan(n, levels, exhaustive) if exhaustive else None
-    head = None  # the pilot's statistics, merged before the sampled batches
-    if n_pilot:
-        with pinned_threads():  # its merges run in this process: the same threads as every batch
-            head = _pilot(game, n, n_pilot, entropy, reference, batch_size, ckpt, n_jobs, progress, plan)
-            probabilities = neyman_size_probabilities(head, n)
-        if n_units is not None:
-            n_units -= n_pilot
-    # the allocation is no option of the estimate (stratum means merge whatever the allocation)
-    drawn = _how_drawn(allocation, exhaustive, n_pilot, probabilities)
-    info = {"n_players": n, "options": {}, "batch_size": batch_size, "empty_utility": anchors.empty,
-            "full_utility": anchors.full, "reference": reference, "singletons": singles, "leave_one_out": leave} | drawn
-    record = SamplingRecord(SvarmFinalizer(n, reference, singles, leave, exhaustive), {}, anchors.empty,
-                            anchors.full, seeds=(entropy,), drawn=drawn)
-    outcome = run_sampling(_CoalitionBatches(game, n, levels, probabilities, entropy, reference), dim=dim,
-                           n_units=n_units, batch_size=batch_size, entropy=entropy,
-                           n_jobs=n_jobs, progress=progress, desc="stratified SVARM", unit="coalition",
-                           evaluations_per_unit=1,
-                           checkpoint=ckpt, target_stderr=target_stderr,
-                           target_rank_correlation=target_rank_correlation,
-                           estimates_of=lambda s: record.estimates(_with_pilot(head, s))[:2],
-                           plan=_stratum_planner(plan, entropy, probabilities))
-    info.update(outcome.summary())
-    state = _with_pilot(head, outcome.state)
-    values, stderr, updates = record.estimates(state)
-    return ValuationResult(
-        values=values, n_evaluations=outcome.n_evaluations + anchors.n_evaluations + n_exact + n_pilot,
-        method="stratified_svarm", seed=entropy, wall_time=time.perf_counter() - start, stderr=stderr,
-        n_samples=state.count, info={**info, **updates}, state=state, record=record.completed(updates),
-    )
+    return drive(SvarmSpec(method="stratified_svarm", n_players=n, dim=3 * (n + 1) ** 2, per_unit=1,
+                           unit_name="sampled coalition (after the exact strata)", desc="stratified SVARM",
+                           progress_unit="coalition", needs_full=True, allocation=allocation, pilot=pilot,
+                           exhaustive=without_replacement_sizes(n, levels)), game, budget, seed, options)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SvarmSpec(SamplingSpec):
+    """:func:`stratified_svarm_shapley` for :func:`~._sampling._driver.drive`: a unit is one sampled coalition
+    (:class:`_CoalitionBatches`), after the exact strata and, with ``"neyman"``, a pilot (:func:`_pilot`);
+    the strata of sizes ``exhaustive`` are read along random orders (without replacement)."""
+
+    allocation: Literal["svarm", "neyman"]
+    pilot: int
+    exhaustive: list
+
+    def units(self, budget: object, options: SamplingOptions) -> int | None:
+        return _sampled_units(self.n_players, budget, options.empty_utility, **options.targets)
+
+    def n_pilot(self, n_units: int | None) -> int:
+        """The pilot's coalitions: the first of the budget (a budget below the pilot is all pilot)."""
+        if self.allocation == "svarm" or self.n_players < 4:
+            return 0
+        return self.pilot if n_units is None else min(self.pilot, n_units)
+
+    def fingerprint_options(self, n_units: int | None) -> dict:
+        fingerprint: dict[str, Any] = {}
+        if self.exhaustive:  # files of runs with replacement throughout (large N) stay valid
+            fingerprint["without_replacement"] = MAX_STRATUM
+        if self.allocation != "svarm":  # the default's files stay those written before allocations existed
+            fingerprint.update(allocation=self.allocation, pilot=self.n_pilot(n_units))
+        return fingerprint
+
+    def enumeration_info(self, empty_utility: float | None) -> dict:
+        return {"allocation": self.allocation}
+
+    def start(self, game: GameLike, run: Run, anchors: Anchors | None) -> Sampler:
+        n, entropy, anchors = self.n_players, run.entropy, cast(Anchors, anchors)  # both are always evaluated
+        n_exact, singles, leave = _exact_strata(game, n, run.checkpoint)
+        reference = 0.5 * (anchors.empty + anchors.full)  # utilities are stored centred: sums of squares keep
+        probabilities, levels = svarm_size_probabilities(n), np.arange(2, n - 1)  # their precision
+        plan = StratumPlan(n, levels, self.exhaustive) if self.exhaustive else None
+        head, n_pilot = None, self.n_pilot(run.n_units)  # the pilot's statistics, merged before the batches
+        if n_pilot:
+            with pinned_threads():  # its merges run in this process: the same threads as every batch
+                head = _pilot(game, n, n_pilot, entropy, reference, run.batch_size, run.checkpoint,
+                              run.options.n_jobs, run.options.progress, plan)
+                probabilities = neyman_size_probabilities(head, n)
+        # the allocation is no option of the estimate (stratum means merge whatever the allocation)
+        drawn = _how_drawn(self.allocation, self.exhaustive, n_pilot, probabilities)
+        info = {"n_players": n, "options": {}, "batch_size": run.batch_size, "empty_utility": anchors.empty,
+                "full_utility": anchors.full, "reference": reference, "singletons": singles,
+                "leave_one_out": leave} | drawn
+        record = SamplingRecord(SvarmFinalizer(n, reference, singles, leave, self.exhaustive), {}, anchors.empty,
+                                anchors.full, seeds=(entropy,), drawn=drawn)
+        return Sampler(_CoalitionBatches(game, n, levels, probabilities, entropy, reference), info, record,
+                       evaluations=n_exact + n_pilot, head=head, pilot=n_pilot,
+                       estimates_of=lambda s: record.estimates(_with_pilot(head, s))[:2],
+                       plan=_stratum_planner(plan, entropy, probabilities))
 
 
 def _how_drawn(allocation: str, exhaustive: list, n_pilot: int, probabilities: np.ndarray) -> dict:
@@ -522,17 +530,6 @@ def _sampled_units(n: int, budget, empty_utility, target_stderr, target_rank_cor
     if budget is None and target_stderr is None and target_rank_correlation is None:
         units_from_budget(budget, fixed, 1, "")  # raises the usual TypeError
     return 0
-
-
-def _fingerprint(n: int, batch_size: int, empty_utility, exhaustive: list, allocation: str, n_pilot: int) -> dict:
-    """What a checkpoint of the run must match."""
-    fingerprint = {"method": "stratified_svarm", "n_players": n, "batch_size": batch_size,
-                   "empty_utility": empty_utility}
-    if exhaustive:  # files of runs with replacement throughout (large N) stay valid
-        fingerprint["without_replacement"] = MAX_STRATUM
-    if allocation != "svarm":  # the default's files stay those written before allocations existed
-        fingerprint.update(allocation=allocation, pilot=n_pilot)
-    return fingerprint
 
 
 class _CoalitionBatches:

@@ -1,5 +1,9 @@
 """The machinery every sampling estimator shares (private).
 
+* :mod:`._driver`: the one driver of every sampling estimator
+  (:func:`~._driver.drive`): an estimator is a :class:`~._driver.SamplingSpec`
+  (how a batch is drawn and reduced, the state, the budget's units, the final
+  step), and its shared options one :class:`~._driver.SamplingOptions`;
 * :mod:`._loop`: the batched sampling loop (Welford merging in batch order,
   and :func:`~._loop.run_sampling`, which wires the units below together);
 * :mod:`._batches`: batch sizes, per-batch random streams and plans, and
