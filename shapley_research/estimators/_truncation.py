@@ -18,7 +18,7 @@ import numpy as np
 
 from ._sampling._loop import MeanState, SamplingOutcome, run_sampling
 from .._validation import check_float
-from ..games import GameLike, prefix_positions, prefix_utilities
+from ..games import GameLike, prefix_positions, prefix_utilities, supports_prefixes
 
 __all__ = ["truncated_contributions", "prefix_chunks"]
 
@@ -148,7 +148,7 @@ def _check_truncation(truncation, game) -> float | None:
     truncation = check_float(truncation, "truncation", minimum=0.0)
     if truncation >= 1.0:
         raise ValueError(f"truncation must be in [0, 1) (a share of |U(D)|), got {truncation}.")
-    if truncation > 0 and getattr(game, "evaluate_prefixes", None) is not None:
+    if truncation > 0 and supports_prefixes(game):
         raise ValueError(
             f"truncation={truncation} cannot save evaluations on {type(game).__name__}: its evaluate_prefixes "
             "computes every prefix of a permutation in one pass, the evaluations truncation skips. Use "
