@@ -264,7 +264,7 @@ def test_plot_has_raw_means_and_gap_panels(tmp_path):
 @needs_foolbox
 def test_quick_profile_images_are_bit_identical_when_generated_twice(tmp_path):
     from shapley_research.attacks import read_cache
-    from shapley_research.experiments._project import Project, notebook_parameters
+    from shapley_research.experiments import Project, notebook_parameters
 
     params = notebook_parameters(Project.locate(None).compose("adversarial", ["profile=quick"]), "adversarial")
     first = adv.prepare_data(**dict(params, cache_dir=tmp_path / "a"), verbose=False)
