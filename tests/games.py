@@ -1,6 +1,6 @@
 """Test games with Shapley values known in closed form.
 
-Every game here is a vectorised :class:`shapley_research.games._base.Game` (it
+Every game here is a vectorised :class:`shapley_research.games.Game` (it
 implements ``_evaluate`` on a boolean ``(m, n)`` mask array) and exposes its
 true Shapley values through a ``shapley_values`` property that is computed
 *independently of the package*: from a closed form, or, for the few games

@@ -16,8 +16,8 @@ import pytest
 from _pipeline_project import REPO, make_project
 
 from shapley_research.cli import KERNEL_NAME, _private_kernel, _runs_this_python, main, select_kernel
-from shapley_research.experiments import EXPERIMENT_NAMES, claim, write_metrics
-from shapley_research.experiments._project import Project, ProjectError, find_project_dir
+from shapley_research.experiments import (EXPERIMENT_NAMES, Project, ProjectError, claim, find_project_dir,
+                                          write_metrics)
 
 
 def cli_command() -> list[str]:

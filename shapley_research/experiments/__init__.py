@@ -8,9 +8,14 @@ share (:mod:`._common`), the notebook builder (:mod:`._notebook`), the project
 layout and DVC conventions (:mod:`._project`), the comparison of two runs
 (:mod:`._compare`), where runs write (:mod:`._paths`), the budgets checked
 against the data (:mod:`._budgets`), the registry of the methods run by name
-(:mod:`._methods`), the results report (:mod:`._report`) and the parameter
-declarations (:mod:`._schema`); the names the command line needs are
-exported here.
+(:mod:`._methods`), the results report (:mod:`._report`), the parameter
+declarations (:mod:`._schema`) and the verdicts on intervals over repetitions
+(:mod:`._verdicts`); the names the command line needs are exported here, with
+the helpers an experiment (or a new one) builds on: the verdict helpers
+(:func:`interval_verdict`, :func:`family_verdicts`, :func:`holm`, ...), the
+smallest budgets (:func:`smallest_budget`, :func:`budget_problems`) and the
+notebook builder (:func:`build_notebook`, :func:`write_notebook`,
+:func:`notebook_defaults`).
 """
 
 #: The fixed experiment vocabulary, in the order they are listed.
@@ -21,17 +26,22 @@ from ._common import (CLAIM_SOURCES, METRICS_FILE, Claim, claim, experiment_dir,
                       is_timing_key, progress, read_metrics, save_figure, set_blas_threads, setup_matplotlib,
                       to_jsonable, undecided_count, validate_metrics, verdict_of, without_timings, write_metrics,
                       write_table)
+from ._budgets import all_s_minimum, budget_problems, smallest_budget  # noqa: E402
 from ._compare import compare_runs, provenance_differences  # noqa: E402
 from ._methods import (Method, MethodCall, get_method, method_defaults, method_names,  # noqa: E402
                        register_method, unregister_method)
-from ._notebook import parameters_cell, parameters_source, provenance, run_info, write_parameters_cell  # noqa: E402
+from ._notebook import (build_notebook, notebook_defaults, parameters_cell, parameters_source,  # noqa: E402
+                        provenance, run_info, write_notebook, write_parameters_cell)
 from ._paths import results_guard, shown_path  # noqa: E402
-from ._project import (RESULTS_DIR, RUNNER_ENV, SCRATCH_DIR, UPDATE_RESULTS_ENV, Project,  # noqa: E402
-                       ProjectError, check_declared, check_name, check_notebook_in_sync, dvc_stage,
-                       generated_parameters, notebook_parameters, profile_key_problems, run_profile, user_sets,
-                       write_dvc_stage)
+from ._project import (CUSTOM_PROFILE, RESULTS_DIR, RUNNER_ENV, SCRATCH_DIR, UPDATE_RESULTS_ENV,  # noqa: E402
+                       Project, ProjectError, check_declared, check_name, check_notebook_in_sync, dvc_stage,
+                       find_project_dir, generated_parameters, notebook_parameters, notebook_sync_problems,
+                       profile_key_problems, profile_of, run_profile, user_sets, write_dvc_stage)
 from ._report import CITED_PAPERS_EXPERIMENTS, RUN_INFO_FILE, write_report  # noqa: E402
-from ._schema import check_notebook_parameters, check_parameters, declaration_problems  # noqa: E402
+from ._schema import (check_notebook_parameters, check_parameters, declaration_problems,  # noqa: E402
+                      unknown_parameter_problems)
+from ._verdicts import (combine, describe, family_verdicts, holm, holm_adjusted, interval_verdict,  # noqa: E402
+                        mean_interval, wrong_side_p)
 
 __all__ = [
     "EXPERIMENT_NAMES", "METRICS_FILE", "CLAIM_SOURCES", "Claim", "claim", "experiment_dir", "is_timing_key",
@@ -48,4 +58,13 @@ __all__ = [
     # the registry of the methods the experiments run by name (:mod:`._methods`)
     "Method", "MethodCall", "get_method", "method_defaults", "method_names", "register_method",
     "unregister_method",
+    # the project layout beyond the command line: where the project is, which profile ran, sync and name checks
+    "find_project_dir", "CUSTOM_PROFILE", "profile_of", "notebook_sync_problems", "unknown_parameter_problems",
+    # the notebook builder (an experiment's notebook, or a test project's)
+    "build_notebook", "write_notebook", "notebook_defaults",
+    # the smallest budgets, checked against the data before a run (:mod:`._budgets`)
+    "smallest_budget", "all_s_minimum", "budget_problems",
+    # verdicts on intervals over repetitions, and Holm's correction of a family of them (:mod:`._verdicts`)
+    "mean_interval", "interval_verdict", "wrong_side_p", "holm", "holm_adjusted", "family_verdicts", "combine",
+    "describe",
 ]

@@ -13,9 +13,12 @@ import json
 import os
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._device import cpu_model
+
+if TYPE_CHECKING:
+    from nbformat import NotebookNode
 
 PARAMETERS_TAG = "parameters"
 #: The notebooks' ``language_info``: with ``file_extension``, ``jupyter nbconvert --to script`` writes ``.py``.
@@ -29,7 +32,7 @@ __all__ = ["PARAMETERS_TAG", "LANGUAGE_INFO", "build_notebook", "write_notebook"
 
 
 def build_notebook(parameters: str, cells: Iterable[str | tuple[str, str]], title: str | None = None,
-                   kernel_name: str = "python3"):
+                   kernel_name: str = "python3") -> NotebookNode:
     """Return a notebook whose first code cell is the tagged ``parameters`` cell.
 
     Parameters
@@ -68,7 +71,7 @@ def build_notebook(parameters: str, cells: Iterable[str | tuple[str, str]], titl
     return nb
 
 
-def write_notebook(nb, path: str | os.PathLike) -> Path:
+def write_notebook(nb: NotebookNode, path: str | os.PathLike) -> Path:
     """Validate ``nb`` and write it to ``path`` (nbformat 4)."""
     import nbformat
 

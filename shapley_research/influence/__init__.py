@@ -128,8 +128,8 @@ from ._allocation import neyman_allocation
 from ._largest_s import largest_s_influence, largest_s_influence_general
 from ._objective import LogisticObjective
 
-# importable from here as when this package was one module: the option tuples, and _Stratum (tests use it)
-from ._allocation import PRIOR_SETS, _Stratum  # noqa: F401
+# importable from here as when this package was one module: the option tuples
+from ._allocation import PRIOR_SETS  # noqa: F401
 from ._marginals import UTILITY_CHANGES  # noqa: F401
 from ._objective import APPROXIMATIONS, UTILITIES  # noqa: F401
 

@@ -4,7 +4,10 @@ import numpy as np
 import pytest
 
 import shapley_research as sr
-from shapley_research.experiments._budgets import GAME_ESTIMATORS, all_s_minimum, budget_problems, smallest_budget
+from shapley_research.experiments import all_s_minimum, budget_problems, method_names, smallest_budget
+
+#: The estimators that take a game and a budget (the registry's; what :func:`smallest_budget` accepts).
+GAME_ESTIMATORS = method_names(needs="game", budgeted=True)
 
 
 def _additive(n):

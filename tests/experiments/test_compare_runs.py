@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from shapley_research.cli import main
-from shapley_research.experiments._compare import compare_runs
+from shapley_research.experiments import compare_runs
 
 
 @pytest.fixture

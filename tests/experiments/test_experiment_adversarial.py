@@ -263,7 +263,7 @@ def test_plot_has_raw_means_and_gap_panels(tmp_path):
 @needs_foolbox
 def test_quick_runs_generate_bit_identical_images_on_the_storage_grid(quick_run, quick_rerun):
     from shapley_research.attacks import read_cache
-    from shapley_research.experiments._project import Project, notebook_parameters
+    from shapley_research.experiments import Project, notebook_parameters
 
     runs = [quick_run("adversarial"), quick_rerun("adversarial")]  # each generated its images in a cache of its own
     assert all(done.returncode == 0 for done, _ in runs), runs[0][0].stderr[-3000:]

@@ -7,11 +7,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from shapley_research import (exact_shapley, group_testing_sample_size, largest_s_influence,
+from shapley_research import (all_s_influence, exact_shapley, group_testing_sample_size, largest_s_influence,
                               permutation_sample_size)
+from shapley_research.experiments import all_s_minimum
 from shapley_research.experiments import runtime_scaling as rs
 from shapley_research.experiments.runtime_scaling import large_n as rsl
-from shapley_research.influence import _Stratum
 
 
 @pytest.fixture(scope="module")
@@ -54,13 +54,27 @@ def test_cpu_time_repeats_until_min_total():
     assert repeats == 1
 
 
+def _all_s_info(n, budget):
+    """all_s_influence's ``info`` on ``n`` random training points (its per-stratum layout is what is compared)."""
+    rng = np.random.default_rng(n)
+    X, X_test = rng.normal(size=(n, 2)), rng.normal(size=(6, 2))
+    info = all_s_influence(X, np.arange(n) % 2, X_test, np.arange(6) % 2, budget, seed=0, progress=False).info
+    assert info["sizes"].tolist() == list(range(1, n))
+    return info
+
+
 def test_stratum_layout_matches_all_s_influence():
-    for n in (2, 5, 10, 11):
-        for k in range(1, n):
-            stratum = _Stratum(k, n)
-            direction, base, covered = rs.stratum_layout(n, k)
-            assert (direction, base) == (stratum.direction, stratum.base_size)
-            assert math.isclose(covered / n, stratum.coverage)
+    for n in (2, 5, 10, 11):  # the direction and the share of players a fit covers, size by size
+        info = _all_s_info(n, all_s_minimum(n))
+        for k, direction, coverage in zip(info["sizes"], info["directions"], info["coverage"]):
+            layout_direction, _, covered = rs.stratum_layout(n, int(k))
+            assert layout_direction == direction
+            assert math.isclose(covered / n, coverage)
+    for n in (5, 6):  # the base-set size: a stratum drawn to exhaustion holds C(n, base size) base sets
+        info = _all_s_info(n, 2**n)
+        assert info["exhausted"].all()
+        for k, allocation in zip(info["sizes"], info["allocation"]):
+            assert allocation == math.comb(n, rs.stratum_layout(n, int(k))[1])
     with pytest.raises(ValueError):
         rs.stratum_layout(5, 5)
 

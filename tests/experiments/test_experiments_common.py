@@ -10,11 +10,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from shapley_research.experiments import (EXPERIMENT_NAMES, Claim, claim, experiment_dir, is_timing_key, progress,
-                                          read_metrics, save_figure, set_blas_threads, setup_matplotlib,
-                                          to_jsonable, validate_metrics, without_timings, write_metrics,
-                                          write_table)
-from shapley_research.experiments._notebook import build_notebook, notebook_defaults, write_notebook
+from shapley_research.experiments import (EXPERIMENT_NAMES, Claim, build_notebook, claim, experiment_dir,
+                                          is_timing_key, notebook_defaults, progress, read_metrics, save_figure,
+                                          set_blas_threads, setup_matplotlib, to_jsonable, validate_metrics,
+                                          without_timings, write_metrics, write_notebook, write_table)
 
 
 def test_experiment_names_are_the_papers_six_and_data_cleaning():

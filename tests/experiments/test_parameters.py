@@ -14,15 +14,14 @@ import pytest
 from _pipeline_project import REPO
 
 from shapley_research.cli import main
-from shapley_research.experiments import EXPERIMENT_NAMES, check_notebook_parameters
-from shapley_research.experiments._notebook import (RunRecorder, build_notebook, notebook_defaults,
-                                                    parameters_cell, parameters_source, write_notebook,
-                                                    write_parameters_cell)
-from shapley_research.experiments._project import (CUSTOM_PROFILE, RUNNER_ENV, Project, generated_parameters,
-                                                   notebook_parameters, notebook_sync_problems,
-                                                   profile_key_problems, profile_of)
-from shapley_research.experiments._schema import (DECLARATIONS, SCHEMAS, Length, Range, Spec,
-                                                  declaration_problems, spec_of)
+from shapley_research.experiments import (CUSTOM_PROFILE, EXPERIMENT_NAMES, RUNNER_ENV, Project, build_notebook,
+                                          check_notebook_parameters, declaration_problems, generated_parameters,
+                                          notebook_defaults, notebook_parameters, notebook_sync_problems,
+                                          parameters_cell, parameters_source, profile_key_problems, profile_of,
+                                          write_notebook, write_parameters_cell)
+# Internal: the recorder's hook state (reset after the test), and the parse tables of the declarations
+from shapley_research.experiments._notebook import RunRecorder
+from shapley_research.experiments._schema import DECLARATIONS, SCHEMAS, Length, Range, Spec, spec_of
 
 REAL = Project(REPO)
 AVAILABLE = [name for name in EXPERIMENT_NAMES if not REAL.missing(name)]

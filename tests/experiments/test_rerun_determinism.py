@@ -7,13 +7,13 @@ line as `dvc repro` runs it. Then every number must agree exactly:
 and the statistic and verdict of a claim marked ``timing``; see
 ``shapley_research.experiments.without_timings``), every CSV table once its
 time columns are dropped, and every cached array (the adversarial images); see
-``shapley_research.experiments._compare.compare_runs``.
+``shapley_research.experiments.compare_runs``.
 """
 
 import pytest
 
 from shapley_research.experiments import EXPERIMENT_NAMES
-from shapley_research.experiments._compare import compare_runs
+from shapley_research.experiments import compare_runs
 
 
 def _run_dir(proc, root, name):

@@ -15,11 +15,10 @@ import pytest
 from _pipeline_project import REPO, make_project
 
 from shapley_research.cli import main
-from shapley_research.experiments import check_notebook_parameters
-from shapley_research.experiments._notebook import build_notebook, parameters_source, write_notebook
-from shapley_research.experiments._project import (RUNNER_ENV, UPDATE_RESULTS_ENV, Project, generated_parameters,
-                                                   notebook_parameters, stage_cmd)
-from shapley_research.experiments._schema import unknown_parameter_problems
+from shapley_research.experiments import (RUNNER_ENV, UPDATE_RESULTS_ENV, Project, build_notebook,
+                                          check_notebook_parameters, dvc_stage, generated_parameters,
+                                          notebook_parameters, parameters_source, unknown_parameter_problems,
+                                          write_notebook)
 
 REAL = Project(REPO)
 
@@ -45,7 +44,7 @@ def test_the_notebooks_and_the_command_default_to_the_ignored_scratch_folder():
     assert generated_parameters(REAL, "sparsity")["output_dir"] == "scratch/sparsity"
     assert REAL.compose("sparsity")["output_dir"] == str(REPO / "scratch")
     assert "/scratch/" in (REPO / ".gitignore").read_text().splitlines()
-    assert stage_cmd("sparsity") == "shapley-research run sparsity --update-results"
+    assert dvc_stage(REAL, "sparsity")["cmd"] == "shapley-research run sparsity --update-results"
 
 
 def test_the_command_refuses_the_committed_results_unless_asked(project, capsys):

@@ -207,11 +207,10 @@ def test_published_variant_runs_beside_the_centred_one_up_to_its_limit():
 
 def test_published_variant_is_the_estimator_without_centering():
     from shapley_research import random_unanimity_sum
-    from shapley_research.experiments.runtime_scaling._large_n_measure import _estimate
 
     game = random_unanimity_sum(30, seed=0)
-    published = _estimate("group_testing_wang_jia", game, 2000, 0)
-    centred = _estimate("group_testing_improved", game, 2000, 0)
+    published = rsl.scaling_estimate("group_testing_wang_jia", game, 2000, 0)
+    centred = rsl.scaling_estimate("group_testing_improved", game, 2000, 0)
     assert published.info["centering"] == "none" and centred.info["centering"] == "linear"
     assert published.info["variant"] == centred.info["variant"] == "improved"
     assert not np.allclose(published.values, centred.values)

@@ -11,7 +11,6 @@ from shapley_research import (KNNUtility, UnanimitySumGame, ValuationResult, exa
                               random_unanimity_sum)
 from shapley_research.experiments.runtime_scaling import large_n as rsl
 from shapley_research.games import prefix_masks
-from shapley_research.utilities._knn import _neighbour_order
 
 
 def brute_force_banzhaf(game) -> np.ndarray:
@@ -86,8 +85,14 @@ def test_random_unanimity_sum_is_seeded_and_checked():
 
 # ---------------------------------------------------------------------------------- compiled KNN utility
 
+def neighbour_order(X, Xt):
+    """Training indices by squared distance to each test point, ties by index (KNNUtility's rule and formula)."""
+    sq = np.einsum("ij,ij->i", Xt, Xt)[:, None] - 2.0 * Xt @ X.T + np.einsum("ij,ij->i", X, X)[None, :]
+    return np.argsort(sq, axis=1, kind="stable")
+
+
 def naive_knn(X, y, Xt, yt, k, masks):
-    order = _neighbour_order(X, Xt)
+    order = neighbour_order(X, Xt)
     total = np.zeros(masks.shape[0])
     for o, m in zip(order, y[order] == yt[:, None]):
         ranked = masks[:, o]

@@ -2,7 +2,7 @@
 
 import pytest
 
-from shapley_research.experiments._common import claim, held_count, undecided_count, validate_metrics, verdict_of
+from shapley_research.experiments import claim, held_count, undecided_count, validate_metrics, verdict_of
 from shapley_research.experiments._report import _claims_table
 
 
@@ -63,7 +63,7 @@ def test_contradicting_verdicts_are_refused():
 def test_holm_on_known_examples():
     import numpy as np
 
-    from shapley_research.experiments._verdicts import holm, holm_adjusted
+    from shapley_research.experiments import holm, holm_adjusted
 
     # Wikipedia's example ("Holm-Bonferroni method"): at 0.05 Holm rejects H1 (0.01) and H4 (0.005) only
     p = [0.01, 0.04, 0.03, 0.005]
@@ -87,7 +87,7 @@ def test_holm_on_known_examples():
 def test_wrong_side_p_agrees_with_the_interval():
     import numpy as np
 
-    from shapley_research.experiments._verdicts import interval_verdict, wrong_side_p
+    from shapley_research.experiments import interval_verdict, wrong_side_p
 
     rng = np.random.default_rng(0)
     for _ in range(200):
@@ -106,7 +106,7 @@ def test_wrong_side_p_agrees_with_the_interval():
 def test_family_correction_turns_a_marginal_miss_inconclusive():
     import numpy as np
 
-    from shapley_research.experiments._verdicts import combine, describe, family_verdicts, interval_verdict
+    from shapley_research.experiments import combine, describe, family_verdicts, interval_verdict
 
     marginal = [-0.05, -0.01, -0.03, -0.02, -0.04, 0.0]  # wholly below 0 at 95%, but p above 0.025 / 3
     entry = interval_verdict(marginal, 0.0)

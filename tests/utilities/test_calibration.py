@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 from sklearn.linear_model import LogisticRegression, Ridge
 
+from shapley_research.utilities.learners import route_by_cost, route_decision
+# Internal: the calibration cache and the cost model's formulas, which route_by_cost and route_decision use
 from shapley_research.utilities.learners import _calibration
 from shapley_research.utilities.learners._calibration import cache_path, calibration, machine_key, routing_mode
-from shapley_research.utilities.learners._cost import (ROUTING_ENV, SIDES, Calibration, logistic_costs, ridge_costs,
-                                                       route_by_cost)
-from shapley_research.utilities.learners._routing import route_decision
+from shapley_research.utilities.learners._cost import ROUTING_ENV, SIDES, Calibration, logistic_costs, ridge_costs
 
 
 @pytest.fixture

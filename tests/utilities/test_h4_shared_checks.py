@@ -6,9 +6,11 @@ from sklearn.datasets import load_diabetes, load_iris
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.linear_model import LogisticRegression, Ridge
 
-from shapley_research._validation import check_weights
-from shapley_research.utilities._model_data import TargetInfo, constant_frequencies, constant_means, split_degenerate
+from shapley_research.utilities import TargetInfo
 from shapley_research.utilities.learners import LogisticRegressionUtility, RidgeUtility, route_decision
+# Internal: the shared weight check and the pieces of the degenerate-coalition convention, tested one by one
+from shapley_research._validation import check_weights
+from shapley_research.utilities._model_data import constant_frequencies, constant_means, split_degenerate
 from shapley_research.utilities.learners._softmax import _SoftmaxChunk
 
 X, Y = load_iris(return_X_y=True)

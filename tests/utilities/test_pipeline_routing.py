@@ -25,8 +25,7 @@ from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import MaxAbsScaler, MinMaxScaler, StandardScaler
 
 from shapley_research import LogisticRegressionUtility, ModelUtility, RidgeUtility
-from shapley_research.utilities.learners import CoalitionScaling, ScalerStep, unsupported_reason
-from shapley_research.utilities.learners._scalers import scaler_step
+from shapley_research.utilities.learners import CoalitionScaling, ScalerStep, scaler_step, unsupported_reason
 from shapley_research.games import supports_prefixes
 
 SCALERS = {

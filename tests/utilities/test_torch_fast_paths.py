@@ -15,9 +15,10 @@ import pytest
 torch = pytest.importorskip("torch")
 from torch import nn  # noqa: E402
 
+from shapley_research import TorchModelUtility  # noqa: E402
+# Internal kernels of the fast paths (no public path reaches them one by one), and the training seam patched below
 from shapley_research.utilities import _torch_model  # noqa: E402
 from shapley_research.utilities._torch_mlp import mlp_gradient, mlp_layers  # noqa: E402
-from shapley_research.utilities._torch_model import TorchModelUtility  # noqa: E402
 from shapley_research.utilities._torch_training import (StackedOptimizer, own_rows, per_model_loss,  # noqa: E402
                                                         size_ordered_chunks, stacked_copies, stacked_gradient)
 

@@ -18,9 +18,10 @@ import pytest
 torch = pytest.importorskip("torch")
 from torch import nn  # noqa: E402
 
-from shapley_research.games._progress import reporting_to  # noqa: E402
-from shapley_research.utilities._model_data import TargetInfo, constant_utilities  # noqa: E402
-from shapley_research.utilities._torch_model import TorchModelUtility  # noqa: E402
+from shapley_research import TorchModelUtility  # noqa: E402
+from shapley_research.games import reporting_to  # noqa: E402
+from shapley_research.utilities import TargetInfo, constant_utilities  # noqa: E402
+# Internal: the batch order of one epoch (to replay a coalition's training by hand)
 from shapley_research.utilities._torch_training import epoch_batches  # noqa: E402
 
 pytestmark = pytest.mark.slow  # trains torch models: seconds a test on CPU
@@ -306,7 +307,7 @@ def test_cuda_without_a_gpu_is_refused():
 
 def test_torch_is_not_imported_with_the_package():
     code = ("import sys\n"
-            "import shapley_research, shapley_research.utilities._torch_model as m\n"
+            "import shapley_research as m\n"
             "print('torch' in sys.modules)\n"
             "sys.modules['torch'] = None  # as if it were not installed\n"
             "try:\n    m.TorchModelUtility(None, [[0.0]], [0], [[0.0]], [0])\n"

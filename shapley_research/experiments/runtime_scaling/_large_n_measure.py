@@ -32,7 +32,25 @@ PUBLISHED_MAX_PLAYERS = 1000
 # Measurement
 # --------------------------------------------------------------------------------------------
 
-def _estimate(method: str, game, budget: int, seed: int):
+def scaling_estimate(method: str, game: GameLike, budget: int, seed: int) -> ValuationResult:
+    """The run of scaling method ``method`` at ``budget``: its public estimator, one job, no progress bar.
+
+    Parameters
+    ----------
+    method : str
+        One of :data:`SCALING_METHODS` (``group_testing_wang_jia`` is Wang &
+        Jia's estimator as published, without this package's centering).
+    game : GameLike
+        The game to value.
+    budget : int
+        Utility evaluations.
+    seed : int
+        The estimator's seed.
+
+    Returns
+    -------
+    ValuationResult
+    """
     options: dict[str, Any] = {"seed": seed, "progress": False, "n_jobs": 1}
     if method in ("permutation", "permutation_antithetic"):
         return permutation_shapley(game, budget, antithetic=method == "permutation_antithetic", **options)
@@ -63,7 +81,7 @@ def error_trace(method: str, game: GameLike, exact: np.ndarray, seed: int, *, ta
     estimators). Returns one record per run: budget, ``evaluations``
     (``n_evaluations`` of the result), ``relative_error``, ``seconds``.
     """
-    estimate = _estimate if estimate is None else estimate
+    estimate = scaling_estimate if estimate is None else estimate
     trace, budget = [], game.n_players + 2
     while budget <= cap:
         try:

@@ -58,8 +58,8 @@ from ._large_n_games import SCALING_GAMES, knn_master_set, scaling_game
 from ._large_n_measure import (DECAY_RATIO, GROUP_TESTING, MIN_POINTS_FOR_EXPONENT, PLATEAU_SLOPE, PLATEAU_WINDOW,
                                PUBLISHED_MAX_PLAYERS, SCALING_METHODS, error_slope, error_trace, fit_exponents,
                                largest_budget, learner_seconds, measure_scaling, predicted_ratios, relative_error,
-                               scaling_exponents, scaling_plan, summarise_scaling, theorem_exponents,
-                               uniform_split_errors, with_published_variant)
+                               scaling_estimate, scaling_exponents, scaling_plan, summarise_scaling,
+                               theorem_exponents, uniform_split_errors, with_published_variant)
 
 __all__ = ["SCALING_METHODS", "SCALING_GAMES", "knn_master_set", "scaling_game", "error_trace",
            "scaling_plan", "uniform_split_errors", "measure_scaling", "summarise_scaling", "fit_exponents",
@@ -67,4 +67,4 @@ __all__ = ["SCALING_METHODS", "SCALING_GAMES", "knn_master_set", "scaling_game",
            "MIN_POINTS_FOR_EXPONENT", "LABELS", "STYLE", "relative_error", "largest_budget", "DECAY_RATIO",
            "ADVANTAGE", "group_testing_advantage", "advantage_table", "GROUP_TESTING", "PLATEAU_SLOPE",
            "PLATEAU_WINDOW", "PUBLISHED_MAX_PLAYERS", "error_slope", "predicted_ratios", "with_published_variant",
-           "undecided_above", "REACHED", "NOT_REACHED", "NOT_RUN"]
+           "undecided_above", "REACHED", "NOT_REACHED", "NOT_RUN", "scaling_estimate"]

@@ -135,9 +135,9 @@ from ._logistic import LogisticRegressionUtility
 from ._ridge import RidgeUtility
 from ._cost import RouteDecision, route_by_cost
 from ._routing import check_fast, final_estimator, learner_for, route_decision, unsupported_reason
-from ._scalers import CoalitionScaling, ScalerStep, is_pipeline
+from ._scalers import CoalitionScaling, ScalerStep, is_pipeline, scaler_step
 from ._softmax import NEG_LOGIT  # noqa: F401  (the logit of absent classes; was a module constant here)
 
 __all__ = ["LogisticRegressionUtility", "RidgeUtility", "unsupported_reason", "learner_for", "route_decision",
            "check_fast", "route_by_cost", "RouteDecision", "is_pipeline", "final_estimator", "CoalitionScaling",
-           "ScalerStep"]
+           "ScalerStep", "scaler_step"]

@@ -89,7 +89,23 @@ def is_pipeline(model: Any) -> bool:
 
 
 def scaler_step(name: str, step: Any) -> ScalerStep | str:
-    """The :class:`ScalerStep` of pipeline step ``(name, step)``, or the reason it is none."""
+    """The :class:`ScalerStep` of pipeline step ``(name, step)``, or the reason it is none.
+
+    Parameters
+    ----------
+    name : str
+        The step's name in the pipeline (for messages).
+    step : object
+        The pipeline's step: a ``StandardScaler``, ``MinMaxScaler`` (without
+        ``clip``) or ``MaxAbsScaler`` becomes a :class:`ScalerStep` with the
+        options that matter; anything else is no per-coalition scaler.
+
+    Returns
+    -------
+    ScalerStep or str
+        The step, or why it cannot be one (a sentence naming the step), so a
+        caller can say why a pipeline is not routed to the batched learners.
+    """
     from sklearn.preprocessing import MaxAbsScaler, MinMaxScaler, StandardScaler
 
     label = f"step {name!r} ({type(step).__name__})"
