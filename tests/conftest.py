@@ -200,8 +200,7 @@ def _quick_run_name(item) -> str | None:
 
 def pytest_collection_finish(session):
     """Start the quick runs the selected tests read, in the order they read them."""
-    needed = [_quick_run_name(item) for item in session.items
-              if _END_TO_END_FIXTURES.intersection(getattr(item, "fixturenames", ()))]
+    needed = [_quick_run_name(item) for item in session.items if _reads_quick_runs(item)]
     names = list(dict.fromkeys(n for n in needed if n is not None))
     if names and not session.config.option.collectonly:
         factory = session.config._tmp_path_factory  # what the tmp_path_factory fixture returns
@@ -218,11 +217,21 @@ def pytest_sessionfinish(session):
 _END_TO_END_FIXTURES = {"quick_run", "quick_rerun"}
 
 
+def _reads_quick_runs(item) -> bool:
+    return bool(_END_TO_END_FIXTURES.intersection(getattr(item, "fixturenames", ())))
+
+
 def pytest_collection_modifyitems(items):
-    """Mark ``slow`` every test that reads an end-to-end run, so that ``-m "not slow"`` never starts one."""
+    """Mark ``slow`` every test that reads an end-to-end run, so that ``-m "not slow"`` never starts one.
+
+    Those tests run last, in their order: their runs start in the background at the session's start
+    (:func:`pytest_collection_finish`), so every other test overlaps them instead of only those before.
+    """
     for item in items:
-        if _END_TO_END_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+        if _reads_quick_runs(item):
             item.add_marker(pytest.mark.slow)
+    items[:] = [item for item in items if not _reads_quick_runs(item)] + [item for item in items
+                                                                         if _reads_quick_runs(item)]
 
 
 @pytest.fixture(scope="session")

@@ -348,7 +348,7 @@ def _plain(value: Any) -> Any:
 
 
 def profile_of(project: Project, name: str, params: dict[str, Any]) -> str:
-    """The profile whose composed parameters ``params`` are, or :data:`CUSTOM_PROFILE`.
+    """The profile whose composed parameters ``params`` are, or ``CUSTOM_PROFILE`` (``"custom"``).
 
     Every parameter counts but ``output_dir``, ``profile`` and ``n_jobs``
     (results do not depend on them): a changed ``seed`` is a custom run.
