@@ -116,7 +116,7 @@ def closed_form_game(request):
 
 # --- two quick-profile runs of each experiment, made side by side and shared by the tests that read them ---------
 
-_QUICK_RUNS: dict = {}
+_QUICK_RUNS: dict = {}  # NAME -> Future of [(completed process, output root)] * 2
 
 
 def _quick_command(name: str, output_dir) -> list:
@@ -149,11 +149,69 @@ def _run_side_by_side(name: str, roots) -> list:
     return done
 
 
+class _QuickRunQueue:
+    """Runs the selected tests' quick runs in the background, one experiment's pair at a time, in test order.
+
+    The unit tests keep one core busy and leave the other idle, while an end-to-end test otherwise waits
+    for its runs: starting them at the session's start overlaps the two, so the suite's wall time is about
+    its CPU time over two cores. Each experiment's runs are made once whatever the order of requests.
+    """
+
+    def __init__(self, tmp_path_factory) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        self._factory = tmp_path_factory
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="quick-runs")
+
+    def _roots(self, name: str) -> list:
+        return [self._factory.mktemp(f"quick_{name}"), self._factory.mktemp(f"rerun_{name}")]
+
+    def submit(self, name: str) -> None:
+        if name not in _QUICK_RUNS:
+            roots = self._roots(name)  # made in the main thread: the factory is not thread-safe
+            _QUICK_RUNS[name] = self._pool.submit(_run_side_by_side, name, roots)
+
+    def shutdown(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+_QUEUE: list = []  # the session's _QuickRunQueue, once tests need one
+
+
+def _quick_runs_queue(factory) -> _QuickRunQueue:
+    if not _QUEUE:
+        _QUEUE.append(_QuickRunQueue(factory))
+    return _QUEUE[0]
+
+
 def _quick_runs(tmp_path_factory, name: str) -> list:
-    if name not in _QUICK_RUNS:
-        _QUICK_RUNS[name] = _run_side_by_side(name, [tmp_path_factory.mktemp(f"quick_{name}"),
-                                                     tmp_path_factory.mktemp(f"rerun_{name}")])
-    return _QUICK_RUNS[name]
+    _quick_runs_queue(tmp_path_factory).submit(name)  # already queued at the session's start, unless selected late
+    return _QUICK_RUNS[name].result()
+
+
+def _quick_run_name(item) -> str | None:
+    """The experiment whose quick runs ``item`` reads: its ``name`` parameter, else its module's name."""
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    if "name" in params:
+        return params["name"]
+    stem = item.path.stem
+    return stem.removeprefix("test_experiment_") if stem.startswith("test_experiment_") else None
+
+
+def pytest_collection_finish(session):
+    """Start the quick runs the selected tests read, in the order they read them."""
+    needed = [_quick_run_name(item) for item in session.items
+              if _END_TO_END_FIXTURES.intersection(getattr(item, "fixturenames", ()))]
+    names = list(dict.fromkeys(n for n in needed if n is not None))
+    if names and not session.config.option.collectonly:
+        factory = session.config._tmp_path_factory  # what the tmp_path_factory fixture returns
+        for name in names:
+            _quick_runs_queue(factory).submit(name)
+
+
+def pytest_sessionfinish(session):
+    if _QUEUE:
+        _QUEUE[0].shutdown()
 
 
 #: Fixtures that run an experiment's notebook end to end (minutes): a test that uses one is ``slow``.
