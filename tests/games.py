@@ -422,3 +422,15 @@ class CountingPrefixGame(CountingGame):
         permutations = np.asarray(permutations)
         self.prefix_rows += permutations.size
         return self.game.evaluate_prefixes(permutations)
+
+
+def flipped_label_task(centre: float) -> tuple:
+    """Two Gaussian classes at -centre and +centre (40 training points each, 50 test points each) with the
+    training labels of points 3, 11, 45 and 60 flipped: ``(X, y_noisy, X_test, y_test, flipped)``."""
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(-centre, 1, (40, 2)), rng.normal(centre, 1, (40, 2))])
+    y = np.repeat([0, 1], 40)
+    flipped = np.array([3, 11, 45, 60])
+    y[flipped] = 1 - y[flipped]
+    X_test = np.vstack([rng.normal(-centre, 1, (50, 2)), rng.normal(centre, 1, (50, 2))])
+    return X, y, X_test, np.repeat([0, 1], 50), flipped

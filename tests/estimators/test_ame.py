@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from games import AdditiveGame, CountingGame
+from games import AdditiveGame, CountingGame, flipped_label_task
 from shapley_research import LogisticRegressionUtility, ame, as_game
 from shapley_research.estimators import ame_coalitions
 
@@ -105,14 +105,8 @@ def test_a_function_is_no_game():
 
 @pytest.mark.slow
 def test_flipped_labels_get_the_lowest_values_on_a_separable_task():
-    rng = np.random.default_rng(0)
-    X = np.vstack([rng.normal(-2, 1, (40, 2)), rng.normal(2, 1, (40, 2))])
-    y = np.repeat([0, 1], 40)
-    flipped = np.array([3, 11, 45, 60])
-    y_noisy = y.copy()
-    y_noisy[flipped] = 1 - y_noisy[flipped]
-    X_test = np.vstack([rng.normal(-2, 1, (50, 2)), rng.normal(2, 1, (50, 2))])
-    game = LogisticRegressionUtility(X, y_noisy, X_test, np.repeat([0, 1], 50), metric="neg_log_loss")
+    X, y_noisy, X_test, y_test, flipped = flipped_label_task(2.0)
+    game = LogisticRegressionUtility(X, y_noisy, X_test, y_test, metric="neg_log_loss")
     values = ame(game, 2000, seed=0).values
     from sklearn.metrics import roc_auc_score
 

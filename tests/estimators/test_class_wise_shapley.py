@@ -8,6 +8,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.linear_model import LogisticRegression
 from sklearn.neighbors import KNeighborsClassifier
 
+from games import flipped_label_task
 from shapley_research import KNNUtility, LogisticRegressionUtility, ModelUtility, as_game, class_wise_shapley
 from shapley_research.estimators import class_wise_predictions
 
@@ -134,13 +135,8 @@ def test_games_that_train_no_classifier_are_refused():
 
 @pytest.mark.slow
 def test_flipped_labels_get_low_values():
-    rng = np.random.default_rng(0)
-    X = np.vstack([rng.normal(-2.5, 1, (40, 2)), rng.normal(2.5, 1, (40, 2))])
-    y = np.repeat([0, 1], 40)
-    flipped = np.array([3, 11, 45, 60])
-    y[flipped] = 1 - y[flipped]
-    X_test = np.vstack([rng.normal(-2.5, 1, (50, 2)), rng.normal(2.5, 1, (50, 2))])
-    game = LogisticRegressionUtility(X, y, X_test, np.repeat([0, 1], 50))
+    X, y, X_test, y_test, flipped = flipped_label_task(2.5)
+    game = LogisticRegressionUtility(X, y, X_test, y_test)
     values = class_wise_shapley(game, 4000, seed=0).values
     from sklearn.metrics import roc_auc_score
 
