@@ -119,14 +119,14 @@ def closed_form_game(request):
 _QUICK_RUNS: dict = {}  # NAME -> Future of [(completed process, output root)] * 2
 
 
-def _quick_command(name: str, output_dir) -> list:
-    """``shapley-research run NAME profile=quick output_dir=OUTPUT_DIR`` as `dvc repro` runs it."""
+def _quick_command(name: str, output_dir, *overrides: str) -> list:
+    """``shapley-research run NAME profile=quick output_dir=OUTPUT_DIR [OVERRIDES]`` as `dvc repro` runs it."""
     import shutil
     import sys
 
     script = shutil.which("shapley-research")
     command = [script] if script else [sys.executable, "-m", "shapley_research.cli"]
-    return command + ["run", name, "profile=quick", f"output_dir={output_dir}", "--quiet"]
+    return command + ["run", name, "profile=quick", f"output_dir={output_dir}", *overrides, "--quiet"]
 
 
 def run_quick_profile(name: str, output_dir):
@@ -136,12 +136,18 @@ def run_quick_profile(name: str, output_dir):
     return subprocess.run(_quick_command(name, output_dir), capture_output=True, text=True, timeout=600)
 
 
+#: The overrides of each side-by-side run: the first as `dvc repro` runs it (every core, ``n_jobs=-1`` from
+#: conf/config.yaml), the second in one process, so that comparing them also shows that no number depends on n_jobs.
+_SIDE_BY_SIDE = ((), ("n_jobs=1",))
+
+
 def _run_side_by_side(name: str, roots) -> list:
-    """The quick runs of ``name`` into each of ``roots``, at the same time (one per core on CI's two)."""
+    """The quick runs of ``name`` into each of ``roots``, at the same time (:data:`_SIDE_BY_SIDE`)."""
     import subprocess
 
-    procs = [subprocess.Popen(_quick_command(name, root), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for root in roots]
+    procs = [subprocess.Popen(_quick_command(name, root, *overrides), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+             for root, overrides in zip(roots, _SIDE_BY_SIDE)]
     done = []
     for proc, root in zip(procs, roots):
         stdout, stderr = proc.communicate(timeout=600)
@@ -229,8 +235,8 @@ def pytest_collection_modifyitems(items):
 def quick_run(tmp_path_factory):
     """``quick_run(NAME) -> (completed process, output root)``: the experiment's quick run, made once per session.
 
-    Made side by side with a second run of the same configuration (:func:`quick_rerun`), which the
-    rerun-determinism test compares with it: the two take the time of one on two cores, and the
+    Made side by side with a second run of the same configuration in one process (:func:`quick_rerun`,
+    ``n_jobs=1``), which the rerun-determinism test compares with it: the two take the time of one on two cores, and the
     experiment's end-to-end test reads the first, so the suite pays for them once. Tests must only
     read the runs' files.
     """

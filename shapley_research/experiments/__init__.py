@@ -32,6 +32,7 @@ from ._methods import (Method, MethodCall, get_method, method_defaults, method_n
                        register_method, unregister_method)
 from ._notebook import (build_notebook, notebook_defaults, parameters_cell, parameters_source,  # noqa: E402
                         provenance, run_info, write_notebook, write_parameters_cell)
+from ._parallel import check_n_jobs, parallel_map  # noqa: E402
 from ._paths import results_guard, shown_path  # noqa: E402
 from ._project import (CUSTOM_PROFILE, RESULTS_DIR, RUNNER_ENV, SCRATCH_DIR, UPDATE_RESULTS_ENV,  # noqa: E402
                        Project, ProjectError, check_declared, check_name, check_notebook_in_sync, dvc_stage,
@@ -58,6 +59,8 @@ __all__ = [
     # the registry of the methods the experiments run by name (:mod:`._methods`)
     "Method", "MethodCall", "get_method", "method_defaults", "method_names", "register_method",
     "unregister_method",
+    # the experiments' one way to spread tasks over joblib workers (:mod:`._parallel`)
+    "parallel_map", "check_n_jobs",
     # the project layout beyond the command line: where the project is, which profile ran, sync and name checks
     "find_project_dir", "CUSTOM_PROFILE", "profile_of", "notebook_sync_problems", "unknown_parameter_problems",
     # the notebook builder (an experiment's notebook, or a test project's)

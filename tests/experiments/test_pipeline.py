@@ -86,7 +86,7 @@ def test_profiles_are_quick_and_paper():
     config = yaml.safe_load((REAL.conf_dir / "config.yaml").read_text())
     assert config["defaults"][0] == {"profile": "paper"}
     assert {k: config[k] for k in ("output_dir", "seed", "n_jobs")} == {"output_dir": "scratch", "seed": 0,
-                                                                         "n_jobs": 1}
+                                                                         "n_jobs": -1}  # every core
 
 
 def test_dvc_yaml_has_a_conforming_stage_per_experiment():

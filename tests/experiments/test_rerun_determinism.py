@@ -2,7 +2,9 @@
 
 Each experiment's quick profile runs twice, in two output directories, at the
 same time (``conftest.quick_run`` and ``quick_rerun``), through the command
-line as `dvc repro` runs it. Then every number must agree exactly:
+line as `dvc repro` runs it: the first on every core (``n_jobs=-1``, the
+default), the second in one process (``n_jobs=1``), so the comparison also
+shows that no number depends on ``n_jobs``. Then every number must agree exactly:
 ``metrics.json`` once the measured times are set aside (keys named as times,
 and the statistic and verdict of a claim marked ``timing``; see
 ``shapley_research.experiments.without_timings``), every CSV table once its

@@ -8,10 +8,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..._validation import check_int
+from .._parallel import parallel_map
 from ._data import ATTACKS
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping, Sequence
+    from collections.abc import Mapping, Sequence
     from numpy.typing import ArrayLike
     import pandas as pd
     from ...utilities import LogisticRegressionUtility
@@ -49,14 +50,11 @@ def prefix_test_log_probabilities(learner: LogisticRegressionUtility, masks: Arr
     return np.log(np.clip(p_true, _EPS, 1.0 - _EPS))
 
 
-def _chunk_contributions(learner, permutations, X_eval, y_eval, weights, u_empty, blas_threads):
-    from threadpoolctl import threadpool_limits
-
+def _chunk_contributions(learner, permutations, X_eval, y_eval, weights, u_empty):
     from ...games import prefix_masks
 
     m, n = permutations.shape
-    with threadpool_limits(blas_threads):
-        utilities = prefix_test_log_probabilities(learner, prefix_masks(permutations), X_eval, y_eval) @ weights
+    utilities = prefix_test_log_probabilities(learner, prefix_masks(permutations), X_eval, y_eval) @ weights
     utilities = utilities.reshape(m, n, -1)
     gains = np.diff(utilities, axis=1, prepend=np.broadcast_to(u_empty, (m, 1, utilities.shape[2])))
     phi = np.empty_like(gains)
@@ -98,8 +96,6 @@ def permutation_contributions(learner: LogisticRegressionUtility, X_eval: ArrayL
         permutation ``t`` for test set ``s``; its mean over ``t`` estimates
         the Shapley value, and ``phi[t].sum(0) == U_s(D) - U_s(empty)``.
     """
-    from joblib import Parallel, delayed
-
     from .._common import progress
 
     permutations = np.asarray(permutations)
@@ -112,17 +108,10 @@ def permutation_contributions(learner: LogisticRegressionUtility, X_eval: ArrayL
     empty = np.zeros((1, learner.n_players), dtype=bool)
     u_empty = prefix_test_log_probabilities(learner, empty, X_eval, y_eval) @ weights  # (1, n_sets)
     starts = range(0, permutations.shape[0], chunk_size)
-    tasks = (delayed(_chunk_contributions)(learner, permutations[s:s + chunk_size], X_eval, y_eval, weights,
-                                           u_empty, blas_threads) for s in starts)
-    results: Iterable[np.ndarray]
-    if n_jobs == 1:
-        results = (_chunk_contributions(learner, permutations[s:s + chunk_size], X_eval, y_eval, weights, u_empty,
-                                        blas_threads) for s in starts)
-    else:
-        results = Parallel(n_jobs=n_jobs, return_as="generator")(tasks)
-    if desc:
-        results = progress(results, desc=desc, total=len(starts))
-    return np.concatenate(list(results), axis=0)
+    tasks = [(learner, permutations[s:s + chunk_size], X_eval, y_eval, weights, u_empty) for s in starts]
+    results = parallel_map(_chunk_contributions, tasks, n_jobs=n_jobs, progress=progress if desc else None,
+                           desc=desc or "", blas_threads=blas_threads)
+    return np.concatenate(results, axis=0)
 
 
 def pair_average(phi: np.ndarray) -> np.ndarray:

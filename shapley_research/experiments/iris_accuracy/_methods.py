@@ -11,6 +11,7 @@ import numpy as np
 from ... import (ValuationResult, all_s_influence, exact_shapley, group_testing_shapley, largest_s_influence,
                  permutation_shapley)
 from .._common import progress
+from .._parallel import check_n_jobs, parallel_map
 from ._data import LN2
 
 if TYPE_CHECKING:
@@ -153,19 +154,33 @@ def repetition_seeds(seed: int, n_repetitions: int) -> list[int]:
     return [int(s) for s in np.random.SeedSequence(seed).generate_state(n_repetitions)]
 
 
+def _repetition_runs(game: GameLike, data: IrisSplit, C: float, budget: int, seed: int, repetition: int,
+                     methods: Sequence[str]) -> list[MethodRun]:
+    """One repetition of :func:`run_all` (a task of its workers: each times its own CPU)."""
+    return run_methods(game, data, C=C, budget=budget, seed=seed, repetition=repetition, methods=methods)
+
+
 def run_all(game: GameLike, data: IrisSplit, *, C: float, budget: int, seed: int, n_repetitions: int,
             n_repetitions_all_s: int | None = None, first_order: bool = True, n_jobs: int = 1) -> list[MethodRun]:
     """Every method: the cheap randomised ones ``n_repetitions`` times, all-S in the first
-    ``n_repetitions_all_s`` of them (default all; its fits cost ~100x more), its first-order variant once."""
+    ``n_repetitions_all_s`` of them (default all; its fits cost ~100x more), its first-order variant once.
+
+    ``n_jobs`` worker processes share the repetitions (-1: every core); each
+    method runs on one process and times its own CPU, and the values do not
+    depend on ``n_jobs``.
+    """
     n_all_s = n_repetitions if n_repetitions_all_s is None else n_repetitions_all_s
     if not 1 <= n_all_s <= n_repetitions:
         raise ValueError(f"n_repetitions_all_s must be in 1..n_repetitions={n_repetitions}, got {n_all_s}.")
+    n_jobs = check_n_jobs(n_jobs)
     runs = run_deterministic(game, data, C=C)
     seeds = repetition_seeds(seed, n_repetitions)
-    for repetition in progress(range(n_repetitions), desc="repetitions"):
+    tasks = []
+    for repetition in range(n_repetitions):
         methods = ["permutation", "gt_paper", "gt_paper_wor", "gt_improved"] + ["all_s"] * (repetition < n_all_s)
         if first_order and repetition == 0:
             methods.append("all_s_first_order")
-        runs += run_methods(game, data, C=C, budget=budget, seed=seeds[repetition], repetition=repetition,
-                            methods=methods, n_jobs=n_jobs)
+        tasks.append((game, data, C, budget, seeds[repetition], repetition, methods))
+    for part in parallel_map(_repetition_runs, tasks, n_jobs=n_jobs, progress=progress, desc="repetitions"):
+        runs += part
     return runs

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import math
 import time
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..._validation import check_int
+from .._parallel import check_n_jobs, parallel_map
 from ._data import fit_projection, load_privacy_data, split_halves
 from ._mechanism import _check_delta, _check_epsilon, l2_sensitivity, privatize_images
 
@@ -195,7 +197,7 @@ def run_privacy_noise(*, epsilons: Sequence[float], delta: float, clip_norm: flo
         raise ValueError(f"epsilons must hold at least two distinct values, got {epsilons!r}.")
     eps = sorted(eps) + ([math.inf] if include_reference else [])
     _check_delta(delta)
-    n_jobs = check_int(n_jobs, "n_jobs", minimum=1)
+    n_jobs = check_n_jobs(n_jobs)
     data_seed, half_seed, noise_seed, perm_seed = np.random.SeedSequence(seed).generate_state(4)
     start = time.process_time()
     data = load_privacy_data(n_train, n_test, n_public, int(data_seed))
@@ -204,14 +206,8 @@ def run_privacy_noise(*, epsilons: Sequence[float], delta: float, clip_norm: flo
     options: dict[str, Any] = dict(delta=delta, clip_norm=clip_norm, clamp=clamp, logistic_C=logistic_C,
                                    n_permutations=n_permutations, noise_seed=int(noise_seed),
                                    permutation_seed=int(perm_seed))
-    if n_jobs == 1:
-        iterator = eps if progress is None else progress(eps, desc="privacy levels")
-        levels = [value_privacy_level(data, projection, noisy, e, **options) for e in iterator]
-    else:
-        from joblib import Parallel, delayed
-
-        levels = Parallel(n_jobs=n_jobs)(delayed(value_privacy_level)(data, projection, noisy, e, **options)
-                                         for e in eps)
+    levels = parallel_map(partial(value_privacy_level, **options), [(data, projection, noisy, e) for e in eps],
+                          n_jobs=n_jobs, progress=progress, desc="privacy levels")
     rows, points = [], []
     for level in levels:
         r, p = _level_rows(level, noisy, data["y_train"])

@@ -8,6 +8,7 @@ import numpy as np
 
 from ..._validation import check_float, check_int
 from ...estimators import marginal_contributions, random_permutations
+from .._parallel import check_n_jobs, parallel_map
 from ._data import CONVENTIONS, RidgeData, make_game
 
 if TYPE_CHECKING:
@@ -190,21 +191,12 @@ def run_grid(data: RidgeData, lams: Sequence[float], n_permutations: int, seed: 
         One per (convention, lambda), from :func:`value_variance_for_lambda` (including the values).
     """
     T = check_int(n_permutations, "n_permutations", minimum=2)
+    n_jobs = check_n_jobs(n_jobs)
     # a stream of its own: the train/test split is drawn from default_rng(seed) itself
     rng = np.random.default_rng([check_int(seed, "seed", minimum=0), 1])
     permutations = random_permutations(rng, T, data.n_players)
     weights = bootstrap_weights(rng, n_bootstrap, T)
     tasks = [(convention, float(lam)) for convention in conventions for lam in np.asarray(lams)]
-    n_jobs = check_int(n_jobs, "n_jobs", minimum=1)
-    results: Iterable[dict[str, Any]]
-    if n_jobs == 1:
-        results = (value_variance_for_lambda(data, lam, c, permutations, weights) for c, lam in tasks)
-    else:
-        from joblib import Parallel, delayed
-
-        results = Parallel(n_jobs=n_jobs, return_as="generator")(
-            delayed(value_variance_for_lambda)(data, lam, c, permutations, weights) for c, lam in tasks)
-    if progress is not None:
-        results = progress(results, desc="lambda grid", total=len(tasks))
-    return list(results)
+    return parallel_map(value_variance_for_lambda, [(data, lam, c, permutations, weights) for c, lam in tasks],
+                        n_jobs=n_jobs, progress=progress, desc="lambda grid")
 

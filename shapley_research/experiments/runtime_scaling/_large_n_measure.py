@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from ... import compressive_shapley, group_testing_shapley, permutation_shapley, stratified_svarm_shapley
+from .._parallel import parallel_map
 from ._large_n_games import scaling_game
 
 if TYPE_CHECKING:
@@ -178,14 +179,10 @@ def measure_scaling(plan: Sequence[tuple[str, str, int, int]], seeds: Iterable[i
     Tasks run through joblib (largest first); the numbers do not depend on
     ``n_jobs``. Returns every run, one row per budget.
     """
-    from joblib import Parallel, delayed
-
     tasks = sorted(((m, g, n, s, cap) for m, g, n, cap in plan for s in seeds), key=lambda t: -t[2] * t[4])
-    jobs = (delayed(_task)(m, g, n, s, target, cap, knn_data if g == "knn" else None, k, game_seed)
-            for m, g, n, s, cap in tasks)
-    runs = Parallel(n_jobs=n_jobs, return_as="generator")(jobs)
-    if progress is not None:
-        runs = progress(runs, total=len(tasks), desc="evaluations to target")
+    runs = parallel_map(_task, [(m, g, n, s, target, cap, knn_data if g == "knn" else None, k, game_seed)
+                                for m, g, n, s, cap in tasks],
+                        n_jobs=n_jobs, progress=progress, desc="evaluations to target")
     rows = [row for trace in runs for row in trace]
     order = ["method", "game", "n_players", "seed", "budget"]
     return pd.DataFrame(rows).sort_values(order, key=lambda c: c.map(_rank) if c.name == "method" else c,

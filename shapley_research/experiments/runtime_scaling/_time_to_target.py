@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from .._parallel import parallel_map
 from ._costs import LN2, stratum_layout
 
 if TYPE_CHECKING:
@@ -221,22 +222,13 @@ def measure_time_to_target(X_train: np.ndarray, y_train: np.ndarray, X_test: np.
     """
     tasks = [(n, method, seed) for n in ns for method in methods for seed in seeds]
 
-    def call(n, method, seed):
+    def arguments(n, method, seed):
         doublings = all_s_max_doublings if method == "all_s_influence" else max_doublings
-        return (_time_to_target_task, (method, X_train[:n], y_train[:n], X_test, y_test, references[n], target,
-                                       seed, doublings, C))
+        return (method, X_train[:n], y_train[:n], X_test, y_test, references[n], target, seed, doublings, C)
 
-    if n_jobs is None or n_jobs == 1:
-        results = ((fn(*args)) for fn, args in (call(*t) for t in tasks))
-    else:
-        from joblib import Parallel, delayed
-
-        results = Parallel(n_jobs=n_jobs, return_as="generator")(
-            delayed(fn)(*args) for fn, args in (call(*t) for t in tasks))
-    runs = []
-    for rows in (progress(results, desc="time to target", total=len(tasks)) if progress else results):
-        runs.extend(rows)
-    return runs
+    results = parallel_map(_time_to_target_task, [arguments(*t) for t in tasks],
+                           n_jobs=1 if n_jobs is None else n_jobs, progress=progress, desc="time to target")
+    return [row for rows in results for row in rows]
 
 
 def summarise_time_to_target(runs: Sequence[dict[str, Any]] | pd.DataFrame, target: float) -> pd.DataFrame:

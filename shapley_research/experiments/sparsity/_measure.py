@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from ..._validation import check_float, check_int
+from .._parallel import parallel_map
 from ._game import PrefixCache, compressive_permutations
 from ._statistics import relative_error
 
@@ -17,8 +18,18 @@ if TYPE_CHECKING:
     from numpy.typing import ArrayLike
     import pandas as pd
     from ...games import GameLike
+    from ...result import ValuationResult
 
 BASELINE = "baseline"
+
+
+def _reference_part(game: GameLike, budget: int, seed: int, batch_size: int) -> tuple[ValuationResult, float]:
+    """One part of :func:`reference_values` and the CPU seconds it took (in the process that ran it)."""
+    from ... import permutation_shapley
+
+    start = time.process_time()
+    result = permutation_shapley(game, budget, seed=seed, batch_size=batch_size, progress=False)
+    return result, time.process_time() - start
 
 
 def reference_values(game: GameLike, n_permutations: int, seeds: Sequence[int], *, batch_size: int = 64,
@@ -32,8 +43,11 @@ def reference_values(game: GameLike, n_permutations: int, seeds: Sequence[int], 
         Total permutations, split evenly over the parts.
     seeds : sequence of int
         One seed per part (at least one).
-    batch_size, n_jobs
+    batch_size : int
         Passed to :func:`shapley_research.permutation_shapley`.
+    n_jobs : int, optional
+        Worker processes over the parts (-1: every core); the values do not
+        depend on it.
 
     Returns
     -------
@@ -41,24 +55,23 @@ def reference_values(game: GameLike, n_permutations: int, seeds: Sequence[int], 
         ``values`` (mean of the parts), ``stderr`` (its standard error),
         ``parts`` (list of per-part values), ``n_permutations`` (used),
         ``relative_stderr`` (``||stderr|| / ||values||``: the error floor of
-        any comparison with this reference), ``cpu_time``.
+        any comparison with this reference), ``cpu_time`` (the parts' CPU
+        seconds, each measured where it ran).
     """
-    from ... import permutation_shapley
-
     seeds = list(seeds)
     if not seeds:
         raise ValueError("give at least one seed.")
     per_part = check_int(n_permutations, "n_permutations", minimum=len(seeds)) // len(seeds)
-    start = time.process_time()
-    results = [permutation_shapley(game, 1 + per_part * game.n_players, seed=s, batch_size=batch_size,
-                                   n_jobs=n_jobs, progress=False) for s in seeds]
+    parts = parallel_map(_reference_part, [(game, 1 + per_part * game.n_players, s, batch_size) for s in seeds],
+                         n_jobs=1 if n_jobs is None else n_jobs)
+    results = [result for result, _ in parts]
     values = np.mean([r.values for r in results], axis=0)
     # permutation sampling always reports a standard error
     stderr = np.sqrt(np.sum([r.stderr**2 for r in results], axis=0)) / len(results)  # type: ignore[operator]
     return {"values": values, "stderr": stderr, "parts": [r.values for r in results],
             "n_permutations": per_part * len(seeds),
             "relative_stderr": float(np.linalg.norm(stderr) / np.linalg.norm(values)),
-            "cpu_time": time.process_time() - start}
+            "cpu_time": sum(cpu for _, cpu in parts)}
 
 
 def error_curves(game: GameLike, reference: ArrayLike, permutation_grid: Sequence[int], seeds: Sequence[int],
