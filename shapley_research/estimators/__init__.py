@@ -38,7 +38,7 @@ from ._beta_shapley import beta_shapley, beta_weights, exact_beta_shapley
 from ._bounds import (UniformDivisionGuarantee, compressive_sample_size, group_testing_q_tot,
                       group_testing_sample_size, permutation_sample_size, stability_bound,
                       uniform_division_guarantee)
-from ._class_wise import class_wise_predictions, class_wise_shapley
+from ._class_wise import class_wise_minimum_budget, class_wise_predictions, class_wise_shapley
 from ._compressive import bernoulli_matrix, compressive_shapley, l1_recovery
 from ._data_oob import bootstrap_indices, data_oob
 from ._exact import exact_shapley
@@ -64,5 +64,6 @@ __all__ = [
     "svarm_size_probabilities", "truncated_contributions",
     "exact_banzhaf", "msr_banzhaf", "random_coalitions", "exact_beta_shapley", "beta_shapley", "beta_weights",
     "leave_one_out", "data_oob", "bootstrap_indices", "batch_rng", "PROGRESS_ENV",
-    "ame", "ame_coalitions", "class_wise_shapley", "class_wise_predictions", "lava", "label_distances",
+    "ame", "ame_coalitions", "class_wise_shapley", "class_wise_predictions", "class_wise_minimum_budget",
+    "lava", "label_distances",
 ]

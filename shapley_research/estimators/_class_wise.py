@@ -42,7 +42,7 @@ from .._validation import check_bool, check_int, check_seed
 from ..result import ValuationResult
 from ..utilities import ConstantPredictor, LogisticRegressionUtility, ModelUtility, TorchModelUtility, degenerate_rows
 
-__all__ = ["class_wise_shapley", "class_wise_predictions"]
+__all__ = ["class_wise_shapley", "class_wise_predictions", "class_wise_minimum_budget"]
 
 GAMES = (ModelUtility, LogisticRegressionUtility, TorchModelUtility)
 #: Most mask cells handed to one prediction call by default (a few MiB of booleans).
@@ -181,6 +181,18 @@ def _normalise(game: Any, classes: _Classes, values: NDArray[np.float64],
     return factors
 
 
+def class_wise_minimum_budget(n_players: int, n_classes: int, normalize: bool = True) -> int:
+    """The smallest budget :func:`class_wise_shapley` accepts: one permutation of every class (+ 1 to normalise).
+
+    A permutation of class :math:`c` costs :math:`n_c + 1` fits, so one of
+    each costs :math:`N + C` whatever the class sizes, and ``normalize`` adds
+    the fit on all the data.
+    """
+    n_players = check_int(n_players, "n_players", minimum=1)
+    n_classes = check_int(n_classes, "n_classes", minimum=1)
+    return n_players + n_classes + int(check_bool(normalize, "normalize"))
+
+
 def class_wise_shapley(game: ModelUtility | LogisticRegressionUtility | TorchModelUtility, budget: int,
                        seed: int | np.random.SeedSequence | None = None, *, normalize: bool = True,
                        chunk_size: int | None = None) -> ValuationResult:
@@ -243,7 +255,7 @@ def class_wise_shapley(game: ModelUtility | LogisticRegressionUtility | TorchMod
     classes = _Classes(np.asarray(targets.y_train_index), np.asarray(targets.y_test_index), np.asarray(game.y_test),
                        int(targets.n_classes))
     sizes = np.bincount(classes.train, minlength=classes.n_classes)
-    needed = int((sizes + 1).sum()) + int(normalize)
+    needed = class_wise_minimum_budget(classes.train.size, classes.n_classes, normalize)
     if budget < needed:
         raise ValueError(f"budget={budget} is smaller than one permutation of every class: it needs at least "
                          f"{needed:,} utility evaluations ({' + '.join(str(s + 1) for s in sizes)}"

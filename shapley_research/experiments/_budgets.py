@@ -91,7 +91,7 @@ def smallest_budget(method: str, n_players: int, options: Mapping[str, Any] | No
     Parameters
     ----------
     method : str
-        One of :data:`GAME_ESTIMATORS` (data_cleaning's names).
+        One of :data:`GAME_ESTIMATORS` (data_cleaning's names) or ``all_s_influence``.
     n_players : int
         The number of training points.
     options : mapping, optional
@@ -102,9 +102,10 @@ def smallest_budget(method: str, n_players: int, options: Mapping[str, Any] | No
     -------
     int
     """
-    if method not in GAME_ESTIMATORS:
-        raise ValueError(f"method must be one of {', '.join(GAME_ESTIMATORS)}, got {method!r}.")
-    return _smallest(method, int(n_players), _merged(method, options))
+    if method not in (*GAME_ESTIMATORS, "all_s_influence"):
+        raise ValueError(f"method must be one of {', '.join(GAME_ESTIMATORS)} or all_s_influence, got {method!r}.")
+    rule = _rule(method, int(n_players))
+    return rule if rule is not None else _smallest(method, int(n_players), _merged(method, options))
 
 
 def all_s_minimum(n_players: int, n_pilot: int = 2) -> int:
@@ -131,9 +132,26 @@ def _merged(method: str, options: Mapping[str, Any] | None) -> tuple[tuple[str, 
     return tuple((k, float(merged[k])) for k in keys)
 
 
-def _enough(method: str, budget: int, n_train: int, options: Mapping[str, Any]) -> bool:
+def _rule(method: str, n_train: int) -> int | None:
+    """The smallest budget of a method that no stand-in game can probe (its own rule), else ``None``.
+
+    ``all_s_influence`` takes data, not a game; ``class_wise_shapley`` refuses
+    any game but a classifier's, and needs one permutation of every class
+    (the experiments' tasks are binary: two classes).
+    """
     if method == "all_s_influence":
-        return budget >= all_s_minimum(n_train)
+        return all_s_minimum(n_train)
+    if method == "class_wise_shapley":
+        from ..estimators import class_wise_minimum_budget
+
+        return class_wise_minimum_budget(n_train, 2)
+    return None
+
+
+def _enough(method: str, budget: int, n_train: int, options: Mapping[str, Any]) -> bool:
+    rule = _rule(method, n_train)
+    if rule is not None:
+        return budget >= rule
     return _accepts(method, n_train, budget, _merged(method, options))
 
 
@@ -141,8 +159,7 @@ def _check(where: str, budget: int, n_train: int, methods: Iterable[str], option
     methods = tuple(methods)
     if all(_enough(m, budget, n_train, options) for m in methods):
         return []  # one call per method; the smallest budgets are searched only for the message
-    needs = {m: all_s_minimum(n_train) if m == "all_s_influence" else smallest_budget(m, n_train, options)
-             for m in methods}
+    needs = {m: smallest_budget(m, n_train, options) for m in methods}
     short = {method: need for method, need in needs.items() if budget < need}
     listed = ", ".join(f"{method} {need}" for method, need in sorted(short.items(), key=lambda kv: -kv[1]))
     return [f"{where}={budget} is too small for n_train={n_train}: at least {max(needs.values())} utility "

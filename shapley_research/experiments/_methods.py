@@ -330,6 +330,25 @@ def _beta_shapley(call: MethodCall) -> Outcome:
                         alpha=call.options["beta_alpha"], beta=call.options["beta_beta"], **_QUIET), None, None
 
 
+def _ame(call: MethodCall) -> Outcome:
+    from .. import ame
+
+    # the penalty by 5-fold LassoCV over the inclusion indicators (the library's default, OpenDataVal's choice)
+    return ame(call.game, call.budget, call.seed), None, None  # type: ignore[arg-type]
+
+
+def _class_wise_shapley(call: MethodCall) -> Outcome:
+    from .. import class_wise_shapley
+
+    return class_wise_shapley(call.game, call.budget, call.seed), None, None  # type: ignore[arg-type]
+
+
+def _lava(call: MethodCall) -> Outcome:
+    from .. import lava
+
+    return lava(*_data(call)), None, None
+
+
 for _entry in (
     Method("random", "random values", _random, needs="nothing", budgeted=False),
     Method("knn_shapley", "KNN-Shapley (exact)", _knn_shapley, needs="data", budgeted=False, defaults={"knn_k": 10}),
@@ -346,6 +365,9 @@ for _entry in (
            defaults={"oob_max_estimators": 800, "oob_fast": False}),
     Method("all_s_influence", "all-S influence", _all_s_influence, needs="data"),
     Method("largest_s_influence", "largest-S influence", _largest_s_influence, needs="data", budgeted=False),
+    Method("ame", "AME (Lasso)", _ame),
+    Method("class_wise_shapley", "class-wise Shapley", _class_wise_shapley),
+    Method("lava", "LAVA (optimal transport)", _lava, needs="data", budgeted=False),
 ):
     register_method(_entry)
 del _entry

@@ -21,7 +21,8 @@ LABELS = {
     "group_testing": "group testing (Wang & Jia + centering)", "compressive": "compressive",
     "svarm": "stratified SVARM", "msr_banzhaf": "Banzhaf (MSR)", "beta_shapley": "Beta(16, 1)",
     "leave_one_out": "leave-one-out", "data_oob": "Data-OOB", "all_s_influence": "all-S influence",
-    "largest_s_influence": "largest-S influence",
+    "largest_s_influence": "largest-S influence", "ame": "AME (Lasso)", "class_wise_shapley": "class-wise Shapley",
+    "lava": "LAVA (optimal transport)",
 }
 
 
@@ -35,7 +36,8 @@ def test_every_experiment_method_is_registered_under_its_one_spelling_and_label(
     assert set(dc.METHODS) <= set(method_names())
     assert method_names(needs="game", budgeted=True) == ("permutation", "permutation_antithetic",
                                                          "truncated_permutation", "group_testing", "compressive",
-                                                         "svarm", "msr_banzhaf", "beta_shapley")
+                                                         "svarm", "msr_banzhaf", "beta_shapley", "ame",
+                                                         "class_wise_shapley")
     assert dc.BUDGETED == tuple(m for m in dc.METHODS if get_method(m).budgeted)
 
 

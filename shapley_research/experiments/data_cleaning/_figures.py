@@ -28,6 +28,7 @@ FAMILIES = {
                                  "compressive", "svarm"),
     "other semivalues, leave-one-out": ("msr_banzhaf", "beta_shapley", "leave_one_out"),
     "without a game (model, KNN, gradients)": ("knn_shapley", "data_oob", "all_s_influence", "largest_s_influence"),
+    "OpenDataVal's other methods": ("ame", "class_wise_shapley", "lava"),
 }
 #: One style per method, the same in every figure: distinct colours within a family, distinct markers overall.
 STYLES = {
@@ -35,7 +36,8 @@ STYLES = {
     "truncated_permutation": ("tab:green", "^"), "group_testing": ("tab:red", "v"), "compressive": ("tab:purple", "D"),
     "svarm": ("tab:brown", "P"), "msr_banzhaf": ("tab:blue", "X"), "beta_shapley": ("tab:red", "*"),
     "leave_one_out": ("tab:olive", "h"), "knn_shapley": ("tab:cyan", "<"), "data_oob": ("tab:orange", ">"),
-    "all_s_influence": ("tab:green", "p"), "largest_s_influence": ("tab:pink", "d"), RANDOM: ("black", None),
+    "all_s_influence": ("tab:green", "p"), "largest_s_influence": ("tab:pink", "d"), "ame": ("tab:purple", "8"),
+    "class_wise_shapley": ("tab:green", "H"), "lava": ("tab:brown", "1"), RANDOM: ("black", None),
 }
 
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..._validation import check_int
+from .._parallel import check_n_jobs, parallel_map
 from ._data import make_game, make_problem
 from ._methods import BUDGETED, DEFAULT_OPTIONS, METHODS, run_methods
 
@@ -157,12 +158,54 @@ def problem_seed(seed: int, dataset: str, repetition: int) -> int:
     return int(np.random.SeedSequence(entropy).generate_state(1, dtype=np.uint32)[0])
 
 
+def _problem_rows(dataset: str, repetition: int, settings: dict[str, Any]) -> dict[str, Any]:
+    """Every method on one (data set, repetition), its task curves and values: one task of the run."""
+    import pandas as pd
+
+    s = settings
+    options, main_budget = s["options"], s["main_budget"]
+    pseed = problem_seed(s["seed"], dataset, repetition)
+    problem = make_problem(dataset, s["n_train"], s["n_test"], s["flip_fraction"], pseed, s["digit_classes"])
+    game = make_game(problem, options["logistic_C"], options["max_iter"])
+    clean = make_game({**problem, "y_train": problem["y_clean"]}, options["logistic_C"], options["max_iter"])
+    full = np.ones((1, problem["y_train"].size), dtype=bool)
+    flipped = problem["flipped"]
+    out: dict[str, Any] = {"full_accuracy": float(game.evaluate(full)[0]),
+                           "clean_accuracy": float(clean.evaluate(full)[0]), "n_flipped": int(flipped.sum()),
+                           "detection": [], "curves": [], "values": []}
+    for row in run_methods(problem, s["budgets"], pseed, options, s["methods"], main_budget):
+        main = row["budget"] is None or row["budget"] == main_budget
+        ok = row["values"] is not None
+        budget = row["budget"] if row["method"] in BUDGETED else main_budget
+        out["detection"].append({"dataset": dataset, "repetition": repetition, "method": row["method"],
+                                 "budget": budget, "main": main, "n_evaluations": row["n_evaluations"],
+                                 "wall_time_s": row["wall_time_s"],
+                                 "auroc": detection_auroc(row["values"], flipped) if ok else math.nan,
+                                 "f1": detection_f1(row["values"], flipped) if ok else math.nan,
+                                 "n_nan": row["n_nan"], "note": row["note"], "error": row["error"]})
+        if not ok:
+            continue
+        for curve, (counts, accuracy) in task_curves(game, row["values"], s["removal_fractions"],
+                                                     s["addition_fractions"]).items():
+            fractions = s["removal_fractions"] if curve.startswith("remove") else s["addition_fractions"]
+            out["curves"] += [{"dataset": dataset, "repetition": repetition, "method": row["method"],
+                               "budget": budget, "main": main, "curve": curve, "fraction": float(f),
+                               "n_points": int(c), "accuracy": float(a)}
+                              for f, c, a in zip(fractions, counts, accuracy)]
+        if main:
+            out["values"].append(pd.DataFrame({"dataset": dataset, "repetition": repetition, "method": row["method"],
+                                               "point": np.arange(flipped.size), "flipped": flipped,
+                                               "value": row["values"]}))
+    return out
+
+
 def run_data_cleaning(*, datasets: Sequence[str], n_train: int, n_test: int, flip_fraction: float, n_seeds: int,
                       budgets: Sequence[int], removal_fractions: Sequence[float],
                       addition_fractions: Sequence[float], digit_classes: Sequence[int] = (3, 8),
                       options: dict[str, Any] | None = None, methods: Sequence[str] = METHODS, seed: int = 0,
                       progress: Callable[..., Iterable[Any]] | None = None,
-                      budget: int | None = None) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, dict[str, Any]]:
+                      budget: int | None = None,
+                      n_jobs: int = 1) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, dict[str, Any]]:
     """The whole experiment: every method on every (data set, repetition), then its tasks.
 
     Parameters
@@ -176,9 +219,13 @@ def run_data_cleaning(*, datasets: Sequence[str], n_train: int, n_test: int, fli
     options : dict, optional
         Method options over :data:`EXPERIMENT_OPTIONS` (``logistic_C``,
         ``max_iter``, ``knn_k``, ``truncation``, ``beta_alpha``, ``beta_beta``,
-        ``oob_max_estimators``, ``oob_fast``).
+        ``oob_max_estimators``, ``oob_fast``, ...).
     progress : callable, optional
-        ``progress(iterable, desc=...)``.
+        ``progress(iterable, desc=..., total=...)``.
+    n_jobs : int
+        Worker processes over the (data set, repetition) problems (-1: every
+        core); the numbers do not depend on it, only the measured times (each
+        worker runs one method at a time on one BLAS thread).
 
     Returns
     -------
@@ -201,49 +248,25 @@ def run_data_cleaning(*, datasets: Sequence[str], n_train: int, n_test: int, fli
 
     n_seeds = check_int(n_seeds, "n_seeds", minimum=1)
     budgets = sorted(check_int(b, "budgets", minimum=1) for b in budgets)
-    options = {**EXPERIMENT_OPTIONS, **(options or {})}
+    n_jobs = check_n_jobs(n_jobs)
     main_budget = budgets[-1] if budget is None else check_int(budget, "budget", minimum=1)
-    jobs = [(d, r) for d in datasets for r in range(n_seeds)]
-    detection, curves, values = [], [], []
+    settings = {"options": {**EXPERIMENT_OPTIONS, **(options or {})}, "main_budget": main_budget, "seed": seed,
+                "n_train": n_train, "n_test": n_test, "flip_fraction": flip_fraction,
+                "digit_classes": digit_classes, "budgets": budgets, "methods": tuple(methods),
+                "removal_fractions": removal_fractions, "addition_fractions": addition_fractions}
+    jobs = [(d, r, settings) for d in datasets for r in range(n_seeds)]
+    parts = parallel_map(_problem_rows, jobs, n_jobs=n_jobs, progress=progress, desc="data sets x seeds")
     info: dict[str, Any] = {}
-    for dataset, repetition in (jobs if progress is None else progress(jobs, desc="data sets x seeds")):
-        pseed = problem_seed(seed, dataset, repetition)
-        problem = make_problem(dataset, n_train, n_test, flip_fraction, pseed, digit_classes)
-        game = make_game(problem, options["logistic_C"], options["max_iter"])
-        clean = make_game({**problem, "y_train": problem["y_clean"]}, options["logistic_C"], options["max_iter"])
-        full = np.ones((1, problem["y_train"].size), dtype=bool)
-        entry = info.setdefault(dataset, {"full_accuracy": [], "clean_accuracy": [],
-                                          "n_flipped": int(problem["flipped"].sum())})
-        entry["full_accuracy"].append(float(game.evaluate(full)[0]))
-        entry["clean_accuracy"].append(float(clean.evaluate(full)[0]))
-        flipped = problem["flipped"]
-        for row in run_methods(problem, budgets, pseed, options, methods, main_budget):
-            main = row["budget"] is None or row["budget"] == main_budget
-            ok = row["values"] is not None
-            detection.append({"dataset": dataset, "repetition": repetition, "method": row["method"],
-                              "budget": row["budget"] if row["method"] in BUDGETED else main_budget, "main": main,
-                              "n_evaluations": row["n_evaluations"], "wall_time_s": row["wall_time_s"],
-                              "auroc": detection_auroc(row["values"], flipped) if ok else math.nan,
-                              "f1": detection_f1(row["values"], flipped) if ok else math.nan,
-                              "n_nan": row["n_nan"], "note": row["note"], "error": row["error"]})
-            if not ok:
-                continue
-            for curve, (counts, accuracy) in task_curves(game, row["values"], removal_fractions,
-                                                         addition_fractions).items():
-                fractions = removal_fractions if curve.startswith("remove") else addition_fractions
-                curves += [{"dataset": dataset, "repetition": repetition, "method": row["method"],
-                            "budget": detection[-1]["budget"], "main": main, "curve": curve,
-                            "fraction": float(f), "n_points": int(c), "accuracy": float(a)}
-                           for f, c, a in zip(fractions, counts, accuracy)]
-            if not main:
-                continue
-            values.append(pd.DataFrame({"dataset": dataset, "repetition": repetition, "method": row["method"],
-                                        "point": np.arange(flipped.size), "flipped": flipped,
-                                        "value": row["values"]}))
+    for (dataset, _, _), part in zip(jobs, parts):
+        entry = info.setdefault(dataset, {"full_accuracy": [], "clean_accuracy": [], "n_flipped": part["n_flipped"]})
+        entry["full_accuracy"].append(part["full_accuracy"])
+        entry["clean_accuracy"].append(part["clean_accuracy"])
     for entry in info.values():
         entry["full_accuracy"] = float(np.mean(entry["full_accuracy"]))
         entry["clean_accuracy"] = float(np.mean(entry["clean_accuracy"]))
-    return (pd.DataFrame(detection), pd.DataFrame(curves),
+    values = [frame for part in parts for frame in part["values"]]
+    return (pd.DataFrame([r for part in parts for r in part["detection"]]),
+            pd.DataFrame([r for part in parts for r in part["curves"]]),
             pd.concat(values, ignore_index=True) if values else pd.DataFrame(), info)
 
 

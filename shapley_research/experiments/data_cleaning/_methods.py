@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 #: :mod:`shapley_research.experiments._methods`). ``random`` is the floor: i.i.d. uniform values.
 METHODS = ("random", "knn_shapley", "permutation", "permutation_antithetic", "truncated_permutation",
            "group_testing", "compressive", "svarm", "msr_banzhaf", "beta_shapley", "leave_one_out", "data_oob",
-           "all_s_influence", "largest_s_influence")
+           "all_s_influence", "largest_s_influence", "ame", "class_wise_shapley", "lava")
 #: Methods whose cost is set by the budget (run at every budget of the grid); the others cost a fixed amount.
 BUDGETED = tuple(m for m in METHODS if registry.get_method(m).budgeted)
 #: The semivalue estimators the Data-OOB paper compares with (Data Shapley, its truncated form, Banzhaf, Beta).

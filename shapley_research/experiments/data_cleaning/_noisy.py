@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..._validation import check_float, check_int
+from .._parallel import check_n_jobs, parallel_map
 from ._data import make_problem
 from ._measure import detection_auroc, detection_f1, problem_seed
 from ._methods import method_seed, run_method
@@ -114,10 +115,33 @@ def utility_noise(problem: dict[str, Any], seed: int, draws: int, options: dict[
             "half_sd": float(scores[:, 1:].std(axis=0, ddof=1).mean())}
 
 
+def _noisy_rows(dataset: str, repetition: int,
+                settings: dict[str, Any]) -> tuple[dict[str, float], list[dict[str, Any]]]:
+    """The utility's noise and the methods on the noisy utility, on one (data set, repetition)."""
+    s, options = settings, settings["options"]
+    pseed = problem_seed(s["seed"], dataset, repetition)
+    problem = make_problem(dataset, s["n_train"], s["n_test"], s["flip_fraction"], pseed, s["digit_classes"])
+    noise = utility_noise(problem, pseed, options["noise_draws"], options)
+    game = make_noisy_game(problem, method_seed(pseed, "noisy utility"), options["epochs"],
+                           options["batch_size"], options["learning_rate"])
+    rows = []
+    for method in s["methods"]:
+        row = run_method(method, problem, s["budget"], method_seed(pseed, method), game=game)
+        ok = row["values"] is not None
+        rows.append({"dataset": dataset, "repetition": repetition, "method": method, "budget": s["budget"],
+                     "main": True, **{k: options[k] for k in ("epochs", "batch_size", "learning_rate")},
+                     "n_evaluations": row["n_evaluations"], "wall_time_s": row["wall_time_s"],
+                     "auroc": detection_auroc(row["values"], problem["flipped"]) if ok else math.nan,
+                     "f1": detection_f1(row["values"], problem["flipped"]) if ok else math.nan,
+                     "n_nan": row["n_nan"], "note": row["note"], "error": row["error"]})
+    return noise, rows
+
+
 def run_noisy_utility(*, datasets: Sequence[str], n_train: int, n_test: int, flip_fraction: float, n_seeds: int,
                       budget: int, digit_classes: Sequence[int] = (3, 8), options: dict[str, Any] | None = None,
                       methods: Sequence[str] = NOISY_METHODS, seed: int = 0,
-                      progress: Callable[..., Iterable[Any]] | None = None) -> tuple[pd.DataFrame, dict[str, Any]]:
+                      progress: Callable[..., Iterable[Any]] | None = None,
+                      n_jobs: int = 1) -> tuple[pd.DataFrame, dict[str, Any]]:
     """MSR Banzhaf and permutation Shapley on the noisy utility, on the main run's problems.
 
     Parameters
@@ -128,6 +152,8 @@ def run_noisy_utility(*, datasets: Sequence[str], n_train: int, n_test: int, fli
         Utility evaluations per method.
     options : dict, optional
         Over :data:`NOISY_DEFAULTS`: ``epochs, batch_size, learning_rate, noise_draws``.
+    n_jobs : int
+        Worker processes over the problems (the numbers do not depend on it).
 
     Returns
     -------
@@ -142,24 +168,15 @@ def run_noisy_utility(*, datasets: Sequence[str], n_train: int, n_test: int, fli
     import pandas as pd
 
     n_seeds, budget = check_int(n_seeds, "n_seeds", minimum=1), check_int(budget, "budget", minimum=1)
-    options = {**NOISY_DEFAULTS, **(options or {})}
-    jobs = [(d, r) for d in datasets for r in range(n_seeds)]
-    rows: list[dict[str, Any]] = []
+    n_jobs = check_n_jobs(n_jobs)
+    settings = {"options": {**NOISY_DEFAULTS, **(options or {})}, "seed": seed, "n_train": n_train,
+                "n_test": n_test, "flip_fraction": flip_fraction, "digit_classes": digit_classes,
+                "budget": budget, "methods": tuple(methods)}
+    jobs = [(d, r, settings) for d in datasets for r in range(n_seeds)]
+    parts = parallel_map(_noisy_rows, jobs, n_jobs=n_jobs, progress=progress, desc="noisy utility")
+    rows = [row for _, part in parts for row in part]
     noise: dict[str, list[dict[str, float]]] = {}
-    for dataset, repetition in (jobs if progress is None else progress(jobs, desc="noisy utility")):
-        pseed = problem_seed(seed, dataset, repetition)
-        problem = make_problem(dataset, n_train, n_test, flip_fraction, pseed, digit_classes)
-        noise.setdefault(dataset, []).append(utility_noise(problem, pseed, options["noise_draws"], options))
-        game = make_noisy_game(problem, method_seed(pseed, "noisy utility"), options["epochs"],
-                               options["batch_size"], options["learning_rate"])
-        for method in methods:
-            row = run_method(method, problem, budget, method_seed(pseed, method), game=game)
-            ok = row["values"] is not None
-            rows.append({"dataset": dataset, "repetition": repetition, "method": method, "budget": budget,
-                         "main": True, **{k: options[k] for k in ("epochs", "batch_size", "learning_rate")},
-                         "n_evaluations": row["n_evaluations"], "wall_time_s": row["wall_time_s"],
-                         "auroc": detection_auroc(row["values"], problem["flipped"]) if ok else math.nan,
-                         "f1": detection_f1(row["values"], problem["flipped"]) if ok else math.nan,
-                         "n_nan": row["n_nan"], "note": row["note"], "error": row["error"]})
+    for (dataset, _, _), (measured, _) in zip(jobs, parts):
+        noise.setdefault(dataset, []).append(measured)
     summary = {d: {k: float(np.mean([r[k] for r in runs])) for k in runs[0]} for d, runs in noise.items()}
     return pd.DataFrame(rows), summary

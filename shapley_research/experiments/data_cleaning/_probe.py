@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..._validation import check_int
+from .._parallel import check_n_jobs, parallel_map
 from .._verdicts import describe, interval_verdict
 from ._data import make_problem
 from ._measure import EXPERIMENT_OPTIONS, detection_auroc, detection_f1, problem_seed
@@ -36,11 +37,32 @@ __all__ = ["PROBE_METHODS", "run_budget_probe", "auroc_by_repetition", "paired_a
 PROBE_METHODS = SEMIVALUES
 
 
+def _probe_rows(dataset: str, repetition: int, settings: dict[str, Any]) -> list[dict[str, Any]]:
+    """The probe's methods at its budgets on one (data set, repetition): one task of the probe."""
+    s = settings
+    pseed = problem_seed(s["seed"], dataset, repetition)
+    problem = make_problem(dataset, s["n_train"], s["n_test"], s["flip_fraction"], pseed, s["digit_classes"])
+    flipped = problem["flipped"]
+    rows = []
+    for row in run_methods(problem, s["budgets"], pseed, s["options"], s["methods"], s["budgets"][-1]):
+        ok = row["values"] is not None
+        rows.append({"dataset": dataset, "repetition": repetition, "method": row["method"],
+                     "budget": row["budget"], "n_evaluations": row["n_evaluations"],
+                     "wall_time_s": row["wall_time_s"],
+                     "auroc": detection_auroc(row["values"], flipped) if ok else float("nan"),
+                     "f1": detection_f1(row["values"], flipped) if ok else float("nan"),
+                     "n_nan": row["n_nan"], "note": row["note"], "error": row["error"]})
+    return rows
+
+
 def run_budget_probe(*, datasets: Sequence[str], n_train: int, n_test: int, flip_fraction: float,
                      probe_seeds: int, probe_budgets: Sequence[int], digit_classes: Sequence[int] = (3, 8),
                      options: dict[str, Any] | None = None, methods: Sequence[str] = PROBE_METHODS, seed: int = 0,
-                     progress: Callable[..., Iterable[Any]] | None = None) -> pd.DataFrame:
+                     progress: Callable[..., Iterable[Any]] | None = None, n_jobs: int = 1) -> pd.DataFrame:
     """Detection by ``methods`` at ``probe_budgets`` on repetitions ``0 .. probe_seeds - 1``.
+
+    ``n_jobs`` worker processes share the (data set, repetition) problems
+    (as :func:`~._measure.run_data_cleaning`; the numbers do not depend on it).
 
     Returns
     -------
@@ -56,22 +78,13 @@ def run_budget_probe(*, datasets: Sequence[str], n_train: int, n_test: int, flip
     budgets = sorted({check_int(b, "probe_budgets", minimum=1) for b in probe_budgets})
     if not budgets:
         raise ValueError("probe_budgets must name at least one budget.")
-    options = {**EXPERIMENT_OPTIONS, **(options or {})}
-    jobs = [(d, r) for d in datasets for r in range(probe_seeds)]
-    rows = []
-    for dataset, repetition in (jobs if progress is None else progress(jobs, desc="probe: data sets x seeds")):
-        pseed = problem_seed(seed, dataset, repetition)
-        problem = make_problem(dataset, n_train, n_test, flip_fraction, pseed, digit_classes)
-        flipped = problem["flipped"]
-        for row in run_methods(problem, budgets, pseed, options, methods, budgets[-1]):
-            ok = row["values"] is not None
-            rows.append({"dataset": dataset, "repetition": repetition, "method": row["method"],
-                         "budget": row["budget"], "n_evaluations": row["n_evaluations"],
-                         "wall_time_s": row["wall_time_s"],
-                         "auroc": detection_auroc(row["values"], flipped) if ok else float("nan"),
-                         "f1": detection_f1(row["values"], flipped) if ok else float("nan"),
-                         "n_nan": row["n_nan"], "note": row["note"], "error": row["error"]})
-    return pd.DataFrame(rows)
+    n_jobs = check_n_jobs(n_jobs)
+    settings = {"options": {**EXPERIMENT_OPTIONS, **(options or {})}, "seed": seed, "n_train": n_train,
+                "n_test": n_test, "flip_fraction": flip_fraction, "digit_classes": digit_classes,
+                "budgets": budgets, "methods": tuple(methods)}
+    jobs = [(d, r, settings) for d in datasets for r in range(probe_seeds)]
+    parts = parallel_map(_probe_rows, jobs, n_jobs=n_jobs, progress=progress, desc="probe: data sets x seeds")
+    return pd.DataFrame([row for part in parts for row in part])
 
 
 def auroc_by_repetition(table, method: str, budget: int) -> dict:
