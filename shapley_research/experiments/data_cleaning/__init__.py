@@ -22,8 +22,11 @@ Protocol (every open choice is a parameter of ``conf/experiment/data_cleaning.ya
   centering: "group testing (Wang & Jia + centering)"), compressive,
   stratified SVARM, Data Banzhaf (MSR), Beta(16, 1),
   leave-one-out, Data-OOB (``min(budget, oob_max_estimators)`` fits), all-S and
-  largest-S influence (accuracy utility), and random values as the floor. A
-  method that fails is recorded with its error, not hidden.
+  largest-S influence (accuracy utility), OpenDataVal's AME, class-wise
+  Shapley and LAVA, and random values as the floor. A method that fails is
+  recorded with its error, not hidden. The (data set, repetition) problems run
+  over ``n_jobs`` worker processes (:func:`~shapley_research.experiments.parallel_map`);
+  no number depends on it.
 * **Tasks** (:mod:`._measure`): detection AUROC of ranking by lowest value and
   F1 of flagging the lowest ``k`` (``k`` = number flipped); test accuracy after
   removing the lowest / highest-valued 5-30% and after adding points from the
