@@ -73,7 +73,7 @@ def test_run_injects_the_composed_parameters(quick_run):
     _, run_dir = quick_run
     nb = nbformat.read(run_dir / "iris_accuracy.ipynb", as_version=4)
     assert nb.metadata.papermill.parameters == {
-        "output_dir": str(run_dir), "profile": "custom", "seed": 0, "n_jobs": 1, "n_samples": 200, "true_mean": 5}
+        "output_dir": str(run_dir), "profile": "custom", "seed": 0, "n_jobs": -1, "n_samples": 200, "true_mean": 5}
     assert any("injected-parameters" in c.metadata.get("tags", []) for c in nb.cells)
 
 

@@ -276,6 +276,10 @@ def run_info(name: str, profile: str, wall_seconds: float, cpu_seconds: float) -
             "cpu_seconds": round(cpu_seconds, 1), **provenance()}
 
 
+#: How much older than the run's start a ``metrics.json`` may look and still be the run's (file-time granularity).
+MTIME_SLACK_S = 2.0
+
+
 class RunRecorder:
     """Writes ``run_info.json`` as ``shapley-research run`` does, for a notebook run any other way.
 
@@ -301,7 +305,9 @@ class RunRecorder:
         from ._report import RUN_INFO_FILE
 
         metrics = self.run_dir / METRICS_FILE
-        if not metrics.is_file() or metrics.stat().st_mtime < self.started:
+        # A metrics.json older than the run is an earlier run's. File times come from a coarse clock (a few ms;
+        # 2 s on FAT), so one written just after the start can look older than time.time() was then.
+        if not metrics.is_file() or metrics.stat().st_mtime < self.started - MTIME_SLACK_S:
             return
         info = run_info(self.info["experiment"], self.info["profile"], time.time() - self.started,
                         _cpu_seconds() - self.cpu_started)

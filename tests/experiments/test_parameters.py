@@ -172,6 +172,23 @@ def test_check_cell_records_a_run_that_the_command_did_not_start(tmp_path, monke
     assert namespace["profile"] == "paper" and RunRecorder.active is None
 
 
+def test_the_recorder_takes_a_metrics_file_timed_just_before_the_start_and_leaves_an_older_one(tmp_path):
+    """File times come from a coarse clock: a metrics.json written right after the start may look older."""
+    import os
+
+    from shapley_research.experiments._notebook import MTIME_SLACK_S
+
+    recorder = RunRecorder("sparsity", "quick", tmp_path)
+    metrics = tmp_path / "metrics.json"
+    metrics.write_text("{}")
+    os.utime(metrics, (recorder.started - 10 * MTIME_SLACK_S,) * 2)  # an earlier run's
+    recorder()
+    assert not (tmp_path / "run_info.json").exists()
+    os.utime(metrics, (recorder.started - MTIME_SLACK_S / 2,) * 2)  # this run's, stamped by a coarse clock
+    recorder()
+    assert json.loads((tmp_path / "run_info.json").read_text())["experiment"] == "sparsity"
+
+
 @pytest.mark.slow  # runs papermill in a subprocess
 @pytest.mark.skipif(not shutil.which("papermill"), reason="needs papermill on PATH")
 def test_plain_papermill_recipe_records_the_profile_and_run_info(tmp_path):
