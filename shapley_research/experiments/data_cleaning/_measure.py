@@ -158,14 +158,45 @@ def problem_seed(seed: int, dataset: str, repetition: int) -> int:
     return int(np.random.SeedSequence(entropy).generate_state(1, dtype=np.uint32)[0])
 
 
+def problem_settings(*, seed: int, n_train: int, n_test: int, flip_fraction: float,
+                     digit_classes: Sequence[int], **more: Any) -> dict[str, Any]:
+    """What a task needs to rebuild its (data set, repetition) problem, plus ``more`` of its own."""
+    return {"seed": seed, "n_train": n_train, "n_test": n_test, "flip_fraction": flip_fraction,
+            "digit_classes": digit_classes, **more}
+
+
+def task_problem(settings: dict[str, Any], dataset: str, repetition: int) -> tuple[int, dict[str, Any]]:
+    """``(problem seed, problem)`` of one (data set, repetition): the same in the run, the probe and the noisy part."""
+    pseed = problem_seed(settings["seed"], dataset, repetition)
+    return pseed, make_problem(dataset, settings["n_train"], settings["n_test"], settings["flip_fraction"], pseed,
+                               settings["digit_classes"])
+
+
+def detection_fields(row: dict[str, Any], flipped: np.ndarray) -> dict[str, Any]:
+    """The detection columns of one method's run (a row of :func:`~._methods.run_method`): AUROC, F1, cost, notes."""
+    ok = row["values"] is not None
+    return {"n_evaluations": row["n_evaluations"], "wall_time_s": row["wall_time_s"],
+            "auroc": detection_auroc(row["values"], flipped) if ok else math.nan,
+            "f1": detection_f1(row["values"], flipped) if ok else math.nan,
+            "n_nan": row["n_nan"], "note": row["note"], "error": row["error"]}
+
+
+def map_problems(task: Callable[..., Any], settings: dict[str, Any], datasets: Sequence[str], n_seeds: int, *,
+                 n_jobs: int, progress: Callable[..., Iterable[Any]] | None, desc: str) -> list[tuple[str, Any]]:
+    """``[(data set, task(data set, repetition, settings))]`` over every data set and repetition, in that order,
+    the tasks spread over ``n_jobs`` workers (:func:`~shapley_research.experiments.parallel_map`)."""
+    jobs = [(d, r, settings) for d in datasets for r in range(n_seeds)]
+    parts = parallel_map(task, jobs, n_jobs=n_jobs, progress=progress, desc=desc)
+    return [(dataset, part) for (dataset, _, _), part in zip(jobs, parts)]
+
+
 def _problem_rows(dataset: str, repetition: int, settings: dict[str, Any]) -> dict[str, Any]:
     """Every method on one (data set, repetition), its task curves and values: one task of the run."""
     import pandas as pd
 
     s = settings
     options, main_budget = s["options"], s["main_budget"]
-    pseed = problem_seed(s["seed"], dataset, repetition)
-    problem = make_problem(dataset, s["n_train"], s["n_test"], s["flip_fraction"], pseed, s["digit_classes"])
+    pseed, problem = task_problem(s, dataset, repetition)
     game = make_game(problem, options["logistic_C"], options["max_iter"])
     clean = make_game({**problem, "y_train": problem["y_clean"]}, options["logistic_C"], options["max_iter"])
     full = np.ones((1, problem["y_train"].size), dtype=bool)
@@ -175,15 +206,10 @@ def _problem_rows(dataset: str, repetition: int, settings: dict[str, Any]) -> di
                            "detection": [], "curves": [], "values": []}
     for row in run_methods(problem, s["budgets"], pseed, options, s["methods"], main_budget):
         main = row["budget"] is None or row["budget"] == main_budget
-        ok = row["values"] is not None
         budget = row["budget"] if row["method"] in BUDGETED else main_budget
         out["detection"].append({"dataset": dataset, "repetition": repetition, "method": row["method"],
-                                 "budget": budget, "main": main, "n_evaluations": row["n_evaluations"],
-                                 "wall_time_s": row["wall_time_s"],
-                                 "auroc": detection_auroc(row["values"], flipped) if ok else math.nan,
-                                 "f1": detection_f1(row["values"], flipped) if ok else math.nan,
-                                 "n_nan": row["n_nan"], "note": row["note"], "error": row["error"]})
-        if not ok:
+                                 "budget": budget, "main": main, **detection_fields(row, flipped)})
+        if row["values"] is None:
             continue
         for curve, (counts, accuracy) in task_curves(game, row["values"], s["removal_fractions"],
                                                      s["addition_fractions"]).items():
@@ -250,14 +276,15 @@ def run_data_cleaning(*, datasets: Sequence[str], n_train: int, n_test: int, fli
     budgets = sorted(check_int(b, "budgets", minimum=1) for b in budgets)
     n_jobs = check_n_jobs(n_jobs)
     main_budget = budgets[-1] if budget is None else check_int(budget, "budget", minimum=1)
-    settings = {"options": {**EXPERIMENT_OPTIONS, **(options or {})}, "main_budget": main_budget, "seed": seed,
-                "n_train": n_train, "n_test": n_test, "flip_fraction": flip_fraction,
-                "digit_classes": digit_classes, "budgets": budgets, "methods": tuple(methods),
-                "removal_fractions": removal_fractions, "addition_fractions": addition_fractions}
-    jobs = [(d, r, settings) for d in datasets for r in range(n_seeds)]
-    parts = parallel_map(_problem_rows, jobs, n_jobs=n_jobs, progress=progress, desc="data sets x seeds")
+    settings = problem_settings(seed=seed, n_train=n_train, n_test=n_test, flip_fraction=flip_fraction,
+                                digit_classes=digit_classes, options={**EXPERIMENT_OPTIONS, **(options or {})},
+                                main_budget=main_budget, budgets=budgets, methods=tuple(methods),
+                                removal_fractions=removal_fractions, addition_fractions=addition_fractions)
+    by_dataset = map_problems(_problem_rows, settings, datasets, n_seeds, n_jobs=n_jobs, progress=progress,
+                              desc="data sets x seeds")
+    parts = [part for _, part in by_dataset]
     info: dict[str, Any] = {}
-    for (dataset, _, _), part in zip(jobs, parts):
+    for dataset, part in by_dataset:
         entry = info.setdefault(dataset, {"full_accuracy": [], "clean_accuracy": [], "n_flipped": part["n_flipped"]})
         entry["full_accuracy"].append(part["full_accuracy"])
         entry["clean_accuracy"].append(part["clean_accuracy"])

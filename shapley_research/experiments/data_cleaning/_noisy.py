@@ -26,16 +26,14 @@ cost: the same model family, trained the way their argument assumes.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..._validation import check_float, check_int
-from .._parallel import check_n_jobs, parallel_map
-from ._data import make_problem
-from ._measure import detection_auroc, detection_f1, problem_seed
+from .._parallel import check_n_jobs
+from ._measure import detection_fields, map_problems, problem_settings, task_problem
 from ._methods import method_seed, run_method
 
 if TYPE_CHECKING:
@@ -119,21 +117,16 @@ def _noisy_rows(dataset: str, repetition: int,
                 settings: dict[str, Any]) -> tuple[dict[str, float], list[dict[str, Any]]]:
     """The utility's noise and the methods on the noisy utility, on one (data set, repetition)."""
     s, options = settings, settings["options"]
-    pseed = problem_seed(s["seed"], dataset, repetition)
-    problem = make_problem(dataset, s["n_train"], s["n_test"], s["flip_fraction"], pseed, s["digit_classes"])
+    pseed, problem = task_problem(s, dataset, repetition)
     noise = utility_noise(problem, pseed, options["noise_draws"], options)
     game = make_noisy_game(problem, method_seed(pseed, "noisy utility"), options["epochs"],
                            options["batch_size"], options["learning_rate"])
     rows = []
     for method in s["methods"]:
         row = run_method(method, problem, s["budget"], method_seed(pseed, method), game=game)
-        ok = row["values"] is not None
         rows.append({"dataset": dataset, "repetition": repetition, "method": method, "budget": s["budget"],
                      "main": True, **{k: options[k] for k in ("epochs", "batch_size", "learning_rate")},
-                     "n_evaluations": row["n_evaluations"], "wall_time_s": row["wall_time_s"],
-                     "auroc": detection_auroc(row["values"], problem["flipped"]) if ok else math.nan,
-                     "f1": detection_f1(row["values"], problem["flipped"]) if ok else math.nan,
-                     "n_nan": row["n_nan"], "note": row["note"], "error": row["error"]})
+                     **detection_fields(row, problem["flipped"])})
     return noise, rows
 
 
@@ -169,14 +162,14 @@ def run_noisy_utility(*, datasets: Sequence[str], n_train: int, n_test: int, fli
 
     n_seeds, budget = check_int(n_seeds, "n_seeds", minimum=1), check_int(budget, "budget", minimum=1)
     n_jobs = check_n_jobs(n_jobs)
-    settings = {"options": {**NOISY_DEFAULTS, **(options or {})}, "seed": seed, "n_train": n_train,
-                "n_test": n_test, "flip_fraction": flip_fraction, "digit_classes": digit_classes,
-                "budget": budget, "methods": tuple(methods)}
-    jobs = [(d, r, settings) for d in datasets for r in range(n_seeds)]
-    parts = parallel_map(_noisy_rows, jobs, n_jobs=n_jobs, progress=progress, desc="noisy utility")
-    rows = [row for _, part in parts for row in part]
+    settings = problem_settings(seed=seed, n_train=n_train, n_test=n_test, flip_fraction=flip_fraction,
+                                digit_classes=digit_classes, options={**NOISY_DEFAULTS, **(options or {})},
+                                budget=budget, methods=tuple(methods))
+    parts = map_problems(_noisy_rows, settings, datasets, n_seeds, n_jobs=n_jobs, progress=progress,
+                         desc="noisy utility")
+    rows = [row for _, (_, part) in parts for row in part]
     noise: dict[str, list[dict[str, float]]] = {}
-    for (dataset, _, _), (measured, _) in zip(jobs, parts):
+    for dataset, (measured, _) in parts:
         noise.setdefault(dataset, []).append(measured)
     summary = {d: {k: float(np.mean([r[k] for r in runs])) for k in runs[0]} for d, runs in noise.items()}
     return pd.DataFrame(rows), summary

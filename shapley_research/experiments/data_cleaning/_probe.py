@@ -20,10 +20,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..._validation import check_int
-from .._parallel import check_n_jobs, parallel_map
+from .._parallel import check_n_jobs
 from .._verdicts import describe, interval_verdict
-from ._data import make_problem
-from ._measure import EXPERIMENT_OPTIONS, detection_auroc, detection_f1, problem_seed
+from ._measure import EXPERIMENT_OPTIONS, detection_fields, map_problems, problem_settings, task_problem
 from ._methods import SEMIVALUES, run_methods
 
 if TYPE_CHECKING:
@@ -39,20 +38,11 @@ PROBE_METHODS = SEMIVALUES
 
 def _probe_rows(dataset: str, repetition: int, settings: dict[str, Any]) -> list[dict[str, Any]]:
     """The probe's methods at its budgets on one (data set, repetition): one task of the probe."""
-    s = settings
-    pseed = problem_seed(s["seed"], dataset, repetition)
-    problem = make_problem(dataset, s["n_train"], s["n_test"], s["flip_fraction"], pseed, s["digit_classes"])
-    flipped = problem["flipped"]
-    rows = []
-    for row in run_methods(problem, s["budgets"], pseed, s["options"], s["methods"], s["budgets"][-1]):
-        ok = row["values"] is not None
-        rows.append({"dataset": dataset, "repetition": repetition, "method": row["method"],
-                     "budget": row["budget"], "n_evaluations": row["n_evaluations"],
-                     "wall_time_s": row["wall_time_s"],
-                     "auroc": detection_auroc(row["values"], flipped) if ok else float("nan"),
-                     "f1": detection_f1(row["values"], flipped) if ok else float("nan"),
-                     "n_nan": row["n_nan"], "note": row["note"], "error": row["error"]})
-    return rows
+    pseed, problem = task_problem(settings, dataset, repetition)
+    return [{"dataset": dataset, "repetition": repetition, "method": row["method"], "budget": row["budget"],
+             **detection_fields(row, problem["flipped"])}
+            for row in run_methods(problem, settings["budgets"], pseed, settings["options"], settings["methods"],
+                                   settings["budgets"][-1])]
 
 
 def run_budget_probe(*, datasets: Sequence[str], n_train: int, n_test: int, flip_fraction: float,
@@ -79,12 +69,12 @@ def run_budget_probe(*, datasets: Sequence[str], n_train: int, n_test: int, flip
     if not budgets:
         raise ValueError("probe_budgets must name at least one budget.")
     n_jobs = check_n_jobs(n_jobs)
-    settings = {"options": {**EXPERIMENT_OPTIONS, **(options or {})}, "seed": seed, "n_train": n_train,
-                "n_test": n_test, "flip_fraction": flip_fraction, "digit_classes": digit_classes,
-                "budgets": budgets, "methods": tuple(methods)}
-    jobs = [(d, r, settings) for d in datasets for r in range(probe_seeds)]
-    parts = parallel_map(_probe_rows, jobs, n_jobs=n_jobs, progress=progress, desc="probe: data sets x seeds")
-    return pd.DataFrame([row for part in parts for row in part])
+    settings = problem_settings(seed=seed, n_train=n_train, n_test=n_test, flip_fraction=flip_fraction,
+                                digit_classes=digit_classes, options={**EXPERIMENT_OPTIONS, **(options or {})},
+                                budgets=budgets, methods=tuple(methods))
+    parts = map_problems(_probe_rows, settings, datasets, probe_seeds, n_jobs=n_jobs, progress=progress,
+                         desc="probe: data sets x seeds")
+    return pd.DataFrame([row for _, part in parts for row in part])
 
 
 def auroc_by_repetition(table, method: str, budget: int) -> dict:
