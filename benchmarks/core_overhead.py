@@ -60,6 +60,7 @@ from shapley_research.estimators import _compressive
 from shapley_research.estimators import _group_testing
 
 OVERHEAD_GOAL = 1.5
+SVARM_LARGE_N_GOAL = 3.0  # issue 35: its O(N^2) statistics at N = 2,048, formed once per batch of 8 N coalitions
 CVXPY_MAX_PLAYERS = 2_000  # the cvxpy reference of compressive sampling's l1 problem: only this small
 RECOVERY_GOAL_S = 10.0  # "seconds": we read it as under ten seconds at N = 10,000
 SEED = 20240601
@@ -447,6 +448,11 @@ def _verdict(ok: bool) -> str:
     return "OK" if ok else "MISS"
 
 
+def _overhead_goal(name: str, n: int) -> float:
+    """The goal of a case: :data:`OVERHEAD_GOAL`, but :data:`SVARM_LARGE_N_GOAL` for SVARM at its largest size."""
+    return SVARM_LARGE_N_GOAL if name == "stratified SVARM" and n == SVARM_LARGE_N else OVERHEAD_GOAL
+
+
 def report(n, overhead, scale, repeats, jit, markdown=False) -> str:
     med = statistics.median
     out = []
@@ -486,8 +492,8 @@ def report(n, overhead, scale, repeats, jit, markdown=False) -> str:
                          f"{med(wall):.3f} ({min(wall):.3f})", f"{med(direct):.3f} ({min(direct):.3f})",
                          f"{ratio:.2f}x ({best:.2f}x)", f"{ratio_cpu:.2f}x",
                          "n/a" if peak is None else f"{peak / MIB:.1f}", f"{r['rel_rmse']:.3f}"])
-            goals.append(f"overhead {label}, N={n_row:,}: {ratio:.2f}x (goal <= {OVERHEAD_GOAL}x) "
-                         f"{_verdict(ratio <= OVERHEAD_GOAL)}")
+            goal = _overhead_goal(r["name"], n_row)
+            goals.append(f"overhead {label}, N={n_row:,}: {ratio:.2f}x (goal <= {goal}x) {_verdict(ratio <= goal)}")
         if r["name"] == "compressive":
             goals[-1] += (f"  [the l1 recovery (lasso homotopy) takes {med(rec):.2f} s of {med(est):.2f} s, a fixed "
                           "cost that does not grow with the budget")
@@ -521,8 +527,8 @@ def report(n, overhead, scale, repeats, jit, markdown=False) -> str:
                      f"{r['peak_traced'] / n_:,.0f}", rss, f"{n_ * n_ * 8 / MIB:,.0f}",
                      f"{t_ * n_ / MIB:,.0f}", f"{r['rel_rmse']:.3f}"])
     out.append(_table(headers, rows, markdown))
-    out.append("   The traced peak is set by the per-batch buffers: default_batch_size draws about 2**22 mask")
-    out.append("   cells per batch whatever N, so the peak is flat in N and in T; what grows with N is the")
+    out.append("   The traced peak is set by the per-chunk buffers: a batch is drawn and evaluated about 2**22")
+    out.append("   mask cells at a time whatever N, so the peak is flat in N and in T; what grows with N is the")
     out.append("   running (mean, M2) state, 16 bytes per player.")
     out.append("   (rel. RMSE = RMSE against the closed-form values / RMS of the values: a sanity check that")
     out.append("   every run is a real estimate, not the subject of this benchmark.)")

@@ -32,7 +32,8 @@ from numpy.typing import NDArray
 from ._exact import check_enumeration, utility_table
 from ._permutation import SAMPLING_PARAMETERS
 from ._sampling._driver import Run, Sampler, SamplingOptions, SamplingSpec, drive
-from ._sampling._loop import Anchors, MeanState, evaluate_coalitions, evaluations_text
+from ._sampling._loop import (Anchors, MeanState, coalition_batch_size, evaluate_coalitions, evaluation_chunks,
+                             evaluations_text)
 from ._small_games import enumeration_affordable
 from ..games import GameLike
 from .._validation import check_game, check_int, check_utilities
@@ -123,26 +124,44 @@ def random_coalitions(rng: np.random.Generator, size: int, n_players: int) -> ND
     return np.unpackbits(raw, axis=1, count=n_players).view(bool)
 
 
-def _batch_state(masks: np.ndarray, utilities: np.ndarray) -> MeanState:
-    r"""Count, mean and M2 of the batch's per-coalition vectors, never formed.
+class _SideSums:
+    r"""The sums over a batch's coalitions from which :func:`msr_banzhaf`'s statistics follow.
 
     Coalition :math:`S_t` with utility :math:`u_t` gives the vector
     :math:`[u_t x_{ti}]_i, [x_{ti}]_i, [u_t (1 - x_{ti})]_i` with
     :math:`x_{ti} = 1(i \in S_t)` (``3N`` entries). Its sums and sums of
-    squares are two products with the masks (:math:`x^2 = x`), so
-    :math:`M_2 = \sum y^2 - (\sum y)^2 / b` follows without the ``b x 3N`` array.
+    squares follow from :math:`\sum_t u_t x_{ti}`, :math:`\sum_t u_t^2 x_{ti}`,
+    :math:`\sum_t x_{ti}` (:math:`x^2 = x`) and the totals :math:`\sum_t u_t`,
+    :math:`\sum_t u_t^2`: added chunk by chunk, rows in order, then turned
+    into the batch's count, mean and :math:`M_2 = \sum y^2 - (\sum y)^2 / b`
+    once (:meth:`state`), without the ``b x 3N`` array.
     """
-    from ._sampling._gt_kernels import add_masked_moments  # numba loads on first use
 
-    b = masks.shape[0]
-    moments = np.zeros((3, masks.shape[1]))  # sums of u, u^2 and 1 over the coalitions holding i
-    add_masked_moments(np.ascontiguousarray(masks).view(np.uint8), np.ascontiguousarray(utilities, dtype=float),
-                       moments)
-    inside, counts = moments[:2], moments[2]
-    total, total_sq = float(utilities.sum()), float(utilities @ utilities)
-    sums = np.concatenate([inside[0], counts, total - inside[0]])
-    squares = np.concatenate([inside[1], counts, total_sq - inside[1]])
-    return MeanState(sums.size, b, sums / b, np.maximum(squares - sums**2 / b, 0.0))
+    def __init__(self, n_players: int) -> None:
+        self.moments = np.zeros((3, n_players))  # sums of u, u^2 and 1 over the coalitions holding i
+        self.count = 0
+        self.total: float | None = None
+        self.total_sq: float | None = None
+
+    def add(self, masks: np.ndarray, utilities: np.ndarray) -> None:
+        """Add the coalitions ``masks`` (rows in order) with their ``utilities``."""
+        from ._sampling._gt_kernels import add_masked_moments  # numba loads on first use
+
+        utilities = np.ascontiguousarray(utilities, dtype=float)
+        add_masked_moments(np.ascontiguousarray(masks).view(np.uint8), utilities, self.moments)
+        total, total_sq = float(utilities.sum()), float(utilities @ utilities)
+        self.total = total if self.total is None else self.total + total
+        self.total_sq = total_sq if self.total_sq is None else self.total_sq + total_sq
+        self.count += masks.shape[0]
+
+    def state(self) -> MeanState:
+        """The batch's count, mean and :math:`M_2` of the ``3N`` vectors (one compiled pass)."""
+        from ._sampling._gt_kernels import side_moments
+
+        n = self.moments.shape[1]
+        mean, m2 = np.empty(3 * n), np.empty(3 * n)
+        side_moments(self.moments, float(self.total or 0.0), float(self.total_sq or 0.0), self.count, mean, m2)
+        return MeanState(3 * n, self.count, mean, m2)
 
 
 def _side_statistics(state: MeanState):
@@ -281,8 +300,9 @@ def msr_banzhaf(game: GameLike, budget: int | None, seed: int | np.random.SeedSe
     seed : int or numpy.random.SeedSequence, optional
         Seed of the random streams; ``None`` draws one (kept on the result).
     batch_size, n_jobs, progress
-        As in :func:`~shapley_research.permutation_shapley` (a batch holds
-        sampled coalitions).
+        As in :func:`~shapley_research.permutation_shapley`; a batch holds
+        sampled coalitions, 4096 by default, evaluated about ``2**22`` mask
+        cells at a time (one call to ``game.evaluate`` up to ``N = 1,024``).
     empty_utility : float, optional
         Use this value as ``U(empty)`` whenever the empty coalition is drawn,
         instead of evaluating it (``n_evaluations`` then counts only the
@@ -314,7 +334,10 @@ def msr_banzhaf(game: GameLike, budget: int | None, seed: int | np.random.SeedSe
 @dataclass(frozen=True, kw_only=True)
 class BanzhafSpec(SamplingSpec):
     """:func:`msr_banzhaf` for :func:`~._sampling._driver.drive`: a unit is one uniform coalition, reduced to
-    the ``3N`` statistics of :func:`_batch_state`; no anchors (``U(empty)`` and ``U(D)`` are drawn like any)."""
+    the ``3N`` statistics of :class:`_SideSums`; no anchors (``U(empty)`` and ``U(D)`` are drawn like any)."""
+
+    def batch_size(self, batch_size: int | None, n_units: int | None) -> int:
+        return coalition_batch_size(self.n_players) if batch_size is None else batch_size
 
     def units(self, budget: object, options: SamplingOptions) -> int | None:
         n, empty_utility = self.n_players, options.empty_utility
@@ -355,10 +378,17 @@ def _options(empty_utility: float | None) -> dict:
 
 def _coalition_batch(game: GameLike, empty_utility: float | None, rng: np.random.Generator,
                      size: int) -> tuple[MeanState, int]:
-    """The ``sample_batch`` of :func:`msr_banzhaf`: ``size`` uniform coalitions, reduced to their statistics."""
-    masks = random_coalitions(rng, size, game.n_players)
-    if empty_utility is None:
-        utilities, made = check_utilities(game.evaluate(masks), size), size
-    else:
-        utilities, made = evaluate_coalitions(game, masks, empty_utility)
-    return _batch_state(masks, utilities), made
+    """The ``sample_batch`` of :func:`msr_banzhaf`: ``size`` uniform coalitions, reduced to their statistics.
+
+    Drawn, evaluated and added chunk by chunk (:func:`~._sampling._batches.evaluation_chunks`).
+    """
+    sums, made = _SideSums(game.n_players), 0
+    for rows in evaluation_chunks(size, game.n_players):
+        masks = random_coalitions(rng, rows.stop - rows.start, game.n_players)
+        if empty_utility is None:
+            utilities, evaluated = check_utilities(game.evaluate(masks), masks.shape[0]), masks.shape[0]
+        else:
+            utilities, evaluated = evaluate_coalitions(game, masks, empty_utility)
+        sums.add(masks, utilities)
+        made += evaluated
+    return sums.state(), made

@@ -45,7 +45,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ._sampling._driver import Run, Sampler, SamplingOptions, SamplingSpec, drive
-from ._sampling._loop import Anchors, MeanState, evaluate_coalitions
+from ._sampling._loop import Anchors, MeanState, coalition_batch_size, evaluate_coalitions, evaluation_chunks
 from .._validation import check_choice, check_float, check_game, check_solver
 from ._sampling._subsets import SmallSides, draw_small_sides, random_subsets, small_sides_of
 from ._sampling._without_replacement import (MAX_STRATUM, StratumPlan, draw_coalitions, size_rng,
@@ -102,43 +102,42 @@ def _draw_sizes(rng: np.random.Generator, size: int, probabilities: np.ndarray) 
     return k
 
 
-def _contrast_moments(weight: np.ndarray, offset: np.ndarray, full: np.ndarray, drawn: np.ndarray,
-                      sides: SmallSides) -> MeanState:
-    r"""Moments of the per-test vectors :math:`x_{ti} = w_t(\beta_{ti} - o_t)` (``i < N``), not formed.
+def _add_small_sides(y: np.ndarray, rows: np.ndarray, sides: SmallSides, sums: np.ndarray) -> None:
+    """``sums[i] += sum_t beta_ti y_t`` over the tests ``rows`` but for their complements' constant part.
 
-    ``o_t`` is the null player's indicator (improved) or ``k_t / N`` (paper,
-    which centres the contrasts). Tests ``drawn`` have the coalitions of
-    ``sides`` (in order); the others are empty, or grand where ``full``. Both
-    sums are linear in the 0/1 masks: :math:`\sum_t x_{ti} = (w^\top\beta)_i
-    - w^\top o` and, as :math:`(\beta - o)^2 = \beta(1 - 2o) + o^2` for 0/1
-    :math:`\beta`, :math:`\sum_t x_{ti}^2 = (y^\top\beta)_i + (w^2)^\top o^2`
-    with :math:`y = w^2(1 - 2o)`. A coalition is :math:`\beta_t = f_t + s_t e_t`
-    with ``e_t`` its small side, ``f_t`` 1 if it is the complement (or the
-    grand coalition) and :math:`s_t = 1 - 2f_t`, so a product with
-    :math:`\beta` is a sum over the ``f_t`` plus a scatter of the small sides'
-    members: ``O(min(k, N - k))`` per test. Rows whose small side was drawn
-    dense (no members listed) are added by a pass over the mask instead.
+    The members of each small side are scattered (``-y`` where the side is a
+    complement), and rows whose small side was drawn dense (no members
+    listed) are added by a pass over the mask: ``O(min(k, N - k))`` per test.
     """
     from ._sampling._gt_kernels import add_dense_rows, scatter_small_sides
 
-    size = weight.shape[0]
-    n = sides.masks.shape[1]
-    offset = np.asarray(offset, dtype=float)
-    y = np.empty((size, 2))
-    y[:, 0] = weight
-    y[:, 1] = weight**2 * (1.0 - 2.0 * offset)
-    complement = full.astype(float)
-    complement[drawn] = sides.flip & ~sides.dense
-    sums = np.zeros((n, 2))
-    scatter_small_sides(y, drawn, sides.flip, sides.indptr, sides.vals, sums)
+    scatter_small_sides(y, rows, sides.flip, sides.indptr, sides.vals, sums)
     dense = np.flatnonzero(sides.dense)
     if dense.size:
-        add_dense_rows(sides.masks.view(np.uint8), dense, y, drawn[dense], sums)
+        add_dense_rows(sides.masks.view(np.uint8), dense, y, rows[dense], sums)
+
+
+def _contrast_moments(weight: np.ndarray, offset: np.ndarray, y: np.ndarray, complement: np.ndarray,
+                      sums: np.ndarray) -> MeanState:
+    r"""Moments of the per-test vectors :math:`x_{ti} = w_t(\beta_{ti} - o_t)` (``i < N``), not formed.
+
+    ``o_t`` is the null player's indicator (improved) or ``k_t / N`` (paper,
+    which centres the contrasts). Both sums are linear in the 0/1 masks:
+    :math:`\sum_t x_{ti} = (w^\top\beta)_i - w^\top o` and, as
+    :math:`(\beta - o)^2 = \beta(1 - 2o) + o^2` for 0/1 :math:`\beta`,
+    :math:`\sum_t x_{ti}^2 = (y^\top\beta)_i + (w^2)^\top o^2` with
+    :math:`y = [w, w^2(1 - 2o)]`. A coalition is :math:`\beta_t = f_t + s_t e_t`
+    with ``e_t`` its small side, ``f_t`` 1 if it is the complement (or the
+    grand coalition) and :math:`s_t = 1 - 2f_t`: ``sums`` holds the small
+    sides' part (:func:`_add_small_sides`), ``complement`` the :math:`f_t`.
+    """
+    size = weight.shape[0]
+    weight, offset = np.ascontiguousarray(weight), np.asarray(offset, dtype=float)  # unit-stride BLAS products
     sums += complement @ y
     mean = (sums[:, 0] - weight @ offset) / size
     total_sq = sums[:, 1] + weight**2 @ offset**2
     m2 = np.maximum(total_sq - size * mean**2, 0.0)
-    return MeanState(n, size, mean, m2)
+    return MeanState(sums.shape[0], size, mean, m2)
 
 
 def recover_from_differences(centred: np.ndarray, total: float, *, recovery: str = "closed_form",
@@ -275,7 +274,9 @@ def group_testing_shapley(game: GameLike, budget: int | None, seed: int | np.ran
         independently beyond. The default keeps the results of earlier
         versions bit for bit.
     batch_size, n_jobs, progress, empty_utility
-        As in :func:`permutation_shapley`.
+        As in :func:`permutation_shapley`; a batch holds tests, 4096 by
+        default, evaluated about ``2**22`` mask cells at a time (one call
+        to ``game.evaluate`` up to ``N = 1,024``).
 {sampling}
         For ``"paper"`` both targets apply to the closed-form recovery (the
         values with ``recovery="closed_form"``, which differ from the
@@ -323,6 +324,9 @@ class GroupTestingSpec(SamplingSpec):
         n_drawn = self.n_players + 1 if self.variant == "improved" else self.n_players
         levels, probabilities, z = group_testing_size_distribution(n_drawn)
         return n_drawn, levels, probabilities, z, _exhaustive_sizes(n_drawn, levels, self.sampling)
+
+    def batch_size(self, batch_size: int | None, n_units: int | None) -> int:
+        return coalition_batch_size(self.n_players) if batch_size is None else batch_size
 
     def options(self) -> dict:
         """The options of the estimate: runs merge only with equal ones."""
@@ -400,18 +404,31 @@ class _TestBatches:
             in_game = k - null
         else:
             null, in_game = None, k
+        offset = cast(np.ndarray, null if self.variant == "improved" else k / n)  # null is set with "improved"
         drawn = np.flatnonzero((in_game > 0) & (in_game < n))  # U(empty), U(D): the anchors
-        sides = draw_small_sides(rng, in_game[drawn], n) if tests is None else small_sides_of(tests[drawn, :n])
         u = np.where(in_game == 0, anchors.empty, anchors.full)
-        evaluations = 0
-        if drawn.size:
-            u[drawn], evaluations = evaluate_coalitions(self.game, sides.masks, anchors.empty, anchors.full,
-                                                        sizes=in_game[drawn])
+        y, complement = np.empty((size, 2)), (in_game == n).astype(float)
+        self._weigh(u, k, offset, y, np.flatnonzero((in_game == 0) | (in_game == n)))
+        sums, evaluations = np.zeros((n, 2)), 0
+        for chunk in evaluation_chunks(drawn.size, n):  # drawn, evaluated and added chunk by chunk
+            rows = drawn[chunk]
+            sides = (draw_small_sides(rng, in_game[rows], n) if tests is None
+                     else small_sides_of(tests[rows, :n]))
+            u[rows], made = evaluate_coalitions(self.game, sides.masks, anchors.empty, anchors.full,
+                                                sizes=in_game[rows])
+            evaluations += made
+            self._weigh(u, k, offset, y, rows)
+            complement[rows] = sides.flip & ~sides.dense
+            _add_small_sides(y, rows, sides, sums)
+        return _contrast_moments(y[:, 0], offset, y, complement, sums), evaluations
+
+    def _weigh(self, u: np.ndarray, k: np.ndarray, offset: np.ndarray, y: np.ndarray, rows: np.ndarray) -> None:
+        """``y[rows] = [w, w^2 (1 - 2 o)]`` with ``w = Z u`` (``u`` centred in place first, with ``"linear"``)."""
         if self.centering == "linear":
-            u -= anchors.empty + self.slope * k
-        offset = null if self.variant == "improved" else k / n
-        return _contrast_moments(self.z * u, cast(np.ndarray, offset),  # null is set with "improved"
-                                 in_game == n, drawn, sides), evaluations
+            u[rows] -= self.anchors.empty + self.slope * k[rows]
+        weight = self.z * u[rows]
+        y[rows, 0] = weight
+        y[rows, 1] = weight**2 * (1.0 - 2.0 * offset[rows])
 
 
 def _test_planner(n_drawn: int, levels: np.ndarray, exhaustive: list, probabilities: np.ndarray, entropy: int):

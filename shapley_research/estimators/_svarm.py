@@ -29,7 +29,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ._sampling._driver import Run, Sampler, SamplingOptions, SamplingSpec, drive
-from ._sampling._loop import (Anchors, MeanState, Pinned, aux_rng, evaluations_text, pinned_threads,
+from ._sampling._loop import (MAX_BATCH_EVALUATIONS, Anchors, MeanState, Pinned, aux_rng, chunk_rows,
+                              coalition_batch_size, evaluations_text, pinned_threads,
                               units_from_budget)
 from ._sampling._progress import progress_bar
 from ._sampling._subsets import random_subsets
@@ -37,14 +38,15 @@ from ._sampling._without_replacement import (MAX_STRATUM, PILOT_PHASE, StratumPl
                                              pass_remainder, without_replacement_sizes)
 from .._validation import check_choice, check_float, check_game, check_int, check_utilities
 from ._permutation import documents_sampling_options
-from ._svarm_strata import (batch_state, nearest_filled, pooled_variances, size_sums, size_variances,
-                            stratum_estimates, stratum_statistics)
+from ._svarm_strata import (CoalitionBatches, batch_state, evaluate_batch, nearest_filled, pooled_variances,
+                            size_sums, size_variances, stratum_estimates, stratum_statistics)
 from ..games import GameLike, reporting_to
 from ..result import Finalizer, SamplingRecord, ValuationResult, register_finalizer
 
 __all__ = ["neyman_size_probabilities", "stratified_svarm_shapley", "svarm_size_probabilities"]
 
 MAX_PLAYERS = 2048  # the state holds 3 (N + 1)^2 running sums: about 100 MiB at this size
+LARGE_BATCH_PLAYERS = 1024  # above this many players a default batch holds 8 N coalitions
 
 ALLOCATIONS = ("svarm", "neyman")  # the size allocations of stratified_svarm_shapley
 PILOT_PER_PLAYER = 5  # default pilot of the Neyman allocation: 5 N coalitions
@@ -142,11 +144,6 @@ def neyman_size_probabilities(state: MeanState, n_players: int, floor: float = N
     return (1.0 - floor) * root / root.sum() + floor * default
 
 
-def _evaluate_batch(game, masks: np.ndarray) -> np.ndarray:
-    """Checked utilities of one batch of coalitions (module level, so joblib workers can run it)."""
-    return check_utilities(game.evaluate(masks), masks.shape[0])
-
-
 def _pilot(game, n: int, n_pilot: int, entropy: int, reference: float, batch_size: int, checkpoint,
            n_jobs: int | None = None, progress: bool | None = None, plan: StratumPlan | None = None) -> MeanState:
     """Statistics of the pilot coalitions (default allocation, stream ``aux_rng(entropy, PILOT_STREAM)``).
@@ -181,7 +178,7 @@ def _pilot(game, n: int, n_pilot: int, entropy: int, reference: float, batch_siz
         ends = np.cumsum([sizes.size for sizes, _ in draws])
         utilities = np.split(np.asarray(saved, dtype=float), ends[:-1])
     else:
-        evaluate = Pinned(_evaluate_batch)  # the same BLAS threads in every worker: identical values
+        evaluate = Pinned(evaluate_batch)  # the same BLAS threads in every worker: identical values
         if n_jobs in (None, 1) or len(draws) == 1:
             results = (evaluate(game, masks) for _, masks in draws)
         else:
@@ -385,7 +382,10 @@ def stratified_svarm_shapley(game: GameLike, budget: int | None, seed: int | np.
     seed : int or numpy.random.SeedSequence, optional
         Seed of the random streams; ``None`` draws one (kept on the result).
     batch_size, n_jobs, progress, empty_utility
-        As in :func:`permutation_shapley` (a batch holds sampled coalitions).
+        As in :func:`permutation_shapley`; a batch holds sampled
+        coalitions: 4096 by default up to ``N = 1,024`` and ``8 N`` beyond
+        (its ``O(N^2)`` statistics are formed and merged once a batch),
+        evaluated about ``2**22`` mask cells at a time.
 {sampling}
         Both targets judge the stratified estimate itself (the values and
         standard errors this function returns), recomputed from the strata
@@ -435,12 +435,20 @@ def stratified_svarm_shapley(game: GameLike, budget: int | None, seed: int | np.
 @dataclass(frozen=True, kw_only=True)
 class SvarmSpec(SamplingSpec):
     """:func:`stratified_svarm_shapley` for :func:`~._sampling._driver.drive`: a unit is one sampled coalition
-    (:class:`_CoalitionBatches`), after the exact strata and, with ``"neyman"``, a pilot (:func:`_pilot`);
+    (:class:`CoalitionBatches`), after the exact strata and, with ``"neyman"``, a pilot (:func:`_pilot`);
     the strata of sizes ``exhaustive`` are read along random orders (without replacement)."""
 
     allocation: Literal["svarm", "neyman"]
     pilot: int
     exhaustive: list
+
+    def batch_size(self, batch_size: int | None, n_units: int | None) -> int:
+        """4096 coalitions up to ``N = 1,024``; beyond, ``8 N``, so that forming and merging a batch's
+        ``O(N^2)`` statistics is shared by 8 or more chunks of evaluations."""
+        if batch_size is not None:
+            return batch_size
+        n = self.n_players
+        return coalition_batch_size(n, minimum=8 * n if n > LARGE_BATCH_PLAYERS else MAX_BATCH_EVALUATIONS)
 
     def units(self, budget: object, options: SamplingOptions) -> int | None:
         return _sampled_units(self.n_players, budget, options.empty_utility, **options.targets)
@@ -471,8 +479,9 @@ class SvarmSpec(SamplingSpec):
         head, n_pilot = None, self.n_pilot(run.n_units)  # the pilot's statistics, merged before the batches
         if n_pilot:
             with pinned_threads():  # its merges run in this process: the same threads as every batch
-                head = _pilot(game, n, n_pilot, entropy, reference, run.batch_size, run.checkpoint,
-                              run.options.n_jobs, run.options.progress, plan)
+                pilot_batch = min(run.batch_size, chunk_rows(n))  # evaluated a chunk at a time
+                head = _pilot(game, n, n_pilot, entropy, reference, pilot_batch, run.checkpoint, run.options.n_jobs,
+                              run.options.progress, plan)
                 probabilities = neyman_size_probabilities(head, n)
         # the allocation is no option of the estimate (stratum means merge whatever the allocation)
         drawn = _how_drawn(self.allocation, self.exhaustive, n_pilot, probabilities)
@@ -481,7 +490,7 @@ class SvarmSpec(SamplingSpec):
                 "leave_one_out": leave} | drawn
         record = SamplingRecord(SvarmFinalizer(n, reference, singles, leave, self.exhaustive), {}, anchors.empty,
                                 anchors.full, seeds=(entropy,), drawn=drawn)
-        return Sampler(_CoalitionBatches(game, n, levels, probabilities, entropy, reference), info, record,
+        return Sampler(CoalitionBatches(game, n, levels, probabilities, entropy, reference), info, record,
                        evaluations=n_exact + n_pilot, head=head, pilot=n_pilot,
                        estimates_of=lambda s: record.estimates(_with_pilot(head, s))[:2],
                        plan=_stratum_planner(plan, entropy, probabilities))
@@ -530,29 +539,6 @@ def _sampled_units(n: int, budget, empty_utility, target_stderr, target_rank_cor
     if budget is None and target_stderr is None and target_rank_correlation is None:
         units_from_budget(budget, fixed, 1, "")  # raises the usual TypeError
     return 0
-
-
-class _CoalitionBatches:
-    """The ``sample_batch`` of :func:`run_sampling`: sampled coalitions reduced to the state (:func:`batch_state`).
-
-    Sizes from ``probabilities`` over ``levels``; with a ``planned`` batch (strata without replacement) the
-    sizes and offsets in the strata's orders come from :func:`_stratum_planner`.
-    """
-
-    def __init__(self, game, n_players: int, levels: np.ndarray, probabilities: np.ndarray, entropy: int,
-                 reference: float):
-        self.game, self.n_players, self.levels, self.probabilities = game, n_players, levels, probabilities
-        self.entropy, self.reference = entropy, reference
-
-    def __call__(self, rng: np.random.Generator, size: int, planned=None):
-        n = self.n_players
-        if planned is None:  # every stratum with replacement: sizes and coalitions from the batch's stream
-            sizes = rng.choice(self.levels, size=size, p=self.probabilities)
-            masks = random_subsets(rng, sizes, n)
-        else:
-            sizes, offsets = planned
-            masks = draw_coalitions(rng, sizes, offsets, n, self.entropy)
-        return batch_state(masks, sizes, _evaluate_batch(self.game, masks) - self.reference), size
 
 
 def _stratum_planner(plan: StratumPlan | None, entropy: int, probabilities: np.ndarray):

@@ -1,10 +1,11 @@
-r"""The state of Stratified SVARM and the stratum statistics read from it.
+r"""The batches and state of Stratified SVARM, and the stratum statistics read from it.
 
 The state of :func:`~shapley_research.stratified_svarm_shapley` holds, per
 player ``i`` and coalition size ``k``, the count, sum and sum of squares of
 the centred utilities of the sampled coalitions of size ``k`` that contain
 ``i``, then the same per size over all sampled coalitions: ``3 (N + 1)^2``
-running sums (:func:`batch_state`). The strata
+running sums (:class:`SizedSums`, filled batch by batch by
+:class:`CoalitionBatches`, a chunk of evaluations at a time). The strata
 :math:`\phi^+_{i,k-1}` (members) and :math:`\phi^-_{i,k}` (the others) are
 read from them (:func:`stratum_statistics`, :func:`stratum_estimates`).
 """
@@ -13,7 +14,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._sampling._loop import MeanState
+from ._sampling._loop import MeanState, evaluation_chunks
+from ._sampling._subsets import random_subsets
+from ._sampling._without_replacement import draw_coalitions
+from .._validation import check_utilities
 
 
 def block_size(n: int) -> int:
@@ -21,35 +25,55 @@ def block_size(n: int) -> int:
     return n * (n + 1)
 
 
-def batch_state(masks: np.ndarray, sizes: np.ndarray, u: np.ndarray) -> MeanState:
-    r"""Count, mean and M2 of the batch's per-sample vectors, never formed.
+class SizedSums:
+    r"""The sums over a batch's coalitions from which the state's batch statistics follow.
 
     The vector of sample ``t`` (coalition :math:`A_t`, size :math:`k_t`, centred
     utility :math:`u_t`) holds, for every player ``i`` and size ``k``,
     :math:`c = [i \in A_t, k_t = k]`, :math:`u_t c` and :math:`u_t^2 c`, then
     per size :math:`[k_t = k]`, :math:`u_t [k_t = k]` and :math:`u_t^2 [k_t = k]`.
-    Their sums are sums over the members of each coalition (a compiled sweep
-    per row, in the order of a bincount over the members, so the same sums), and
+    Their sums are sums over the members of each coalition, added chunk by
+    chunk (:meth:`add`: a compiled sweep per row, in row order, as a
+    ``np.bincount`` over the members would add them), and
     :math:`M_2 = \sum x^2 - (\sum x)^2 / b` follows from the same sums
-    (:math:`c^2 = c`) plus one of :math:`u^4`.
+    (:math:`c^2 = c`) plus one of :math:`u^4` (:meth:`state`).
     """
-    from ._sampling._gt_kernels import add_sized_member_moments  # numba loads on first use
 
-    b, n = masks.shape
-    powers = [None, u, u**2, u**4]
-    sized = np.zeros((4, n + 1, n))  # [moment, size, player]: one contiguous line per row and moment
-    add_sized_member_moments(np.ascontiguousarray(masks).view(np.uint8), np.asarray(sizes, dtype=np.int64),
-                             *(np.ascontiguousarray(w, dtype=float) for w in powers[1:]), sized)
-    member = [moment.T.ravel() for moment in sized]  # cell players * (n + 1) + size, as the state lays them out
-    by_size = [np.bincount(sizes, weights=w, minlength=n + 1) for w in powers]
-    sums, squares = [], []
-    for moments in (member, by_size):
-        count, first, second, fourth = moments
-        sums += [count, first, second]
-        squares += [count, second, fourth]  # sum of x^2 for x = c, u c, u^2 c
-    total = np.concatenate(sums).astype(float)
-    m2 = np.maximum(np.concatenate(squares) - total**2 / b, 0.0)
-    return MeanState(total.size, b, total / b, m2)
+    def __init__(self, n_players: int, sizes: np.ndarray) -> None:
+        self.sizes = np.asarray(sizes, dtype=np.int64)  # of the batch's coalitions, in row order
+        self.utilities = np.empty(self.sizes.size)
+        self.sized = np.zeros((n_players + 1, n_players, 4))  # [size, player, moment]: one line per row
+
+    def add(self, rows: slice, masks: np.ndarray, u: np.ndarray) -> None:
+        """Add the coalitions ``masks`` (the batch's ``rows``, in order) with their centred utilities ``u``."""
+        from ._sampling._gt_kernels import add_sized_member_moments  # numba loads on first use
+
+        u = np.asarray(u, dtype=float)
+        self.utilities[rows] = u
+        powers = (u, u**2, u**4)
+        sizes = self.sizes[rows]
+        add_sized_member_moments(np.ascontiguousarray(masks).view(np.uint8), np.argsort(sizes, kind="stable"), sizes,
+                                 *(np.ascontiguousarray(w, dtype=float) for w in powers), self.sized)
+
+    def state(self) -> MeanState:
+        """The batch's count, mean and :math:`M_2` (the members' blocks in one compiled pass)."""
+        from ._sampling._gt_kernels import side_moments_by_size, sized_member_moments
+
+        b, n = self.sizes.size, self.sized.shape[1]
+        u = self.utilities
+        block = block_size(n)
+        mean, m2 = np.empty(3 * block + 3 * (n + 1)), np.empty(3 * block + 3 * (n + 1))
+        sized_member_moments(self.sized, b, mean, m2)
+        by_size = [np.bincount(self.sizes, weights=w, minlength=n + 1).astype(float) for w in (None, u, u**2, u**4)]
+        side_moments_by_size(np.stack(by_size), b, mean[3 * block:], m2[3 * block:])
+        return MeanState(mean.size, b, mean, m2)
+
+
+def batch_state(masks: np.ndarray, sizes: np.ndarray, u: np.ndarray) -> MeanState:
+    """Count, mean and M2 of the per-sample vectors of coalitions ``masks`` of ``sizes`` (:class:`SizedSums`)."""
+    sums = SizedSums(masks.shape[1], sizes)
+    sums.add(slice(0, masks.shape[0]), masks, u)
+    return sums.state()
 
 
 def size_sums(sums: np.ndarray, n: int):
@@ -113,3 +137,34 @@ def size_variances(state: MeanState, n: int) -> np.ndarray:
     c = np.rint(c)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(c > 1, np.maximum(q - y**2 / np.maximum(c, 1), 0.0) / np.maximum(c - 1, 1), np.nan)
+
+
+def evaluate_batch(game, masks: np.ndarray) -> np.ndarray:
+    """Checked utilities of one batch of coalitions (module level, so joblib workers can run it)."""
+    return check_utilities(game.evaluate(masks), masks.shape[0])
+
+
+class CoalitionBatches:
+    """The ``sample_batch`` of :func:`run_sampling`: sampled coalitions reduced to the state (:func:`batch_state`).
+
+    Sizes from ``probabilities`` over ``levels``; with a ``planned`` batch (strata without replacement) the
+    sizes and offsets in the strata's orders come from :func:`_stratum_planner`.
+    """
+
+    def __init__(self, game, n_players: int, levels: np.ndarray, probabilities: np.ndarray, entropy: int,
+                 reference: float):
+        self.game, self.n_players, self.levels, self.probabilities = game, n_players, levels, probabilities
+        self.entropy, self.reference = entropy, reference
+
+    def __call__(self, rng: np.random.Generator, size: int, planned=None):
+        n = self.n_players
+        if planned is None:  # every stratum with replacement: sizes and coalitions from the batch's stream
+            sizes, offsets = rng.choice(self.levels, size=size, p=self.probabilities), None
+        else:
+            sizes, offsets = planned
+        sums = SizedSums(n, sizes)
+        for rows in evaluation_chunks(size, n):  # drawn, evaluated and added chunk by chunk
+            masks = (random_subsets(rng, sizes[rows], n) if offsets is None
+                     else draw_coalitions(rng, sizes[rows], offsets[rows], n, self.entropy))
+            sums.add(rows, masks, evaluate_batch(self.game, masks) - self.reference)
+        return sums.state(), size

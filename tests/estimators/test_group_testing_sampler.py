@@ -21,9 +21,10 @@ from scipy import stats
 
 from shapley_research import group_testing_shapley
 from shapley_research.estimators._sampling._loop import evaluate_coalitions
-from shapley_research.estimators._sampling._subsets import (DENSE_FRACTION, _sfc64_state, draw_small_sides,
-                                                            random_subsets)
-from shapley_research.estimators._group_testing import _contrast_moments, _draw_sizes, group_testing_size_distribution
+from shapley_research.estimators._sampling._subsets import (DENSE_FRACTION, SmallSides, _sfc64_state,
+                                                            draw_small_sides, random_subsets)
+from shapley_research.estimators._group_testing import (_add_small_sides, _contrast_moments, _draw_sizes,
+                                                        group_testing_size_distribution)
 
 P_VALUE = 1e-4  # every chi-square test below is run once with a fixed seed
 PATHS = {"floyd": 1.0, "coins": 0.0, "mixed": DENSE_FRACTION}  # dense_fraction: which rows take coins
@@ -209,7 +210,16 @@ def test_contrast_moments_match_the_dense_formula(variant, path):
     beta[drawn] = sides.masks
     weight = rng.normal(3.0, 2.0, size)
     offset = (rng.random(size) < 0.4).astype(float) if variant == "improved" else in_game / n
-    state = _contrast_moments(weight, offset, in_game == n, drawn, sides)
+    y = np.column_stack([weight, weight**2 * (1.0 - 2.0 * offset)])
+    complement = (in_game == n).astype(float)
+    complement[drawn] = sides.flip & ~sides.dense
+    sums = np.zeros((n, 2))
+    for start, stop in ((0, 1000), (1000, drawn.size)):  # added in two chunks, as a batch's chunks are
+        rows = slice(start, stop)
+        part = SmallSides(sides.masks[rows], sides.flip[rows], sides.indptr[start:stop + 1] - sides.indptr[start],
+                          sides.vals[sides.indptr[start]:], sides.dense[rows])
+        _add_small_sides(y, drawn[rows], part, sums)
+    state = _contrast_moments(weight, offset, y, complement, sums)
     mean, m2 = _dense_moments(weight, beta, offset)
     assert state.count == size and state.dim == n
     np.testing.assert_allclose(state.mean, mean, rtol=1e-11, atol=1e-12)

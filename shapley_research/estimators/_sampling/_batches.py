@@ -11,7 +11,10 @@ how batches are scheduled:
   not done, each with its *plan*, made in this process for every batch in
   batch order from batch 0 (plans may carry state from batch to batch);
 * :func:`evaluate_batches`: runs them, in this process or in joblib's
-  workers, and returns their results in batch order.
+  workers, and returns their results in batch order;
+* :func:`evaluation_chunks`: the rows of a batch that one call to
+  ``game.evaluate`` takes, for estimators whose batches are larger than
+  that (their per-batch work on the state is then shared by several chunks).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ BATCH_STREAM = 0  # spawn_key prefix of the per-batch sample streams
 AUX_STREAM = 1  # spawn_key prefix of auxiliary streams (e.g. a measurement matrix)
 SIZE_STREAM = 2  # spawn_key prefix of the planned coalition sizes (._without_replacement)
 ORDER_STREAM = 3  # spawn_key prefix of the random orders of the size strata (likewise)
+CHUNK_CELLS = 2**22  # mask cells of one call to game.evaluate, about (4 MiB of booleans)
 
 
 def batch_rng(entropy: int, batch: int) -> np.random.Generator:
@@ -51,6 +55,23 @@ def batch_sizes(n_units: int | None, batch_size: int) -> Iterator[int]:
         size = batch_size if n_units is None else min(batch_size, n_units - done)
         yield size
         done += size
+
+
+def chunk_rows(n_players: int) -> int:
+    """Coalitions of ``n_players`` that one call to ``game.evaluate`` takes: about :data:`CHUNK_CELLS` cells."""
+    return max(1, CHUNK_CELLS // max(n_players, 1))
+
+
+def evaluation_chunks(size: int, n_players: int) -> Iterator[slice]:
+    """Rows ``start:stop`` of a batch of ``size`` coalitions, about :data:`CHUNK_CELLS` mask cells each.
+
+    A batch whose coalitions are drawn, evaluated and reduced chunk by chunk,
+    in row order, holds one chunk's masks at a time; a batch of at most
+    ``CHUNK_CELLS // N`` coalitions is one chunk.
+    """
+    rows = chunk_rows(n_players)
+    for start in range(0, size, rows):
+        yield slice(start, min(size, start + rows))
 
 
 def samples_in_batches(n_units: int | None, batch_size: int, batches: int) -> int:

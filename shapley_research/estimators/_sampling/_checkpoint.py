@@ -74,8 +74,13 @@ class LoopSnapshot:
 
     @classmethod
     def of(cls, state, n_evaluations: int, batches: int) -> "LoopSnapshot":
-        """A copy of ``state``'s moments (a :class:`~._loop.MeanState`, which later merges replace)."""
-        return cls(state.mean.copy(), state.m2.copy(), state.count, n_evaluations, batches)
+        """``state``'s moments now (a :class:`~._loop.MeanState`).
+
+        Held without a copy: a merge replaces the state's arrays by new ones and
+        never writes into them, so the snapshot keeps what it was given (a copy
+        per batch cost two passes over a state of ``O(N^2)`` entries).
+        """
+        return cls(state.mean, state.m2, state.count, n_evaluations, batches)
 
     @classmethod
     def held_by(cls, checkpoint) -> "LoopSnapshot":

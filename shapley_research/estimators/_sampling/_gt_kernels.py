@@ -225,27 +225,30 @@ def add_masked_moments(masks, y, sums):
 
 
 @numba.njit(cache=True, nogil=True)
-def add_sized_member_moments(masks, sizes, w1, w2, w4, out):
-    """``out[:, k_t, i] += [1, w1_t, w2_t, w4_t] x_ti`` for every row ``t`` (size ``k_t``) and player ``i``.
+def add_sized_member_moments(masks, order, sizes, w1, w2, w4, out):
+    """``out[k_t, i] += [1, w1_t, w2_t, w4_t] x_ti`` for every row ``t`` (size ``k_t``) and player ``i``.
 
-    ``masks``: ``(b, N)`` uint8 (0/1); ``out``: ``(4, N + 1, N)``, size-major
-    so that a row adds into one contiguous line per moment. Rows are added in
-    order, so each entry is the same sum, in the same order, as a
-    ``np.bincount`` over the members in row-major order (adding ``0 * w``
+    ``masks``: ``(b, N)`` uint8 (0/1); ``out``: ``(N + 1, N, 4)``, so that a
+    row adds into one contiguous line; rows are taken in ``order``, a stable
+    sort of the rows by size, so that rows of a size add into a line still in
+    cache (2x faster at ``N = 2,048``, where the lines hold 130 MB). Each
+    entry receives its rows in row order (the sort is stable and the rows of
+    other sizes leave it alone), so it is the same sum, in the same order, as
+    a ``np.bincount`` over the members in row-major order (adding ``0 * w``
     leaves a sum unchanged): Stratified SVARM's per-(player, size) moments at
     a vectorised sweep per row instead of a scattered bincount per member.
     """
-    for t in range(masks.shape[0]):
-        k = sizes[t]
+    for j in range(order.shape[0]):
+        t = order[j]
         a1, a2, a4 = w1[t], w2[t], w4[t]
         row = masks[t]
-        o0, o1, o2, o4 = out[0, k], out[1, k], out[2, k], out[3, k]
+        line = out[sizes[t]]
         for i in range(masks.shape[1]):
             x = np.float64(row[i])
-            o0[i] += x
-            o1[i] += a1 * x
-            o2[i] += a2 * x
-            o4[i] += a4 * x
+            line[i, 0] += x
+            line[i, 1] += a1 * x
+            line[i, 2] += a2 * x
+            line[i, 3] += a4 * x
 
 
 @numba.njit(cache=True, nogil=True)
@@ -279,3 +282,71 @@ def merge_moments(mean, m2, other_mean, other_m2, weight, cross, out_mean, out_m
         delta = other_mean[i] - mean[i]
         out_mean[i] = mean[i] + delta * weight
         out_m2[i] = (m2[i] + other_m2[i]) + delta * delta * cross
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _moment_pair(total, square, count):
+    """``total / count`` and ``max(square - total**2 / count, 0)`` as numpy computes them (NaN kept)."""
+    spread = square - total * total / count
+    return total / count, spread if (spread >= 0.0 or spread != spread) else 0.0
+
+
+@numba.njit(cache=True, nogil=True)
+def side_moments(moments, total, total_sq, count, mean, m2):
+    """Mean and M2 of MSR Banzhaf's ``3N`` per-coalition vectors from their sums, in one pass.
+
+    ``moments``: ``(3, N)`` sums of ``u x``, ``u^2 x`` and ``x`` over ``count``
+    coalitions; ``total``, ``total_sq``: the sums of ``u`` and ``u^2``. The
+    blocks are ``u x``, ``x``, ``u (1 - x)``: each entry the same operations,
+    in the same order, as numpy's ``sums / b`` and
+    ``np.maximum(squares - sums**2 / b, 0.0)`` on the concatenated blocks.
+    """
+    n = moments.shape[1]
+    for i in range(n):
+        inside, inside_sq, members = moments[0, i], moments[1, i], moments[2, i]
+        mean[i], m2[i] = _moment_pair(inside, inside_sq, count)
+        mean[n + i], m2[n + i] = _moment_pair(members, members, count)
+        mean[2 * n + i], m2[2 * n + i] = _moment_pair(total - inside, total_sq - inside_sq, count)
+
+
+_TILE = 32  # entries of a tile side of the transposing pass below (a tile of each moment stays in cache)
+
+
+@numba.njit(cache=True, nogil=True)
+def sized_member_moments(sized, count, mean, m2):
+    """Mean and M2 of Stratified SVARM's per-(player, size) blocks from the sums ``sized``, in one pass.
+
+    ``sized``: ``(N + 1, N, 4)`` sums of ``x``, ``u x``, ``u^2 x`` and
+    ``u^4 x`` by size and player (:func:`add_sized_member_moments`); the
+    blocks ``c``, ``u c``, ``u^2 c`` of the state lay entry (player ``i``,
+    size ``k``) at ``i (N + 1) + k``: written tile by tile, each entry the
+    same operations as numpy's ``sums / b`` and
+    ``np.maximum(squares - sums**2 / b, 0.0)`` (the squares of the three
+    blocks are the sums of ``x``, ``u^2 x`` and ``u^4 x``).
+    """
+    sizes, n = sized.shape[0], sized.shape[1]
+    block = n * sizes
+    for k0 in range(0, sizes, _TILE):
+        for i0 in range(0, n, _TILE):
+            for i in range(i0, min(i0 + _TILE, n)):
+                for k in range(k0, min(k0 + _TILE, sizes)):
+                    cell = i * sizes + k
+                    members, first, second, fourth = sized[k, i, 0], sized[k, i, 1], sized[k, i, 2], sized[k, i, 3]
+                    mean[cell], m2[cell] = _moment_pair(members, members, count)
+                    mean[block + cell], m2[block + cell] = _moment_pair(first, second, count)
+                    mean[2 * block + cell], m2[2 * block + cell] = _moment_pair(second, fourth, count)
+
+
+@numba.njit(cache=True, nogil=True)
+def side_moments_by_size(by_size, count, mean, m2):
+    """Mean and M2 of Stratified SVARM's per-size blocks ``[k_t = k]``, ``u [k_t = k]``, ``u^2 [k_t = k]``.
+
+    ``by_size``: ``(4, N + 1)`` sums of ``1``, ``u``, ``u^2`` and ``u^4`` by
+    size; the operations of :func:`sized_member_moments`.
+    """
+    sizes = by_size.shape[1]
+    for k in range(sizes):
+        members, first, second, fourth = by_size[0, k], by_size[1, k], by_size[2, k], by_size[3, k]
+        mean[k], m2[k] = _moment_pair(members, members, count)
+        mean[sizes + k], m2[sizes + k] = _moment_pair(first, second, count)
+        mean[2 * sizes + k], m2[2 * sizes + k] = _moment_pair(second, fourth, count)

@@ -37,8 +37,9 @@ from typing import Callable, Iterable, Iterator
 import numpy as np
 
 # the streams and MIN_SAMPLES_FOR_PRECISION are re-exported: estimators and tests import them from here
-from ._batches import (AUX_STREAM, BATCH_STREAM, ORDER_STREAM, SIZE_STREAM, aux_rng,  # noqa: F401
-                       batch_jobs, batch_rng, close_batches, evaluate_batches, samples_in_batches)
+from ._batches import (AUX_STREAM, BATCH_STREAM, CHUNK_CELLS, ORDER_STREAM, SIZE_STREAM, aux_rng,  # noqa: F401
+                       batch_jobs, batch_rng, chunk_rows, close_batches, evaluate_batches, evaluation_chunks,
+                       samples_in_batches)
 from ._checkpoint import Checkpoint, LoopSnapshot, LoopStore
 from ._progress import expected_evaluations, progress_bar, show_batch
 from ._stopping import MIN_SAMPLES_FOR_PRECISION, StateEstimates, first_reached, stopping_rules  # noqa: F401
@@ -46,6 +47,7 @@ from ...games import reporting_to
 from ..._threads import BATCH_THREADS, Pinned, pinned_threads  # noqa: F401 - re-exported to the estimators
 from ..._validation import check_float, check_int, check_seed, check_utilities
 
+MAX_BATCH_EVALUATIONS = 4096  # evaluations of a default batch, at most
 COMPILED_MERGE_DIM = 2**14  # states at least this long merge in one compiled pass (numba loads once, ~0.3 s)
 
 
@@ -75,7 +77,11 @@ class MeanState:
         self.merge(MeanState(self.dim, n_b, mean_b, m2_b))
 
     def merge(self, other: "MeanState") -> None:
-        """Combine with the statistics of independent samples (Chan et al. 1979)."""
+        """Combine with the statistics of independent samples (Chan et al. 1979).
+
+        The merged moments are new arrays: the old ones, which a
+        :class:`~._checkpoint.LoopSnapshot` may hold, are never written to.
+        """
         if other.dim != self.dim:
             raise ValueError(f"cannot merge states of dimension {self.dim} and {other.dim}.")
         if other.count == 0:
@@ -178,8 +184,22 @@ def default_batch_size(n_players: int, evaluations_per_unit: int) -> int:
     on the problem size, never on ``n_jobs``, so that results are identical
     however batches are scheduled.
     """
-    target_evaluations = int(np.clip(2**22 // max(n_players, 1), 1, 4096))
+    target_evaluations = int(np.clip(CHUNK_CELLS // max(n_players, 1), 1, MAX_BATCH_EVALUATIONS))
     return max(1, target_evaluations // max(evaluations_per_unit, 1))
+
+
+def coalition_batch_size(n_players: int, minimum: int = MAX_BATCH_EVALUATIONS) -> int:
+    """Coalitions per batch of an estimator that evaluates each sampled coalition once: ``minimum``.
+
+    Such a batch is evaluated in chunks of about ``2**22`` mask cells
+    (:func:`~._batches.evaluation_chunks`), and reduced to its statistics
+    once: the batch's own work on the state, ``O(dim)`` (forming and merging
+    its moments), is shared by all its chunks, which at ``N = 10^5`` (41
+    coalitions a chunk) cost more than the evaluations of a cheap game when
+    every chunk was a batch. Up to ``N = 1,024`` a chunk holds the whole
+    default batch (4096 coalitions), as before.
+    """
+    return max(minimum, default_batch_size(n_players, 1))
 
 
 def units_from_budget(budget, fixed: int, per_unit: int, what: str, *,
@@ -350,7 +370,7 @@ def merged_in_order(results: Iterable[tuple[object, int]], state: MeanState,
                     start: LoopSnapshot) -> Iterator[LoopSnapshot]:
     """Merge ``(samples, evaluations)`` of the batches from ``start.batches`` on into ``state``, in batch order.
 
-    Yields the run's state after each batch (its moments copied, for a
+    Yields the run's state after each batch (a snapshot of its moments, for a
     checkpoint). Merging in batch order makes the sums, and so every value,
     the same for any ``n_jobs``.
     """
