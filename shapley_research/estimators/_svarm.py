@@ -29,7 +29,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ._sampling._driver import Run, Sampler, SamplingOptions, SamplingSpec, drive
-from ._sampling._loop import (MAX_BATCH_EVALUATIONS, Anchors, MeanState, Pinned, aux_rng, chunk_rows,
+from ._sampling._loop import (Anchors, MeanState, Pinned, aux_rng, chunk_rows,
                               coalition_batch_size, evaluations_text, pinned_threads,
                               units_from_budget)
 from ._sampling._progress import progress_bar
@@ -46,7 +46,6 @@ from ..result import Finalizer, SamplingRecord, ValuationResult, register_finali
 __all__ = ["neyman_size_probabilities", "stratified_svarm_shapley", "svarm_size_probabilities"]
 
 MAX_PLAYERS = 2048  # the state holds 3 (N + 1)^2 running sums: about 100 MiB at this size
-LARGE_BATCH_PLAYERS = 1024  # above this many players a default batch holds 8 N coalitions
 
 ALLOCATIONS = ("svarm", "neyman")  # the size allocations of stratified_svarm_shapley
 PILOT_PER_PLAYER = 5  # default pilot of the Neyman allocation: 5 N coalitions
@@ -445,10 +444,7 @@ class SvarmSpec(SamplingSpec):
     def batch_size(self, batch_size: int | None, n_units: int | None) -> int:
         """4096 coalitions up to ``N = 1,024``; beyond, ``8 N``, so that forming and merging a batch's
         ``O(N^2)`` statistics is shared by 8 or more chunks of evaluations."""
-        if batch_size is not None:
-            return batch_size
-        n = self.n_players
-        return coalition_batch_size(n, minimum=8 * n if n > LARGE_BATCH_PLAYERS else MAX_BATCH_EVALUATIONS)
+        return coalition_batch_size(self.n_players, per_player=8) if batch_size is None else batch_size
 
     def units(self, budget: object, options: SamplingOptions) -> int | None:
         return _sampled_units(self.n_players, budget, options.empty_utility, **options.targets)

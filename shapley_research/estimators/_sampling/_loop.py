@@ -48,6 +48,7 @@ from ..._threads import BATCH_THREADS, Pinned, pinned_threads  # noqa: F401 - re
 from ..._validation import check_float, check_int, check_seed, check_utilities
 
 MAX_BATCH_EVALUATIONS = 4096  # evaluations of a default batch, at most
+LARGE_STATE_PLAYERS = 1024  # beyond, a batch with O(N^2) statistics holds a multiple of N coalitions
 COMPILED_MERGE_DIM = 2**14  # states at least this long merge in one compiled pass (numba loads once, ~0.3 s)
 
 
@@ -188,18 +189,23 @@ def default_batch_size(n_players: int, evaluations_per_unit: int) -> int:
     return max(1, target_evaluations // max(evaluations_per_unit, 1))
 
 
-def coalition_batch_size(n_players: int, minimum: int = MAX_BATCH_EVALUATIONS) -> int:
-    """Coalitions per batch of an estimator that evaluates each sampled coalition once: ``minimum``.
+def coalition_batch_size(n_players: int, per_player: int = 0) -> int:
+    """Coalitions per batch of an estimator that evaluates each sampled coalition once.
 
-    Such a batch is evaluated in chunks of about ``2**22`` mask cells
-    (:func:`~._batches.evaluation_chunks`), and reduced to its statistics
-    once: the batch's own work on the state, ``O(dim)`` (forming and merging
-    its moments), is shared by all its chunks, which at ``N = 10^5`` (41
+    :data:`MAX_BATCH_EVALUATIONS`, or ``per_player * N`` beyond
+    :data:`LARGE_STATE_PLAYERS` players where that is more (an estimator
+    whose batch statistics are ``O(N^2)``, Stratified SVARM, passes 8). Such
+    a batch is evaluated in chunks of about ``2**22`` mask cells
+    (:func:`~._batches.evaluation_chunks`) and reduced to its statistics
+    once: the batch's own work on the state (forming and merging its
+    moments) is shared by all its chunks, which at ``N = 10^5`` (41
     coalitions a chunk) cost more than the evaluations of a cheap game when
     every chunk was a batch. Up to ``N = 1,024`` a chunk holds the whole
-    default batch (4096 coalitions), as before.
+    batch.
     """
-    return max(minimum, default_batch_size(n_players, 1))
+    if n_players > LARGE_STATE_PLAYERS:
+        return max(MAX_BATCH_EVALUATIONS, per_player * n_players)
+    return MAX_BATCH_EVALUATIONS
 
 
 def units_from_budget(budget, fixed: int, per_unit: int, what: str, *,
