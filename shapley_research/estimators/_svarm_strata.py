@@ -32,38 +32,39 @@ class SizedSums:
     utility :math:`u_t`) holds, for every player ``i`` and size ``k``,
     :math:`c = [i \in A_t, k_t = k]`, :math:`u_t c` and :math:`u_t^2 c`, then
     per size :math:`[k_t = k]`, :math:`u_t [k_t = k]` and :math:`u_t^2 [k_t = k]`.
-    Their sums are sums over the members of each coalition, added chunk by
-    chunk (:meth:`add`: a compiled sweep per row, in row order, as a
-    ``np.bincount`` over the members would add them), and
+    Their sums are sums over the members of each coalition: the chunks of a
+    batch are kept packed to bits as they come (:meth:`add`: ``N / 8`` bytes a
+    coalition), then added all at once, a compiled sweep per row in a stable
+    order by size (:meth:`state`: in row order for every entry, as a
+    ``np.bincount`` over the members would add them, and each size's line of
+    sums loaded once per batch rather than once per chunk), and
     :math:`M_2 = \sum x^2 - (\sum x)^2 / b` follows from the same sums
-    (:math:`c^2 = c`) plus one of :math:`u^4` (:meth:`state`).
+    (:math:`c^2 = c`) plus one of :math:`u^4`.
     """
 
     def __init__(self, n_players: int, sizes: np.ndarray) -> None:
+        self.n_players = n_players
         self.sizes = np.asarray(sizes, dtype=np.int64)  # of the batch's coalitions, in row order
         self.utilities = np.empty(self.sizes.size)
-        self.sized = np.zeros((n_players + 1, n_players, 4))  # [size, player, moment]: one line per row
+        self.bits = np.empty((self.sizes.size, (n_players + 7) // 8), dtype=np.uint8)
 
     def add(self, rows: slice, masks: np.ndarray, u: np.ndarray) -> None:
-        """Add the coalitions ``masks`` (the batch's ``rows``, in order) with their centred utilities ``u``."""
-        from ._sampling._gt_kernels import add_sized_member_moments  # numba loads on first use
-
-        u = np.asarray(u, dtype=float)
-        self.utilities[rows] = u
-        powers = (u, u**2, u**4)
-        sizes = self.sizes[rows]
-        add_sized_member_moments(np.ascontiguousarray(masks).view(np.uint8), np.argsort(sizes, kind="stable"), sizes,
-                                 *(np.ascontiguousarray(w, dtype=float) for w in powers), self.sized)
+        """Keep the coalitions ``masks`` (the batch's ``rows``, in order) with their centred utilities ``u``."""
+        self.utilities[rows] = np.asarray(u, dtype=float)
+        self.bits[rows] = np.packbits(masks, axis=1)
 
     def state(self) -> MeanState:
         """The batch's count, mean and :math:`M_2` (the members' blocks in one compiled pass)."""
-        from ._sampling._gt_kernels import side_moments_by_size, sized_member_moments
+        from ._sampling._gt_kernels import add_sized_member_moments, side_moments_by_size, sized_member_moments
 
-        b, n = self.sizes.size, self.sized.shape[1]
+        b, n = self.sizes.size, self.n_players
         u = self.utilities
+        sized = np.zeros((n + 1, n, 4))  # [size, player, moment]: one line per row
+        add_sized_member_moments(self.bits, np.argsort(self.sizes, kind="stable"), self.sizes,
+                                 *(np.ascontiguousarray(w, dtype=float) for w in (u, u**2, u**4)), sized)
         block = block_size(n)
         mean, m2 = np.empty(3 * block + 3 * (n + 1)), np.empty(3 * block + 3 * (n + 1))
-        sized_member_moments(self.sized, b, mean, m2)
+        sized_member_moments(sized, b, mean, m2)
         by_size = [np.bincount(self.sizes, weights=w, minlength=n + 1).astype(float) for w in (None, u, u**2, u**4)]
         side_moments_by_size(np.stack(by_size), b, mean[3 * block:], m2[3 * block:])
         return MeanState(mean.size, b, mean, m2)
