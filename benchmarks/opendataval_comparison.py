@@ -1,7 +1,7 @@
 """Side-by-side benchmark against OpenDataVal 1.3.0: finding flipped labels on its own task, at equal model fits.
 
-Run ``PYTHONPATH=$PWD python benchmarks/opendataval_comparison.py`` (31
-minutes on 2 cores shared with other jobs, load average 7 to 12, the peer's AME and
+Run ``PYTHONPATH=$PWD python benchmarks/opendataval_comparison.py`` (7
+minutes on 2 quiet cores, 31 under a load average of 7 to 12; the peer's AME and
 class-wise Shapley on digits the longest; ``--quick`` for a
 smoke run: one seed, 100 training and 50 validation points, small budgets,
 about 2 minutes; ``--methods tmc,loo`` and ``--datasets digits`` select a
