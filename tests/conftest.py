@@ -159,8 +159,9 @@ class _QuickRunQueue:
     """Runs the selected tests' quick runs in the background, one experiment's pair at a time, in test order.
 
     The unit tests keep one core busy and leave the other idle, while an end-to-end test otherwise waits
-    for its runs: starting them at the session's start overlaps the two, so the suite's wall time is about
-    its CPU time over two cores. Each experiment's runs are made once whatever the order of requests.
+    for its runs: starting them at the session's start, and running the modules that read them last
+    (:func:`pytest_collection_modifyitems`), overlaps the two, so the suite's wall time is about its CPU time
+    over two cores. Each experiment's runs are made once whatever the order of requests.
     """
 
     def __init__(self, tmp_path_factory) -> None:
@@ -225,10 +226,16 @@ _END_TO_END_FIXTURES = {"quick_run", "quick_rerun"}
 
 
 def pytest_collection_modifyitems(items):
-    """Mark ``slow`` every test that reads an end-to-end run, so that ``-m "not slow"`` never starts one."""
+    """Mark ``slow`` every test that reads an end-to-end run, so that ``-m "not slow"`` never starts one, and run
+    the modules of those tests last: the other tests keep one core busy while the quick runs, started at the
+    session's start (:class:`_QuickRunQueue`), are made on the other, instead of waiting for them mid-suite.
+    """
+    end_to_end_modules = set()
     for item in items:
         if _END_TO_END_FIXTURES.intersection(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
+            end_to_end_modules.add(item.path)
+    items.sort(key=lambda item: item.path in end_to_end_modules)  # stable: each part keeps its order
 
 
 @pytest.fixture(scope="session")
