@@ -382,7 +382,7 @@ def stratified_svarm_shapley(game: GameLike, budget: int | None, seed: int | np.
         Seed of the random streams; ``None`` draws one (kept on the result).
     batch_size, n_jobs, progress, empty_utility
         As in :func:`permutation_shapley`; a batch holds sampled
-        coalitions: 4096 by default up to ``N = 1,024`` and ``8 N`` beyond
+        coalitions: 4096 by default up to ``N = 1,024`` and ``32 N`` beyond
         (its ``O(N^2)`` statistics are formed and merged once a batch),
         evaluated about ``2**22`` mask cells at a time.
 {sampling}
@@ -442,9 +442,10 @@ class SvarmSpec(SamplingSpec):
     exhaustive: list
 
     def batch_size(self, batch_size: int | None, n_units: int | None) -> int:
-        """4096 coalitions up to ``N = 1,024``; beyond, ``8 N``, so that forming and merging a batch's
-        ``O(N^2)`` statistics is shared by 8 or more chunks of evaluations."""
-        return coalition_batch_size(self.n_players, per_player=8) if batch_size is None else batch_size
+        """4096 coalitions up to ``N = 1,024``; beyond, ``32 N``, so that forming and merging a batch's
+        ``O(N^2)`` statistics is shared by 32 or more chunks of evaluations (at ``N = 2,048``, 8 N left that
+        work at about three times the evaluations of a cheap game)."""
+        return coalition_batch_size(self.n_players, per_player=32) if batch_size is None else batch_size
 
     def units(self, budget: object, options: SamplingOptions) -> int | None:
         return _sampled_units(self.n_players, budget, options.empty_utility, **options.targets)

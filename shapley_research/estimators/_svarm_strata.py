@@ -59,7 +59,7 @@ class SizedSums:
 
         b, n = self.sizes.size, self.n_players
         u = self.utilities
-        sized = np.zeros((n + 1, n, 4))  # [size, player, moment]: one line per row
+        sized = np.zeros((n + 1, 4, n))  # [size, moment, player]: one line per row and moment
         add_sized_member_moments(self.bits, np.argsort(self.sizes, kind="stable"), self.sizes,
                                  *(np.ascontiguousarray(w, dtype=float) for w in (u, u**2, u**4)), sized)
         block = block_size(n)
@@ -93,13 +93,15 @@ def stratum_statistics(state: MeanState, n: int):
 
 
 def nearest_filled(means: np.ndarray, filled: np.ndarray) -> np.ndarray:
-    """``means`` with each unfilled entry of a row replaced by the nearest filled one (ties: the smaller size)."""
-    index = np.arange(means.shape[1])
-    before = np.maximum.accumulate(np.where(filled, index, -1), axis=1)
-    after = np.minimum.accumulate(np.where(filled, index, means.shape[1])[:, ::-1], axis=1)[:, ::-1]
-    use_after = (before < 0) | ((after < means.shape[1]) & (after - index < index - before))
-    source = np.where(use_after, after, before)
-    return np.take_along_axis(means, source, axis=1)
+    """``means`` with each unfilled entry of a row replaced by the nearest filled one (ties: the smaller size).
+
+    Every row of Stratified SVARM's strata holds a filled entry (its exact strata).
+    """
+    from ._sampling._gt_kernels import nearest_filled_rows
+
+    out = np.empty_like(means, dtype=float)
+    nearest_filled_rows(np.ascontiguousarray(means, dtype=float), np.ascontiguousarray(filled, dtype=bool), out)
+    return out
 
 
 def stratum_estimates(stats, offset: int, exact: dict, n: int):

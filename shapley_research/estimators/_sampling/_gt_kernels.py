@@ -226,32 +226,40 @@ def add_masked_moments(masks, y, sums):
 
 @numba.njit(cache=True, nogil=True)
 def add_sized_member_moments(bits, order, sizes, w1, w2, w4, out):
-    """``out[k_t, i] += [1, w1_t, w2_t, w4_t] x_ti`` for every row ``t`` (size ``k_t``) and player ``i``.
+    """``out[k_t, :, i] += [1, w1_t, w2_t, w4_t] x_ti`` for every row ``t`` (size ``k_t``) and player ``i``.
 
     ``bits``: ``(b, ceil(N / 8))`` the rows packed by ``np.packbits`` (player
-    ``i`` at bit ``7 - i % 8`` of byte ``i // 8``); ``out``: ``(N + 1, N, 4)``,
-    so that a row adds into one contiguous line; rows are taken in ``order``,
-    a stable sort of a whole batch's rows by size, so that the rows of a size
-    add into a line still in cache (at ``N = 2,048`` the lines hold 130 MB: a
-    chunk of 2,048 rows holds about one row per size, a batch eight). Each
-    entry receives its rows in row order (the sort is stable and the rows of
-    other sizes leave it alone), so it is the same sum, in the same order, as
-    a ``np.bincount`` over the members in row-major order (adding ``0 * w``
-    leaves a sum unchanged): Stratified SVARM's per-(player, size) moments at
-    a vectorised sweep per row instead of a scattered bincount per member.
+    ``i`` at bit ``7 - i % 8`` of byte ``i // 8``); ``out``: ``(N + 1, 4, N)``,
+    so that a row adds into one contiguous line per moment (four vectorised
+    sweeps); rows are taken in ``order``, a stable sort of a whole batch's
+    rows by size, so that the rows of a size add into a line still in cache
+    (at ``N = 2,048`` the lines hold 130 MB). Each entry receives its rows in
+    row order (the sort is stable and the rows of other sizes leave it
+    alone), so it is the same sum, in the same order, as a ``np.bincount``
+    over the members in row-major order (adding ``0 * w`` leaves a sum
+    unchanged): Stratified SVARM's per-(player, size) moments at a vectorised
+    sweep per row instead of a scattered bincount per member.
     """
-    n = out.shape[1]
+    n = out.shape[2]
+    x = np.empty(bits.shape[1] * 8)
     for j in range(order.shape[0]):
         t = order[j]
         a1, a2, a4 = w1[t], w2[t], w4[t]
         row = bits[t]
+        for byte in range(row.shape[0]):
+            v = row[byte]
+            for bit in range(8):
+                x[8 * byte + bit] = np.float64((v >> (7 - bit)) & 1)
         line = out[sizes[t]]
+        members, first, second, fourth = line[0], line[1], line[2], line[3]
         for i in range(n):
-            x = np.float64((row[i >> 3] >> (7 - (i & 7))) & 1)
-            line[i, 0] += x
-            line[i, 1] += a1 * x
-            line[i, 2] += a2 * x
-            line[i, 3] += a4 * x
+            members[i] += x[i]
+        for i in range(n):
+            first[i] += a1 * x[i]
+        for i in range(n):
+            second[i] += a2 * x[i]
+        for i in range(n):
+            fourth[i] += a4 * x[i]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -319,7 +327,7 @@ _TILE = 32  # entries of a tile side of the transposing pass below (a tile of ea
 def sized_member_moments(sized, count, mean, m2):
     """Mean and M2 of Stratified SVARM's per-(player, size) blocks from the sums ``sized``, in one pass.
 
-    ``sized``: ``(N + 1, N, 4)`` sums of ``x``, ``u x``, ``u^2 x`` and
+    ``sized``: ``(N + 1, 4, N)`` sums of ``x``, ``u x``, ``u^2 x`` and
     ``u^4 x`` by size and player (:func:`add_sized_member_moments`); the
     blocks ``c``, ``u c``, ``u^2 c`` of the state lay entry (player ``i``,
     size ``k``) at ``i (N + 1) + k``: written tile by tile, each entry the
@@ -327,14 +335,14 @@ def sized_member_moments(sized, count, mean, m2):
     ``np.maximum(squares - sums**2 / b, 0.0)`` (the squares of the three
     blocks are the sums of ``x``, ``u^2 x`` and ``u^4 x``).
     """
-    sizes, n = sized.shape[0], sized.shape[1]
+    sizes, n = sized.shape[0], sized.shape[2]
     block = n * sizes
     for k0 in range(0, sizes, _TILE):
         for i0 in range(0, n, _TILE):
             for i in range(i0, min(i0 + _TILE, n)):
                 for k in range(k0, min(k0 + _TILE, sizes)):
                     cell = i * sizes + k
-                    members, first, second, fourth = sized[k, i, 0], sized[k, i, 1], sized[k, i, 2], sized[k, i, 3]
+                    members, first, second, fourth = sized[k, 0, i], sized[k, 1, i], sized[k, 2, i], sized[k, 3, i]
                     mean[cell], m2[cell] = _moment_pair(members, members, count)
                     mean[block + cell], m2[block + cell] = _moment_pair(first, second, count)
                     mean[2 * block + cell], m2[2 * block + cell] = _moment_pair(second, fourth, count)
@@ -353,3 +361,30 @@ def side_moments_by_size(by_size, count, mean, m2):
         mean[k], m2[k] = _moment_pair(members, members, count)
         mean[sizes + k], m2[sizes + k] = _moment_pair(first, second, count)
         mean[2 * sizes + k], m2[2 * sizes + k] = _moment_pair(second, fourth, count)
+
+
+@numba.njit(cache=True, nogil=True)
+def nearest_filled_rows(means, filled, out):
+    """``out[r, j]``: ``means[r, j]`` if ``filled[r, j]``, else the entry of the nearest filled column of row ``r``.
+
+    Ties go to the smaller column; a row without a filled entry keeps its own
+    values. A selection, no arithmetic: Stratified SVARM's
+    :func:`~shapley_research.estimators._svarm_strata.nearest_filled` in two
+    sweeps per row instead of a dozen whole-array passes.
+    """
+    n_rows, n_cols = means.shape
+    before = np.empty(n_cols, dtype=np.int64)
+    for r in range(n_rows):
+        last = -1
+        for j in range(n_cols):
+            if filled[r, j]:
+                last = j
+            before[j] = last
+        after = n_cols
+        for j in range(n_cols - 1, -1, -1):
+            if filled[r, j]:
+                after = j
+            source = before[j]
+            if source < 0 or (after < n_cols and after - j < j - source):
+                source = after
+            out[r, j] = means[r, source] if source < n_cols else means[r, j]

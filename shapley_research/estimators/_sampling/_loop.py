@@ -194,7 +194,7 @@ def coalition_batch_size(n_players: int, per_player: int = 0) -> int:
 
     :data:`MAX_BATCH_EVALUATIONS`, or ``per_player * N`` beyond
     :data:`LARGE_STATE_PLAYERS` players where that is more (an estimator
-    whose batch statistics are ``O(N^2)``, Stratified SVARM, passes 8). Such
+    whose batch statistics are ``O(N^2)``, Stratified SVARM, passes 32). Such
     a batch is evaluated in chunks of about ``2**22`` mask cells
     (:func:`~._batches.evaluation_chunks`) and reduced to its statistics
     once: the batch's own work on the state (forming and merging its
