@@ -58,14 +58,13 @@ class SizedSums:
         from ._sampling._gt_kernels import add_sized_member_moments, side_moments_by_size, sized_member_moments
 
         b, n = self.sizes.size, self.n_players
-        u = self.utilities
+        powers = (self.utilities, self.utilities**2, self.utilities**4)  # u, u^2, u^4: contiguous floats
         sized = np.zeros((n + 1, 4, n))  # [size, moment, player]: one line per row and moment
-        add_sized_member_moments(self.bits, np.argsort(self.sizes, kind="stable"), self.sizes,
-                                 *(np.ascontiguousarray(w, dtype=float) for w in (u, u**2, u**4)), sized)
+        add_sized_member_moments(self.bits, np.argsort(self.sizes, kind="stable"), self.sizes, *powers, sized)
         block = block_size(n)
         mean, m2 = np.empty(3 * block + 3 * (n + 1)), np.empty(3 * block + 3 * (n + 1))
         sized_member_moments(sized, b, mean, m2)
-        by_size = [np.bincount(self.sizes, weights=w, minlength=n + 1).astype(float) for w in (None, u, u**2, u**4)]
+        by_size = [np.bincount(self.sizes, weights=w, minlength=n + 1).astype(float) for w in (None, *powers)]
         side_moments_by_size(np.stack(by_size), b, mean[3 * block:], m2[3 * block:])
         return MeanState(mean.size, b, mean, m2)
 
