@@ -354,12 +354,13 @@ def without_timings(document: Any) -> Any:
 
     Keys named as measured times (:func:`is_timing_key`) are dropped at every
     level; a claim marked ``timing`` keeps its text, source and criterion but
-    loses its statistic's value and verdict. What is left must be identical
+    loses its statistic's value and its verdict (``holds`` and the undecided
+    word ``verdict``, both read off measured times). What is left must be identical
     in two runs of an experiment with the same configuration.
     """
     if isinstance(document, dict):
         if document.get("timing") is True and "statistic" in document:
-            kept = {k: v for k, v in document.items() if k not in ("holds", "note")}
+            kept = {k: v for k, v in document.items() if k not in ("holds", "note", "verdict")}
             kept["statistic"] = {"name": document["statistic"]["name"]}
             return kept
         return {k: without_timings(v) for k, v in document.items() if not is_timing_key(k)}

@@ -126,6 +126,8 @@ def test_write_metrics_rejects_bad_structure(tmp_path, metrics, claims, message)
 
 def test_without_timings_keeps_exactly_what_must_not_change():
     timed = claim("Fast.", "ratio", 3.0, True, **OURS, timing=True, note="took 3 s").to_dict()
+    undecided = claim("Fast.", "ratio", 1.0, False, **OURS, timing=True, undecided="inconclusive").to_dict()
+    assert without_timings(undecided) == without_timings(timed), "an undecided timing verdict is a measured time too"
     exact = claim("Exact.", "error", 0.0, True, **PAPERS).to_dict()
     doc = {"n": 3, "wall_seconds": 1.2, "nested": {"cpu_time_s": 0.5, "error": 0.25, "cost_slope": 2.0},
            "claims": [timed, exact]}
