@@ -59,6 +59,18 @@ def _dot(x, y):
     return total
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _copy_into(out, values, count):
+    """``out[:count] = values[:count]``, element by element.
+
+    Numba compiles an array assigned to a slice through its broadcasting
+    machinery, about 3 s a kernel on a first run; a loop compiles in
+    milliseconds and copies the same bits.
+    """
+    for j in range(count):
+        out[j] = values[j]
+
+
 @numba.njit(cache=True, nogil=True, fastmath=_FAST)
 def _combine(weights, rows, k, out):
     """``out = sum_i weights[i] rows[i]`` over the first ``k`` rows (row-wise, contiguous).
@@ -217,7 +229,7 @@ def _first_join(corr, along, lam, tiny, blocked, dropped):
 @numba.njit(cache=True, nogil=True)
 def _first_knot(a_mat, r, pair, both):
     """Start of the path: ``pair[0] = r``, ``both[0] = A^T r``; the first column to join, its sign, and ``lam``."""
-    pair[0] = r
+    _copy_into(pair[0], r, r.size)
     _combine(r, a_mat, a_mat.shape[0], both[0])  # A^T r, by rows of A
     corr = both[0]
     joining, lam = 0, 0.0
@@ -235,9 +247,9 @@ def _join(a_mat, joining, joining_sign, k, active, coef, signs, rows, factor, bl
     pivot = _dot(column, column) - _dot(z, z)
     blocked[joining] = True
     if pivot > 1e-10 * _dot(column, column):
-        factor[k, :k] = z
+        _copy_into(factor[k], z, k)
         factor[k, k] = np.sqrt(pivot)
-        rows[k] = column
+        _copy_into(rows[k], column, column.size)
         active[k], coef[k], signs[k] = joining, 0.0, joining_sign
         k += 1
     return k
@@ -270,7 +282,7 @@ def _drop(drop_at, k, active, coef, signs, rows, factor, blocked):
     """Remove active entry ``drop_at`` (its coefficient reached 0) from the active set and the factor; new ``k``."""
     for i in range(drop_at, k - 1):
         active[i], coef[i], signs[i] = active[i + 1], coef[i + 1], signs[i + 1]
-        rows[i] = rows[i + 1]
+        _copy_into(rows[i], rows[i + 1], rows.shape[1])
     _cholesky_delete(factor, k, drop_at)
     k -= 1
     blocked[:] = False  # a column in the old span may be outside the new one
@@ -312,8 +324,11 @@ def _follow_path(a_mat, r, eps2, max_steps, active, coef, signs, rows, factor, p
         drop_at, gamma_drop = _first_drop(coef, w, k, tiny)
         gamma_cross = _crossing(pair, eps2)
         gamma = min(gamma_join, gamma_drop, gamma_cross, lam)
-        coef[:k] += gamma * w
-        pair[0] -= gamma * pair[1]
+        for i in range(k):
+            coef[i] += gamma * w[i]
+        residual, u = pair[0], pair[1]
+        for j in range(residual.size):
+            residual[j] -= gamma * u[j]
         at_end = gamma == lam
         lam -= gamma
         if gamma == gamma_cross:

@@ -155,8 +155,10 @@ def _coin_row(a, b, c, w, cells, m, flip):
 @numba.njit(cache=True, nogil=True, fastmath=_FAST)
 def add_dense_rows(masks, rows, y, y_rows, sums):
     """``sums[:, c] += y[y_rows[i], c] * masks[rows[i]]`` for every ``i``: four rows per sweep of ``sums``."""
-    first, second = sums[:, 0].copy(), sums[:, 1].copy()
-    n = first.size
+    n = sums.shape[0]
+    first, second = np.empty(n), np.empty(n)  # the two columns, contiguous (filled and stored by loops: an
+    for j in range(n):                        # array assigned to a slice costs numba seconds to compile)
+        first[j], second[j] = sums[j, 0], sums[j, 1]
     i = 0
     while i + 4 <= rows.size:
         r0, r1, r2, r3 = masks[rows[i]], masks[rows[i + 1]], masks[rows[i + 2]], masks[rows[i + 3]]
@@ -174,8 +176,8 @@ def add_dense_rows(masks, rows, y, y_rows, sums):
             first[j] += y[t, 0] * row[j]
             second[j] += y[t, 1] * row[j]
         i += 1
-    sums[:, 0] = first
-    sums[:, 1] = second
+    for j in range(n):
+        sums[j, 0], sums[j, 1] = first[j], second[j]
 
 
 @numba.njit(cache=True, nogil=True)
