@@ -41,6 +41,7 @@ import tempfile
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 from .experiments import (CITED_PAPERS_EXPERIMENTS, EXPERIMENT_NAMES, METRICS_FILE, RESULTS_DIR, RUN_INFO_FILE,
                           RUNNER_ENV, UPDATE_RESULTS_ENV, Project, ProjectError, check_declared, check_name,
@@ -262,6 +263,22 @@ def run_parameters(project: Project, name: str, overrides: list[str], update_res
     return params
 
 
+def _import_papermill() -> Any:
+    """papermill, imported without jsonschema's optional IRI format checker.
+
+    papermill imports nbformat, which imports jsonschema, which imports
+    ``rfc3987_syntax`` when it is installed (it comes with Jupyter's
+    ``jsonschema[format-nongpl]``). That package compiles a lark grammar at
+    import: 2.5 s of a run's start-up, as long as the rest of papermill. No
+    notebook schema checks an IRI format, so blocking the import (a ``None``
+    in ``sys.modules`` reads as absent) changes no validation.
+    """
+    sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
+    import papermill
+
+    return papermill
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     """Compose the configuration, execute the notebook, check ``metrics.json``, print the verdicts."""
     name = check_name(args.name)
@@ -277,7 +294,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     print(f"Running {name} (profile={params['profile']}) -> {shown_path(run_dir)}", file=sys.stderr, flush=True)
     _configure_logging(args.quiet)
-    import papermill
+    papermill = _import_papermill()
     from papermill.exceptions import PapermillExecutionError
 
     from .estimators import PROGRESS_ENV
