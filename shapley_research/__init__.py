@@ -13,28 +13,39 @@ a :class:`ValuationResult`. The layers, bottom up (imports point down only):
 * :mod:`.influence`: the influence-function heuristics the paper compares with;
 * :class:`ValuationResult` (:mod:`.result`): what every estimator returns;
 * :mod:`.experiments`: the paper's experiments, run by ``shapley-research``.
+
+The public names load on first use (:pep:`562`): ``import shapley_research``
+and the command line start without scikit-learn, SciPy's statistics and
+numba (about 3 s a process); the first name used loads the library as a
+plain import did.
 """
 
-# Games
-from .games import FunctionGame, Game, GameLike, UnanimitySumGame, as_game, random_unanimity_sum
-# Utilities of machine learning
-from .utilities import (ConstantPredictor, DegeneratePolicy, KNNUtility, LogisticRegressionUtility, ModelUtility,
-                        PrefixPath, RidgeUtility, TorchModelUtility, TrainingRecipe, knn_shapley)
-# Estimators, and the sample sizes of the paper's theorems
-from .estimators import (CheckpointError, FeasibilityError, UniformDivisionGuarantee, compressive_sample_size,
-                         compressive_shapley, exact_shapley, group_testing_q_tot, group_testing_sample_size,
-                         group_testing_shapley, permutation_sample_size, permutation_shapley, stability_bound,
-                         stratified_svarm_shapley, uniform_division_guarantee, uniform_shapley)
-# Beyond the Shapley value: semivalues, leave-one-out, Data-OOB
-from .estimators import (beta_shapley, data_oob, exact_banzhaf, exact_beta_shapley, leave_one_out,
-                         msr_banzhaf)
-# The peers' methods: AME, class-wise Shapley, LAVA
-from .estimators import ame, class_wise_shapley, lava
-# Influence heuristics
-from .influence import (LogisticObjective, all_s_influence, largest_s_influence, largest_s_influence_general,
-                        neyman_allocation)
-# Results
-from .result import Finalizer, SamplingRecord, ValuationResult, merge_results
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # what type checkers and IDEs read; at run time __getattr__ below imports them
+    # Games
+    from .games import FunctionGame, Game, GameLike, UnanimitySumGame, as_game, random_unanimity_sum
+    # Utilities of machine learning
+    from .utilities import (ConstantPredictor, DegeneratePolicy, KNNUtility, LogisticRegressionUtility, ModelUtility,
+                            PrefixPath, RidgeUtility, TorchModelUtility, TrainingRecipe, knn_shapley)
+    # Estimators, and the sample sizes of the paper's theorems
+    from .estimators import (CheckpointError, FeasibilityError, UniformDivisionGuarantee, compressive_sample_size,
+                             compressive_shapley, exact_shapley, group_testing_q_tot, group_testing_sample_size,
+                             group_testing_shapley, permutation_sample_size, permutation_shapley, stability_bound,
+                             stratified_svarm_shapley, uniform_division_guarantee, uniform_shapley)
+    # Beyond the Shapley value: semivalues, leave-one-out, Data-OOB
+    from .estimators import (beta_shapley, data_oob, exact_banzhaf, exact_beta_shapley, leave_one_out,
+                             msr_banzhaf)
+    # The peers' methods: AME, class-wise Shapley, LAVA
+    from .estimators import ame, class_wise_shapley, lava
+    # Influence heuristics
+    from .influence import (LogisticObjective, all_s_influence, largest_s_influence, largest_s_influence_general,
+                            neyman_allocation)
+    # Results
+    from .result import Finalizer, SamplingRecord, ValuationResult, merge_results
 
 __version__ = "0.1.0"
 
@@ -59,3 +70,24 @@ __all__ = [
     # results
     "ValuationResult", "merge_results", "SamplingRecord", "Finalizer",
 ]
+
+#: The subpackages that define the public names (each lists its own in ``__all__``).
+_HOMES = ("games", "utilities", "estimators", "influence", "result")
+#: Subpackages reachable as attributes of the package before anything imported them.
+_SUBPACKAGES = frozenset(_HOMES) | {"experiments", "attacks", "datasets"}
+
+
+def __getattr__(name: str) -> Any:
+    """A public name or subpackage, imported on first use (then an ordinary attribute)."""
+    if name in __all__:
+        for home in _HOMES:  # every public name at once, as ``import shapley_research`` used to
+            module = importlib.import_module(f".{home}", __name__)
+            globals().update({public: getattr(module, public) for public in module.__all__ if public in __all__})
+        return globals()[name]
+    if name in _SUBPACKAGES:
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__) | _SUBPACKAGES)

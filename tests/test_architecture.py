@@ -372,3 +372,36 @@ def test_the_type_checker_is_clean():
 def test_the_linter_is_clean():
     result = _run_tool("ruff", "check", "--no-cache", ".")  # configured in pyproject.toml ([tool.ruff])
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
+
+
+# ----------------------------------------------------------------------------- start-up
+
+def _modules_loaded_by(code: str) -> list[str]:
+    """The heavy dependencies loaded by running ``code`` in a fresh interpreter."""
+    import subprocess
+    import sys
+
+    heavy = ("sklearn", "numba", "scipy.stats", "torch")
+    probe = f"{code}\nimport sys\nprint(sorted(m for m in {heavy!r} if m in sys.modules))"
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return ast.literal_eval(proc.stdout.strip().splitlines()[-1])
+
+
+def test_the_package_and_the_command_line_start_without_the_library():
+    """Public names load on first use: `import shapley_research` and the CLI skip scikit-learn, numba, SciPy's stats."""
+    assert _modules_loaded_by("import shapley_research") == []
+    assert _modules_loaded_by("import shapley_research.cli") == []
+    assert "sklearn" in _modules_loaded_by("from shapley_research import permutation_shapley")
+
+
+def test_every_public_name_and_subpackage_resolves_lazily():
+    import shapley_research
+    from shapley_research import estimators, games, result
+
+    assert shapley_research.permutation_shapley is estimators.permutation_shapley
+    assert shapley_research.Game is games.Game and shapley_research.ValuationResult is result.ValuationResult
+    assert set(shapley_research.__all__) <= set(dir(shapley_research))
+    assert shapley_research.experiments.__name__ == "shapley_research.experiments"
+    with pytest.raises(AttributeError, match="no attribute 'permutation_shaply'"):
+        shapley_research.permutation_shaply  # noqa: B018
