@@ -457,7 +457,7 @@ class SvarmSpec(SamplingSpec):
         return self.pilot if n_units is None else min(self.pilot, n_units)
 
     def fingerprint_options(self, n_units: int | None) -> dict:
-        fingerprint: dict[str, Any] = {}
+        fingerprint: dict[str, Any] = {"state_layout": "size_major"}  # files of the player-major state are refused
         if self.exhaustive:  # files of runs with replacement throughout (large N) stay valid
             fingerprint["without_replacement"] = MAX_STRATUM
         if self.allocation != "svarm":  # the default's files stay those written before allocations existed

@@ -3,8 +3,9 @@ r"""The batches and state of Stratified SVARM, and the stratum statistics read f
 The state of :func:`~shapley_research.stratified_svarm_shapley` holds, per
 player ``i`` and coalition size ``k``, the count, sum and sum of squares of
 the centred utilities of the sampled coalitions of size ``k`` that contain
-``i``, then the same per size over all sampled coalitions: ``3 (N + 1)^2``
-running sums (:class:`SizedSums`, filled batch by batch by
+``i`` (entry ``k N + i`` of each of the three blocks, the layout in which a
+batch's sums are added), then the same per size over all sampled coalitions:
+``3 (N + 1)^2`` running moments (:class:`SizedSums`, filled batch by batch by
 :class:`CoalitionBatches`, a chunk of evaluations at a time). The strata
 :math:`\phi^+_{i,k-1}` (members) and :math:`\phi^-_{i,k}` (the others) are
 read from them (:func:`stratum_statistics`, :func:`stratum_estimates`).
@@ -12,9 +13,11 @@ read from them (:func:`stratum_statistics`, :func:`stratum_estimates`).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
-from ._sampling._loop import MeanState, evaluation_chunks
+from ._sampling._loop import COMPILED_MERGE_DIM, MeanState, evaluation_chunks
 from ._sampling._subsets import random_subsets
 from ._sampling._without_replacement import draw_coalitions
 from .._validation import check_utilities
@@ -53,27 +56,81 @@ class SizedSums:
         self.utilities[rows] = np.asarray(u, dtype=float)
         self.bits[rows] = np.packbits(masks, axis=1)
 
-    def state(self) -> MeanState:
-        """The batch's count, mean and :math:`M_2` (the members' blocks in one compiled pass)."""
-        from ._sampling._gt_kernels import add_sized_member_moments, side_moments_by_size, sized_member_moments
+    def totals(self) -> SizedBatch:
+        """The batch's sums: the members' blocks in one compiled pass, in a stable order by size."""
+        from ._sampling._gt_kernels import add_sized_member_moments
 
-        b, n = self.sizes.size, self.n_players
+        n = self.n_players
         powers = (self.utilities, self.utilities**2, self.utilities**4)  # u, u^2, u^4: contiguous floats
         sized = np.zeros((n + 1, 4, n))  # [size, moment, player]: one line per row and moment
         add_sized_member_moments(self.bits, np.argsort(self.sizes, kind="stable"), self.sizes, *powers, sized)
-        block = block_size(n)
-        mean, m2 = np.empty(3 * block + 3 * (n + 1)), np.empty(3 * block + 3 * (n + 1))
-        sized_member_moments(sized, b, mean, m2)
         by_size = [np.bincount(self.sizes, weights=w, minlength=n + 1).astype(float) for w in (None, *powers)]
-        side_moments_by_size(np.stack(by_size), b, mean[3 * block:], m2[3 * block:])
-        return MeanState(mean.size, b, mean, m2)
+        return SizedBatch(self.sizes.size, sized, np.stack(by_size))
+
+
+@dataclass
+class SizedBatch:
+    r"""A batch of Stratified SVARM as its sums, the form in which it merges into the run's state.
+
+    ``sized``: ``(N + 1, 4, N)`` sums of :math:`c`, :math:`u c`, :math:`u^2 c`
+    and :math:`u^4 c` by size and player; ``by_size``: ``(4, N + 1)`` sums of
+    ``1``, ``u``, ``u^2``, ``u^4`` by size. :meth:`merge_into` forms each
+    entry's batch mean and :math:`M_2` where it merges them (the bits of
+    :meth:`moments` then :meth:`MeanState.merge`), so a batch's ``O(N^2)``
+    moments are never written out.
+    """
+
+    count: int
+    sized: np.ndarray
+    by_size: np.ndarray
+
+    @property
+    def dim(self) -> int:
+        """Length of the state's vectors."""
+        n = self.sized.shape[2]
+        return 3 * block_size(n) + 3 * (n + 1)
+
+    def moments(self) -> MeanState:
+        """The batch's count, mean and :math:`M_2`."""
+        from ._sampling._gt_kernels import side_moments_by_size, sized_member_moments
+
+        head = 3 * block_size(self.sized.shape[2])
+        mean, m2 = np.empty(self.dim), np.empty(self.dim)
+        sized_member_moments(self.sized, self.count, mean, m2)
+        side_moments_by_size(self.by_size, self.count, mean[head:], m2[head:])
+        return MeanState(self.dim, self.count, mean, m2)
+
+    def merge_into(self, state: MeanState) -> None:
+        """Merge the batch into ``state`` as ``state.merge(self.moments())`` would, in one pass."""
+        from ._sampling._gt_kernels import merge_moments, merge_sized_member_moments, side_moments_by_size
+
+        if state.dim != self.dim:
+            raise ValueError(f"cannot merge states of dimension {state.dim} and {self.dim}.")
+        if self.count == 0:
+            return
+        if state.count == 0 or self.dim < COMPILED_MERGE_DIM:  # the first batch is the state; small ones: numpy
+            batch = self.moments()
+            if state.count == 0:
+                state.count, state.mean, state.m2 = batch.count, batch.mean, batch.m2
+            else:
+                state.merge(batch)
+            return
+        weight, cross = state.merge_weights(self.count)
+        before_mean, before_m2 = (np.ascontiguousarray(a, dtype=float) for a in (state.mean, state.m2))
+        mean, m2 = np.empty(self.dim), np.empty(self.dim)  # new arrays: a snapshot may hold the old ones
+        merge_sized_member_moments(self.sized, self.count, before_mean, before_m2, weight, cross, mean, m2)
+        head = 3 * block_size(self.sized.shape[2])
+        tail_mean, tail_m2 = np.empty(self.dim - head), np.empty(self.dim - head)
+        side_moments_by_size(self.by_size, self.count, tail_mean, tail_m2)
+        merge_moments(before_mean[head:], before_m2[head:], tail_mean, tail_m2, weight, cross, mean[head:], m2[head:])
+        state.count, state.mean, state.m2 = state.count + self.count, mean, m2
 
 
 def batch_state(masks: np.ndarray, sizes: np.ndarray, u: np.ndarray) -> MeanState:
     """Count, mean and M2 of the per-sample vectors of coalitions ``masks`` of ``sizes`` (:class:`SizedSums`)."""
     sums = SizedSums(masks.shape[1], sizes)
     sums.add(slice(0, masks.shape[0]), masks, u)
-    return sums.state()
+    return sums.totals().moments()
 
 
 def size_sums(sums: np.ndarray, n: int):
@@ -86,7 +143,9 @@ def stratum_statistics(state: MeanState, n: int):
     """Per (player, size) counts, sums and sums of squares of the members (``in``) and the others (``out``)."""
     sums = state.mean * state.count
     block = block_size(n)
-    c_in, y_in, q_in = (sums[j * block:(j + 1) * block].reshape(n, n + 1) for j in range(3))
+    # entry (player i, size k) at k N + i: (N + 1, N) blocks, copied to (N, N + 1) ones (the elementwise work
+    # downstream runs twice as fast on rows than on transposed views)
+    c_in, y_in, q_in = (np.ascontiguousarray(sums[j * block:(j + 1) * block].reshape(n + 1, n).T) for j in range(3))
     c, y, q = size_sums(sums, n)
     return (np.rint(c_in), y_in, q_in), (np.rint(c) - np.rint(c_in), y - y_in, q - q_in)
 
@@ -169,4 +228,4 @@ class CoalitionBatches:
             masks = (random_subsets(rng, sizes[rows], n) if offsets is None
                      else draw_coalitions(rng, sizes[rows], offsets[rows], n, self.entropy))
             sums.add(rows, masks, evaluate_batch(self.game, masks) - self.reference)
-        return sums.state(), size
+        return sums.totals(), size

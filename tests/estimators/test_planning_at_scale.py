@@ -18,6 +18,8 @@ from shapley_research.estimators import _beta_shapley
 from shapley_research.estimators._sampling import _without_replacement as wor
 from shapley_research.games import _base
 
+from games import random_unanimity_game
+
 
 class CountingComb:
     """Stands in for ``math.comb`` in a module and counts its calls."""
@@ -159,3 +161,19 @@ def test_the_compiled_merge_of_long_states_is_numpys_bit_for_bit(counts, monkeyp
     np.testing.assert_array_equal(compiled.mean, plain.mean)
     np.testing.assert_array_equal(compiled.m2, plain.m2)
     assert compiled.count == plain.count == sum(counts)
+
+
+@pytest.mark.parametrize("allocation", ["svarm", "neyman"])
+def test_svarm_batches_merge_in_one_pass_bit_for_bit(allocation, monkeypatch):
+    """A batch's sums merge straight into the state (one compiled pass) as its moments would, then ``merge``."""
+    from shapley_research.estimators import _svarm_strata
+
+    game = random_unanimity_game(80, 30, 6, seed=4)  # 3 (N + 1)^2 entries: above the compiled merge's length
+    run = lambda: sr.stratified_svarm_shapley(game, 6_000, seed=2, batch_size=700, allocation=allocation,
+                                              progress=False)
+    fused = run()
+    monkeypatch.setattr(_svarm_strata, "COMPILED_MERGE_DIM", 2**62)  # every batch through moments() and merge
+    plain = run()
+    for a, b in ((fused.values, plain.values), (fused.stderr, plain.stderr), (fused.state.mean, plain.state.mean),
+                 (fused.state.m2, plain.state.m2)):
+        np.testing.assert_array_equal(a, b)

@@ -322,7 +322,7 @@ def side_moments(moments, total, total_sq, count, mean, m2):
         mean[2 * n + i], m2[2 * n + i] = _moment_pair(total - inside, total_sq - inside_sq, count)
 
 
-_TILE = 32  # entries of a tile side of the transposing pass below (a tile of each moment stays in cache)
+_MOMENT_LINES = ((0, 0), (1, 2), (2, 3))  # the state's blocks c, u c, u^2 c: (sum, sum of squares) lines of sized
 
 
 @numba.njit(cache=True, nogil=True)
@@ -332,22 +332,43 @@ def sized_member_moments(sized, count, mean, m2):
     ``sized``: ``(N + 1, 4, N)`` sums of ``x``, ``u x``, ``u^2 x`` and
     ``u^4 x`` by size and player (:func:`add_sized_member_moments`); the
     blocks ``c``, ``u c``, ``u^2 c`` of the state lay entry (player ``i``,
-    size ``k``) at ``i (N + 1) + k``: written tile by tile, each entry the
-    same operations as numpy's ``sums / b`` and
-    ``np.maximum(squares - sums**2 / b, 0.0)`` (the squares of the three
-    blocks are the sums of ``x``, ``u^2 x`` and ``u^4 x``).
+    size ``k``) at ``k N + i``, the layout of ``sized``, so each block is a
+    contiguous sweep. Each entry takes the same operations as numpy's
+    ``sums / b`` and ``np.maximum(squares - sums**2 / b, 0.0)`` (the squares
+    of the three blocks are the sums of ``x``, ``u^2 x`` and ``u^4 x``).
     """
     sizes, n = sized.shape[0], sized.shape[2]
     block = n * sizes
-    for k0 in range(0, sizes, _TILE):
-        for i0 in range(0, n, _TILE):
-            for i in range(i0, min(i0 + _TILE, n)):
-                for k in range(k0, min(k0 + _TILE, sizes)):
-                    cell = i * sizes + k
-                    members, first, second, fourth = sized[k, 0, i], sized[k, 1, i], sized[k, 2, i], sized[k, 3, i]
-                    mean[cell], m2[cell] = _moment_pair(members, members, count)
-                    mean[block + cell], m2[block + cell] = _moment_pair(first, second, count)
-                    mean[2 * block + cell], m2[2 * block + cell] = _moment_pair(second, fourth, count)
+    for k in range(sizes):
+        for j in range(3):
+            totals, squares = sized[k, _MOMENT_LINES[j][0]], sized[k, _MOMENT_LINES[j][1]]
+            base = j * block + k * n
+            for i in range(n):
+                mean[base + i], m2[base + i] = _moment_pair(totals[i], squares[i], count)
+
+
+@numba.njit(cache=True, nogil=True)
+def merge_sized_member_moments(sized, count, mean, m2, weight, cross, out_mean, out_m2):
+    """:func:`merge_moments` of a running state with :func:`sized_member_moments`'s blocks, in one pass.
+
+    Each entry's batch mean and M2 are formed as :func:`sized_member_moments`
+    forms them and merged at once with ``mean``, ``m2`` as
+    :func:`merge_moments` merges them (the same operations in the same
+    order: the same bits), without writing the batch's blocks out and
+    reading them back (200 MB a batch at ``N = 2,048``).
+    """
+    sizes, n = sized.shape[0], sized.shape[2]
+    block = n * sizes
+    for k in range(sizes):
+        for j in range(3):
+            totals, squares = sized[k, _MOMENT_LINES[j][0]], sized[k, _MOMENT_LINES[j][1]]
+            base = j * block + k * n
+            for i in range(n):
+                batch_mean, batch_m2 = _moment_pair(totals[i], squares[i], count)
+                cell = base + i
+                delta = batch_mean - mean[cell]
+                out_mean[cell] = mean[cell] + delta * weight
+                out_m2[cell] = (m2[cell] + batch_m2) + delta * delta * cross
 
 
 @numba.njit(cache=True, nogil=True)

@@ -32,7 +32,7 @@ Bernoulli projections (compressive sampling). So one loop serves them all:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Iterator
+from typing import Callable, Iterable, Iterator, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -91,7 +91,7 @@ class MeanState:
             self.count, self.mean, self.m2 = other.count, other.mean.copy(), other.m2.copy()
             return
         total = self.count + other.count
-        weight, cross = other.count / total, self.count * other.count / total
+        weight, cross = self.merge_weights(other.count)
         if self.dim >= COMPILED_MERGE_DIM:  # one compiled pass, bit-identical to the expressions below
             from ._gt_kernels import merge_moments
 
@@ -106,6 +106,11 @@ class MeanState:
             self.m2 = self.m2 + other.m2 + delta**2 * cross
         self.count = total
 
+    def merge_weights(self, count: int) -> tuple[float, float]:
+        """Chan et al.'s weights for ``count`` more samples: ``count / total`` and ``self.count * count / total``."""
+        total = self.count + count
+        return count / total, self.count * count / total
+
     @property
     def variance(self) -> np.ndarray:
         """Unbiased sample variance (NaN with fewer than two samples)."""
@@ -117,6 +122,21 @@ class MeanState:
     def stderr(self) -> np.ndarray:
         """Standard error of the mean."""
         return np.sqrt(self.variance / max(self.count, 1))
+
+
+@runtime_checkable
+class BatchMoments(Protocol):
+    """A batch's result that merges itself into a :class:`MeanState`, as ``state.merge`` would merge its moments.
+
+    For states too large to write out per batch: Stratified SVARM's sums
+    (:class:`~shapley_research.estimators._svarm_strata.SizedBatch`) form each
+    entry's batch moments where they merge them.
+    """
+
+    count: int
+
+    def merge_into(self, state: MeanState) -> None:
+        """Merge into ``state``."""
 
 
 def evaluate_coalitions(game, masks: np.ndarray, empty_utility: float,
@@ -365,9 +385,12 @@ class SamplingOutcome:
 
 
 def merge_batch(state: MeanState, samples) -> None:
-    """Merge one batch's result, a ``(size, dim)`` array of samples or their :class:`MeanState`."""
+    """Merge one batch's result: a ``(size, dim)`` array of samples, their :class:`MeanState`, or a
+    :class:`BatchMoments` (a batch that merges itself)."""
     if isinstance(samples, MeanState):
         state.merge(samples)
+    elif isinstance(samples, BatchMoments):
+        samples.merge_into(state)
     else:
         state.add_batch(samples)
 
@@ -411,7 +434,7 @@ def resumed_state(checkpoint: LoopStore | None, dim: int, n_units: int | None,
 
 
 def run_sampling(
-    sample_batch: Callable[..., tuple[np.ndarray | MeanState, int]],
+    sample_batch: Callable[..., tuple[np.ndarray | MeanState | BatchMoments, int]],
     *,
     dim: int,
     n_units: int | None,
