@@ -170,15 +170,12 @@ def stratum_estimates(stats, offset: int, exact: dict, n: int):
     size is sampled). The ``exact`` strata have an infinite count (no
     sampling error).
     """
+    from ._sampling._gt_kernels import fill_strata
+
     means, variances, counts = np.zeros((n, n)), np.full((n, n), np.nan), np.zeros((n, n))
-    if stats is not None:
-        count, total, square = (a[:, 2:n - 1] for a in stats)
-        region = slice(2 + offset, n - 1 + offset)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            means[:, region] = np.where(count > 0, total / count, 0.0)
-            spread = np.maximum(square - total**2 / np.maximum(count, 1), 0.0)  # rounding can make it negative
-            variances[:, region] = np.where(count > 1, spread / np.maximum(count - 1, 1), np.nan)
-        counts[:, region] = count
+    if stats is not None:  # mean, variance (rounding can make the spread negative: 0) and count, compiled
+        count, total, square = (np.asarray(a, dtype=float)[:, 2:n - 1] for a in stats)
+        fill_strata(count, total, square, 2 + offset, means, variances, counts)
     for level, values in exact.items():
         means[:, level], variances[:, level], counts[:, level] = values, 0.0, np.inf
     return means, variances, counts
@@ -186,10 +183,12 @@ def stratum_estimates(stats, offset: int, exact: dict, n: int):
 
 def pooled_variances(variances: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """Per size, the variance pooled over the players whose stratum has two samples or more (NaN if none)."""
-    ok = np.isfinite(counts) & (counts > 1)
-    weight = np.where(ok, counts - 1, 0.0)
+    from ._sampling._gt_kernels import pooled_column_sums
+
+    weighted, weights = np.zeros(variances.shape[1]), np.zeros(variances.shape[1])  # no rows: 0 / 0
+    pooled_column_sums(np.asarray(variances, dtype=float), np.asarray(counts, dtype=float), weighted, weights)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(ok, variances * weight, 0.0).sum(axis=0) / weight.sum(axis=0)
+        return weighted / weights
 
 
 def size_variances(state: MeanState, n: int) -> np.ndarray:

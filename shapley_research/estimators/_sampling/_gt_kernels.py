@@ -372,6 +372,52 @@ def merge_sized_member_moments(sized, count, mean, m2, weight, cross, out_mean, 
 
 
 @numba.njit(cache=True, nogil=True)
+def fill_strata(count, total, square, first_column, means, variances, counts):
+    """Stratified SVARM's stratum means, variances and counts from their sums, in one pass.
+
+    Column ``j`` of ``count``, ``total``, ``square`` fills column
+    ``first_column + j`` of the outputs, each entry the operations of numpy's
+    ``np.where(count > 0, total / count, 0.0)``,
+    ``np.maximum(square - total**2 / np.maximum(count, 1), 0.0)`` and
+    ``np.where(count > 1, spread / np.maximum(count - 1, 1), np.nan)`` (NaN
+    kept as ``np.maximum`` keeps it): the same bits, without their eight
+    temporaries of ``N^2`` entries.
+    """
+    for i in range(count.shape[0]):
+        for j in range(count.shape[1]):
+            c, t, q = count[i, j], total[i, j], square[i, j]
+            column = first_column + j
+            means[i, column] = t / c if c > 0 else 0.0
+            spread = q - t * t / (c if c >= 1.0 else 1.0)
+            spread = spread if (spread >= 0.0 or spread != spread) else 0.0
+            fewer = c - 1
+            variances[i, column] = spread / (fewer if fewer >= 1.0 else 1.0) if c > 1 else np.nan
+            counts[i, column] = c
+
+
+@numba.njit(cache=True, nogil=True)
+def pooled_column_sums(variances, counts, weighted, weights):
+    """Per column, the sums of ``(count - 1) variance`` and of ``count - 1`` over the strata of two samples or more.
+
+    The operations of numpy's ``np.where(ok, variances * weight, 0.0).sum(axis=0)``
+    and ``weight.sum(axis=0)`` (``ok``: a finite count above 1; ``weight``:
+    ``count - 1`` there, else 0) in numpy's order for a reduction over rows:
+    the first row, then each next row added. The same bits, in one pass.
+    """
+    for i in range(variances.shape[0]):
+        for j in range(variances.shape[1]):
+            c = counts[i, j]
+            ok = np.isfinite(c) and c > 1
+            weight = c - 1 if ok else 0.0
+            term = variances[i, j] * weight if ok else 0.0
+            if i == 0:
+                weighted[j], weights[j] = term, weight
+            else:
+                weighted[j] += term
+                weights[j] += weight
+
+
+@numba.njit(cache=True, nogil=True)
 def side_moments_by_size(by_size, count, mean, m2):
     """Mean and M2 of Stratified SVARM's per-size blocks ``[k_t = k]``, ``u [k_t = k]``, ``u^2 [k_t = k]``.
 
