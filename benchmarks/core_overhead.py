@@ -60,7 +60,7 @@ from shapley_research.estimators import _compressive
 from shapley_research.estimators import _group_testing
 
 OVERHEAD_GOAL = 1.5
-SVARM_LARGE_N_GOAL = 3.0  # issue 35: its O(N^2) statistics at N = 2,048, formed once per batch of 8 N coalitions
+SVARM_LARGE_N_GOAL = 3.0  # issue 35: its O(N^2) statistics at N = 2,048, formed once per batch of 32 N coalitions
 CVXPY_MAX_PLAYERS = 2_000  # the cvxpy reference of compressive sampling's l1 problem: only this small
 RECOVERY_GOAL_S = 10.0  # "seconds": we read it as under ten seconds at N = 10,000
 SEED = 20240601
