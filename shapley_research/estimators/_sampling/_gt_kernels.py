@@ -15,6 +15,12 @@ Timings at 1,000 players; the two costs per row cross near a tenth.
 In numpy, exact small random integers, repeat detection and scatter-adds cost
 several nanoseconds per member, plus a dense pass per large side, which kept
 group testing at about twice the cost of evaluating a 1 ns-per-cell game.
+
+The other samplers' per-batch reductions live here too: MSR Banzhaf's
+moments, Beta Shapley's nested coalitions, the compiled merge of long
+states, and Stratified SVARM's sums, one-pass merge and strata. Those that
+replace a numpy expression name it and keep its operations in its order
+(numpy's bits); the kernels compiled with ``_FAST`` reassociate their sums.
 """
 
 from __future__ import annotations
