@@ -298,9 +298,14 @@ def merge_moments(mean, m2, other_mean, other_m2, weight, cross, out_mean, out_m
     of evaluating a batch of a cheap game.
     """
     for i in range(mean.shape[0]):
-        delta = other_mean[i] - mean[i]
-        out_mean[i] = mean[i] + delta * weight
-        out_m2[i] = (m2[i] + other_m2[i]) + delta * delta * cross
+        out_mean[i], out_m2[i] = _merged_entry(mean[i], m2[i], other_mean[i], other_m2[i], weight, cross)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _merged_entry(mean, m2, other_mean, other_m2, weight, cross):
+    """One entry of :func:`merge_moments`: ``(mean + delta weight, (m2 + other_m2) + delta^2 cross)``."""
+    delta = other_mean - mean
+    return mean + delta * weight, (m2 + other_m2) + delta * delta * cross
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -343,14 +348,7 @@ def sized_member_moments(sized, count, mean, m2):
     ``sums / b`` and ``np.maximum(squares - sums**2 / b, 0.0)`` (the squares
     of the three blocks are the sums of ``x``, ``u^2 x`` and ``u^4 x``).
     """
-    sizes, n = sized.shape[0], sized.shape[2]
-    block = n * sizes
-    for k in range(sizes):
-        for j in range(3):
-            totals, squares = sized[k, _MOMENT_LINES[j][0]], sized[k, _MOMENT_LINES[j][1]]
-            base = j * block + k * n
-            for i in range(n):
-                mean[base + i], m2[base + i] = _moment_pair(totals[i], squares[i], count)
+    _sized_sweep(sized, count, mean, m2, False, mean, m2, 0.0, 0.0)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -363,6 +361,12 @@ def merge_sized_member_moments(sized, count, mean, m2, weight, cross, out_mean, 
     order: the same bits), without writing the batch's blocks out and
     reading them back (200 MB a batch at ``N = 2,048``).
     """
+    _sized_sweep(sized, count, out_mean, out_m2, True, mean, m2, weight, cross)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _sized_sweep(sized, count, out_mean, out_m2, merging, mean, m2, weight, cross):
+    """Each entry's batch (mean, M2) from ``sized`` into ``out_*``, merged with ``mean``, ``m2`` if ``merging``."""
     sizes, n = sized.shape[0], sized.shape[2]
     block = n * sizes
     for k in range(sizes):
@@ -370,11 +374,11 @@ def merge_sized_member_moments(sized, count, mean, m2, weight, cross, out_mean, 
             totals, squares = sized[k, _MOMENT_LINES[j][0]], sized[k, _MOMENT_LINES[j][1]]
             base = j * block + k * n
             for i in range(n):
-                batch_mean, batch_m2 = _moment_pair(totals[i], squares[i], count)
                 cell = base + i
-                delta = batch_mean - mean[cell]
-                out_mean[cell] = mean[cell] + delta * weight
-                out_m2[cell] = (m2[cell] + batch_m2) + delta * delta * cross
+                batch_mean, batch_m2 = _moment_pair(totals[i], squares[i], count)
+                if merging:
+                    batch_mean, batch_m2 = _merged_entry(mean[cell], m2[cell], batch_mean, batch_m2, weight, cross)
+                out_mean[cell], out_m2[cell] = batch_mean, batch_m2
 
 
 @numba.njit(cache=True, nogil=True)
