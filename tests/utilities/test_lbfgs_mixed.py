@@ -1,4 +1,8 @@
-"""The multinomial L-BFGS path: mixed precision, the low-rank preconditioner, and the tolerance it is routed with."""
+"""The multinomial L-BFGS path: mixed precision, the low-rank preconditioner, and the tolerance it is routed with.
+
+Mixed precision runs on torch devices (``DEVICE``: torch on this CPU); on the CPU's numpy path L-BFGS runs in
+compiled ``float64`` loops (``tests/utilities/test_lbfgs_rows.py``).
+"""
 
 from __future__ import annotations
 
@@ -27,45 +31,58 @@ def _masks(n, m, seed=3):
     return np.argsort(rng.random((m, n)), axis=1) < rng.integers(20, n + 1, m)[:, None]
 
 
+DEVICE = "cpu"  # torch on the CPU: the chunk-wide path that mixed precision belongs to
+
+
 @pytest.fixture(scope="module")
 def wine():
     return _split(load_wine, 120)
 
 
-def test_mixed_precision_meets_the_tolerance_in_float64(wine):
+@pytest.fixture(scope="module")
+def torch():
+    return pytest.importorskip("torch")
+
+
+def test_mixed_precision_meets_the_tolerance_in_float64(wine, torch):
     X, y, Xt, yt = wine
     masks = _masks(len(y), 40)
-    mixed = LogisticRegressionUtility(X, y, Xt, yt, "neg_log_loss", solver="lbfgs", tol=1e-6)
+    mixed = LogisticRegressionUtility(X, y, Xt, yt, "neg_log_loss", solver="lbfgs", tol=1e-6, device=DEVICE)
+    assert mixed._mixed
     counts = mixed.targets.class_counts(masks)
     theta = mixed._fit_thetas(masks, counts)
     chunk = _SoftmaxChunk.from_masks(mixed._softmax_data, masks, counts, mixed.C)
     _, gradient = chunk.objective(theta)
-    assert np.all(chunk.converged(gradient, 1e-6))  # the float64 gradient test, at the float32 phase's end
+    assert bool(torch.all(chunk.converged(gradient, 1e-6)))  # the float64 gradient test, at the float32 phase's end
 
 
-def test_mixed_and_float64_agree_to_the_solver_tolerance(wine):
+def test_mixed_and_float64_agree_to_the_solver_tolerance(wine, torch):
     X, y, Xt, yt = wine
     masks = _masks(len(y), 40)
-    mixed = LogisticRegressionUtility(X, y, Xt, yt, "neg_log_loss", solver="lbfgs", tol=1e-8)
-    full = LogisticRegressionUtility(X, y, Xt, yt, "neg_log_loss", solver="lbfgs", tol=1e-8, mixed_precision=False)
+    mixed = LogisticRegressionUtility(X, y, Xt, yt, "neg_log_loss", solver="lbfgs", tol=1e-8, device=DEVICE)
+    full = LogisticRegressionUtility(X, y, Xt, yt, "neg_log_loss", solver="lbfgs", tol=1e-8)  # the CPU's float64
     np.testing.assert_allclose(mixed.evaluate(masks), full.evaluate(masks), rtol=0, atol=1e-6)
     coef_mixed, _ = mixed.fit_subsets(masks[:10])
     coef_full, _ = full.fit_subsets(masks[:10])
     np.testing.assert_allclose(coef_mixed, coef_full, rtol=0, atol=1e-5)
 
 
-def test_mixed_precision_is_deterministic(wine):
+@pytest.mark.parametrize("device", [None, DEVICE])
+def test_l_bfgs_is_deterministic(wine, device):
+    if device is not None:
+        pytest.importorskip("torch")
     X, y, Xt, yt = wine
     masks = _masks(len(y), 30)
-    first = LogisticRegressionUtility(X, y, Xt, yt, "neg_log_loss", solver="lbfgs").evaluate(masks)
-    second = LogisticRegressionUtility(X, y, Xt, yt, "neg_log_loss", solver="lbfgs").evaluate(masks)
+    first = LogisticRegressionUtility(X, y, Xt, yt, "neg_log_loss", solver="lbfgs", device=device).evaluate(masks)
+    second = LogisticRegressionUtility(X, y, Xt, yt, "neg_log_loss", solver="lbfgs", device=device).evaluate(masks)
     assert first.tobytes() == second.tobytes()
 
 
-def test_float32_learners_skip_the_float64_phase(wine):
+def test_float32_learners_and_the_cpu_path_skip_the_float32_phase(wine, torch):
     X, y, Xt, yt = wine
-    learner = LogisticRegressionUtility(X, y, Xt, yt, solver="lbfgs", dtype="float32", device="cpu")
-    assert not learner._mixed and LogisticRegressionUtility(X, y, Xt, yt, solver="lbfgs")._mixed
+    learner = LogisticRegressionUtility(X, y, Xt, yt, solver="lbfgs", dtype="float32", device=DEVICE)
+    assert not learner._mixed and LogisticRegressionUtility(X, y, Xt, yt, solver="lbfgs", device=DEVICE)._mixed
+    assert not LogisticRegressionUtility(X, y, Xt, yt, solver="lbfgs")._mixed  # numpy: compiled float64 loops
 
 
 def test_the_low_rank_preconditioner_is_the_full_one_at_full_rank(wine, monkeypatch):
@@ -109,20 +126,20 @@ def test_mixed_precision_must_be_a_boolean(wine):
         LogisticRegressionUtility(X, y, Xt, yt, mixed_precision="yes")
 
 
-def test_float32_gradient_test_is_trusted_only_at_loose_tolerances(wine, monkeypatch):
+def test_float32_gradient_test_is_trusted_only_at_loose_tolerances(wine, torch, monkeypatch):
     """Above FLOAT32_MIN_TOL only stalled coalitions get float64 steps; below, every coalition is checked in float64."""
     X, y, Xt, yt = wine
     masks = _masks(len(y), 30)
     calls = []
-    original = _logistic._lbfgs
+    original = _logistic._lbfgs  # the chunk-wide path of devices
 
     def spy(chunk, theta, *args, **kwargs):
         calls.append((chunk.data.backend.dtype_name, len(chunk)))
         return original(chunk, theta, *args, **kwargs)
 
     monkeypatch.setattr(_logistic, "_lbfgs", spy)
-    LogisticRegressionUtility(X, y, Xt, yt, solver="lbfgs", tol=1e-8).evaluate(masks)
+    LogisticRegressionUtility(X, y, Xt, yt, solver="lbfgs", tol=1e-8, device=DEVICE).evaluate(masks)
     assert ("float64", len(masks)) in calls  # every coalition refined
     calls.clear()
-    LogisticRegressionUtility(X, y, Xt, yt, solver="lbfgs", tol=1e-4).evaluate(masks)
+    LogisticRegressionUtility(X, y, Xt, yt, solver="lbfgs", tol=1e-4, device=DEVICE).evaluate(masks)
     assert all(size < len(masks) for kind, size in calls if kind == "float64" and size > 1)

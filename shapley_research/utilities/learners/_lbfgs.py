@@ -4,6 +4,8 @@
 pairs with backtracking Armijo steps, optionally on top of an initial
 inverse Hessian (the full-data Hessian scaled to the coalition): ``O(K N q)``
 per iteration, for models with many parameters (:mod:`shapley_research.utilities.learners`).
+This chunk-wide form is the path of torch devices; on a CPU the same
+algorithm runs coalition by coalition in compiled loops (:mod:`._lbfgs_rows`).
 """
 
 from __future__ import annotations

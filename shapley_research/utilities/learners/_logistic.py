@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import warnings
-from typing import TYPE_CHECKING, Any, Callable, Literal, Sequence, cast
+from typing import TYPE_CHECKING, Any, Literal, Sequence, cast
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -24,8 +24,10 @@ from ._array import Array, ArrayBackend
 from ._base import _CHUNK_BYTES, _BatchedLearner, _check_features_like, _chunks
 from ._binary import _BinaryChunk
 from ._lbfgs import _lbfgs
+from ._lbfgs_rows import lbfgs_own_rows
 from ._newton import _newton
 from ._online_prefix import online_prefix_utilities
+from ._precondition import DiagonalInverse, LowRankInverse
 from ._scalers import data_hessian_diagonal, diagonal_preconditioner
 from ._softmax import NEG_LOGIT, _data_hessian, _SoftmaxChunk, _SoftmaxData
 from ._warm_prefix import exact_prefix_utilities
@@ -115,13 +117,17 @@ class LogisticRegressionUtility(_BatchedLearner):
         is several times faster on most GPUs; keep ``tol`` above about 1e-4
         with it (rounding at float32's 1e-7 limits the gradient test).
     mixed_precision : bool, default True
-        With ``dtype="float64"``, L-BFGS iterates in ``float32`` first (half the
-        memory traffic; ``exp`` several times faster), then restarts in
-        ``float64`` from there until the ``float64`` gradient meets ``tol``:
-        the same convergence test as a ``float64`` run, met in ``float64``,
-        for about 1.5-2x less time (most coalitions need zero or one
-        ``float64`` step). Newton is unaffected. ``False``: ``float64``
-        throughout (bit for bit the same on numpy and torch).
+        On a torch device with ``dtype="float64"``, L-BFGS iterates in
+        ``float32`` first (half the memory traffic; ``exp`` several times
+        faster), then restarts in ``float64`` from there until the ``float64``
+        gradient meets ``tol``: the same convergence test as a ``float64``
+        run, met in ``float64``, for about 1.5-2x less time (most coalitions
+        need zero or one ``float64`` step). Newton is unaffected. ``False``:
+        ``float64`` throughout. On the CPU (``device=None``) L-BFGS runs
+        coalition by coalition on each coalition's own rows in compiled
+        ``float64`` loops, whatever this says (a ``float32`` phase saved
+        0-15% there); its iterates are those of the torch path with
+        ``mixed_precision=False`` to rounding.
     scalers : sequence of scikit-learn scalers, default ()
         ``StandardScaler``, ``MinMaxScaler`` (``clip=False``) or
         ``MaxAbsScaler`` instances, fitted on each coalition before the model,
@@ -202,7 +208,7 @@ class LogisticRegressionUtility(_BatchedLearner):
             per += 8 * (K * K * (N + q * q) + 4 * (K * q) ** 2)
         return per
 
-    def _preconditioner(self, chunk: _SoftmaxChunk) -> Callable[[Array, Array], Array] | None:
+    def _preconditioner(self, chunk: _SoftmaxChunk) -> LowRankInverse | DiagonalInverse | None:
         r"""L-BFGS's initial inverse Hessian for a chunk: the full-data Hessian scaled to each coalition, low rank.
 
         A coalition's data Hessian is on average :math:`|S|/N` times that of the
@@ -240,21 +246,9 @@ class LogisticRegressionUtility(_BatchedLearner):
             return None
         eigenvalues, vectors = self._full_hessian_eigen(chunk.data.backend)
         xp = chunk.data.xp
-        K, q = self.targets.n_classes, self.design.q
         weight = chunk.C * chunk.size / self.n_players
         rank = max(int(xp.sum(eigenvalues * xp.max(weight) >= PRECONDITION_MIN_CURVATURE)), 1)
-        vectors, eigenvalues = vectors[:, :rank], eigenvalues[:rank]
-        vectors_T = xp.permute_dims(vectors, (1, 0))
-        present = chunk.present[:, :, None]
-
-        def apply(r: Array, rows: Array) -> Array:
-            flat = xp.reshape(r * present[rows], (len(rows), K * q))
-            z = flat @ vectors
-            z *= 1.0 / (weight[rows, None] * eigenvalues[None, :] + 1.0) - 1.0
-            flat += z @ vectors_T
-            return xp.reshape(flat, (len(rows), K, q)) * present[rows]
-
-        return apply
+        return LowRankInverse(vectors[:, :rank], eigenvalues[:rank], weight, chunk.present, xp)
 
     def _full_hessian_eigen(self, backend: ArrayBackend) -> tuple[Array, Array]:
         """Eigenvalues (descending, clipped at 0) and eigenvectors of the full-data Hessian, in ``backend``.
@@ -300,8 +294,13 @@ class LogisticRegressionUtility(_BatchedLearner):
 
     @property
     def _mixed(self) -> bool:
-        """``float32`` iterations before ``float64`` ones (L-BFGS with ``mixed_precision`` in ``float64``)."""
-        return self.mixed_precision and self.dtype == "float64"
+        """``float32`` iterations before ``float64`` ones: L-BFGS with ``mixed_precision`` in ``float64`` on a device.
+
+        On the CPU, L-BFGS runs coalition by coalition in compiled ``float64``
+        loops (:mod:`._lbfgs_rows`): a ``float32`` phase there saved 0-15%
+        (10-class digits and MNIST PCA-50) and would double the kernels' compile.
+        """
+        return self.mixed_precision and self.dtype == "float64" and not self._backend.is_numpy
 
     @property
     def _softmax_data32(self) -> _SoftmaxData:
@@ -361,8 +360,11 @@ class LogisticRegressionUtility(_BatchedLearner):
         theta = theta * chunk.present[:, :, None]
 
         def solve(part: _SoftmaxChunk, start: Array, strict: bool = False) -> tuple[Array, Array, Array]:
-            return _lbfgs(part, start, self.tol, self.max_iter, strict=strict,
-                          precondition=self._preconditioner(part) if precondition else None)
+            # float64 on the CPU: coalition by coalition on their own rows; otherwise chunk-wide
+            backend = part.data.backend
+            run = lbfgs_own_rows if backend.is_numpy and backend.dtype_name == "float64" else _lbfgs
+            return run(part, start, self.tol, self.max_iter, strict=strict,
+                       precondition=self._preconditioner(part) if precondition else None)
 
         if not self._mixed:
             theta, iterations, converged = solve(chunk, theta)

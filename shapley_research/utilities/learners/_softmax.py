@@ -35,6 +35,7 @@ class _SoftmaxData:
         n = design.train.shape[0]
         # flat (K, N) index of each true logit
         self.true_index = backend.asarray(targets.y_train_index * n + np.arange(n), "int")
+        self.labels = np.asarray(targets.y_train_index, dtype=np.int64)  # numpy: the compiled CPU path's
         self._outer: Array = None
 
     @property

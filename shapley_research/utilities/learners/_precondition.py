@@ -1,0 +1,71 @@
+r"""L-BFGS's initial inverse Hessians for a chunk of coalitions, as data that either solver path reads.
+
+Each is a callable ``apply(r, rows)`` (``r`` (b, K, q) for the chunk rows
+``rows``) for the chunked array path (:func:`._lbfgs._lbfgs`) and carries
+its arrays and a ``kind`` for the compiled per-coalition path
+(:func:`._lbfgs_rows.lbfgs_own_rows`), so both apply the same matrix:
+
+* :class:`LowRankInverse`: the full-data Hessian scaled to each coalition,
+  :math:`I + Q_r\,\mathrm{diag}\bigl(1/(w\lambda_j + 1) - 1\bigr)\,Q_r^\top`
+  with :math:`w = C|S|/N` (built by
+  :meth:`~._logistic.LogisticRegressionUtility._preconditioner`);
+* :class:`DiagonalInverse`: :math:`\operatorname{diag}(w h_D + r_S)^{-1}` under
+  per-coalition penalties (:func:`._scalers.diagonal_preconditioner`).
+
+Both act on the classes present only (zero elsewhere).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ._array import Array
+
+NO_PRECONDITIONER, LOW_RANK, DIAGONAL = 0, 1, 2
+
+
+@dataclass(frozen=True)
+class LowRankInverse:
+    """``I + V diag(1/(w lambda + 1) - 1) V^T`` per coalition: ``vectors`` (Kq, r), ``eigenvalues`` (r,).
+
+    ``weight`` (B,) is each coalition's ``C |S| / N``, ``present`` (B, K) its classes.
+    """
+
+    vectors: Array
+    eigenvalues: Array
+    weight: Array
+    present: Array
+    xp: Any
+    kind: int = LOW_RANK
+
+    def __call__(self, r: Array, rows: Array) -> Array:
+        xp = self.xp
+        K, q = r.shape[1], r.shape[2]
+        present = self.present[rows][:, :, None]
+        flat = xp.reshape(r * present, (len(rows), K * q))
+        z = flat @ self.vectors
+        z *= 1.0 / (self.weight[rows, None] * self.eigenvalues[None, :] + 1.0) - 1.0
+        flat += z @ xp.permute_dims(self.vectors, (1, 0))
+        return xp.reshape(flat, (len(rows), K, q)) * present
+
+
+@dataclass(frozen=True)
+class DiagonalInverse:
+    """``diag(w h_D + r_S)^-1`` per coalition: ``diagonal`` (K, q), ``penalty`` (q,) or (B, q).
+
+    A zero curvature entry counts as 1.
+    """
+
+    diagonal: Array
+    weight: Array
+    penalty: Array
+    present: Array
+    one: Array  # the backend's scalar 1 (``where`` with a Python scalar is not portable)
+    xp: Any
+    kind: int = DIAGONAL
+
+    def __call__(self, r: Array, rows: Array) -> Array:
+        penalty = self.penalty[rows][:, None, :] if self.penalty.ndim == 2 else self.penalty
+        curvature = self.weight[rows, None, None] * self.diagonal[None] + penalty
+        return r / self.xp.where(curvature > 0, curvature, self.one) * self.present[rows][:, :, None]
