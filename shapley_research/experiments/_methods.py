@@ -333,7 +333,7 @@ def _beta_shapley(call: MethodCall) -> Outcome:
 def _ame(call: MethodCall) -> Outcome:
     from .. import ame
 
-    # the penalty by 5-fold LassoCV over the inclusion indicators (the library's default, OpenDataVal's choice)
+    # the penalty by 5-fold cross-validation along the exact Lasso path over the inclusion indicators (the defaults)
     return ame(call.game, call.budget, call.seed), None, None  # type: ignore[arg-type]
 
 

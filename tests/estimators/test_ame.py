@@ -25,9 +25,11 @@ def test_least_squares_recovers_an_additive_game_exactly():
     assert result.seed == 1 and result.stderr is None and result.info["alpha"] == 0.0
 
 
-def test_the_lasso_shrinks_towards_zero_and_finds_the_support():
+@pytest.mark.parametrize("solver", ["lars", "coordinate_descent"])
+def test_the_lasso_shrinks_towards_zero_and_finds_the_support(solver):
     weights = sparse_weights()
-    result = ame(AdditiveGame(weights), 400, seed=2)  # cross-validated penalty
+    result = ame(AdditiveGame(weights), 400, seed=2, solver=solver)  # cross-validated penalty
+    assert result.info["solver"] == solver
     assert result.info["alpha"] > 0
     support = weights != 0
     np.testing.assert_array_equal(result.values[~support], 0.0)
@@ -35,9 +37,20 @@ def test_the_lasso_shrinks_towards_zero_and_finds_the_support():
     assert np.all(np.abs(result.values[support]) <= np.abs(weights[support]) + 1e-9)  # shrunk, not grown
 
 
-def test_a_large_penalty_sets_every_value_to_zero():
-    result = ame(AdditiveGame(sparse_weights()), 200, seed=3, alpha=1e3)
+@pytest.mark.parametrize("solver", ["lars", "coordinate_descent"])
+def test_a_large_penalty_sets_every_value_to_zero(solver):
+    result = ame(AdditiveGame(sparse_weights()), 200, seed=3, alpha=1e3, solver=solver)
     np.testing.assert_array_equal(result.values, 0.0)
+
+
+def test_the_exact_path_and_coordinate_descent_solve_the_same_lasso():
+    """At one penalty both solvers minimise the same objective: the same values to coordinate descent's tolerance."""
+    game = as_game(lambda m: (m[:, 0] & m[:, 1]).astype(float) + m[:, 2] + 0.1 * m[:, 3:].sum(axis=1), 12,
+                   vectorized=True)
+    path, grid = (ame(game, 600, seed=6, alpha=0.01, solver=solver, max_iter=100_000)
+                  for solver in ("lars", "coordinate_descent"))
+    np.testing.assert_allclose(path.values, grid.values, rtol=0, atol=1e-4)
+    assert np.all(path.values[3:] < path.values[2])  # not vacuous: the values differ from player to player
 
 
 def test_a_pair_interaction_gets_its_average_marginal_effect():
@@ -87,6 +100,7 @@ def test_evaluations_are_batched_through_evaluate():
     ({"cv": 1}, "cv", ValueError),
     ({"budget": 3, "cv": 5}, "budget", ValueError),
     ({"design": "rows"}, "design", ValueError),
+    ({"solver": "cd"}, "solver", ValueError),
     ({"chunk_size": 0}, "chunk_size", ValueError),
     ({"seed": -1}, "seed", ValueError),
 ])
