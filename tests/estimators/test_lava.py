@@ -7,6 +7,7 @@ import pytest
 
 from shapley_research import lava
 from shapley_research.estimators import label_distances
+from shapley_research.estimators._lava import annealed_potentials, annealing_schedule
 
 
 def blobs(seed: int = 0, n: int = 20, n_test: int = 30):
@@ -17,7 +18,7 @@ def blobs(seed: int = 0, n: int = 20, n_test: int = 30):
     return X, np.repeat([0, 1], n), X_test, np.repeat([0, 1], n_test)
 
 
-@pytest.mark.parametrize("solver", ["sinkhorn", "emd"])
+@pytest.mark.parametrize("solver", ["annealed", "sinkhorn", "emd"])
 def test_flipped_labels_get_the_lowest_values(solver):
     """One label flipped each way (the class masses stay balanced: a surplus of one class would shift the
     exact potentials of its whole class, which is the transport's answer, not label noise)."""
@@ -28,7 +29,7 @@ def test_flipped_labels_get_the_lowest_values(solver):
     assert result.method == "lava" and result.n_evaluations == 0 and result.seed is None
 
 
-@pytest.mark.parametrize("solver", ["sinkhorn", "emd"])
+@pytest.mark.parametrize("solver", ["annealed", "sinkhorn", "emd"])
 def test_duplicated_points_get_equal_values(solver):
     X, y, X_test, y_test = blobs(1)
     X, y = np.vstack([X, X[3:4], X[25:26]]), np.append(y, [y[3], y[25]])
@@ -37,12 +38,41 @@ def test_duplicated_points_get_equal_values(solver):
     assert values[3] != values[4]  # the property can fail: distinct points get distinct values
 
 
-def test_the_calibrated_gradients_sum_to_zero_and_ignore_a_translation():
+@pytest.mark.parametrize("solver", ["annealed", "emd"])
+def test_the_calibrated_gradients_sum_to_zero_and_ignore_a_translation(solver):
     X, y, X_test, y_test = blobs(2)
-    values = lava(X, y, X_test, y_test, solver="emd").values
+    values = lava(X, y, X_test, y_test, solver=solver).values
     assert values.sum() == pytest.approx(0.0, abs=1e-9)
-    moved = lava(X + 5.0, y, X_test + 5.0, y_test, solver="emd").values
+    moved = lava(X + 5.0, y, X_test + 5.0, y_test, solver=solver).values
     np.testing.assert_allclose(moved, values, atol=1e-8)
+
+
+def test_the_annealing_schedule_is_geomloss_s():
+    """From diameter^2 down by scaling^2 a step (blur radii by scaling), ending at reg."""
+    schedule = annealing_schedule(10.0, 0.1, scaling=0.5)
+    assert schedule[0] == 100.0 and schedule[-1] == 0.1
+    np.testing.assert_allclose(np.array(schedule[2:-1]) / np.array(schedule[1:-2]), 0.25)
+    assert schedule[1] == pytest.approx(100.0) and schedule[-2] > 0.1 >= schedule[-2] * 0.25
+
+
+def test_annealed_potentials_price_a_single_pair_at_its_cost():
+    """One point on each side: every averaged update keeps f + g = C, the transport's cost."""
+    f, g = annealed_potentials(np.ones(1), np.ones(1), np.array([[3.5]]), annealing_schedule(4.0, 0.1))
+    assert f[0] + g[0] == pytest.approx(3.5, abs=1e-12)
+
+
+def test_annealed_potentials_reach_the_sinkhorn_fixed_point_at_a_fixed_temperature():
+    """Held at one temperature, the averaged updates converge to Sinkhorn's potentials: the plan has the marginals."""
+    rng = np.random.default_rng(0)
+    cost = rng.random((6, 4))
+    a, b = np.full(6, 1 / 6), np.full(4, 1 / 4)
+    f, g = annealed_potentials(a, b, cost, [1.0] + [0.2] * 400)
+    plan = a[:, None] * b[None, :] * np.exp((f[:, None] + g[None, :] - cost) / 0.2)
+    np.testing.assert_allclose(plan.sum(axis=1), a, atol=1e-9)
+    np.testing.assert_allclose(plan.sum(axis=0), b, atol=1e-9)
+    f_short, g_short = annealed_potentials(a, b, cost, [1.0, 0.2])  # the property can fail: too few updates
+    short_plan = a[:, None] * b[None, :] * np.exp((f_short[:, None] + g_short[None, :] - cost) / 0.2)
+    assert np.abs(short_plan.sum(axis=0) - b).max() > 1e-6
 
 
 def test_label_distances_vanish_between_a_class_and_itself():
