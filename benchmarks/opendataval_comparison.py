@@ -219,7 +219,7 @@ def ours_once(method: str, task: dict[str, np.ndarray], seed: int, budget: int) 
         result = (knn_shapley(X, y, X_valid, y_valid, K_NEIGHBOURS) if method == "knn"
                   else lava(X, y, X_valid, y_valid))
         return {"values": result.values, "seconds": time.perf_counter() - start, "fits": 0, "evaluations": 0,
-                "route": "exact" if method == "knn" else "POT"}
+                "route": "exact" if method == "knn" else str(result.info["solver"])}
     game = ModelUtility(make_model(), X, y, X_valid, y_valid, metric="accuracy", fast="auto")
     if method == "tmc":
         result = permutation_shapley(game, budget, seed, truncation=TRUNCATION, progress=False)
