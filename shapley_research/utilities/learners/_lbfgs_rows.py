@@ -95,7 +95,7 @@ def _max_abs(a: Any) -> float:
 
 @numba.njit(cache=True, nogil=True, fastmath=_FAST, inline="always")
 def _initial_inverse(r: Any, g: Any, kind: int, pairs: int, gamma: float, present: Any, q: int,
-                     vectors: Any, eigenvalues: Any, weight: float, diagonal: Any, penalty: Any) -> None:
+                     vectors: Any, eigenvalues: Any, rank: int, weight: float, diagonal: Any, penalty: Any) -> None:
     """``r <- H0 r`` (flat, K q): ``gamma I`` (``1/max|g|`` before any pair), low-rank or diagonal."""
     d = r.shape[0]
     if kind == NO_PRECONDITIONER:
@@ -106,15 +106,15 @@ def _initial_inverse(r: Any, g: Any, kind: int, pairs: int, gamma: float, presen
         for a in range(d):
             if not present[a // q]:
                 r[a] = 0.0
-        z = np.zeros(vectors.shape[1], r.dtype)
+        z = np.zeros(rank, r.dtype)  # the coalition's own leading directions
         for a in range(d):
             if r[a] != 0.0:
-                for j in range(z.shape[0]):
+                for j in range(rank):
                     z[j] += r[a] * vectors[a, j]
-        for j in range(z.shape[0]):
+        for j in range(rank):
             z[j] *= 1.0 / (weight * eigenvalues[j] + 1.0) - 1.0
         for a in range(d):
-            r[a] = r[a] + _dot(vectors[a], z) if present[a // q] else 0.0
+            r[a] = r[a] + _dot(vectors[a, :rank], z) if present[a // q] else 0.0
     else:  # diag(w h_D + r_S)^-1 on the classes present
         for a in range(d):
             k, j = a // q, a % q
@@ -124,8 +124,8 @@ def _initial_inverse(r: Any, g: Any, kind: int, pairs: int, gamma: float, presen
 
 @numba.njit(cache=True, nogil=True, fastmath=_FAST, inline="always")
 def _direction(direction: Any, g: Any, S: Any, Y: Any, rho: Any, alpha: Any, it: int, pairs: int, gamma: float,
-               kind: int, present: Any, q: int, vectors: Any, eigenvalues: Any, weight: float, diagonal: Any,
-               penalty: Any) -> int:
+               kind: int, present: Any, q: int, vectors: Any, eigenvalues: Any, rank: int, weight: float,
+               diagonal: Any, penalty: Any) -> int:
     """``direction <- -H g`` by the two-loop recursion, newest pair first; returns the pairs kept.
 
     A direction pointing uphill restarts from steepest descent with every pair dropped.
@@ -140,7 +140,8 @@ def _direction(direction: Any, g: Any, S: Any, Y: Any, rho: Any, alpha: Any, it:
             alpha[slot] = rho[slot] * _dot(S[slot], direction)
             for a in range(d):
                 direction[a] -= alpha[slot] * Y[slot, a]
-    _initial_inverse(direction, g, kind, pairs, gamma, present, q, vectors, eigenvalues, weight, diagonal, penalty)
+    _initial_inverse(direction, g, kind, pairs, gamma, present, q, vectors, eigenvalues, rank, weight, diagonal,
+                     penalty)
     for j in range(written - 1, -1, -1):
         slot = (it - 1 - j) % memory
         if rho[slot] != 0.0:
@@ -162,7 +163,7 @@ def _direction(direction: Any, g: Any, S: Any, Y: Any, rho: Any, alpha: Any, it:
 @numba.njit(cache=True, nogil=True, fastmath=_FAST, inline="always")
 def _solve(theta: Any, Xs: Any, XsT: Any, w: Any, labels: Any, present: Any, C: float, penalty: Any,
            threshold: float, max_iter: int, memory: int, strict: bool, no_progress: float, kind: int,
-           vectors: Any, eigenvalues: Any, weight: float, diagonal: Any) -> tuple[int, bool]:
+           vectors: Any, eigenvalues: Any, rank: int, weight: float, diagonal: Any) -> tuple[int, bool]:
     """L-BFGS of one coalition from ``theta`` (K, q, updated in place): ``(iterations, converged)``.
 
     ``threshold`` is the gradient test ``tol C |S|``; ``no_progress`` the relative decrease (64 eps of
@@ -184,7 +185,7 @@ def _solve(theta: Any, Xs: Any, XsT: Any, w: Any, labels: Any, present: Any, C: 
         if it == max_iter:
             break
         pairs = _direction(direction, flat_g, S, Y, rho, alpha, it, pairs, gamma, kind, present, q, vectors,
-                           eigenvalues, weight, diagonal, penalty)
+                           eigenvalues, rank, weight, diagonal, penalty)
         slope, step, accepted, f_trial = _dot(flat_g, direction), 1.0, False, f
         for _ in range(MAX_HALVINGS):
             for a in range(d):
@@ -217,7 +218,8 @@ def _solve(theta: Any, Xs: Any, XsT: Any, w: Any, labels: Any, present: Any, C: 
 @numba.njit(cache=True, nogil=True, fastmath=_FAST)
 def _fit_each(X: Any, labels: Any, weight: Any, present: Any, C: Any, penalty: Any, theta: Any, tol: float,
               max_iter: int, memory: int, strict: bool, no_progress: float, kind: int, vectors: Any,
-              eigenvalues: Any, preconditioner_weight: Any, diagonal: Any, iterations: Any, converged: Any) -> None:
+              eigenvalues: Any, ranks: Any, preconditioner_weight: Any, diagonal: Any, iterations: Any,
+              converged: Any) -> None:
     """Every coalition ``b`` of ``weight`` (B, N): gather its rows, then :func:`_solve` it into ``theta[b]``."""
     B, N = weight.shape
     q = X.shape[1]
@@ -240,7 +242,7 @@ def _fit_each(X: Any, labels: Any, weight: Any, present: Any, C: Any, penalty: A
         penalty_row = penalty[b] if penalty.shape[0] == B else penalty[0]
         iterations[b], converged[b] = _solve(theta[b], Xs, XsT, w, own_labels, present[b], C[b], penalty_row,
                                              tol * C[b] * size, max_iter, memory, strict, no_progress, kind,
-                                             vectors, eigenvalues, preconditioner_weight[b], diagonal)
+                                             vectors, eigenvalues, ranks[b], preconditioner_weight[b], diagonal)
 
 
 def lbfgs_own_rows(chunk: Any, theta: Array, tol: float, max_iter: int, memory: int = 10,
@@ -259,16 +261,17 @@ def lbfgs_own_rows(chunk: Any, theta: Array, tol: float, max_iter: int, memory: 
     iterations, converged = np.zeros(B, dtype=np.int64), np.zeros(B, dtype=bool)
     kind, vectors, eigenvalues, diagonal = NO_PRECONDITIONER, np.zeros((1, 1), dtype), np.zeros(1, dtype), \
         np.zeros((1, 1), dtype)
-    weight = np.zeros(B, dtype)
+    weight, ranks = np.zeros(B, dtype), np.zeros(B, np.int64)
     if precondition is not None:
         kind, weight = precondition.kind, np.asarray(precondition.weight, dtype)
         if kind == LOW_RANK:
             vectors = np.ascontiguousarray(precondition.vectors, dtype)
             eigenvalues = np.ascontiguousarray(precondition.eigenvalues, dtype)
+            ranks = np.asarray(precondition.ranks, np.int64)
         else:
             diagonal = np.ascontiguousarray(precondition.diagonal, dtype)
     penalty = np.ascontiguousarray(np.atleast_2d(chunk.penalty), dtype)
     _fit_each(data.X, data.labels, np.ascontiguousarray(chunk.weight, dtype), np.ascontiguousarray(chunk.present),
               np.asarray(chunk.C, dtype), penalty, theta, tol, max_iter, memory, strict, 64 * data.backend.eps,
-              kind, vectors, eigenvalues, weight, diagonal, iterations, converged)
+              kind, vectors, eigenvalues, ranks, weight, diagonal, iterations, converged)
     return theta, iterations, converged

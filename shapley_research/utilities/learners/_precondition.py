@@ -27,14 +27,18 @@ NO_PRECONDITIONER, LOW_RANK, DIAGONAL = 0, 1, 2
 
 @dataclass(frozen=True)
 class LowRankInverse:
-    """``I + V diag(1/(w lambda + 1) - 1) V^T`` per coalition: ``vectors`` (Kq, r), ``eigenvalues`` (r,).
+    """``I + V_b diag(1/(w lambda + 1) - 1) V_b^T`` per coalition: its own leading ``ranks[b]`` eigenvectors.
 
-    ``weight`` (B,) is each coalition's ``C |S| / N``, ``present`` (B, K) its classes.
+    ``vectors`` (Kq, r) and ``eigenvalues`` (r,) hold the chunk's most
+    directions; ``weight`` (B,) is each coalition's ``C |S| / N``, ``ranks``
+    (B,) how many leading directions it takes, ``present`` (B, K) its classes.
+    A coalition's matrix depends on the coalition alone, never on its chunk.
     """
 
     vectors: Array
     eigenvalues: Array
     weight: Array
+    ranks: Array
     present: Array
     xp: Any
     kind: int = LOW_RANK
@@ -45,7 +49,10 @@ class LowRankInverse:
         present = self.present[rows][:, :, None]
         flat = xp.reshape(r * present, (len(rows), K * q))
         z = flat @ self.vectors
-        z *= 1.0 / (self.weight[rows, None] * self.eigenvalues[None, :] + 1.0) - 1.0
+        factor = 1.0 / (self.weight[rows, None] * self.eigenvalues[None, :] + 1.0) - 1.0
+        own = xp.arange(self.eigenvalues.shape[0], device=getattr(self.eigenvalues, "device", None))[None, :] \
+            < self.ranks[rows, None]
+        z *= xp.where(own, factor, 0.0 * factor)
         flat += z @ xp.permute_dims(self.vectors, (1, 0))
         return xp.reshape(flat, (len(rows), K, q)) * present
 
