@@ -52,7 +52,7 @@ class LowRankInverse:
         factor = 1.0 / (self.weight[rows, None] * self.eigenvalues[None, :] + 1.0) - 1.0
         own = xp.arange(self.eigenvalues.shape[0], device=getattr(self.eigenvalues, "device", None))[None, :] \
             < self.ranks[rows, None]
-        z *= xp.where(own, factor, 0.0 * factor)
+        z *= xp.where(own, factor, xp.zeros_like(factor))
         flat += z @ xp.permute_dims(self.vectors, (1, 0))
         return xp.reshape(flat, (len(rows), K, q)) * present
 
