@@ -16,6 +16,9 @@ from ._array import Array, ArrayBackend
 from ._line_search import _armijo, _no_progress, _stalled_converged
 from ._softmax import _SoftmaxChunk
 
+#: A secant pair enters the curvature model only when ``s.y > CURVATURE_MIN |s| |y|``.
+CURVATURE_MIN = 1e-12
+
 
 def _lbfgs(chunk: _SoftmaxChunk, theta: Array, tol: float, max_iter: int, memory: int = 10,
            precondition: Callable[[Array, Array], Array] | None = None,
@@ -62,7 +65,7 @@ def _lbfgs(chunk: _SoftmaxChunk, theta: Array, tol: float, max_iter: int, memory
         new_theta, new_f, new_g, accepted = _armijo(sub, th, f, g, direction, with_grad=True)
         s, y = new_theta - th, new_g - g
         sy, yy = _inner(xp, s, y), _inner(xp, y, y)
-        good = accepted & (sy > 1e-12 * xp.sqrt(_inner(xp, s, s) * yy))
+        good = accepted & (sy > CURVATURE_MIN * xp.sqrt(_inner(xp, s, s) * yy))
         slot = it % memory
         S[slot], Y[slot] = s, y
         one, zero = backend.scalar(1.0), backend.scalar(0.0)

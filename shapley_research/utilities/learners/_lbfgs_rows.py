@@ -33,10 +33,10 @@ import numba
 import numpy as np
 
 from ._array import Array
+from ._lbfgs import CURVATURE_MIN
+from ._line_search import ARMIJO_SLOPE, MAX_HALVINGS, NO_PROGRESS_ULPS, STALL_TOL_FACTOR
 from ._precondition import LOW_RANK, NO_PRECONDITIONER
 
-MAX_HALVINGS = 40  # Armijo halvings before a step counts as failed (as in ._line_search._armijo)
-ARMIJO_SLOPE = 1e-4
 # reassociation lets the sums and updates over a coalition's rows and parameters run in SIMD lanes;
 # infinities and NaNs keep their meaning (a trial step may overflow the objective)
 _FAST = {"reassoc", "contract", "arcp", "nsz"}
@@ -200,7 +200,7 @@ def _solve(theta: Any, Xs: Any, XsT: Any, w: Any, labels: Any, present: Any, C: 
             S[slot, a] = flat_trial[a] - flat[a] if accepted else 0.0
             Y[slot, a] = flat_g_trial[a] - flat_g[a] if accepted else 0.0
         sy, yy = _dot(S[slot], Y[slot]), _dot(Y[slot], Y[slot])
-        good = accepted and sy > 1e-12 * np.sqrt(_dot(S[slot], S[slot]) * yy)
+        good = accepted and sy > CURVATURE_MIN * np.sqrt(_dot(S[slot], S[slot]) * yy)
         rho[slot] = 1.0 / sy if good else 0.0
         if good:
             gamma, pairs = sy / yy, pairs + 1
@@ -211,7 +211,7 @@ def _solve(theta: Any, Xs: Any, XsT: Any, w: Any, labels: Any, present: Any, C: 
             f = f_trial
         iterations += 1
         if stalled:  # no decrease along a descent direction: optimum to rounding
-            return iterations, _max_abs(flat_g) <= (threshold if strict else 1e3 * threshold)
+            return iterations, _max_abs(flat_g) <= (threshold if strict else STALL_TOL_FACTOR * threshold)
     return iterations, False
 
 
@@ -271,7 +271,8 @@ def lbfgs_own_rows(chunk: Any, theta: Array, tol: float, max_iter: int, memory: 
         else:
             diagonal = np.ascontiguousarray(precondition.diagonal, dtype)
     penalty = np.ascontiguousarray(np.atleast_2d(chunk.penalty), dtype)
+    no_progress = NO_PROGRESS_ULPS * data.backend.eps
     _fit_each(data.X, data.labels, np.ascontiguousarray(chunk.weight, dtype), np.ascontiguousarray(chunk.present),
-              np.asarray(chunk.C, dtype), penalty, theta, tol, max_iter, memory, strict, 64 * data.backend.eps,
-              kind, vectors, eigenvalues, ranks, weight, diagonal, iterations, converged)
+              np.asarray(chunk.C, dtype), penalty, theta, tol, max_iter, memory, strict, no_progress, kind,
+              vectors, eigenvalues, ranks, weight, diagonal, iterations, converged)
     return theta, iterations, converged

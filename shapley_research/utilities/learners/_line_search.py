@@ -12,12 +12,21 @@ from typing import TYPE_CHECKING, Any
 
 from ._softmax import _SoftmaxChunk
 
+#: Armijo's condition: the decrease must reach this fraction of the step times the directional derivative.
+ARMIJO_SLOPE = 1e-4
+#: Step halvings before a line search gives up (the last trial step is ``2^-39``).
+MAX_HALVINGS = 40
+#: A decrease below this many units of roundoff of the objective is no progress.
+NO_PROGRESS_ULPS = 64
+#: A stalled coalition counts as converged when its gradient meets this multiple of ``tol`` (rounding level).
+STALL_TOL_FACTOR = 1e3
+
 if TYPE_CHECKING:
     from ._binary import _BinaryChunk
 
 
 def _armijo(chunk: _SoftmaxChunk | _BinaryChunk, theta: Any, f: Any, g: Any, direction: Any, with_grad: bool,
-            max_halvings: int = 40, slope: Any = None) -> tuple[Any, Any, Any, Any]:
+            max_halvings: int = MAX_HALVINGS, slope: Any = None) -> tuple[Any, Any, Any, Any]:
     """Backtracking line search: per coalition the largest ``t = 2^-j`` with sufficient decrease.
 
     Returns the new parameters, objective, gradient (when ``with_grad``; the
@@ -39,7 +48,7 @@ def _armijo(chunk: _SoftmaxChunk | _BinaryChunk, theta: Any, f: Any, g: Any, dir
             f_trial, g_trial = sub.objective(trial)
         else:
             f_trial = sub.objective(trial, grad=False)
-        ok = xp.isfinite(f_trial) & (f_trial <= f[pending] + 1e-4 * step[pending] * slope[pending])
+        ok = xp.isfinite(f_trial) & (f_trial <= f[pending] + ARMIJO_SLOPE * step[pending] * slope[pending])
         done = pending[ok]
         new_theta[done], new_f[done], accepted[done] = trial[ok], f_trial[ok], True
         if with_grad:
@@ -55,9 +64,9 @@ def _no_progress(chunk: _SoftmaxChunk | _BinaryChunk, f_old: Any, f_new: Any) ->
     """Relative decrease below ``64 eps`` (scipy's L-BFGS ``ftol`` as scikit-learn sets it), eps of the dtype."""
     backend, xp = chunk.data.backend, chunk.data.xp
     scale = backend.maximum(xp.maximum(xp.abs(f_old), xp.abs(f_new)), 1.0)
-    return (f_old - f_new) <= 64 * backend.eps * scale
+    return (f_old - f_new) <= NO_PROGRESS_ULPS * backend.eps * scale
 
 
 def _stalled_converged(chunk: _SoftmaxChunk | _BinaryChunk, g: Any, tol: float) -> Any:
     """Coalitions whose line search found no decrease: done if the gradient is at rounding level."""
-    return chunk.converged(g, 1e3 * tol)
+    return chunk.converged(g, STALL_TOL_FACTOR * tol)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ._array import Array, namespace
-from ._line_search import _armijo, _no_progress, _stalled_converged
+from ._line_search import ARMIJO_SLOPE, _armijo, _no_progress, _stalled_converged
 from ._softmax import _SoftmaxChunk
 
 if TYPE_CHECKING:
@@ -61,7 +61,7 @@ def _newton(chunk: _SoftmaxChunk | _BinaryChunk, theta: Array, tol: float,
         th = theta[active]
         trial = th + direction
         f_new, g_new, P_new = sub.objective(trial, grad=True, probabilities=True)
-        ok = xp.isfinite(f_new) & (f_new <= f + 1e-4 * slope)
+        ok = xp.isfinite(f_new) & (f_new <= f + ARMIJO_SLOPE * slope)
         iterations[active] += 1
         if not bool(xp.all(ok)):  # damp the step of these coalitions, then re-evaluate them at the accepted point
             bad = xp.nonzero(~ok)[0]

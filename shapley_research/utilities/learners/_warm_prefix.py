@@ -51,6 +51,7 @@ from typing import Any
 
 import numpy as np
 
+from ._line_search import ARMIJO_SLOPE
 from ._softmax import NEG_LOGIT, _data_hessian, _effective_C, _fix_null_directions, _point_terms
 
 __all__ = ["exact_prefix_utilities"]
@@ -195,7 +196,7 @@ class _WarmPath:
             trial = theta[rows[pending]] + step[pending, None, None] * d[pending]
             f_t, g_t = self.data.objective(rows[pending], size, trial, self.present[rows[pending]], C[pending])
             self.stats["passes"] += pending.size
-            ok = np.isfinite(f_t) & (f_t <= f[rows[pending]] + 1e-4 * step[pending] * slope[pending])
+            ok = np.isfinite(f_t) & (f_t <= f[rows[pending]] + ARMIJO_SLOPE * step[pending] * slope[pending])
             done = rows[pending[ok]]
             if self.memory:
                 self._push_pair(done, trial[ok] - theta[done], g_t[ok] - g[done])
