@@ -146,17 +146,22 @@ def annealed_potentials(a: NDArray[np.float64], b: NDArray[np.float64], cost: ND
 
 
 def _potentials(a: NDArray[np.float64], b: NDArray[np.float64], cost: NDArray[np.float64], solver: str,
-                reg: float, max_iter: int, tol: float) -> tuple[NDArray[np.float64], float]:
+                reg: float, max_iter: int, tol: float, diameter: float) -> tuple[NDArray[np.float64], float]:
     """The training side's dual potential of the transport, and the transport cost.
 
-    ``"emd"``: the c-transform :math:`f_i = \\min_j (C_{ij} - g_j)` of the test
+    ``"annealed"``: :func:`annealed_potentials` on :func:`annealing_schedule`
+    from ``diameter`` down to ``reg``, the cost being the dual objective at
+    the potentials. ``"emd"``: the c-transform :math:`f_i = \\min_j (C_{ij} - g_j)` of the test
     side's exact potential :math:`g` (an optimal potential too, and one that
     gives identical points identical values, which the simplex's own need
     not). ``"sinkhorn"``: POT's epsilon scaling (the regularisation lowered
-    step by step to ``reg``, as geomloss anneals it for OpenDataVal), whose
+    step by step to ``reg``, Sinkhorn converged at each step), whose
     inner solves warn while epsilon is still large; a plan whose marginals
     miss by more than ``tol`` at the end is reported by a ``RuntimeWarning``.
     """
+    if solver == "annealed":
+        f, g = annealed_potentials(a, b, cost, annealing_schedule(diameter, reg))
+        return f, float(a @ f + b @ g)
     ot = _import_ot()
     if solver == "emd":
         plan, log = ot.emd(a, b, cost, numItermax=max(max_iter, 100_000), log=True)
@@ -253,12 +258,8 @@ def lava(X_train: ArrayLike, y_train: ArrayLike, X_test: ArrayLike, y_test: Arra
         (train_classes.size, test_classes.size))
     cost = lam_x * ot.dist(X_tr, X_te) / 2.0 + lam_y * W[train_index][:, test_index] / 2.0
     a, b = np.full(X_tr.shape[0], 1.0 / X_tr.shape[0]), np.full(X_te.shape[0], 1.0 / X_te.shape[0])
-    if solver == "annealed":
-        schedule = annealing_schedule(augmented_diameter(X_tr, train_index, X_te, test_index), reg)
-        f, g = annealed_potentials(a, b, cost, schedule)
-        distance = float(a @ f + b @ g)  # the dual objective at the potentials
-    else:
-        f, distance = _potentials(a, b, cost, solver, reg, max_iter, tol)
+    f, distance = _potentials(a, b, cost, solver, reg, max_iter, tol,
+                              augmented_diameter(X_tr, train_index, X_te, test_index))
     n = X_tr.shape[0]
     gradient = f * (1.0 + 1.0 / (n - 1)) - f.sum() / (n - 1)
     info = {"distance": distance, "label_distances": W, "solver": solver, "reg": reg,
