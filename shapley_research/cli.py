@@ -43,11 +43,12 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from .experiments import (CITED_PAPERS_EXPERIMENTS, EXPERIMENT_NAMES, METRICS_FILE, RESULTS_DIR, RUN_INFO_FILE,
-                          RUNNER_ENV, UPDATE_RESULTS_ENV, Project, ProjectError, check_declared, check_name,
-                          check_notebook_in_sync, check_parameters, dvc_stage, held_count, notebook_parameters,
-                          profile_key_problems, read_metrics, results_guard, run_info, run_profile, shown_path,
-                          undecided_count, user_sets, verdict_of, write_dvc_stage, write_report)
+from .experiments import (CITED_PAPERS_EXPERIMENTS, EXPERIMENT_NAMES, FIGURES_ENV, METRICS_FILE, RESULTS_DIR,
+                          RUN_INFO_FILE, RUNNER_ENV, UPDATE_RESULTS_ENV, Project, ProjectError, check_declared,
+                          check_name, check_notebook_in_sync, check_parameters, dvc_stage, held_count,
+                          notebook_parameters, profile_key_problems, read_metrics, results_guard, run_info,
+                          run_profile, shown_path, undecided_count, user_sets, verdict_of, write_dvc_stage,
+                          write_report)
 
 KERNEL_NAME = "shapley-research"
 KERNEL_ENV = "SHAPLEY_RESEARCH_KERNEL"
@@ -282,6 +283,8 @@ def _import_papermill() -> Any:
 def cmd_run(args: argparse.Namespace) -> int:
     """Compose the configuration, execute the notebook, check ``metrics.json``, print the verdicts."""
     name = check_name(args.name)
+    if args.no_figures and args.update_results:
+        raise ProjectError("--update-results writes the committed results/, figures included; drop --no-figures.")
     project = _project(args)
     params = run_parameters(project, name, args.overrides, args.update_results)
     notebook = project.notebook(name)
@@ -303,7 +306,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     kernel_environment = {
         PROGRESS_ENV: os.environ.get(PROGRESS_ENV, "off"),  # no estimator bars in a committed executed notebook
         RUNNER_ENV: "cli",  # this command records the run
-        UPDATE_RESULTS_ENV: "1" if args.update_results else None}  # the check cell then lets it write results/
+        UPDATE_RESULTS_ENV: "1" if args.update_results else None,  # the check cell then lets it write results/
+        FIGURES_ENV: "off" if args.no_figures else None}
     try:
         with _environment(kernel_environment):  # the kernel inherits it
             papermill.execute_notebook(str(notebook), str(executed), parameters=params, kernel_name=kernel,
@@ -470,6 +474,9 @@ def _add_experiment_commands(sub: argparse._SubParsersAction) -> None:
     p_run.add_argument("--kernel", help=f"Jupyter kernel to use (default: ${KERNEL_ENV} or one running "
                                         "this Python)")
     p_run.add_argument("-q", "--quiet", action="store_true", help="do not stream the notebook's output")
+    p_run.add_argument("--no-figures", action="store_true",
+                       help="draw and save no figure: the numbers, tables and metrics.json alone, faster (a re-run "
+                            "to set beside another with `shapley-research compare`); refused with --update-results")
     p_run.set_defaults(func=cmd_run)
 
     p_stage = sub.add_parser("stage", help="print the dvc.yaml stage of an experiment that has been run",

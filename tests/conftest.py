@@ -114,9 +114,9 @@ def closed_form_game(request):
     return CLOSED_FORM_GAMES[request.param]
 
 
-# --- two quick-profile runs of each experiment, made side by side and shared by the tests that read them ---------
+# --- two quick-profile runs of each experiment, made one after the other in the background, shared by the tests ---
 
-_QUICK_RUNS: dict = {}  # NAME -> Future of [(completed process, output root)] * 2
+_QUICK_RUNS: dict = {}  # NAME -> [_QueuedRun] * 2: the run, the rerun
 
 
 def _quick_command(name: str, output_dir, *overrides: str) -> list:
@@ -129,39 +129,54 @@ def _quick_command(name: str, output_dir, *overrides: str) -> list:
     return command + ["run", name, "profile=quick", f"output_dir={output_dir}", *overrides, "--quiet"]
 
 
-def run_quick_profile(name: str, output_dir):
+def run_quick_profile(name: str, output_dir, *overrides: str):
     """One quick run of ``name`` in a subprocess (a ``subprocess.CompletedProcess``)."""
     import subprocess
 
-    return subprocess.run(_quick_command(name, output_dir), capture_output=True, text=True, timeout=600)
+    return subprocess.run(_quick_command(name, output_dir, *overrides), capture_output=True, text=True,
+                          timeout=600)
 
 
-#: The overrides of each side-by-side run: the first as `dvc repro` runs it (every core, ``n_jobs=-1`` from
-#: conf/config.yaml), the second in one process, so that comparing them also shows that no number depends on n_jobs.
-_SIDE_BY_SIDE = ((), ("n_jobs=1",))
+#: The overrides of the two runs: the first as `dvc repro` runs it (every core, ``n_jobs=-1`` from
+#: conf/config.yaml), the second in one process, so that comparing them also shows that no number depends on n_jobs,
+#: and without figures (``--no-figures``), which compare_runs does not read: drawing is half a quick run's time.
+_RUN, _RERUN = (), ("n_jobs=1", "--no-figures")
 
 
-def _run_side_by_side(name: str, roots) -> list:
-    """The quick runs of ``name`` into each of ``roots``, at the same time (:data:`_SIDE_BY_SIDE`)."""
-    import subprocess
+class _QueuedRun:
+    """One quick run: made by the queue's thread, or by the test session's thread if it gets there first."""
 
-    procs = [subprocess.Popen(_quick_command(name, root, *overrides), stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True)
-             for root, overrides in zip(roots, _SIDE_BY_SIDE)]
-    done = []
-    for proc, root in zip(procs, roots):
-        stdout, stderr = proc.communicate(timeout=600)
-        done.append((subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr), root))
-    return done
+    def __init__(self, pool, name: str, root, overrides: tuple) -> None:
+        self._args = (name, root, overrides)
+        self._made = None
+        self.future = pool.submit(self._make)
+
+    def _make(self):
+        name, root, overrides = self._args
+        self._made = (run_quick_profile(name, root, *overrides), root)
+        return self._made
+
+    def steal(self) -> bool:
+        """Make the run here, now, if the queue has not started it; whether it did."""
+        if not self.future.cancel():
+            return False
+        self._make()
+        return True
+
+    def result(self):
+        """``(completed process, output root)``, once made."""
+        return self._made if self.future.cancelled() else self.future.result()
 
 
 class _QuickRunQueue:
-    """Runs the selected tests' quick runs in the background, one experiment's pair at a time, in test order.
+    """Makes the selected tests' quick runs in the background, one at a time, in the order tests read them.
 
     The unit tests keep one core busy and leave the other idle, while an end-to-end test otherwise waits
-    for its runs: starting them at the session's start, and running the modules that read them last
-    (:func:`pytest_collection_modifyitems`), overlaps the two, so the suite's wall time is about its CPU time
-    over two cores. Each experiment's runs are made once whatever the order of requests.
+    for its runs: starting them at the session's start on the idle core, and running the modules that read
+    them last (:func:`pytest_collection_modifyitems`), overlaps the two. Every experiment's first run is
+    queued before any rerun: the end-to-end modules read the first runs, the rerun-determinism module, last,
+    both. Once the unit tests are done, a test waiting for a run makes queued runs itself (from the end of the
+    queue), so both cores work until the last run. Each run is made once whatever the order of requests.
     """
 
     def __init__(self, tmp_path_factory) -> None:
@@ -169,14 +184,31 @@ class _QuickRunQueue:
 
         self._factory = tmp_path_factory
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="quick-runs")
+        self._order: list = []
 
-    def _roots(self, name: str) -> list:
-        return [self._factory.mktemp(f"quick_{name}"), self._factory.mktemp(f"rerun_{name}")]
+    def _queue(self, name: str, which: int) -> None:
+        prefix, overrides = ("quick", _RUN) if which == 0 else ("rerun", _RERUN)
+        root = self._factory.mktemp(f"{prefix}_{name}")  # made in the main thread: the factory is not thread-safe
+        run = _QueuedRun(self._pool, name, root, overrides)
+        _QUICK_RUNS.setdefault(name, [None, None])[which] = run
+        self._order.append(run)
 
-    def submit(self, name: str) -> None:
-        if name not in _QUICK_RUNS:
-            roots = self._roots(name)  # made in the main thread: the factory is not thread-safe
-            _QUICK_RUNS[name] = self._pool.submit(_run_side_by_side, name, roots)
+    def submit(self, names) -> None:
+        """Queue the runs of ``names`` not queued yet: every first run, then every rerun."""
+        new = [name for name in dict.fromkeys(names) if name not in _QUICK_RUNS]
+        for which in (0, 1):
+            for name in new:
+                self._queue(name, which)
+
+    def result(self, run: _QueuedRun):
+        """``run``'s result; while it is being made, the session's thread makes the last queued runs."""
+        if run.steal():
+            return run.result()
+        for spare in reversed(self._order):
+            if run.future.done():
+                break
+            spare.steal()
+        return run.result()
 
     def shutdown(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
@@ -191,9 +223,10 @@ def _quick_runs_queue(factory) -> _QuickRunQueue:
     return _QUEUE[0]
 
 
-def _quick_runs(tmp_path_factory, name: str) -> list:
-    _quick_runs_queue(tmp_path_factory).submit(name)  # already queued at the session's start, unless selected late
-    return _QUICK_RUNS[name].result()
+def _quick_runs(tmp_path_factory, name: str, which: int):
+    queue = _quick_runs_queue(tmp_path_factory)
+    queue.submit([name])  # already queued at the session's start, unless selected late
+    return queue.result(_QUICK_RUNS[name][which])
 
 
 def _quick_run_name(item) -> str | None:
@@ -209,11 +242,10 @@ def pytest_collection_finish(session):
     """Start the quick runs the selected tests read, in the order they read them."""
     needed = [_quick_run_name(item) for item in session.items
               if _END_TO_END_FIXTURES.intersection(getattr(item, "fixturenames", ()))]
-    names = list(dict.fromkeys(n for n in needed if n is not None))
+    names = [n for n in dict.fromkeys(needed) if n is not None]
     if names and not session.config.option.collectonly:
         factory = session.config._tmp_path_factory  # what the tmp_path_factory fixture returns
-        for name in names:
-            _quick_runs_queue(factory).submit(name)
+        _quick_runs_queue(factory).submit(names)
 
 
 def pytest_sessionfinish(session):
@@ -242,15 +274,15 @@ def pytest_collection_modifyitems(items):
 def quick_run(tmp_path_factory):
     """``quick_run(NAME) -> (completed process, output root)``: the experiment's quick run, made once per session.
 
-    Made side by side with a second run of the same configuration in one process (:func:`quick_rerun`,
-    ``n_jobs=1``), which the rerun-determinism test compares with it: the two take the time of one on two cores, and the
-    experiment's end-to-end test reads the first, so the suite pays for them once. Tests must only
-    read the runs' files.
+    The experiment's end-to-end test reads it, and the rerun-determinism test compares it with a second run of
+    the same configuration in one process (:func:`quick_rerun`, ``n_jobs=1``). Tests must only read the runs'
+    files.
     """
-    return lambda name: _quick_runs(tmp_path_factory, name)[0]
+    return lambda name: _quick_runs(tmp_path_factory, name, 0)
 
 
 @pytest.fixture(scope="session")
 def quick_rerun(tmp_path_factory):
-    """``quick_rerun(NAME)``: the second quick run of :func:`quick_run`, made at the same time in another directory."""
-    return lambda name: _quick_runs(tmp_path_factory, name)[1]
+    """``quick_rerun(NAME)``: the second quick run of :func:`quick_run` (``n_jobs=1``, no figures), in another
+    directory."""
+    return lambda name: _quick_runs(tmp_path_factory, name, 1)

@@ -155,6 +155,7 @@ def test_help_lists_commands(capsys):
     (["run", "iris_accuracy", "+experiment.extra=1"], "does not declare extra in its parameters cell"),
     (["run", "iris_accuracy", "experiment=sparsity"], "'experiment' is chosen by the experiment name"),
     (["stage", "iris_accuracy"], "run `shapley-research run iris_accuracy profile=quick` first"),
+    (["run", "iris_accuracy", "--no-figures", "--update-results"], "figures included; drop --no-figures"),
 ])
 def test_usage_errors_exit_2_with_a_clear_message(project, capsys, args, message):
     code, out, err = run_main(capsys, "--project-dir", project, *args)

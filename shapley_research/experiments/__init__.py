@@ -23,9 +23,9 @@ EXPERIMENT_NAMES = ("iris_accuracy", "runtime_scaling", "sparsity", "ridge_stabi
                     "adversarial", "data_cleaning", "mlp_cleaning")
 
 from ._common import (CLAIM_SOURCES, METRICS_FILE, Claim, claim, experiment_dir, held_count,  # noqa: E402
-                      is_timing_key, progress, read_metrics, save_figure, set_blas_threads, setup_matplotlib,
-                      to_jsonable, undecided_count, validate_metrics, verdict_of, without_timings, write_metrics,
-                      write_table)
+                      is_timing_key, progress, read_metrics, set_blas_threads, to_jsonable, undecided_count,
+                      validate_metrics, verdict_of, without_timings, write_metrics, write_table)
+from ._figures import FIGURES_ENV, figures_enabled, save_figure, setup_matplotlib  # noqa: E402
 from ._budgets import all_s_minimum, budget_problems, smallest_budget  # noqa: E402
 from ._compare import compare_runs, provenance_differences  # noqa: E402
 from ._methods import (Method, MethodCall, get_method, method_defaults, method_names,  # noqa: E402
@@ -52,7 +52,8 @@ __all__ = [
     # project layout and DVC stages, the report, the parameter checks
     "held_count", "undecided_count", "verdict_of", "compare_runs", "provenance_differences",
     "parameters_cell", "parameters_source", "write_parameters_cell", "provenance", "run_info",
-    "results_guard", "shown_path", "RESULTS_DIR", "SCRATCH_DIR", "UPDATE_RESULTS_ENV", "user_sets",
+    "results_guard", "shown_path", "RESULTS_DIR", "SCRATCH_DIR", "UPDATE_RESULTS_ENV", "user_sets", "FIGURES_ENV",
+    "figures_enabled",
     "RUNNER_ENV", "Project", "ProjectError", "check_declared", "check_name", "check_notebook_in_sync", "dvc_stage",
     "generated_parameters", "notebook_parameters", "profile_key_problems", "run_profile", "write_dvc_stage",
     "CITED_PAPERS_EXPERIMENTS", "RUN_INFO_FILE", "write_report", "check_parameters", "declaration_problems",

@@ -1,13 +1,10 @@
 """Helpers every experiment notebook calls to write its results.
 
 An experiment writes into one directory (``results/NAME/`` by default):
-figures as PNG and PDF (:func:`save_figure`), the values behind each figure as
+figures as PNG and PDF (:mod:`._figures`), the values behind each figure as
 tidy CSV (:func:`write_table`), and ``metrics.json`` (:func:`write_metrics`)
 with the figures' key numbers and a ``claims`` list, one entry per claim of
 the paper that the experiment tests (:func:`claim`).
-
-matplotlib is imported only inside the functions that draw, so the command
-line tool can import this module without paying for it.
 """
 
 from __future__ import annotations
@@ -27,18 +24,16 @@ import numpy as np
 
 if TYPE_CHECKING:
     import pandas as pd
-    from matplotlib.figure import Figure
     from threadpoolctl import threadpool_limits
 
 _Item = TypeVar("_Item")
 
 METRICS_FILE = "metrics.json"
 CLAIM_KEYS = ("claim", "statistic", "holds", "source", "criterion")
-FIGURE_DPI = 150
 
 __all__ = [
     "METRICS_FILE", "CLAIM_SOURCES", "Claim", "claim", "to_jsonable", "validate_metrics", "write_metrics",
-    "read_metrics", "experiment_dir", "save_figure", "write_table", "setup_matplotlib",
+    "read_metrics", "experiment_dir", "write_table",
     "set_blas_threads", "progress", "TIMING_WORDS", "is_timing_key", "without_timings", "held_count",
 ]
 
@@ -432,28 +427,6 @@ def _check_stem(stem: str) -> str:
     return stem
 
 
-def save_figure(fig: Figure, output_dir: str | os.PathLike, stem: str, pdf: bool = True) -> list[Path]:
-    """Save ``fig`` as ``stem.png`` (150 dpi) and, by default, ``stem.pdf``.
-
-    The figure stays open so that a notebook still displays it.
-
-    Returns
-    -------
-    list of pathlib.Path
-        The files written.
-    """
-    stem = _check_stem(stem)
-    if stem.endswith((".png", ".pdf")):
-        raise ValueError(f"give the stem without an extension, got {stem!r}.")
-    folder = experiment_dir(output_dir)
-    paths = [folder / f"{stem}.png"] + ([folder / f"{stem}.pdf"] if pdf else [])
-    for path in paths:
-        # A fixed CreationDate keeps the PDF byte-identical across identical runs.
-        metadata = {"CreationDate": None} if path.suffix == ".pdf" else None
-        fig.savefig(path, dpi=FIGURE_DPI, bbox_inches="tight", metadata=metadata)
-    return paths
-
-
 def write_table(df: pd.DataFrame | Mapping[str, Any] | list[dict[str, Any]], output_dir: str | os.PathLike,
                 name: str) -> Path:
     """Write the values behind a figure as a tidy CSV ``output_dir/name.csv``.
@@ -507,36 +480,6 @@ def _integers_kept(df):
         if whole and 0 < present.size < values.size:
             converted[column] = df[column].astype("Int64")
     return df.assign(**converted) if converted else df
-
-
-def setup_matplotlib() -> None:
-    """Select a headless backend where needed and apply the project's figure style.
-
-    Inside a Jupyter kernel the inline backend is kept, so executed notebooks
-    show their figures; elsewhere (scripts, tests) Agg is used, which needs no
-    display.
-    """
-    import matplotlib
-
-    if "inline" not in matplotlib.get_backend():
-        matplotlib.use("Agg")
-    matplotlib.rcParams.update({
-        "figure.figsize": (6.0, 4.0),
-        "figure.dpi": 100,
-        "savefig.dpi": FIGURE_DPI,
-        "font.size": 10,
-        "axes.titlesize": 11,
-        "axes.labelsize": 10,
-        "legend.fontsize": 9,
-        "axes.grid": True,
-        "grid.alpha": 0.3,
-        "axes.spines.top": False,
-        "axes.spines.right": False,
-        # Embed TrueType fonts: Type 3 fonts are rejected by many paper venues.
-        "pdf.fonttype": 42,
-        "ps.fonttype": 42,
-        "svg.hashsalt": "shapley-research",
-    })
 
 
 def set_blas_threads(n: int = 1) -> threadpool_limits:

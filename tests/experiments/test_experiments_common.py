@@ -173,6 +173,24 @@ def test_save_figure_writes_png_and_pdf(tmp_path):
     plt.close(fig)
 
 
+def test_a_run_without_figures_draws_and_writes_none(tmp_path, monkeypatch):
+    import matplotlib.pyplot as plt
+
+    from shapley_research.experiments import FIGURES_ENV, figures_enabled
+
+    monkeypatch.setenv(FIGURES_ENV, "off")
+    assert not figures_enabled()
+    setup_matplotlib()
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [1, 0])
+    assert save_figure(fig, tmp_path / "exp", "curve") == []
+    assert not (tmp_path / "exp").exists() and not plt.fignum_exists(fig.number)  # closed, nothing written
+    with pytest.raises(ValueError):
+        save_figure(fig, tmp_path, "curve.png")  # the stem is still checked
+    monkeypatch.setenv(FIGURES_ENV, "on")
+    assert figures_enabled()
+
+
 def test_write_table_writes_tidy_csv(tmp_path):
     df = pd.DataFrame({"n": [10, 20], "method": ["a", "b"], "error": [0.1, 0.05]})
     path = write_table(df, tmp_path, "errors.csv")
