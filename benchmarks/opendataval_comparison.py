@@ -230,9 +230,9 @@ def ours_once(method: str, task: dict[str, np.ndarray], seed: int, budget: int) 
     elif method == "loo":
         result = leave_one_out(game)
     elif method == "ame":
-        result = ame(game, budget, seed)
+        result = ame(game, budget, seed, progress=False)
     elif method == "cs":  # predictions, not utilities: its fits are the coalitions it did not find degenerate
-        result = class_wise_shapley(game, budget, seed)
+        result = class_wise_shapley(game, budget, seed, progress=False)
         game.n_fits += int(result.info["model_fits"])
     else:
         raise ValueError(f"method: expected one of {', '.join(METHODS)}, got {method!r}")

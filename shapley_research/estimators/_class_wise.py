@@ -33,11 +33,12 @@ from __future__ import annotations
 import copy
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 from numpy.typing import NDArray
 
+from ._sampling._progress import evaluation_bar
 from .._validation import check_bool, check_int, check_seed
 from ..result import ValuationResult
 from ..utilities import ConstantPredictor, LogisticRegressionUtility, ModelUtility, TorchModelUtility, degenerate_rows
@@ -142,9 +143,9 @@ def _context(rng: np.random.Generator, classes: _Classes, label: int) -> NDArray
 
 
 def _class_samples(game: Any, classes: _Classes, label: int, n_permutations: int, rng: np.random.Generator,
-                   chunk_cells: int) -> tuple[NDArray[np.float64], int]:
+                   chunk_cells: int, advance: Callable[[int], None]) -> tuple[NDArray[np.float64], int]:
     """The in-class marginal contributions ``(n_permutations, n_c)`` along ``n_permutations`` permutations,
-    and the number of models fitted (coalitions that are not degenerate)."""
+    and the number of models fitted (coalitions that are not degenerate); ``advance(rows)`` after each chunk."""
     members = np.flatnonzero(classes.train == label)
     n, k = classes.train.size, members.size
     marginals, fits = np.empty((n_permutations, k)), 0
@@ -163,6 +164,7 @@ def _class_samples(game: Any, classes: _Classes, label: int, n_permutations: int
         fits += int((~degenerate_rows(flat, game.targets, game.min_samples)).sum())
         utilities = classes.utilities(class_wise_predictions(game, flat), label).reshape(batch, k + 1)
         np.put_along_axis(marginals[first:first + batch], orders, np.diff(utilities, axis=1), axis=1)
+        advance(flat.shape[0])
     return marginals, fits
 
 
@@ -195,7 +197,7 @@ def class_wise_minimum_budget(n_players: int, n_classes: int, normalize: bool = 
 
 def class_wise_shapley(game: ModelUtility | LogisticRegressionUtility | TorchModelUtility, budget: int,
                        seed: int | np.random.SeedSequence | None = None, *, normalize: bool = True,
-                       chunk_size: int | None = None) -> ValuationResult:
+                       chunk_size: int | None = None, progress: bool | None = None) -> ValuationResult:
     r"""Class-wise Shapley values (CS-Shapley, Schoch, Xu & Ji, NeurIPS 2022) of a classifier's training points.
 
     Point ``i`` of class :math:`c` gets the mean of its marginal contributions
@@ -234,6 +236,10 @@ def class_wise_shapley(game: ModelUtility | LogisticRegressionUtility | TorchMod
     chunk_size : int, optional
         Coalitions per prediction call, about; by default as many as fit in
         2**22 mask cells. The values do not depend on it.
+    progress : bool, optional
+        A progress bar over the utility evaluations, moved after each
+        prediction call (default: in terminals and notebooks, and in logs once
+        the run has lasted 30 s; ``False``: none). It never changes a number.
 
     Returns
     -------
@@ -261,20 +267,23 @@ def class_wise_shapley(game: ModelUtility | LogisticRegressionUtility | TorchMod
                          f"{needed:,} utility evaluations ({' + '.join(str(s + 1) for s in sizes)}"
                          f"{' + 1 to normalise' if normalize else ''}).")
     cells = CHUNK_CELLS if chunk_size is None else check_int(chunk_size, "chunk_size", minimum=1) * classes.train.size
+    progress = None if progress is None else check_bool(progress, "progress")
     counts = _plan(sizes, budget - int(normalize))
+    n_evaluations = int((counts * (sizes + 1)).sum()) + int(normalize)
 
     values, stderr = np.zeros(classes.train.size), np.full(classes.train.size, np.nan)
     fits = int(normalize)  # the full training set is never degenerate: it holds every class
-    for label in range(classes.n_classes):
-        rng = np.random.default_rng(np.random.SeedSequence(entropy, spawn_key=(label,)))
-        marginals, class_fits = _class_samples(game, classes, label, int(counts[label]), rng, cells)
-        fits += class_fits
-        members = classes.train == label
-        values[members] = marginals.mean(axis=0)  # one reduction over all samples: no dependence on chunks
-        if marginals.shape[0] > 1:
-            stderr[members] = marginals.std(axis=0, ddof=1) / np.sqrt(marginals.shape[0])
-    factors = _normalise(game, classes, values, stderr) if normalize else np.ones(classes.n_classes)
-    n_evaluations = int((counts * (sizes + 1)).sum()) + int(normalize)
+    with evaluation_bar(progress, n_evaluations, desc="class-wise Shapley") as advance:
+        for label in range(classes.n_classes):
+            rng = np.random.default_rng(np.random.SeedSequence(entropy, spawn_key=(label,)))
+            marginals, class_fits = _class_samples(game, classes, label, int(counts[label]), rng, cells, advance)
+            fits += class_fits
+            members = classes.train == label
+            values[members] = marginals.mean(axis=0)  # one reduction over all samples: no dependence on chunks
+            if marginals.shape[0] > 1:
+                stderr[members] = marginals.std(axis=0, ddof=1) / np.sqrt(marginals.shape[0])
+        factors = _normalise(game, classes, values, stderr) if normalize else np.ones(classes.n_classes)
+        advance(int(normalize))
     info = {"permutations": counts.tolist(), "factors": factors.tolist(), "normalize": normalize, "model_fits": fits,
             "classes": targets.classes.tolist()}
     return ValuationResult(values=values, n_evaluations=n_evaluations, method="class_wise_shapley", seed=entropy,

@@ -334,13 +334,13 @@ def _ame(call: MethodCall) -> Outcome:
     from .. import ame
 
     # the penalty by 5-fold cross-validation along the exact Lasso path over the inclusion indicators (the defaults)
-    return ame(call.game, call.budget, call.seed), None, None  # type: ignore[arg-type]
+    return ame(call.game, call.budget, call.seed, **_QUIET), None, None  # type: ignore[arg-type]
 
 
 def _class_wise_shapley(call: MethodCall) -> Outcome:
     from .. import class_wise_shapley
 
-    return class_wise_shapley(call.game, call.budget, call.seed), None, None  # type: ignore[arg-type]
+    return class_wise_shapley(call.game, call.budget, call.seed, **_QUIET), None, None  # type: ignore[arg-type]
 
 
 def _lava(call: MethodCall) -> Outcome:

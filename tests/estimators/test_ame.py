@@ -84,6 +84,15 @@ def test_the_coalitions_use_the_grid_in_equal_shares():
         assert masks[p == q].mean() == pytest.approx(q, abs=0.01)
 
 
+def test_the_progress_bar_counts_every_evaluation_and_changes_no_number(capsys):
+    game = AdditiveGame(sparse_weights())
+    shown = ame(game, 250, seed=0, chunk_size=100, progress=True)
+    err = capsys.readouterr().err
+    assert "AME: 100%" in err and "250/250" in err
+    np.testing.assert_array_equal(shown.values, ame(game, 250, seed=0, progress=False).values)
+    assert capsys.readouterr().err == ""
+
+
 def test_evaluations_are_batched_through_evaluate():
     game = CountingGame(AdditiveGame(sparse_weights()))
     ame(game, 250, seed=0, chunk_size=100)
@@ -103,6 +112,7 @@ def test_evaluations_are_batched_through_evaluate():
     ({"solver": "cd"}, "solver", ValueError),
     ({"chunk_size": 0}, "chunk_size", ValueError),
     ({"seed": -1}, "seed", ValueError),
+    ({"progress": "yes"}, "progress", TypeError),
 ])
 def test_bad_inputs_are_refused_before_any_evaluation(kwargs, name, error):
     game = CountingGame(AdditiveGame(sparse_weights()))

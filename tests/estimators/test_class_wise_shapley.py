@@ -93,6 +93,15 @@ def test_same_seed_same_bits_any_chunk_size():
     assert not np.array_equal(first.values, class_wise_shapley(game, 40, seed=5).values)
 
 
+def test_the_progress_bar_counts_every_evaluation_and_changes_no_number(capsys):
+    game = nearest_neighbour_game()[0]
+    shown = class_wise_shapley(game, 40, seed=4, chunk_size=3, progress=True)
+    err = capsys.readouterr().err
+    assert "class-wise Shapley: 100%" in err and f"{shown.n_evaluations}/{shown.n_evaluations}" in err
+    np.testing.assert_array_equal(shown.values, class_wise_shapley(game, 40, seed=4, progress=False).values)
+    assert capsys.readouterr().err == ""
+
+
 class CountingClassifier(BaseEstimator, ClassifierMixin):
     fits = 0
 
@@ -112,6 +121,7 @@ class CountingClassifier(BaseEstimator, ClassifierMixin):
     ({"normalize": "yes"}, "normalize", TypeError),
     ({"chunk_size": 0}, "chunk_size", ValueError),
     ({"seed": -2}, "seed", ValueError),
+    ({"progress": 1}, "progress", TypeError),
 ])
 def test_bad_inputs_are_refused_before_any_fit(kwargs, name, error):
     X, y, X_test, y_test = one_context_data()

@@ -30,10 +30,13 @@ from __future__ import annotations
 
 import os
 import sys
+from contextlib import contextmanager
+from typing import Callable, Iterator
 
 import numpy as np
 
 from ._stopping import MIN_SAMPLES_FOR_PRECISION, Judged
+from ...games import reporting_to
 
 #: Seconds between two lines of a bar written to a log (a file or a pipe rather than a terminal).
 LOG_INTERVAL = 30.0
@@ -98,6 +101,28 @@ def progress_bar(progress: bool | None, *, total: float | None, desc: str, unit:
     return text_tqdm(leave=True, disable=False, file=LineWriter(stream), mininterval=LOG_INTERVAL,
                      maxinterval=LOG_INTERVAL, miniters=1, delay=LOG_INTERVAL if progress is None else 0.0,
                      **common)
+
+
+@contextmanager
+def evaluation_bar(progress: bool | None, total: int, desc: str) -> Iterator[Callable[[int], None]]:
+    """A bar over ``total`` utility evaluations, for estimators that call ``game.evaluate`` a chunk at a time.
+
+    The game's own reports (:func:`~shapley_research.games.report_evaluated`)
+    move it as coalitions are evaluated; the yielded ``advance(rows)``, called
+    at the end of each chunk of ``rows`` evaluations, moves it by those not
+    reported yet. It never changes a number.
+    """
+    bar = progress_bar(progress, total=total, desc=desc)
+    done = 0
+
+    def advance(rows: int) -> None:
+        nonlocal done
+        done += rows
+        if done > bar.n:
+            bar.update(done - bar.n)
+
+    with bar, reporting_to(None if bar.disable else bar.update):
+        yield advance
 
 
 def set_total(bar, total: float | None) -> None:
