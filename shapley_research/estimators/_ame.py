@@ -21,15 +21,17 @@ are sparse when few points matter); the coefficients are the values.
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Literal, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from ._sampling._checkpoint import Checkpoint
+from ._sampling._loop import open_checkpoint
 from ._sampling._progress import evaluation_bar
-from .._validation import (check_bool, check_choice, check_float, check_game, check_int, check_real_array,
-                           check_seed)
+from .._validation import check_bool, check_choice, check_float, check_game, check_int, check_real_array
 from ..games import GameLike
 from ..result import ValuationResult
 
@@ -42,6 +44,8 @@ DESIGNS = ("indicators", "opendataval")
 SOLVERS = ("lars", "coordinate_descent")
 #: Most mask cells passed to ``game.evaluate`` in one call by default (16 MiB of booleans).
 CHUNK_CELLS = 2**24
+#: Most coalitions per call by default when the run keeps a checkpoint, which is written between calls.
+CHECKPOINT_CHUNK = 1024
 
 
 def ame_coalitions(seed: int, budget: int, n_players: int,
@@ -72,19 +76,41 @@ def _check_probabilities(probabilities: object) -> NDArray[np.float64]:
     return grid
 
 
-def _evaluate(game: GameLike, masks: NDArray[np.bool_], chunk_size: int,
-              progress: bool | None = None) -> NDArray[np.float64]:
-    """Utilities of ``masks``, ``chunk_size`` rows per call to ``game.evaluate``, under a progress bar."""
-    utilities = np.empty(masks.shape[0])
+def _evaluate(game: GameLike, masks: NDArray[np.bool_], chunk_size: int, progress: bool | None = None,
+              checkpoint: Checkpoint | None = None) -> NDArray[np.float64]:
+    """Utilities of ``masks``, ``chunk_size`` rows per call to ``game.evaluate``, under a progress bar.
+
+    With a ``checkpoint`` (whose ``mean`` holds the utilities of the first
+    ``count`` coalitions) the calls start at the first coalition not evaluated
+    yet, and the utilities so far are written after each call (every
+    ``interval`` seconds), when the run is interrupted and at the end.
+    """
+    utilities, unused = np.zeros(masks.shape[0]), np.zeros(masks.shape[0])
+    done = 0
+    if checkpoint is not None and checkpoint.loaded:
+        done = checkpoint.count
+        utilities[:done] = np.asarray(checkpoint.mean)[:done]
+
+    def save(force: bool) -> None:
+        if checkpoint is not None:
+            checkpoint.save(utilities, unused, done, done, -(-done // chunk_size), force=force)
+
     with evaluation_bar(progress, masks.shape[0], desc="AME") as advance:
-        for start in range(0, masks.shape[0], chunk_size):
-            stop = min(start + chunk_size, masks.shape[0])
-            values = np.asarray(game.evaluate(masks[start:stop]), dtype=float).reshape(-1)
-            if values.shape != (stop - start,) or not np.isfinite(values).all():
-                raise ValueError(f"game.evaluate must return {stop - start} finite utilities for {stop - start} "
-                                 f"coalitions, got shape {values.shape}.")
-            utilities[start:stop] = values
-            advance(stop - start)
+        advance(done)
+        try:
+            for start in range(done, masks.shape[0], chunk_size):
+                stop = min(start + chunk_size, masks.shape[0])
+                values = np.asarray(game.evaluate(masks[start:stop]), dtype=float).reshape(-1)
+                if values.shape != (stop - start,) or not np.isfinite(values).all():
+                    raise ValueError(f"game.evaluate must return {stop - start} finite utilities for "
+                                     f"{stop - start} coalitions, got shape {values.shape}.")
+                utilities[start:stop], done = values, stop
+                advance(stop - start)
+                save(force=False)
+        except BaseException:
+            save(force=True)  # keep every coalition evaluated before the interruption
+            raise
+    save(force=True)
     return utilities
 
 
@@ -123,7 +149,8 @@ def ame(game: GameLike, budget: int, seed: int | np.random.SeedSequence | None =
         probabilities: ArrayLike = DEFAULT_PROBABILITIES, alpha: float | None = None, cv: int = 5,
         design: Literal["indicators", "opendataval"] = "indicators", chunk_size: int | None = None,
         max_iter: int = 10_000, solver: Literal["lars", "coordinate_descent"] = "lars",
-        progress: bool | None = None) -> ValuationResult:
+        progress: bool | None = None, checkpoint: str | os.PathLike[str] | None = None,
+        checkpoint_interval: float = 60.0) -> ValuationResult:
     r"""Average Marginal Effect values (Lin et al., ICML 2022): a Lasso of ``U(S)`` on random coalitions.
 
     ``budget`` coalitions are drawn (:func:`ame_coalitions`): coalition ``k``
@@ -184,13 +211,28 @@ def ame(game: GameLike, budget: int, seed: int | np.random.SeedSequence | None =
         notebooks, and in logs once the run has lasted 30 s; ``False``: none).
         A game that reports its coalitions one by one (``ModelUtility``
         fitting clones) moves it within a chunk. It never changes a number.
+    checkpoint : str or os.PathLike, optional
+        File holding the utilities evaluated so far, written atomically after
+        a call to ``game.evaluate`` at most every ``checkpoint_interval``
+        seconds, at the end and when the run is interrupted; if it exists, the
+        run continues from it (with its seed when ``seed`` is None) and gives
+        exactly the values of an uninterrupted run. The Lasso's options may
+        differ between the two calls (the file holds utilities only); the
+        game, ``budget`` and ``probabilities`` may not: a file from another
+        call, or a corrupted one, raises
+        :class:`~shapley_research.CheckpointError` and is never overwritten.
+        By default a checkpointed run calls ``game.evaluate`` on at most 1,024
+        coalitions at a time.
+    checkpoint_interval : float, default 60
+        Minimum seconds between two writes of the checkpoint.
 
     Returns
     -------
     ValuationResult
         ``method="ame"``, ``n_evaluations = n_samples = budget``, the seed,
         no standard error; ``info`` holds the penalty used (``alpha``), the
-        ``design``, the ``solver``, the ``probabilities`` and ``mean_utility``.
+        ``design``, the ``solver``, the ``probabilities``, ``mean_utility``
+        and ``resumed_samples`` (coalitions read from the checkpoint).
     """
     start = time.perf_counter()
     n = check_game(game)
@@ -205,15 +247,20 @@ def ame(game: GameLike, budget: int, seed: int | np.random.SeedSequence | None =
     check_choice(design, "design", DESIGNS)
     check_choice(solver, "solver", SOLVERS)
     chunk = max(1, CHUNK_CELLS // n) if chunk_size is None else check_int(chunk_size, "chunk_size", minimum=1)
+    if checkpoint is not None and chunk_size is None:
+        chunk = min(chunk, CHECKPOINT_CHUNK)
     max_iter = check_int(max_iter, "max_iter", minimum=1)
     progress = None if progress is None else check_bool(progress, "progress")
-    entropy = check_seed(seed)
+    entropy, store = open_checkpoint(checkpoint, seed, dim=budget, interval=checkpoint_interval, fingerprint={
+        "method": "ame", "n_players": n, "budget": budget, "probabilities": grid.tolist()})
+    resumed = store.count if store is not None else 0
 
     masks, _ = ame_coalitions(entropy, budget, n, tuple(grid.tolist()))
-    utilities = _evaluate(game, masks, chunk, progress)
+    utilities = _evaluate(game, masks, chunk, progress, store)
     X, to_value = _design(masks, design)
     coef, used_alpha = _lasso(X, utilities, alpha, cv, max_iter, solver)
     info = {"alpha": used_alpha, "design": design, "solver": solver, "probabilities": grid.tolist(),
-            "mean_utility": float(utilities.mean()), "selected": int(np.count_nonzero(coef))}
+            "mean_utility": float(utilities.mean()), "selected": int(np.count_nonzero(coef)),
+            "resumed_samples": resumed}
     return ValuationResult(values=coef * to_value, n_evaluations=budget, method="ame", seed=entropy,
                            wall_time=time.perf_counter() - start, n_samples=budget, info=info)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from games import AdditiveGame, CountingGame, flipped_label_task
-from shapley_research import LogisticRegressionUtility, ame, as_game
+from shapley_research import CheckpointError, LogisticRegressionUtility, ame, as_game
 from shapley_research.estimators import ame_coalitions
 
 
@@ -93,6 +93,46 @@ def test_the_progress_bar_counts_every_evaluation_and_changes_no_number(capsys):
     assert capsys.readouterr().err == ""
 
 
+class Interrupted(CountingGame):
+    """Stopped (as by Ctrl-C) at its ``stop_at``-th call to ``evaluate``."""
+
+    def __init__(self, game, stop_at):
+        super().__init__(game)
+        self.stop_at = stop_at
+
+    def _evaluate(self, masks):
+        if self.calls + 1 == self.stop_at:
+            raise KeyboardInterrupt
+        return super()._evaluate(masks)
+
+
+def test_an_interrupted_run_resumes_from_its_checkpoint_to_the_same_values(tmp_path):
+    game = AdditiveGame(sparse_weights())
+    whole = ame(game, 250, seed=3, chunk_size=50)
+    path = tmp_path / "ame.ckpt"
+    stopped = Interrupted(game, stop_at=3)
+    with pytest.raises(KeyboardInterrupt):
+        ame(stopped, 250, seed=3, chunk_size=50, checkpoint=path, checkpoint_interval=3600)
+    assert stopped.rows == 100 and path.is_file()  # written at the interruption, whatever the interval
+    resumed_game = CountingGame(game)
+    resumed = ame(resumed_game, 250, seed=None, checkpoint=path, alpha=0.0)  # the file's seed; another Lasso
+    assert resumed_game.rows == 150 and resumed.seed == 3 and resumed.info["resumed_samples"] == 100
+    np.testing.assert_array_equal(resumed.values, ame(game, 250, seed=3, alpha=0.0).values)
+    again = ame(CountingGame(game), 250, seed=3, checkpoint=path)  # finished: nothing left to evaluate
+    np.testing.assert_array_equal(again.values, whole.values)
+
+
+def test_a_checkpoint_of_another_call_is_refused_before_any_evaluation(tmp_path):
+    path = tmp_path / "ame.ckpt"
+    ame(AdditiveGame(sparse_weights()), 100, seed=0, checkpoint=path)
+    written = path.read_bytes()
+    for kwargs in ({"budget": 120}, {"probabilities": [0.5]}, {"seed": 1}):
+        game = CountingGame(AdditiveGame(sparse_weights()))
+        with pytest.raises(CheckpointError, match="different run"):
+            ame(game, **{"budget": 100, "seed": 0, **kwargs}, checkpoint=path)
+        assert game.rows == 0 and path.read_bytes() == written
+
+
 def test_evaluations_are_batched_through_evaluate():
     game = CountingGame(AdditiveGame(sparse_weights()))
     ame(game, 250, seed=0, chunk_size=100)
@@ -113,6 +153,8 @@ def test_evaluations_are_batched_through_evaluate():
     ({"chunk_size": 0}, "chunk_size", ValueError),
     ({"seed": -1}, "seed", ValueError),
     ({"progress": "yes"}, "progress", TypeError),
+    ({"checkpoint": 3}, "checkpoint", TypeError),
+    ({"checkpoint": "x.ckpt", "checkpoint_interval": -1}, "checkpoint_interval", ValueError),
 ])
 def test_bad_inputs_are_refused_before_any_evaluation(kwargs, name, error):
     game = CountingGame(AdditiveGame(sparse_weights()))
