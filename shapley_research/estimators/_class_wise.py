@@ -31,6 +31,7 @@ whole chunk of coalitions at once.
 from __future__ import annotations
 
 import copy
+import os
 import time
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -38,8 +39,10 @@ from typing import Any, Callable
 import numpy as np
 from numpy.typing import NDArray
 
+from ._sampling._checkpoint import Checkpoint
+from ._sampling._loop import open_checkpoint
 from ._sampling._progress import evaluation_bar
-from .._validation import check_bool, check_int, check_seed
+from .._validation import check_bool, check_int
 from ..result import ValuationResult
 from ..utilities import ConstantPredictor, LogisticRegressionUtility, ModelUtility, TorchModelUtility, degenerate_rows
 
@@ -142,16 +145,63 @@ def _context(rng: np.random.Generator, classes: _Classes, label: int) -> NDArray
     raise RuntimeError(f"no context holding every class but {label} in {MAX_CONTEXT_DRAWS} draws.")
 
 
-def _class_samples(game: Any, classes: _Classes, label: int, n_permutations: int, rng: np.random.Generator,
-                   chunk_cells: int, advance: Callable[[int], None]) -> tuple[NDArray[np.float64], int]:
-    """The in-class marginal contributions ``(n_permutations, n_c)`` along ``n_permutations`` permutations,
-    and the number of models fitted (coalitions that are not degenerate); ``advance(rows)`` after each chunk."""
+class _RunSoFar:
+    """What a run has sampled, as its checkpoint keeps it.
+
+    Every class's marginal contributions, flat in class order (the file's
+    ``mean``; rows not sampled yet are 0), and in the file's ``context`` the
+    permutations done per class, the models fitted, and the state of the
+    generator of the class under way at its last chunk's end (a context is
+    redrawn until it holds every other class, so the draws per permutation
+    vary: the state, not a count, says where the stream stands).
+    """
+
+    def __init__(self, checkpoint: Checkpoint | None, counts: NDArray[np.intp], sizes: NDArray[np.intp]) -> None:
+        self.checkpoint, self.counts, self.sizes = checkpoint, counts, sizes
+        self.offsets = np.concatenate([[0], np.cumsum(counts * sizes)])
+        self.flat, self.unused = np.zeros(int(self.offsets[-1])), np.zeros(int(self.offsets[-1]))
+        self.done, self.fits, self.state = [0] * counts.size, 0, None
+        if checkpoint is not None and checkpoint.loaded:
+            self.flat[:] = checkpoint.mean
+            self.done, self.fits, self.state = (checkpoint.context[key] for key in ("done", "fits", "state"))
+
+    def marginals(self, label: int) -> NDArray[np.float64]:
+        """Class ``label``'s ``(permutations, n_c)`` marginal contributions (a view)."""
+        return self.flat[self.offsets[label]:self.offsets[label + 1]].reshape(self.counts[label], self.sizes[label])
+
+    def generator(self, entropy: int, label: int) -> np.random.Generator:
+        """Class ``label``'s stream, where its last recorded chunk left it."""
+        rng = np.random.default_rng(np.random.SeedSequence(entropy, spawn_key=(label,)))
+        if self.state is not None and self.state["label"] == label:
+            rng.bit_generator.state = self.state["bit_generator"]
+        return rng
+
+    @property
+    def evaluations(self) -> int:
+        return int(np.dot(self.done, self.sizes + 1))
+
+    def record(self, label: int, done: int, fits: int, rng: np.random.Generator) -> None:
+        """A chunk of class ``label`` is in: ``done`` permutations of it, ``fits`` more models fitted."""
+        self.done[label], self.fits = done, self.fits + fits
+        self.state = {"label": label, "bit_generator": rng.bit_generator.state}
+        self.save(force=False)
+
+    def save(self, force: bool) -> None:
+        if self.checkpoint is not None:
+            self.checkpoint.context = {"done": list(self.done), "fits": self.fits, "state": self.state}
+            self.checkpoint.save(self.flat, self.unused, sum(self.done), self.evaluations, 0, force=force)
+
+
+def _class_samples(game: Any, classes: _Classes, label: int, so_far: _RunSoFar, entropy: int, chunk_cells: int,
+                   advance: Callable[[int], None]) -> None:
+    """Class ``label``'s marginal contributions along its permutations not sampled yet, into ``so_far``, a chunk
+    of permutations per prediction call; ``advance(rows)`` after each chunk."""
     members = np.flatnonzero(classes.train == label)
     n, k = classes.train.size, members.size
-    marginals, fits = np.empty((n_permutations, k)), 0
+    marginals, rng = so_far.marginals(label), so_far.generator(entropy, label)
     per_call = max(1, chunk_cells // ((k + 1) * n))
-    for first in range(0, n_permutations, per_call):
-        batch = min(per_call, n_permutations - first)
+    for first in range(so_far.done[label], marginals.shape[0], per_call):
+        batch = min(per_call, marginals.shape[0] - first)
         masks = np.zeros((batch, k + 1, n), dtype=bool)
         orders = np.empty((batch, k), dtype=np.intp)
         for b in range(batch):
@@ -161,11 +211,11 @@ def _class_samples(game: Any, classes: _Classes, label: int, n_permutations: int
             position[orders[b]] = np.arange(k)
             masks[b][:, members] |= position[None, :] < np.arange(k + 1)[:, None]
         flat = masks.reshape(-1, n)
-        fits += int((~degenerate_rows(flat, game.targets, game.min_samples)).sum())
+        fits = int((~degenerate_rows(flat, game.targets, game.min_samples)).sum())
         utilities = classes.utilities(class_wise_predictions(game, flat), label).reshape(batch, k + 1)
         np.put_along_axis(marginals[first:first + batch], orders, np.diff(utilities, axis=1), axis=1)
+        so_far.record(label, first + batch, fits, rng)
         advance(flat.shape[0])
-    return marginals, fits
 
 
 def _normalise(game: Any, classes: _Classes, values: NDArray[np.float64],
@@ -197,7 +247,9 @@ def class_wise_minimum_budget(n_players: int, n_classes: int, normalize: bool = 
 
 def class_wise_shapley(game: ModelUtility | LogisticRegressionUtility | TorchModelUtility, budget: int,
                        seed: int | np.random.SeedSequence | None = None, *, normalize: bool = True,
-                       chunk_size: int | None = None, progress: bool | None = None) -> ValuationResult:
+                       chunk_size: int | None = None, progress: bool | None = None,
+                       checkpoint: str | os.PathLike[str] | None = None,
+                       checkpoint_interval: float = 60.0) -> ValuationResult:
     r"""Class-wise Shapley values (CS-Shapley, Schoch, Xu & Ji, NeurIPS 2022) of a classifier's training points.
 
     Point ``i`` of class :math:`c` gets the mean of its marginal contributions
@@ -240,6 +292,17 @@ def class_wise_shapley(game: ModelUtility | LogisticRegressionUtility | TorchMod
         A progress bar over the utility evaluations, moved after each
         prediction call (default: in terminals and notebooks, and in logs once
         the run has lasted 30 s; ``False``: none). It never changes a number.
+    checkpoint : str or os.PathLike, optional
+        File holding the run so far (the marginal contributions sampled and
+        where each class's random stream stands), written atomically after a
+        prediction call at most every ``checkpoint_interval`` seconds, at the
+        end and when the run is interrupted; if it exists, the run continues
+        from it (with its seed when ``seed`` is None) and gives exactly the
+        values of an uninterrupted run. A file from another call (game size,
+        classes, budget, ``normalize``, seed) or a corrupted one raises
+        :class:`~shapley_research.CheckpointError` and is never overwritten.
+    checkpoint_interval : float, default 60
+        Minimum seconds between two writes of the checkpoint.
 
     Returns
     -------
@@ -250,13 +313,13 @@ def class_wise_shapley(game: ModelUtility | LogisticRegressionUtility | TorchMod
         class with one permutation); ``info`` holds the permutations per
         class (``permutations``), the normalising factors (``factors``) and
         the models fitted (``model_fits``: the coalitions that are not
-        degenerate, which get the constant model's predictions instead).
+        degenerate, which get the constant model's predictions instead) and
+        ``resumed_samples`` (permutations read from the checkpoint).
     """
     start = time.perf_counter()
     _check_classifier_game(game)
     budget = check_int(budget, "budget", minimum=1)
     normalize = check_bool(normalize, "normalize")
-    entropy = check_seed(seed)
     targets = game.targets
     classes = _Classes(np.asarray(targets.y_train_index), np.asarray(targets.y_test_index), np.asarray(game.y_test),
                        int(targets.n_classes))
@@ -270,22 +333,32 @@ def class_wise_shapley(game: ModelUtility | LogisticRegressionUtility | TorchMod
     progress = None if progress is None else check_bool(progress, "progress")
     counts = _plan(sizes, budget - int(normalize))
     n_evaluations = int((counts * (sizes + 1)).sum()) + int(normalize)
+    entropy, store = open_checkpoint(checkpoint, seed, dim=int(np.dot(counts, sizes)), interval=checkpoint_interval,
+                                     fingerprint={"method": "class_wise_shapley", "class_sizes": sizes.tolist(),
+                                                  "budget": budget, "normalize": normalize})
+    so_far = _RunSoFar(store, counts, sizes)
+    resumed = sum(so_far.done)
 
     values, stderr = np.zeros(classes.train.size), np.full(classes.train.size, np.nan)
-    fits = int(normalize)  # the full training set is never degenerate: it holds every class
     with evaluation_bar(progress, n_evaluations, desc="class-wise Shapley") as advance:
+        advance(so_far.evaluations)
+        try:
+            for label in range(classes.n_classes):
+                _class_samples(game, classes, label, so_far, entropy, cells, advance)
+        except BaseException:
+            so_far.save(force=True)  # keep every chunk sampled before the interruption
+            raise
+        so_far.save(force=True)
         for label in range(classes.n_classes):
-            rng = np.random.default_rng(np.random.SeedSequence(entropy, spawn_key=(label,)))
-            marginals, class_fits = _class_samples(game, classes, label, int(counts[label]), rng, cells, advance)
-            fits += class_fits
-            members = classes.train == label
+            marginals, members = so_far.marginals(label), classes.train == label
             values[members] = marginals.mean(axis=0)  # one reduction over all samples: no dependence on chunks
             if marginals.shape[0] > 1:
                 stderr[members] = marginals.std(axis=0, ddof=1) / np.sqrt(marginals.shape[0])
         factors = _normalise(game, classes, values, stderr) if normalize else np.ones(classes.n_classes)
         advance(int(normalize))
+    fits = so_far.fits + int(normalize)  # the full training set is never degenerate: it holds every class
     info = {"permutations": counts.tolist(), "factors": factors.tolist(), "normalize": normalize, "model_fits": fits,
-            "classes": targets.classes.tolist()}
+            "classes": targets.classes.tolist(), "resumed_samples": resumed}
     return ValuationResult(values=values, n_evaluations=n_evaluations, method="class_wise_shapley", seed=entropy,
                            wall_time=time.perf_counter() - start, stderr=stderr, n_samples=int(counts.sum()),
                            info=info)

@@ -9,7 +9,8 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.neighbors import KNeighborsClassifier
 
 from games import flipped_label_task
-from shapley_research import KNNUtility, LogisticRegressionUtility, ModelUtility, as_game, class_wise_shapley
+from shapley_research import (CheckpointError, KNNUtility, LogisticRegressionUtility, ModelUtility, as_game,
+                              class_wise_shapley)
 from shapley_research.estimators import class_wise_predictions
 
 
@@ -102,6 +103,61 @@ def test_the_progress_bar_counts_every_evaluation_and_changes_no_number(capsys):
     assert capsys.readouterr().err == ""
 
 
+class StoppedKNN(KNeighborsClassifier):
+    """A 1-NN whose fits stop (as by Ctrl-C) once ``fits_left`` reaches 0; ``fits`` counts the fits made."""
+
+    fits_left: int | None = None
+    fits = 0
+
+    def fit(self, X, y):
+        if StoppedKNN.fits_left is not None:
+            if StoppedKNN.fits_left == 0:
+                raise KeyboardInterrupt
+            StoppedKNN.fits_left -= 1
+        StoppedKNN.fits += 1
+        return super().fit(X, y)
+
+
+def three_class_game():
+    from sklearn.datasets import load_iris
+
+    X, y = load_iris(return_X_y=True)
+    rows = np.random.default_rng(1).permutation(150)
+    train, test = rows[:30], rows[30:60]
+    return ModelUtility(StoppedKNN(n_neighbors=1), X[train], y[train], X[test], y[test], fast=False)
+
+
+def test_an_interrupted_run_resumes_from_its_checkpoint_to_the_same_values(tmp_path):
+    game, path = three_class_game(), tmp_path / "cs.ckpt"
+    StoppedKNN.fits_left = None
+    whole = class_wise_shapley(game, 110, seed=7, chunk_size=5)
+    StoppedKNN.fits_left = 45  # in the second class (33 fits each), within a chunk
+    with pytest.raises(KeyboardInterrupt):
+        class_wise_shapley(game, 110, seed=7, chunk_size=5, checkpoint=path, checkpoint_interval=3600)
+    StoppedKNN.fits_left, StoppedKNN.fits = None, 0
+    resumed = class_wise_shapley(game, 110, seed=None, checkpoint=path)  # the file's seed, other chunks
+    assert resumed.seed == 7 and 0 < resumed.info["resumed_samples"] < sum(whole.info["permutations"])
+    assert StoppedKNN.fits < whole.info["model_fits"]  # only what the file did not hold
+    np.testing.assert_array_equal(resumed.values, whole.values)
+    np.testing.assert_array_equal(resumed.stderr, whole.stderr)
+    assert resumed.info["model_fits"] == whole.info["model_fits"]
+    StoppedKNN.fits = 0
+    again = class_wise_shapley(game, 110, seed=7, checkpoint=path)  # finished: only the normalising fit
+    assert StoppedKNN.fits == 1 and np.array_equal(again.values, whole.values)
+
+
+def test_a_checkpoint_of_another_call_is_refused_before_any_fit(tmp_path):
+    game, path = three_class_game(), tmp_path / "cs.ckpt"
+    StoppedKNN.fits_left = None
+    class_wise_shapley(game, 100, seed=0, checkpoint=path)
+    written = path.read_bytes()
+    for kwargs in ({"budget": 120}, {"normalize": False}, {"seed": 1}):
+        StoppedKNN.fits = 0
+        with pytest.raises(CheckpointError, match="different run"):
+            class_wise_shapley(game, **{"budget": 100, "seed": 0, **kwargs}, checkpoint=path)
+        assert StoppedKNN.fits == 0 and path.read_bytes() == written
+
+
 class CountingClassifier(BaseEstimator, ClassifierMixin):
     fits = 0
 
@@ -122,6 +178,8 @@ class CountingClassifier(BaseEstimator, ClassifierMixin):
     ({"chunk_size": 0}, "chunk_size", ValueError),
     ({"seed": -2}, "seed", ValueError),
     ({"progress": 1}, "progress", TypeError),
+    ({"checkpoint": 3}, "checkpoint", TypeError),
+    ({"checkpoint": "x.ckpt", "checkpoint_interval": -1}, "checkpoint_interval", ValueError),
 ])
 def test_bad_inputs_are_refused_before_any_fit(kwargs, name, error):
     X, y, X_test, y_test = one_context_data()
