@@ -31,7 +31,8 @@ from numpy.typing import ArrayLike, NDArray
 from ._sampling._checkpoint import Checkpoint
 from ._sampling._loop import open_checkpoint
 from ._sampling._progress import evaluation_bar
-from .._validation import check_bool, check_choice, check_float, check_game, check_int, check_real_array
+from .._validation import (check_bool, check_choice, check_float, check_game, check_int, check_real_array,
+                           check_utilities)
 from ..games import GameLike
 from ..result import ValuationResult
 
@@ -100,17 +101,12 @@ def _evaluate(game: GameLike, masks: NDArray[np.bool_], chunk_size: int, progres
         try:
             for start in range(done, masks.shape[0], chunk_size):
                 stop = min(start + chunk_size, masks.shape[0])
-                values = np.asarray(game.evaluate(masks[start:stop]), dtype=float).reshape(-1)
-                if values.shape != (stop - start,) or not np.isfinite(values).all():
-                    raise ValueError(f"game.evaluate must return {stop - start} finite utilities for "
-                                     f"{stop - start} coalitions, got shape {values.shape}.")
-                utilities[start:stop], done = values, stop
+                utilities[start:stop] = check_utilities(game.evaluate(masks[start:stop]), stop - start)
+                done = stop
                 advance(stop - start)
                 save(force=False)
-        except BaseException:
-            save(force=True)  # keep every coalition evaluated before the interruption
-            raise
-    save(force=True)
+        finally:
+            save(force=True)  # at the end, and on an interruption: every coalition evaluated is kept
     return utilities
 
 

@@ -345,10 +345,8 @@ def class_wise_shapley(game: ModelUtility | LogisticRegressionUtility | TorchMod
         try:
             for label in range(classes.n_classes):
                 _class_samples(game, classes, label, so_far, entropy, cells, advance)
-        except BaseException:
-            so_far.save(force=True)  # keep every chunk sampled before the interruption
-            raise
-        so_far.save(force=True)
+        finally:
+            so_far.save(force=True)  # at the end, and on an interruption: every chunk sampled is kept
         for label in range(classes.n_classes):
             marginals, members = so_far.marginals(label), classes.train == label
             values[members] = marginals.mean(axis=0)  # one reduction over all samples: no dependence on chunks

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from games import AdditiveGame, CountingGame, flipped_label_task
+from games import AdditiveGame, CountingGame, Interrupted, InterruptingGame, flipped_label_task
 from shapley_research import CheckpointError, LogisticRegressionUtility, ame, as_game
 from shapley_research.estimators import ame_coalitions
 
@@ -93,25 +93,12 @@ def test_the_progress_bar_counts_every_evaluation_and_changes_no_number(capsys):
     assert capsys.readouterr().err == ""
 
 
-class Interrupted(CountingGame):
-    """Stopped (as by Ctrl-C) at its ``stop_at``-th call to ``evaluate``."""
-
-    def __init__(self, game, stop_at):
-        super().__init__(game)
-        self.stop_at = stop_at
-
-    def _evaluate(self, masks):
-        if self.calls + 1 == self.stop_at:
-            raise KeyboardInterrupt
-        return super()._evaluate(masks)
-
-
 def test_an_interrupted_run_resumes_from_its_checkpoint_to_the_same_values(tmp_path):
     game = AdditiveGame(sparse_weights())
     whole = ame(game, 250, seed=3, chunk_size=50)
     path = tmp_path / "ame.ckpt"
-    stopped = Interrupted(game, stop_at=3)
-    with pytest.raises(KeyboardInterrupt):
+    stopped = InterruptingGame(game, after=3)
+    with pytest.raises(Interrupted):
         ame(stopped, 250, seed=3, chunk_size=50, checkpoint=path, checkpoint_interval=3600)
     assert stopped.rows == 100 and path.is_file()  # written at the interruption, whatever the interval
     resumed_game = CountingGame(game)
