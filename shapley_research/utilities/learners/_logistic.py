@@ -127,7 +127,8 @@ class LogisticRegressionUtility(_BatchedLearner):
         coalition by coalition on each coalition's own rows in compiled
         ``float64`` loops, whatever this says (a ``float32`` phase saved
         0-15% there); its iterates are those of the torch path with
-        ``mixed_precision=False`` to rounding.
+        ``mixed_precision=False`` to rounding (its low-rank preconditioner
+        is applied in ``float32``).
     scalers : sequence of scikit-learn scalers, default ()
         ``StandardScaler``, ``MinMaxScaler`` (``clip=False``) or
         ``MaxAbsScaler`` instances, fitted on each coalition before the model,
