@@ -37,6 +37,7 @@ from pathlib import Path
 import numpy as np
 
 import shapley_research as sr
+from shapley_research._device import cpu_model
 from shapley_research.utilities.learners._calibration import calibration
 
 GOAL_RATIO, GOAL_DU = 10.0, 0.02
@@ -169,7 +170,8 @@ def main(argv: list[str] | None = None) -> None:
 
     costs = calibration()
     header = [f"batched_routing: shapley-research {sr.__version__}, python {platform.python_version()}, "
-              f"numpy {np.__version__}, {os.cpu_count()} CPUs, load average at start {os.getloadavg()}",
+              f"numpy {np.__version__}, {cpu_model() or platform.machine()}, {os.cpu_count()} CPUs, "
+              f"load average at start {os.getloadavg()}",
               f"routing: {costs.describe()}; factors " + ", ".join(f"{k} {v:.2f}" for k, v in costs.factors.items()),
               f"{n_batched} coalitions batched, {n_sklearn} per subset, {rounds} rounds, CPU seconds, one thread", ""]
     print("\n".join(header), flush=True)
