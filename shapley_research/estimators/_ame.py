@@ -28,11 +28,12 @@ from typing import Literal, Sequence
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from ._sampling._batches import close_batches, items_per_worker, ordered_results
 from ._sampling._checkpoint import Checkpoint
 from ._sampling._loop import open_checkpoint
 from ._sampling._progress import evaluation_bar
-from .._validation import (check_bool, check_choice, check_float, check_game, check_int, check_real_array,
-                           check_utilities)
+from .._validation import (check_bool, check_choice, check_float, check_game, check_int, check_n_jobs,
+                           check_real_array, check_utilities)
 from ..games import GameLike
 from ..result import ValuationResult
 
@@ -77,14 +78,20 @@ def _check_probabilities(probabilities: object) -> NDArray[np.float64]:
     return grid
 
 
+def _chunk_utilities(game: GameLike, masks: NDArray[np.bool_]) -> NDArray[np.float64]:
+    """Checked utilities of one chunk of coalitions (module level, so joblib's workers can run it)."""
+    return check_utilities(game.evaluate(masks), masks.shape[0])
+
+
 def _evaluate(game: GameLike, masks: NDArray[np.bool_], chunk_size: int, progress: bool | None = None,
-              checkpoint: Checkpoint | None = None) -> NDArray[np.float64]:
+              checkpoint: Checkpoint | None = None, n_jobs: int | None = None) -> NDArray[np.float64]:
     """Utilities of ``masks``, ``chunk_size`` rows per call to ``game.evaluate``, under a progress bar.
 
     With a ``checkpoint`` (whose ``mean`` holds the utilities of the first
     ``count`` coalitions) the calls start at the first coalition not evaluated
     yet, and the utilities so far are written after each call (every
-    ``interval`` seconds), when the run is interrupted and at the end.
+    ``interval`` seconds), when the run is interrupted and at the end. With
+    ``n_jobs`` the chunks are evaluated by joblib's workers and taken in order.
     """
     utilities, unused = np.zeros(masks.shape[0]), np.zeros(masks.shape[0])
     done = 0
@@ -96,18 +103,33 @@ def _evaluate(game: GameLike, masks: NDArray[np.bool_], chunk_size: int, progres
         if checkpoint is not None:
             checkpoint.save(utilities, unused, done, done, -(-done // chunk_size), force=force)
 
+    starts = range(done, masks.shape[0], chunk_size)
     with evaluation_bar(progress, masks.shape[0], desc="AME") as advance:
         advance(done)
+        results = ordered_results(_chunk_utilities, game, (masks[start:start + chunk_size] for start in starts),
+                                  n_jobs)
         try:
-            for start in range(done, masks.shape[0], chunk_size):
+            for start, values in zip(starts, results):
                 stop = min(start + chunk_size, masks.shape[0])
-                utilities[start:stop] = check_utilities(game.evaluate(masks[start:stop]), stop - start)
+                utilities[start:stop] = values
                 done = stop
                 advance(stop - start)
                 save(force=False)
         finally:
+            close_batches(results)  # an interrupted run stops joblib from dispatching further chunks
             save(force=True)  # at the end, and on an interruption: every coalition evaluated is kept
     return utilities
+
+
+def _chunk_size(chunk_size: int | None, budget: int, n_players: int, checkpoint: object, n_jobs: int | None) -> int:
+    """Coalitions per call: ``chunk_size``, else up to 2**24 cells, 1,024 with a checkpoint, 4 calls per worker."""
+    if chunk_size is not None:
+        return check_int(chunk_size, "chunk_size", minimum=1)
+    chunk = max(1, CHUNK_CELLS // n_players)
+    if checkpoint is not None:
+        chunk = min(chunk, CHECKPOINT_CHUNK)
+    shared = items_per_worker(budget, n_jobs)
+    return chunk if shared is None else min(chunk, shared)
 
 
 def _design(masks: NDArray[np.bool_], design: str) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
@@ -146,7 +168,7 @@ def ame(game: GameLike, budget: int, seed: int | np.random.SeedSequence | None =
         design: Literal["indicators", "opendataval"] = "indicators", chunk_size: int | None = None,
         max_iter: int = 10_000, solver: Literal["lars", "coordinate_descent"] = "lars",
         progress: bool | None = None, checkpoint: str | os.PathLike[str] | None = None,
-        checkpoint_interval: float = 60.0) -> ValuationResult:
+        checkpoint_interval: float = 60.0, n_jobs: int | None = None) -> ValuationResult:
     r"""Average Marginal Effect values (Lin et al., ICML 2022): a Lasso of ``U(S)`` on random coalitions.
 
     ``budget`` coalitions are drawn (:func:`ame_coalitions`): coalition ``k``
@@ -221,6 +243,13 @@ def ame(game: GameLike, budget: int, seed: int | np.random.SeedSequence | None =
         coalitions at a time.
     checkpoint_interval : float, default 60
         Minimum seconds between two writes of the checkpoint.
+    n_jobs : int, optional
+        Chunks evaluated in parallel through joblib (``None`` or 1: in this
+        process; -1: all cores; ``joblib.parallel_config`` picks the backend,
+        a Dask cluster included), each worker on one BLAS thread. By default
+        the budget is then cut into about four chunks per worker. The values
+        are the same bits for any ``n_jobs``: the coalitions are drawn before
+        any evaluation and taken back in order.
 
     Returns
     -------
@@ -242,9 +271,8 @@ def ame(game: GameLike, budget: int, seed: int | np.random.SeedSequence | None =
                          "pass alpha, or a larger budget.")
     check_choice(design, "design", DESIGNS)
     check_choice(solver, "solver", SOLVERS)
-    chunk = max(1, CHUNK_CELLS // n) if chunk_size is None else check_int(chunk_size, "chunk_size", minimum=1)
-    if checkpoint is not None and chunk_size is None:
-        chunk = min(chunk, CHECKPOINT_CHUNK)
+    n_jobs = check_n_jobs(n_jobs)
+    chunk = _chunk_size(chunk_size, budget, n, checkpoint, n_jobs)
     max_iter = check_int(max_iter, "max_iter", minimum=1)
     progress = None if progress is None else check_bool(progress, "progress")
     entropy, store = open_checkpoint(checkpoint, seed, dim=budget, interval=checkpoint_interval, fingerprint={
@@ -252,7 +280,7 @@ def ame(game: GameLike, budget: int, seed: int | np.random.SeedSequence | None =
     resumed = store.count if store is not None else 0
 
     masks, _ = ame_coalitions(entropy, budget, n, tuple(grid.tolist()))
-    utilities = _evaluate(game, masks, chunk, progress, store)
+    utilities = _evaluate(game, masks, chunk, progress, store, n_jobs)
     X, to_value = _design(masks, design)
     coef, used_alpha = _lasso(X, utilities, alpha, cv, max_iter, solver)
     info = {"alpha": used_alpha, "design": design, "solver": solver, "probabilities": grid.tolist(),

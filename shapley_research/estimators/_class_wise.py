@@ -33,16 +33,18 @@ from __future__ import annotations
 import copy
 import os
 import time
+from collections import deque
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 from numpy.typing import NDArray
 
+from ._sampling._batches import close_batches, items_per_worker, ordered_results
 from ._sampling._checkpoint import Checkpoint
 from ._sampling._loop import open_checkpoint
 from ._sampling._progress import evaluation_bar
-from .._validation import check_bool, check_int
+from .._validation import check_bool, check_int, check_n_jobs
 from ..result import ValuationResult
 from ..utilities import ConstantPredictor, LogisticRegressionUtility, ModelUtility, TorchModelUtility, degenerate_rows
 
@@ -164,26 +166,28 @@ class _RunSoFar:
         if checkpoint is not None and checkpoint.loaded:
             self.flat[:] = checkpoint.mean
             self.done, self.fits, self.state = (checkpoint.context[key] for key in ("done", "fits", "state"))
+        self.resumed_state = self.state
 
     def marginals(self, label: int) -> NDArray[np.float64]:
         """Class ``label``'s ``(permutations, n_c)`` marginal contributions (a view)."""
         return self.flat[self.offsets[label]:self.offsets[label + 1]].reshape(self.counts[label], self.sizes[label])
 
     def generator(self, entropy: int, label: int) -> np.random.Generator:
-        """Class ``label``'s stream, where its last recorded chunk left it."""
+        """Class ``label``'s stream, where the checkpoint's last chunk of it left it (its start otherwise)."""
         rng = np.random.default_rng(np.random.SeedSequence(entropy, spawn_key=(label,)))
-        if self.state is not None and self.state["label"] == label:
-            rng.bit_generator.state = self.state["bit_generator"]
+        if self.resumed_state is not None and self.resumed_state["label"] == label:
+            rng.bit_generator.state = self.resumed_state["bit_generator"]
         return rng
 
     @property
     def evaluations(self) -> int:
         return int(np.dot(self.done, self.sizes + 1))
 
-    def record(self, label: int, done: int, fits: int, rng: np.random.Generator) -> None:
-        """A chunk of class ``label`` is in: ``done`` permutations of it, ``fits`` more models fitted."""
+    def record(self, label: int, done: int, fits: int, state: dict) -> None:
+        """A chunk of class ``label`` is in: ``done`` permutations of it, ``fits`` more models fitted, and
+        ``state`` the class's generator state after drawing it (the draws may run ahead of the chunks in)."""
         self.done[label], self.fits = done, self.fits + fits
-        self.state = {"label": label, "bit_generator": rng.bit_generator.state}
+        self.state = {"label": label, "bit_generator": state}
         self.save(force=False)
 
     def save(self, force: bool) -> None:
@@ -192,16 +196,27 @@ class _RunSoFar:
             self.checkpoint.save(self.flat, self.unused, sum(self.done), self.evaluations, 0, force=force)
 
 
-def _class_samples(game: Any, classes: _Classes, label: int, so_far: _RunSoFar, entropy: int, chunk_cells: int,
-                   advance: Callable[[int], None]) -> None:
-    """Class ``label``'s marginal contributions along its permutations not sampled yet, into ``so_far``, a chunk
-    of permutations per prediction call; ``advance(rows)`` after each chunk."""
+@dataclass(frozen=True)
+class _Chunk:
+    """Permutations ``first ..`` of class ``label``: their flat prefix masks, the in-class orders, and the
+    class's generator state after drawing them (what a checkpoint records once the chunk is in)."""
+
+    label: int
+    first: int
+    orders: NDArray[np.intp]
+    masks: NDArray[np.bool_]
+    state: dict
+
+
+def _class_chunks(classes: _Classes, label: int, so_far: _RunSoFar, entropy: int,
+                  per_call: Callable[[int], int]) -> Iterator[_Chunk]:
+    """Class ``label``'s permutations not sampled yet, drawn from its stream in order, ``per_call(k)`` a chunk."""
     members = np.flatnonzero(classes.train == label)
     n, k = classes.train.size, members.size
-    marginals, rng = so_far.marginals(label), so_far.generator(entropy, label)
-    per_call = max(1, chunk_cells // ((k + 1) * n))
-    for first in range(so_far.done[label], marginals.shape[0], per_call):
-        batch = min(per_call, marginals.shape[0] - first)
+    rng, count = so_far.generator(entropy, label), int(so_far.counts[label])
+    size = per_call(k)
+    for first in range(so_far.done[label], count, size):
+        batch = min(size, count - first)
         masks = np.zeros((batch, k + 1, n), dtype=bool)
         orders = np.empty((batch, k), dtype=np.intp)
         for b in range(batch):
@@ -210,12 +225,34 @@ def _class_samples(game: Any, classes: _Classes, label: int, so_far: _RunSoFar, 
             position = np.empty(k, dtype=np.intp)
             position[orders[b]] = np.arange(k)
             masks[b][:, members] |= position[None, :] < np.arange(k + 1)[:, None]
-        flat = masks.reshape(-1, n)
-        fits = int((~degenerate_rows(flat, game.targets, game.min_samples)).sum())
-        utilities = classes.utilities(class_wise_predictions(game, flat), label).reshape(batch, k + 1)
-        np.put_along_axis(marginals[first:first + batch], orders, np.diff(utilities, axis=1), axis=1)
-        so_far.record(label, first + batch, fits, rng)
-        advance(flat.shape[0])
+        yield _Chunk(label, first, orders, masks.reshape(-1, n), rng.bit_generator.state)
+
+
+def _sample(game: Any, classes: _Classes, so_far: _RunSoFar, entropy: int, per_call: Callable[[int], int],
+            n_jobs: int | None, advance: Callable[[int], None]) -> None:
+    """Every class's marginal contributions not sampled yet, into ``so_far``: chunks drawn in class and stream
+    order, their predictions made here or by joblib's workers and taken back in that order."""
+    drawn: deque[_Chunk] = deque()
+
+    def inputs() -> Iterator[NDArray[np.bool_]]:
+        for label in range(classes.n_classes):
+            for chunk in _class_chunks(classes, label, so_far, entropy, per_call):
+                drawn.append(chunk)
+                yield chunk.masks
+
+    results = ordered_results(class_wise_predictions, game, inputs(), n_jobs)
+    try:
+        for predictions in results:
+            chunk = drawn.popleft()
+            batch, k = chunk.orders.shape
+            fits = int((~degenerate_rows(chunk.masks, game.targets, game.min_samples)).sum())
+            utilities = classes.utilities(predictions, chunk.label).reshape(batch, k + 1)
+            marginals = so_far.marginals(chunk.label)[chunk.first:chunk.first + batch]
+            np.put_along_axis(marginals, chunk.orders, np.diff(utilities, axis=1), axis=1)
+            so_far.record(chunk.label, chunk.first + batch, fits, chunk.state)
+            advance(chunk.masks.shape[0])
+    finally:
+        close_batches(results)  # an interrupted run stops joblib from dispatching further chunks
 
 
 def _normalise(game: Any, classes: _Classes, values: NDArray[np.float64],
@@ -249,7 +286,7 @@ def class_wise_shapley(game: ModelUtility | LogisticRegressionUtility | TorchMod
                        seed: int | np.random.SeedSequence | None = None, *, normalize: bool = True,
                        chunk_size: int | None = None, progress: bool | None = None,
                        checkpoint: str | os.PathLike[str] | None = None,
-                       checkpoint_interval: float = 60.0) -> ValuationResult:
+                       checkpoint_interval: float = 60.0, n_jobs: int | None = None) -> ValuationResult:
     r"""Class-wise Shapley values (CS-Shapley, Schoch, Xu & Ji, NeurIPS 2022) of a classifier's training points.
 
     Point ``i`` of class :math:`c` gets the mean of its marginal contributions
@@ -303,6 +340,13 @@ def class_wise_shapley(game: ModelUtility | LogisticRegressionUtility | TorchMod
         :class:`~shapley_research.CheckpointError` and is never overwritten.
     checkpoint_interval : float, default 60
         Minimum seconds between two writes of the checkpoint.
+    n_jobs : int, optional
+        Prediction calls made in parallel through joblib (``None`` or 1: in
+        this process; -1: all cores; ``joblib.parallel_config`` picks the
+        backend), each worker on one BLAS thread; without ``chunk_size`` the
+        permutations are then cut into about four calls per worker. The
+        contexts and permutations are drawn here, in stream order, so the
+        values are the same bits for any ``n_jobs``.
 
     Returns
     -------
@@ -331,7 +375,14 @@ def class_wise_shapley(game: ModelUtility | LogisticRegressionUtility | TorchMod
                          f"{' + 1 to normalise' if normalize else ''}).")
     cells = CHUNK_CELLS if chunk_size is None else check_int(chunk_size, "chunk_size", minimum=1) * classes.train.size
     progress = None if progress is None else check_bool(progress, "progress")
+    n_jobs = check_n_jobs(n_jobs)
     counts = _plan(sizes, budget - int(normalize))
+    shared = items_per_worker(int(counts.sum()), n_jobs) if chunk_size is None else None
+
+    def per_call(k: int) -> int:  # permutations of a class of k points in one prediction call
+        size = max(1, cells // ((k + 1) * classes.train.size))
+        return size if shared is None else min(size, shared)
+
     n_evaluations = int((counts * (sizes + 1)).sum()) + int(normalize)
     entropy, store = open_checkpoint(checkpoint, seed, dim=int(np.dot(counts, sizes)), interval=checkpoint_interval,
                                      fingerprint={"method": "class_wise_shapley", "class_sizes": sizes.tolist(),
@@ -343,8 +394,7 @@ def class_wise_shapley(game: ModelUtility | LogisticRegressionUtility | TorchMod
     with evaluation_bar(progress, n_evaluations, desc="class-wise Shapley") as advance:
         advance(so_far.evaluations)
         try:
-            for label in range(classes.n_classes):
-                _class_samples(game, classes, label, so_far, entropy, cells, advance)
+            _sample(game, classes, so_far, entropy, per_call, n_jobs, advance)
         finally:
             so_far.save(force=True)  # at the end, and on an interruption: every chunk sampled is kept
         for label in range(classes.n_classes):

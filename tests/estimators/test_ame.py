@@ -76,6 +76,19 @@ def test_same_seed_same_bits_any_chunk_size():
     assert not np.array_equal(first.values, ame(game, 200, seed=8).values)
 
 
+def test_the_same_bits_for_any_n_jobs_and_a_checkpointed_parallel_run_resumes(tmp_path):
+    game = AdditiveGame(sparse_weights())
+    alone = ame(game, 240, seed=4)
+    parallel = ame(game, 240, seed=4, n_jobs=2)  # about four chunks per worker, evaluated by joblib's workers
+    np.testing.assert_array_equal(parallel.values, alone.values)
+    path = tmp_path / "ame.ckpt"
+    with pytest.raises(Interrupted):
+        ame(InterruptingGame(game, after=3), 240, seed=4, chunk_size=40, checkpoint=path)
+    resumed = ame(game, 240, seed=4, chunk_size=40, checkpoint=path, n_jobs=2)
+    assert resumed.info["resumed_samples"] == 80
+    np.testing.assert_array_equal(resumed.values, alone.values)
+
+
 def test_the_coalitions_use_the_grid_in_equal_shares():
     masks, p = ame_coalitions(0, 4000, 50)
     assert masks.dtype == bool and masks.shape == (4000, 50)
@@ -138,6 +151,8 @@ def test_evaluations_are_batched_through_evaluate():
     ({"design": "rows"}, "design", ValueError),
     ({"solver": "cd"}, "solver", ValueError),
     ({"chunk_size": 0}, "chunk_size", ValueError),
+    ({"n_jobs": 0}, "n_jobs", ValueError),
+    ({"n_jobs": 1.5}, "n_jobs", TypeError),
     ({"seed": -1}, "seed", ValueError),
     ({"progress": "yes"}, "progress", TypeError),
     ({"checkpoint": 3}, "checkpoint", TypeError),

@@ -146,6 +146,32 @@ def test_an_interrupted_run_resumes_from_its_checkpoint_to_the_same_values(tmp_p
     assert StoppedKNN.fits == 1 and np.array_equal(again.values, whole.values)
 
 
+def test_the_same_bits_for_any_n_jobs():
+    game = nearest_neighbour_game()[0]
+    alone = class_wise_shapley(game, 60, seed=2)
+    parallel = class_wise_shapley(game, 60, seed=2, n_jobs=2)  # chunks predicted by joblib's worker processes
+    for key in ("values", "stderr"):
+        np.testing.assert_array_equal(getattr(parallel, key), getattr(alone, key))
+    assert parallel.info == alone.info
+
+
+def test_a_parallel_run_stopped_with_chunks_in_flight_resumes_to_the_same_values(tmp_path):
+    """Workers draw ahead of the chunks taken back: the checkpoint keeps the state after the last chunk taken."""
+    from joblib import parallel_config
+
+    game, path = three_class_game(), tmp_path / "cs.ckpt"
+    StoppedKNN.fits_left = None
+    whole = class_wise_shapley(game, 110, seed=7, chunk_size=5)
+    StoppedKNN.fits_left = 45
+    with parallel_config(backend="threading"), pytest.raises(KeyboardInterrupt):
+        class_wise_shapley(game, 110, seed=7, chunk_size=5, checkpoint=path, checkpoint_interval=3600, n_jobs=2)
+    StoppedKNN.fits_left = None
+    resumed = class_wise_shapley(game, 110, seed=None, checkpoint=path)
+    assert 0 < resumed.info["resumed_samples"] < sum(whole.info["permutations"])
+    np.testing.assert_array_equal(resumed.values, whole.values)
+    assert resumed.info["model_fits"] == whole.info["model_fits"]
+
+
 def test_a_checkpoint_of_another_call_is_refused_before_any_fit(tmp_path):
     game, path = three_class_game(), tmp_path / "cs.ckpt"
     StoppedKNN.fits_left = None
@@ -180,6 +206,8 @@ class CountingClassifier(BaseEstimator, ClassifierMixin):
     ({"progress": 1}, "progress", TypeError),
     ({"checkpoint": 3}, "checkpoint", TypeError),
     ({"checkpoint": "x.ckpt", "checkpoint_interval": -1}, "checkpoint_interval", ValueError),
+    ({"n_jobs": 0}, "n_jobs", ValueError),
+    ({"n_jobs": "all"}, "n_jobs", TypeError),
 ])
 def test_bad_inputs_are_refused_before_any_fit(kwargs, name, error):
     X, y, X_test, y_test = one_context_data()

@@ -14,7 +14,9 @@ how batches are scheduled:
   workers, and returns their results in batch order;
 * :func:`evaluation_chunks`: the rows of a batch that one call to
   ``game.evaluate`` takes, for estimators whose batches are larger than
-  that (their per-batch work on the state is then shared by several chunks).
+  that (their per-batch work on the state is then shared by several chunks);
+* :func:`ordered_results`: work items drawn ahead of any evaluation (AME,
+  class-wise Shapley), evaluated here or by joblib's workers, in order.
 """
 
 from __future__ import annotations
@@ -118,6 +120,32 @@ def evaluate_batches(sample_batch: Callable, jobs: Iterable[BatchJob], entropy: 
 
     return Parallel(n_jobs=n_jobs, return_as="generator", batch_size=1, pre_dispatch="2*n_jobs")(
         delayed(Pinned(sample_batch))(batch_rng(entropy, job.index), job.size, *job.planned) for job in jobs)
+
+
+def ordered_results(fn: Callable, game: object, inputs: Iterable, n_jobs: int | None) -> Iterator:
+    """``fn(game, x)`` of every input, lazily and in input order: in this process, or by joblib's workers.
+
+    For estimators whose work items are drawn before any evaluation (AME's
+    chunks of coalitions, class-wise Shapley's chunks of permutations): with
+    ``n_jobs`` of ``None`` or 1 each runs here when its result is asked for;
+    otherwise joblib's workers run them, one item per task and a short queue,
+    each pinning its own threads. Pass the result to :func:`close_batches` when done.
+    """
+    if n_jobs in (None, 1):
+        return (fn(game, item) for item in inputs)
+    from joblib import Parallel, delayed
+
+    return Parallel(n_jobs=n_jobs, return_as="generator", batch_size=1, pre_dispatch="2*n_jobs")(
+        delayed(Pinned(fn))(game, item) for item in inputs)
+
+
+def items_per_worker(n_items: int, n_jobs: int | None, per_worker: int = 4) -> int | None:
+    """The most items of one task that give every one of ``n_jobs`` workers ``per_worker`` tasks (None: serial)."""
+    if n_jobs in (None, 1):
+        return None
+    from joblib import effective_n_jobs
+
+    return max(1, -(-n_items // (per_worker * effective_n_jobs(n_jobs))))
 
 
 def close_batches(results: Iterator) -> None:
