@@ -35,7 +35,7 @@ import os
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Mapping
 
 import numpy as np
 from numpy.typing import NDArray
@@ -183,7 +183,7 @@ class _RunSoFar:
     def evaluations(self) -> int:
         return int(np.dot(self.done, self.sizes + 1))
 
-    def record(self, label: int, done: int, fits: int, state: dict) -> None:
+    def record(self, label: int, done: int, fits: int, state: Mapping[str, Any]) -> None:
         """A chunk of class ``label`` is in: ``done`` permutations of it, ``fits`` more models fitted, and
         ``state`` the class's generator state after drawing it (the draws may run ahead of the chunks in)."""
         self.done[label], self.fits = done, self.fits + fits
@@ -205,7 +205,7 @@ class _Chunk:
     first: int
     orders: NDArray[np.intp]
     masks: NDArray[np.bool_]
-    state: dict
+    state: Mapping[str, Any]
 
 
 def _class_chunks(classes: _Classes, label: int, so_far: _RunSoFar, entropy: int,
