@@ -81,3 +81,12 @@ def test_a_read_only_cache_folder_only_loses_the_cache(calibrated, monkeypatch):
 def test_the_key_names_the_machine_and_versions():
     assert len(machine_key()) == 16 and machine_key() == machine_key()
     assert cache_path().name == f"routing-{machine_key()}.json"
+
+
+def test_the_key_follows_the_batched_learners_code(monkeypatch, tmp_path):
+    """A solver changed in a checkout (the same version string) is measured again, not read from the cache."""
+    (tmp_path / "_solver.py").write_text("STEP = 1\n")
+    monkeypatch.setattr(_calibration, "__file__", str(tmp_path / "_calibration.py"))
+    before = machine_key.__wrapped__()
+    (tmp_path / "_solver.py").write_text("STEP = 2\n")
+    assert machine_key.__wrapped__() != before

@@ -18,7 +18,9 @@ Each factor scales the constants of its side (:func:`._cost.route_by_cost`).
 The whole measurement takes one to two seconds; the factors are written to
 ``$XDG_CACHE_HOME/shapley-research/routing-<key>.json`` (``~/.cache`` without
 ``XDG_CACHE_HOME``), the key a hash of the CPU, the Python, numpy, scipy,
-scikit-learn and package versions, and read back by later processes.
+scikit-learn and package versions and of the batched learners' sources (a
+change to the solvers between two releases, as in a checkout, measures again),
+and read back by later processes.
 
 A route thus depends on the machine, never on the load of the moment within a
 run (the factors are fixed once measured). For a route that does not depend on
@@ -66,7 +68,7 @@ def calibration() -> Calibration:
 
 @functools.lru_cache(maxsize=1)
 def machine_key() -> str:
-    """A short hash of what the timings depend on: CPU, core count, Python and library versions.
+    """A short hash of what the timings depend on: CPU, core count, Python and library versions, learners' code.
 
     Computed once per process: every ``fast="auto"`` route asks for it.
     """
@@ -75,8 +77,9 @@ def machine_key() -> str:
 
     from ... import __version__
 
+    sources = hashlib.sha256(b"".join(path.read_bytes() for path in sorted(Path(__file__).parent.glob("*.py"))))
     parts = [platform.machine(), cpu_model() or "", str(os.cpu_count()), platform.python_version(), np.__version__,
-             scipy.__version__, sklearn.__version__, __version__]
+             scipy.__version__, sklearn.__version__, __version__, sources.hexdigest()]
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
 
 
