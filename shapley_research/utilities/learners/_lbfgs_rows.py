@@ -53,6 +53,8 @@ _LN2_HIGH, _LN2_LOW = 6.93147180369123816490e-01, 1.90821492927058770002e-10  # 
 #: Smallest exponent taken: ``exp(-708)`` is about 3e-308, the float64 normal range's end (below it 2^k has no bits).
 _EXP_FLOOR = -708.0
 _INVERSE_FACTORIALS = tuple(1.0 / math.factorial(j) for j in range(14))
+#: Entries of the (unit) eigenvectors below this are set to zero in the float32 preconditioner.
+TINY_DIRECTION_ENTRY = 2.0**-40
 
 
 @numba.njit(cache=True, nogil=True, fastmath={"contract", "nsz"})  # no reassociation: it would undo Cody-Waite
@@ -318,9 +320,10 @@ def lbfgs_own_rows(chunk: Any, theta: Array, tol: float, max_iter: int, memory: 
         kind, weight = precondition.kind, np.asarray(precondition.weight, dtype)
         if kind == LOW_RANK:  # rank-major float32 rows: BLAS products at half float64's memory traffic
             vectors = np.ascontiguousarray(np.asarray(precondition.vectors).T, np.float32)
-            # entries below float32's normal range (features constant in the data) would be subnormal,
-            # which slows every product through them severalfold: they are zero to float32's precision
-            vectors[np.abs(vectors) < np.finfo(np.float32).tiny] = 0.0
+            # tiny entries (directions of features constant in the data) make subnormal products, each a
+            # slow microcode path (4x an application on raw digits); below 2^-40 of a unit vector they are
+            # zero to float32's 2^-24 resolution
+            vectors[np.abs(vectors) < TINY_DIRECTION_ENTRY] = 0.0
             eigenvalues = np.ascontiguousarray(precondition.eigenvalues, dtype)
             ranks = np.asarray(precondition.ranks, np.int64)
         else:
