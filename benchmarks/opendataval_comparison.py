@@ -55,7 +55,7 @@ utility: accuracy on the 100 validation points.
   (exact, no fits);
 * AME: ``AME(num_models=M)`` (``M`` coalitions for each inclusion
   probability 0.2, 0.4, 0.6, 0.8, then ``LassoCV`` on per-coalition z-scores)
-  / ``ame(game, budget, seed)`` (the same grid in equal shares, ``LassoLarsCV`` on
+  / ``ame(game, budget, seed)`` (the same grid in equal shares, the penalty chosen as ``LassoLarsCV`` does, on
   standardised indicators);
 * class-wise Shapley: ``ClassWiseShapley(sampler=TMCSampler(mc_epochs=T))``
   (``T`` truncated permutations of each class's points, with every
