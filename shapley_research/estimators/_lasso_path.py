@@ -25,6 +25,22 @@ __all__ = ["lasso_lars_cv", "lasso_path"]
 MAX_N_ALPHAS = 1000
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _to_next_knot(coef, w, k, lam, lam_stop, gamma_join, tiny, active, knot_lams, knot_coefs, count):
+    """Move ``coef`` along ``w`` to the next knot (a join, a drop or the stop) and record it there.
+
+    Returns the step ``gamma`` and the active entry that reaches 0 (-1 unless the knot is that drop).
+    """
+    drop_at, gamma_drop = _first_drop(coef, w, k, tiny)
+    gamma = min(gamma_join, gamma_drop, lam - lam_stop)
+    for i in range(k):
+        coef[i] += gamma * w[i]
+    knot_lams[count] = lam - gamma
+    for i in range(k):
+        knot_coefs[count, active[i]] = coef[i]
+    return gamma, drop_at if gamma == gamma_drop else -1
+
+
 @numba.njit(cache=True, nogil=True)
 def _trace(a_mat, r, lam_stop, knot_lams, knot_coefs, active, coef, signs, rows, factor, pair):
     """The lasso path of ``(A, r)`` from its start down to ``lam_stop`` or its end; returns the knots recorded.
@@ -57,21 +73,16 @@ def _trace(a_mat, r, lam_stop, knot_lams, knot_coefs, active, coef, signs, rows,
         joining, gamma_join, joining_sign = _first_join(both[0], both[1], lam, tiny, blocked, dropped)
         if k == capacity:
             joining, gamma_join = -1, np.inf
-        drop_at, gamma_drop = _first_drop(coef, w, k, tiny)
-        gamma = min(gamma_join, gamma_drop, lam - lam_stop)
-        for i in range(k):
-            coef[i] += gamma * w[i]
+        gamma, drop_at = _to_next_knot(coef, w, k, lam, lam_stop, gamma_join, tiny, active, knot_lams, knot_coefs,
+                                       count)
         residual, u = pair[0], pair[1]
         for j in range(residual.size):
             residual[j] -= gamma * u[j]
         lam -= gamma
-        knot_lams[count] = lam
-        for i in range(k):
-            knot_coefs[count, active[i]] = coef[i]
         if lam <= lam_stop:
             return count + 1
         dropped = -1
-        if gamma == gamma_drop:
+        if drop_at >= 0:
             joining, dropped = -1, active[drop_at]
             k = _drop(drop_at, k, active, coef, signs, rows, factor, blocked)
     return knot_lams.size
@@ -118,20 +129,15 @@ def _trace_gram(gram, xty, lam_stop, knot_lams, knot_coefs, active, coef, signs,
         joining, gamma_join, joining_sign = _first_join(corr, along, lam, tiny, blocked, dropped)
         if k == capacity:
             joining, gamma_join = -1, np.inf
-        drop_at, gamma_drop = _first_drop(coef, w, k, tiny)
-        gamma = min(gamma_join, gamma_drop, lam - lam_stop)
-        for i in range(k):
-            coef[i] += gamma * w[i]
+        gamma, drop_at = _to_next_knot(coef, w, k, lam, lam_stop, gamma_join, tiny, active, knot_lams, knot_coefs,
+                                       count)
         for j in range(n):
             corr[j] -= gamma * along[j]
         lam -= gamma
-        knot_lams[count] = lam
-        for i in range(k):
-            knot_coefs[count, active[i]] = coef[i]
         if lam <= lam_stop:
             return count + 1
         dropped = -1
-        if gamma == gamma_drop:
+        if drop_at >= 0:
             joining, dropped = -1, active[drop_at]
             k = _drop(drop_at, k, active, coef, signs, no_rows, factor, blocked)
     return knot_lams.size
