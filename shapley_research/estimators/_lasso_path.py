@@ -189,6 +189,8 @@ def lasso_lars_cv(X: NDArray[np.float64], y: NDArray[np.float64], cv: int = 5,
     folds = np.array_split(np.arange(len(y)), cv)
     paths = [_fold_residues(X, y, test, max_knots) for test in folds]
     all_alphas = np.unique(np.concatenate([alphas for alphas, _ in paths]))
+    if all_alphas[-1] == 0:  # no column correlates with y in any fold (a constant y): 0 at every penalty
+        return np.zeros(X.shape[1]), 0.0
     all_alphas = all_alphas[::max(1, int(len(all_alphas) / MAX_N_ALPHAS))]
     from scipy.interpolate import interp1d
 

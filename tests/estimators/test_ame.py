@@ -68,6 +68,12 @@ def test_the_opendataval_design_ranks_the_heavy_players_first():
     assert result.values[5] < 0 and result.info["design"] == "opendataval"
 
 
+@pytest.mark.parametrize("solver", ["lars", "coordinate_descent"])
+def test_a_constant_game_has_only_null_players(solver):
+    result = ame(AdditiveGame(np.zeros(30), offset=0.5), 200, seed=0, solver=solver)  # no utility varies
+    np.testing.assert_array_equal(result.values, 0.0)
+
+
 def test_same_seed_same_bits_any_chunk_size():
     game = AdditiveGame(sparse_weights())
     first = ame(game, 200, seed=7)
