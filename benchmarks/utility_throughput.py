@@ -56,6 +56,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from shapley_research import LogisticRegressionUtility, ModelUtility
+from shapley_research._device import cpu_model
 from shapley_research.datasets import load_iris_split, load_mnist_subset, pca_features
 from shapley_research.games import prefix_masks
 from shapley_research.estimators import group_testing_size_distribution
@@ -165,7 +166,8 @@ def main(argv=None):
 
     rng = np.random.default_rng(args.seed)
     print(f"utility throughput: python {platform.python_version()}, numpy {np.__version__}, "
-          f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}, BLAS threads {args.threads}, "
+          f"{cpu_model() or platform.machine()}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}, "
+          f"BLAS threads {args.threads}, "
           f"subset sizes {args.sizes}{', QUICK' if args.quick else ''}")
     iris = load_iris_split(n_train=100, n_test=50, seed=0)
     X_train, y_train, X_test, y_test = load_mnist_subset(1000, 500, seed=0, scale=True)
