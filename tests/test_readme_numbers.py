@@ -203,7 +203,7 @@ def _removal(*methods: str) -> pd.Series:
 
 def _noisy_banzhaf(dataset: str = "breast_cancer") -> tuple[float, float, float]:
     """Mean and 95% t-interval of AUROC(MSR Banzhaf) - AUROC(permutation) on the noisy utility, over seeds."""
-    from shapley_research.experiments._verdicts import mean_interval
+    from shapley_research.experiments import mean_interval
 
     rows = csv("data_cleaning", "noisy_utility.csv").query("dataset == @dataset")
     table = rows.pivot(index="repetition", columns="method", values="auroc")

@@ -13,7 +13,7 @@ import yaml
 from _pipeline_project import REPO, make_project
 
 from shapley_research.experiments import EXPERIMENT_NAMES, claim, write_metrics
-from shapley_research.experiments._notebook import notebook_defaults
+from shapley_research.experiments import notebook_defaults
 from shapley_research.experiments._report import BEGIN, END
 from shapley_research.experiments._project import (Project, library_deps, notebook_parameters, stage_cmd,
                                                    stage_deps, write_dvc_stage)

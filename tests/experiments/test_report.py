@@ -71,7 +71,7 @@ def test_readme_results_section_matches_the_committed_results():
 
 def test_results_report_matches_the_committed_results():
     """results/README.md is the full report of the committed results (the README's table links into it)."""
-    from shapley_research.experiments._project import Project
+    from shapley_research.experiments import Project
 
     project = Project.locate(REPO)
     descriptions = {name: project.description(name) for name in project.available()}
