@@ -33,8 +33,9 @@ from ._sampling._batches import close_batches, items_per_worker, ordered_results
 from ._sampling._checkpoint import Checkpoint
 from ._sampling._loop import open_checkpoint
 from ._sampling._progress import evaluation_bar
-from .._validation import (check_bool, check_choice, check_float, check_game, check_int, check_n_jobs,
-                           check_real_array, check_utilities)
+from .._device import check_game_jobs
+from .._validation import (check_bool, check_choice, check_float, check_game, check_int, check_real_array,
+                           check_utilities)
 from ..games import GameLike
 from ..result import ValuationResult
 
@@ -279,7 +280,7 @@ def ame(game: GameLike, budget: int, seed: int | np.random.SeedSequence | None =
                          "pass alpha, or a larger budget.")
     check_choice(design, "design", DESIGNS)
     check_choice(solver, "solver", SOLVERS)
-    n_jobs = check_n_jobs(n_jobs)
+    n_jobs = check_game_jobs(game, n_jobs, "ame")
     chunk = _chunk_size(chunk_size, budget, n, checkpoint, n_jobs)
     max_iter = check_int(max_iter, "max_iter", minimum=1)
     progress = None if progress is None else check_bool(progress, "progress")

@@ -44,7 +44,8 @@ from ._sampling._batches import close_batches, items_per_worker, ordered_results
 from ._sampling._checkpoint import Checkpoint
 from ._sampling._loop import open_checkpoint
 from ._sampling._progress import evaluation_bar
-from .._validation import check_bool, check_int, check_n_jobs
+from .._device import check_game_jobs
+from .._validation import check_bool, check_int
 from ..result import ValuationResult
 from ..utilities import ConstantPredictor, LogisticRegressionUtility, ModelUtility, TorchModelUtility, degenerate_rows
 
@@ -375,7 +376,7 @@ def class_wise_shapley(game: ModelUtility | LogisticRegressionUtility | TorchMod
                          f"{' + 1 to normalise' if normalize else ''}).")
     cells = CHUNK_CELLS if chunk_size is None else check_int(chunk_size, "chunk_size", minimum=1) * classes.train.size
     progress = None if progress is None else check_bool(progress, "progress")
-    n_jobs = check_n_jobs(n_jobs)
+    n_jobs = check_game_jobs(game, n_jobs, "class_wise_shapley")
     counts = _plan(sizes, budget - int(normalize))
     shared = items_per_worker(int(counts.sum()), n_jobs) if chunk_size is None else None
 

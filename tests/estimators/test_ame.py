@@ -185,3 +185,13 @@ def test_flipped_labels_get_the_lowest_values_on_a_separable_task():
     from sklearn.metrics import roc_auc_score
 
     assert roc_auc_score(np.isin(np.arange(80), flipped), -values) > 0.9
+
+
+def test_a_game_on_a_device_is_refused_workers():
+    pytest.importorskip("torch")
+    from sklearn.datasets import load_iris
+
+    X, y = load_iris(return_X_y=True)
+    game = LogisticRegressionUtility(X[::2], y[::2], X[1::2], y[1::2], device="cpu")
+    with pytest.raises(ValueError, match="ame: n_jobs=2 with LogisticRegressionUtility on device 'cpu'"):
+        ame(game, 100, seed=0, n_jobs=2)

@@ -250,3 +250,13 @@ def test_a_torch_utility_predicts_as_it_scores():
     np.testing.assert_array_equal((class_wise_predictions(game, masks) == y_test).mean(axis=1), game.evaluate(masks))
     result = class_wise_shapley(game, 20, seed=0, normalize=False)
     assert np.isfinite(result.values).all() and result.n_evaluations <= 20
+
+
+def test_a_game_on_a_device_is_refused_workers():
+    pytest.importorskip("torch")
+    from sklearn.datasets import load_iris
+
+    X, y = load_iris(return_X_y=True)
+    game = LogisticRegressionUtility(X[::2], y[::2], X[1::2], y[1::2], device="cpu")
+    with pytest.raises(ValueError, match="class_wise_shapley: n_jobs=2 with LogisticRegressionUtility on device"):
+        class_wise_shapley(game, 200, seed=0, n_jobs=2)
