@@ -291,6 +291,26 @@ def _drop(drop_at, k, active, coef, signs, rows, factor, blocked):
     return k
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _direction_and_join(a_mat, joining, joining_sign, k, active, coef, signs, rows, factor, blocked, pair, both, lam,
+                        tiny, dropped):
+    """A segment of the path on the design: the column ``joining`` added (unless -1), the direction, the next join.
+
+    The direction is ``w = (A_S^T A_S)^{-1} signs`` and ``u = A_S w`` (``pair[1]``); one pass over ``A``
+    gives ``A^T`` of the residual and of ``u`` (``both``). Returns ``(k, w, joining, gamma_join, sign)``
+    of the first inactive column to join (-1 and ``inf`` once the factor is full).
+    """
+    if joining >= 0:
+        k = _join(a_mat, joining, joining_sign, k, active, coef, signs, rows, factor, blocked)
+    w = _solve_gram(factor, k, signs)
+    _combine(w, rows, k, pair[1])
+    _project(pair, a_mat, both)
+    joining, gamma_join, joining_sign = _first_join(both[0], both[1], lam, tiny, blocked, dropped)
+    if k == factor.shape[0]:
+        joining, gamma_join = -1, np.inf
+    return k, w, joining, gamma_join, joining_sign
+
+
 _CROSSED, _END, _OUT_OF_STEPS = 0, 1, 2
 
 
@@ -304,23 +324,16 @@ def _follow_path(a_mat, r, eps2, max_steps, active, coef, signs, rows, factor, p
     ``(k, knots, lam, outcome)``.
     """
     n = a_mat.shape[1]
-    capacity = factor.shape[0]
     blocked = np.zeros(n, dtype=np.bool_)  # active, or in the span of the active columns (until a drop)
     both = np.zeros((2, n))
     joining, joining_sign, lam = _first_knot(a_mat, r, pair, both)
     tiny = 1e-12 * lam
     k, dropped = 0, -1
     for step in range(1, max_steps + 1):
-        if joining >= 0:
-            k = _join(a_mat, joining, joining_sign, k, active, coef, signs, rows, factor, blocked)
-        # direction w = (A_S^T A_S)^{-1} signs and u = A_S w; one pass gives A^T residual and A^T u
-        w = _solve_gram(factor, k, signs)
-        _combine(w, rows, k, pair[1])
-        _project(pair, a_mat, both)
+        k, w, joining, gamma_join, joining_sign = _direction_and_join(
+            a_mat, joining, joining_sign, k, active, coef, signs, rows, factor, blocked, pair, both, lam, tiny,
+            dropped)
         # the first knot: a join, a drop (coef + g w = 0), the residual reaching epsilon, or lam = 0
-        joining, gamma_join, joining_sign = _first_join(both[0], both[1], lam, tiny, blocked, dropped)
-        if k == capacity:
-            joining, gamma_join = -1, np.inf
         drop_at, gamma_drop = _first_drop(coef, w, k, tiny)
         gamma_cross = _crossing(pair, eps2)
         gamma = min(gamma_join, gamma_drop, gamma_cross, lam)

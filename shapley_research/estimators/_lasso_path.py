@@ -16,8 +16,7 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
-from ._l1_homotopy import (_combine, _drop, _first_drop, _first_join, _first_knot, _join, _project, _solve_gram,
-                           _solve_lower)
+from ._l1_homotopy import _direction_and_join, _drop, _first_drop, _first_join, _first_knot, _solve_gram, _solve_lower
 
 __all__ = ["lasso_lars_cv", "lasso_path"]
 
@@ -26,19 +25,27 @@ MAX_N_ALPHAS = 1000
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _to_next_knot(coef, w, k, lam, lam_stop, gamma_join, tiny, active, knot_lams, knot_coefs, count):
-    """Move ``coef`` along ``w`` to the next knot (a join, a drop or the stop) and record it there.
+def _to_next_knot(coef, w, k, lam, lam_stop, gamma_join, joining, tiny, active, signs, rows, factor, blocked,
+                  knot_lams, knot_coefs, count):
+    """Move ``coef`` along ``w`` to the next knot (a join, a drop or the stop), record it, and drop there.
 
-    Returns the step ``gamma`` and the active entry that reaches 0 (-1 unless the knot is that drop).
+    Returns ``(gamma, lam, k, joining, dropped)`` after the step: an active entry that reaches 0 leaves the
+    active set and the factor (``rows``: the design's active columns, or none for the Gram form), and is
+    ``dropped`` (-1 otherwise); the path stops when ``lam <= lam_stop``.
     """
     drop_at, gamma_drop = _first_drop(coef, w, k, tiny)
     gamma = min(gamma_join, gamma_drop, lam - lam_stop)
     for i in range(k):
         coef[i] += gamma * w[i]
-    knot_lams[count] = lam - gamma
+    lam -= gamma
+    knot_lams[count] = lam
     for i in range(k):
         knot_coefs[count, active[i]] = coef[i]
-    return gamma, drop_at if gamma == gamma_drop else -1
+    dropped = -1
+    if lam > lam_stop and gamma == gamma_drop:
+        joining, dropped = -1, active[drop_at]
+        k = _drop(drop_at, k, active, coef, signs, rows, factor, blocked)
+    return gamma, lam, k, joining, dropped
 
 
 @numba.njit(cache=True, nogil=True)
@@ -54,7 +61,6 @@ def _trace(a_mat, r, lam_stop, knot_lams, knot_coefs, active, coef, signs, rows,
     and the stop last; at most ``knot_lams.size`` knots are recorded.
     """
     n = a_mat.shape[1]
-    capacity = factor.shape[0]
     blocked = np.zeros(n, dtype=np.bool_)
     both = np.zeros((2, n))
     joining, joining_sign, lam = _first_knot(a_mat, r, pair, both)
@@ -65,26 +71,16 @@ def _trace(a_mat, r, lam_stop, knot_lams, knot_coefs, active, coef, signs, rows,
         return 1
     k, dropped = 0, -1
     for count in range(1, knot_lams.size):
-        if joining >= 0:
-            k = _join(a_mat, joining, joining_sign, k, active, coef, signs, rows, factor, blocked)
-        w = _solve_gram(factor, k, signs)
-        _combine(w, rows, k, pair[1])
-        _project(pair, a_mat, both)
-        joining, gamma_join, joining_sign = _first_join(both[0], both[1], lam, tiny, blocked, dropped)
-        if k == capacity:
-            joining, gamma_join = -1, np.inf
-        gamma, drop_at = _to_next_knot(coef, w, k, lam, lam_stop, gamma_join, tiny, active, knot_lams, knot_coefs,
-                                       count)
+        k, w, joining, gamma_join, joining_sign = _direction_and_join(
+            a_mat, joining, joining_sign, k, active, coef, signs, rows, factor, blocked, pair, both, lam, tiny,
+            dropped)
+        gamma, lam, k, joining, dropped = _to_next_knot(coef, w, k, lam, lam_stop, gamma_join, joining, tiny, active,
+                                                        signs, rows, factor, blocked, knot_lams, knot_coefs, count)
         residual, u = pair[0], pair[1]
         for j in range(residual.size):
             residual[j] -= gamma * u[j]
-        lam -= gamma
         if lam <= lam_stop:
             return count + 1
-        dropped = -1
-        if drop_at >= 0:
-            joining, dropped = -1, active[drop_at]
-            k = _drop(drop_at, k, active, coef, signs, rows, factor, blocked)
     return knot_lams.size
 
 
@@ -129,17 +125,12 @@ def _trace_gram(gram, xty, lam_stop, knot_lams, knot_coefs, active, coef, signs,
         joining, gamma_join, joining_sign = _first_join(corr, along, lam, tiny, blocked, dropped)
         if k == capacity:
             joining, gamma_join = -1, np.inf
-        gamma, drop_at = _to_next_knot(coef, w, k, lam, lam_stop, gamma_join, tiny, active, knot_lams, knot_coefs,
-                                       count)
+        gamma, lam, k, joining, dropped = _to_next_knot(coef, w, k, lam, lam_stop, gamma_join, joining, tiny, active,
+                                                        signs, no_rows, factor, blocked, knot_lams, knot_coefs, count)
         for j in range(n):
             corr[j] -= gamma * along[j]
-        lam -= gamma
         if lam <= lam_stop:
             return count + 1
-        dropped = -1
-        if drop_at >= 0:
-            joining, dropped = -1, active[drop_at]
-            k = _drop(drop_at, k, active, coef, signs, no_rows, factor, blocked)
     return knot_lams.size
 
 

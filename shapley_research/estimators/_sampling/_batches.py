@@ -114,12 +114,7 @@ def evaluate_batches(sample_batch: Callable, jobs: Iterable[BatchJob], entropy: 
     (:class:`~shapley_research._threads.Pinned`). Pass the result to
     :func:`close_batches` when done, to stop joblib dispatching more.
     """
-    if n_jobs in (None, 1):
-        return (sample_batch(batch_rng(entropy, job.index), job.size, *job.planned) for job in jobs)
-    from joblib import Parallel, delayed
-
-    return Parallel(n_jobs=n_jobs, return_as="generator", batch_size=1, pre_dispatch="2*n_jobs")(
-        delayed(Pinned(sample_batch))(batch_rng(entropy, job.index), job.size, *job.planned) for job in jobs)
+    return _in_order(sample_batch, ((batch_rng(entropy, job.index), job.size, *job.planned) for job in jobs), n_jobs)
 
 
 def ordered_results(fn: Callable, game: object, inputs: Iterable, n_jobs: int | None) -> Iterator:
@@ -131,12 +126,18 @@ def ordered_results(fn: Callable, game: object, inputs: Iterable, n_jobs: int | 
     otherwise joblib's workers run them, one item per task and a short queue,
     each pinning its own threads. Pass the result to :func:`close_batches` when done.
     """
+    return _in_order(fn, ((game, item) for item in inputs), n_jobs)
+
+
+def _in_order(fn: Callable, calls: Iterable[tuple], n_jobs: int | None) -> Iterator:
+    """``fn(*args)`` of every argument tuple, lazily and in order: here when asked for (``n_jobs`` None or 1), or
+    by joblib's workers, one call per task and a short queue, each pinning its own threads."""
     if n_jobs in (None, 1):
-        return (fn(game, item) for item in inputs)
+        return (fn(*args) for args in calls)
     from joblib import Parallel, delayed
 
     return Parallel(n_jobs=n_jobs, return_as="generator", batch_size=1, pre_dispatch="2*n_jobs")(
-        delayed(Pinned(fn))(game, item) for item in inputs)
+        delayed(Pinned(fn))(*args) for args in calls)
 
 
 def items_per_worker(n_items: int, n_jobs: int | None, per_worker: int = 4) -> int | None:
