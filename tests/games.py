@@ -434,3 +434,16 @@ def flipped_label_task(centre: float) -> tuple:
     y[flipped] = 1 - y[flipped]
     X_test = np.vstack([rng.normal(-centre, 1, (50, 2)), rng.normal(centre, 1, (50, 2))])
     return X, y, X_test, np.repeat([0, 1], 50), flipped
+
+
+def logistic_game_on_cpu_device():
+    """An iris ``LogisticRegressionUtility`` on torch's CPU device (skips without torch): a game on a device."""
+    import pytest
+
+    pytest.importorskip("torch")
+    from sklearn.datasets import load_iris
+
+    from shapley_research import LogisticRegressionUtility
+
+    X, y = load_iris(return_X_y=True)
+    return LogisticRegressionUtility(X[::2], y[::2], X[1::2], y[1::2], device="cpu")

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from games import AdditiveGame, CountingGame, Interrupted, InterruptingGame, flipped_label_task
+from games import (AdditiveGame, CountingGame, Interrupted, InterruptingGame, flipped_label_task,
+                   logistic_game_on_cpu_device)
 from shapley_research import CheckpointError, LogisticRegressionUtility, ame, as_game
 from shapley_research.estimators import ame_coalitions
 
@@ -188,10 +189,5 @@ def test_flipped_labels_get_the_lowest_values_on_a_separable_task():
 
 
 def test_a_game_on_a_device_is_refused_workers():
-    pytest.importorskip("torch")
-    from sklearn.datasets import load_iris
-
-    X, y = load_iris(return_X_y=True)
-    game = LogisticRegressionUtility(X[::2], y[::2], X[1::2], y[1::2], device="cpu")
     with pytest.raises(ValueError, match="ame: n_jobs=2 with LogisticRegressionUtility on device 'cpu'"):
-        ame(game, 100, seed=0, n_jobs=2)
+        ame(logistic_game_on_cpu_device(), 100, seed=0, n_jobs=2)

@@ -8,7 +8,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.linear_model import LogisticRegression
 from sklearn.neighbors import KNeighborsClassifier
 
-from games import flipped_label_task
+from games import flipped_label_task, logistic_game_on_cpu_device
 from shapley_research import (CheckpointError, KNNUtility, LogisticRegressionUtility, ModelUtility, as_game,
                               class_wise_shapley)
 from shapley_research.estimators import class_wise_predictions
@@ -155,17 +155,31 @@ def test_the_same_bits_for_any_n_jobs():
     assert parallel.info == alone.info
 
 
-def test_a_parallel_run_stopped_with_chunks_in_flight_resumes_to_the_same_values(tmp_path):
-    """Workers draw ahead of the chunks taken back: the checkpoint keeps the state after the last chunk taken."""
+def test_a_parallel_run_stopped_with_chunks_in_flight_resumes_to_the_same_values(tmp_path, monkeypatch):
+    """Workers draw ahead of the chunks taken back: the checkpoint keeps the state after the last chunk taken.
+
+    The run is stopped (as by Ctrl-C) just after its fourth chunk is taken back, while the two worker threads
+    hold the chunks drawn after it: a fit count would stop it wherever the threads happen to be.
+    """
     from joblib import parallel_config
+
+    from shapley_research.estimators import _class_wise
 
     game, path = three_class_game(), tmp_path / "cs.ckpt"
     StoppedKNN.fits_left = None
     whole = class_wise_shapley(game, 110, seed=7, chunk_size=5)
-    StoppedKNN.fits_left = 45
+    record, taken = _class_wise._RunSoFar.record, []
+
+    def record_then_stop(so_far, *args):
+        record(so_far, *args)
+        taken.append(args)
+        if len(taken) == 4:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(_class_wise._RunSoFar, "record", record_then_stop)
     with parallel_config(backend="threading"), pytest.raises(KeyboardInterrupt):
         class_wise_shapley(game, 110, seed=7, chunk_size=5, checkpoint=path, checkpoint_interval=3600, n_jobs=2)
-    StoppedKNN.fits_left = None
+    monkeypatch.undo()
     resumed = class_wise_shapley(game, 110, seed=None, checkpoint=path)
     assert 0 < resumed.info["resumed_samples"] < sum(whole.info["permutations"])
     np.testing.assert_array_equal(resumed.values, whole.values)
@@ -253,10 +267,5 @@ def test_a_torch_utility_predicts_as_it_scores():
 
 
 def test_a_game_on_a_device_is_refused_workers():
-    pytest.importorskip("torch")
-    from sklearn.datasets import load_iris
-
-    X, y = load_iris(return_X_y=True)
-    game = LogisticRegressionUtility(X[::2], y[::2], X[1::2], y[1::2], device="cpu")
     with pytest.raises(ValueError, match="class_wise_shapley: n_jobs=2 with LogisticRegressionUtility on device"):
-        class_wise_shapley(game, 200, seed=0, n_jobs=2)
+        class_wise_shapley(logistic_game_on_cpu_device(), 200, seed=0, n_jobs=2)
