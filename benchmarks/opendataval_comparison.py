@@ -62,7 +62,7 @@ utility: accuracy on the 100 validation points.
   out-of-class training point as context; one line of its 1.3.0 code is
   patched by the peer script, which otherwise indexes the validation labels
   out of bounds) / ``class_wise_shapley(game, budget, seed)`` (random
-  out-of-class contexts, the classes in turn, normalised);
+  out-of-class contexts, rounds of one permutation of every class, normalised);
 * LAVA: ``LavaEvaluator()`` (geomloss Sinkhorn) / ``lava(X, y, X_valid,
   y_valid)`` (POT); no model fits on either side.
 
@@ -266,7 +266,7 @@ def ours_matched(method: str, task: dict[str, np.ndarray], seed: int, target_fit
     constant model, not fitted) included, so the first run's budget is the
     target and each rerun's the last one times ``target / fits``, until the
     fits are within ``FIT_TOLERANCE`` or after ``MAX_CORRECTIONS`` reruns.
-    Permutations and Beta units are indivisible (a unit gives every player
+    Permutations, Beta units and class-wise rounds are indivisible (a unit gives every player
     one contribution), so the fits move in steps of about ``N`` there: the
     run closest to the target is returned (the larger on a tie), with every
     ``(budget, fits)`` tried in ``attempts``.

@@ -26,25 +26,26 @@ predicts through its batched learner),
 :class:`~shapley_research.LogisticRegressionUtility` or
 :class:`~shapley_research.TorchModelUtility`, whose ``predict`` trains a
 whole chunk of coalitions at once.
+
+The estimate runs on the sampling driver (:mod:`._sampling._driver`) like
+every sampling estimator: a unit is a *round*, one context and one
+permutation of every class (:math:`N + C` coalitions, each training point
+getting one marginal contribution), so the batches, their seeds, ``n_jobs``,
+checkpoints, precision targets and the progress bar are the driver's.
 """
 
 from __future__ import annotations
 
 import copy
 import os
-import time
-from collections import deque
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from ._sampling._batches import close_batches, items_per_worker, ordered_results
-from ._sampling._checkpoint import Checkpoint
-from ._sampling._loop import open_checkpoint
-from ._sampling._progress import evaluation_bar
-from .._device import check_game_jobs
+from ._sampling._driver import Run, Sampler, SamplingOptions, SamplingSpec, drive
+from ._sampling._loop import MeanState
 from .._validation import check_bool, check_int
 from ..result import ValuationResult
 from ..utilities import ConstantPredictor, LogisticRegressionUtility, ModelUtility, TorchModelUtility, degenerate_rows
@@ -114,27 +115,30 @@ class _Classes:
     y_test: np.ndarray
     n_classes: int
 
-    def utilities(self, predictions: np.ndarray, label: int) -> NDArray[np.float64]:
-        """:math:`a_S(T_c) \\exp(a_S(T_{-c}))` of each row of predictions, for class index ``label``."""
+    @classmethod
+    def of(cls, game: ModelUtility | LogisticRegressionUtility | TorchModelUtility) -> _Classes:
+        targets = game.targets
+        return cls(np.asarray(targets.y_train_index), np.asarray(targets.y_test_index), np.asarray(game.y_test),
+                   int(targets.n_classes))
+
+    @property
+    def sizes(self) -> NDArray[np.intp]:
+        return np.bincount(self.train, minlength=self.n_classes)
+
+    def members(self, label: int) -> NDArray[np.intp]:
+        return np.flatnonzero(self.train == label)
+
+    def utilities(self, predictions: np.ndarray, labels: NDArray[np.intp]) -> NDArray[np.float64]:
+        """:math:`a_S(T_c) \\exp(a_S(T_{-c}))` of each row of predictions, ``c`` the row's class index in ``labels``."""
         correct = predictions == self.y_test[None, :]
-        in_class = self.test == label
+        in_class = (correct & (self.test[None, :] == labels[:, None])).sum(axis=1)
         n_test = self.y_test.shape[0]
-        return correct[:, in_class].sum(axis=1) / n_test * np.exp(correct[:, ~in_class].sum(axis=1) / n_test)
+        return in_class / n_test * np.exp((correct.sum(axis=1) - in_class) / n_test)
 
-
-def _plan(sizes: NDArray[np.intp], budget: int) -> NDArray[np.intp]:
-    """Permutations per class: round robin over the classes, each costing ``n_c + 1`` evaluations."""
-    counts = np.zeros(sizes.size, dtype=np.intp)
-    left, cost = budget, sizes + 1
-    while True:
-        added = False
-        for c in range(sizes.size):
-            if cost[c] <= left:
-                counts[c] += 1
-                left -= int(cost[c])
-                added = True
-        if not added:
-            return counts
+    def in_class_accuracy(self, predictions: np.ndarray) -> NDArray[np.float64]:
+        """:math:`a(T_c)` of one model's test predictions, for every class ``c``."""
+        correct = predictions == self.y_test
+        return np.array([correct[self.test == label].sum() for label in range(self.n_classes)]) / self.y_test.size
 
 
 def _context(rng: np.random.Generator, classes: _Classes, label: int) -> NDArray[np.bool_]:
@@ -148,127 +152,64 @@ def _context(rng: np.random.Generator, classes: _Classes, label: int) -> NDArray
     raise RuntimeError(f"no context holding every class but {label} in {MAX_CONTEXT_DRAWS} draws.")
 
 
-class _RunSoFar:
-    """What a run has sampled, as its checkpoint keeps it.
+@dataclass(frozen=True)
+class _Rounds:
+    """A batch's rounds: the context and in-class order drawn for each (round, class) block, in draw order.
 
-    Every class's marginal contributions, flat in class order (the file's
-    ``mean``; rows not sampled yet are 0), and in the file's ``context`` the
-    permutations done per class, the models fitted, and the state of the
-    generator of the class under way at its last chunk's end (a context is
-    redrawn until it holds every other class, so the draws per permutation
-    vary: the state, not a count, says where the stream stands).
+    Block ``(r, c)`` is ``n_c + 1`` coalitions, the context plus the first
+    ``j`` in-class points of the order, ``j = 0 .. n_c``; the batch's
+    coalitions are the blocks one after the other, built a chunk of rows at a
+    time (:meth:`masks`) so that memory stays at a chunk's whatever ``N``.
     """
 
-    def __init__(self, checkpoint: Checkpoint | None, counts: NDArray[np.intp], sizes: NDArray[np.intp]) -> None:
-        self.checkpoint, self.counts, self.sizes = checkpoint, counts, sizes
-        self.offsets = np.concatenate([[0], np.cumsum(counts * sizes)])
-        self.flat, self.unused = np.zeros(int(self.offsets[-1])), np.zeros(int(self.offsets[-1]))
-        self.done, self.fits, self.state = [0] * counts.size, 0, None
-        if checkpoint is not None and checkpoint.loaded:
-            self.flat[:] = checkpoint.mean
-            self.done, self.fits, self.state = (checkpoint.context[key] for key in ("done", "fits", "state"))
-        self.resumed_state = self.state
+    classes: _Classes
+    contexts: list[NDArray[np.bool_]]
+    orders: list[NDArray[np.intp]]
 
-    def marginals(self, label: int) -> NDArray[np.float64]:
-        """Class ``label``'s ``(permutations, n_c)`` marginal contributions (a view)."""
-        return self.flat[self.offsets[label]:self.offsets[label + 1]].reshape(self.counts[label], self.sizes[label])
-
-    def generator(self, entropy: int, label: int) -> np.random.Generator:
-        """Class ``label``'s stream, where the checkpoint's last chunk of it left it (its start otherwise)."""
-        rng = np.random.default_rng(np.random.SeedSequence(entropy, spawn_key=(label,)))
-        if self.resumed_state is not None and self.resumed_state["label"] == label:
-            rng.bit_generator.state = self.resumed_state["bit_generator"]
-        return rng
+    @classmethod
+    def draw(cls, rng: np.random.Generator, classes: _Classes, size: int) -> _Rounds:
+        contexts, orders = [], []
+        for _ in range(size):
+            for label in range(classes.n_classes):
+                contexts.append(_context(rng, classes, label))
+                orders.append(rng.permutation(int(classes.sizes[label])))
+        return cls(classes, contexts, orders)
 
     @property
-    def evaluations(self) -> int:
-        return int(np.dot(self.done, self.sizes + 1))
+    def labels(self) -> NDArray[np.intp]:
+        """The class of every block."""
+        return np.arange(len(self.orders)) % self.classes.n_classes
 
-    def record(self, label: int, done: int, fits: int, state: Mapping[str, Any]) -> None:
-        """A chunk of class ``label`` is in: ``done`` permutations of it, ``fits`` more models fitted, and
-        ``state`` the class's generator state after drawing it (the draws may run ahead of the chunks in)."""
-        self.done[label], self.fits = done, self.fits + fits
-        self.state = {"label": label, "bit_generator": state}
-        self.save(force=False)
+    @property
+    def starts(self) -> NDArray[np.intp]:
+        """The first row of every block, and the batch's row count last."""
+        return np.concatenate([[0], np.cumsum([order.size + 1 for order in self.orders])])
 
-    def save(self, force: bool) -> None:
-        if self.checkpoint is not None:
-            self.checkpoint.context = {"done": list(self.done), "fits": self.fits, "state": self.state}
-            self.checkpoint.save(self.flat, self.unused, sum(self.done), self.evaluations, 0, force=force)
+    def masks(self, start: int, stop: int) -> NDArray[np.bool_]:
+        """Coalitions ``start .. stop - 1`` of the batch."""
+        masks = np.empty((stop - start, self.classes.train.size), dtype=bool)
+        starts = self.starts
+        for block in range(np.searchsorted(starts, start, side="right") - 1, len(self.orders)):
+            first, last = max(start, starts[block]), min(stop, starts[block + 1])
+            if first >= last:
+                break
+            order, label = self.orders[block], block % self.classes.n_classes
+            position = np.empty(order.size, dtype=np.intp)
+            position[order] = np.arange(order.size)
+            rows = masks[first - start:last - start]
+            rows[:] = self.contexts[block][None, :]
+            rows[:, self.classes.members(label)] = position[None, :] < np.arange(first, last)[:, None] - starts[block]
+        return masks
 
-
-@dataclass(frozen=True)
-class _Chunk:
-    """Permutations ``first ..`` of class ``label``: their flat prefix masks, the in-class orders, and the
-    class's generator state after drawing them (what a checkpoint records once the chunk is in)."""
-
-    label: int
-    first: int
-    orders: NDArray[np.intp]
-    masks: NDArray[np.bool_]
-    state: Mapping[str, Any]
-
-
-def _class_chunks(classes: _Classes, label: int, so_far: _RunSoFar, entropy: int,
-                  per_call: Callable[[int], int]) -> Iterator[_Chunk]:
-    """Class ``label``'s permutations not sampled yet, drawn from its stream in order, ``per_call(k)`` a chunk."""
-    members = np.flatnonzero(classes.train == label)
-    n, k = classes.train.size, members.size
-    rng, count = so_far.generator(entropy, label), int(so_far.counts[label])
-    size = per_call(k)
-    for first in range(so_far.done[label], count, size):
-        batch = min(size, count - first)
-        masks = np.zeros((batch, k + 1, n), dtype=bool)
-        orders = np.empty((batch, k), dtype=np.intp)
-        for b in range(batch):
-            masks[b] = _context(rng, classes, label)[None, :]
-            orders[b] = rng.permutation(k)
-            position = np.empty(k, dtype=np.intp)
-            position[orders[b]] = np.arange(k)
-            masks[b][:, members] |= position[None, :] < np.arange(k + 1)[:, None]
-        yield _Chunk(label, first, orders, masks.reshape(-1, n), rng.bit_generator.state)
-
-
-def _sample(game: Any, classes: _Classes, so_far: _RunSoFar, entropy: int, per_call: Callable[[int], int],
-            n_jobs: int | None, advance: Callable[[int], None]) -> None:
-    """Every class's marginal contributions not sampled yet, into ``so_far``: chunks drawn in class and stream
-    order, their predictions made here or by joblib's workers and taken back in that order."""
-    drawn: deque[_Chunk] = deque()
-
-    def inputs() -> Iterator[NDArray[np.bool_]]:
-        for label in range(classes.n_classes):
-            for chunk in _class_chunks(classes, label, so_far, entropy, per_call):
-                drawn.append(chunk)
-                yield chunk.masks
-
-    results = ordered_results(class_wise_predictions, game, inputs(), n_jobs)
-    try:
-        for predictions in results:
-            chunk = drawn.popleft()
-            batch, k = chunk.orders.shape
-            fits = int((~degenerate_rows(chunk.masks, game.targets, game.min_samples)).sum())
-            utilities = classes.utilities(predictions, chunk.label).reshape(batch, k + 1)
-            marginals = so_far.marginals(chunk.label)[chunk.first:chunk.first + batch]
-            np.put_along_axis(marginals, chunk.orders, np.diff(utilities, axis=1), axis=1)
-            so_far.record(chunk.label, chunk.first + batch, fits, chunk.state)
-            advance(chunk.masks.shape[0])
-    finally:
-        close_batches(results)  # an interrupted run stops joblib from dispatching further chunks
-
-
-def _normalise(game: Any, classes: _Classes, values: NDArray[np.float64],
-               stderr: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Scale each class's values to sum to :math:`a_D(T_c)` (one fit of the full set); the factors."""
-    correct = class_wise_predictions(game, np.ones((1, classes.train.size), dtype=bool))[0] == classes.y_test
-    factors = np.ones(classes.n_classes)
-    for label in range(classes.n_classes):
-        members = classes.train == label
-        total = values[members].sum()
-        if total > 0:  # pyDVL scales by any non-zero sum; a negative one would reverse the class's ranking
-            factors[label] = correct[classes.test == label].sum() / classes.y_test.shape[0] / total
-        values[members] *= factors[label]
-        stderr[members] *= abs(factors[label])
-    return factors
+    def marginals(self, utilities: NDArray[np.float64], size: int) -> NDArray[np.float64]:
+        """``(size, N)``: every training point's marginal contribution in each round, from the rows' utilities."""
+        marginals = np.zeros((size, self.classes.train.size))
+        starts = self.starts
+        for block, order in enumerate(self.orders):
+            label = block % self.classes.n_classes
+            marginals[block // self.classes.n_classes, self.classes.members(label)[order]] = \
+                np.diff(utilities[starts[block]:starts[block + 1]])
+        return marginals
 
 
 def class_wise_minimum_budget(n_players: int, n_classes: int, normalize: bool = True) -> int:
@@ -283,11 +224,87 @@ def class_wise_minimum_budget(n_players: int, n_classes: int, normalize: bool = 
     return n_players + n_classes + int(check_bool(normalize, "normalize"))
 
 
-def class_wise_shapley(game: ModelUtility | LogisticRegressionUtility | TorchModelUtility, budget: int,
+@dataclass(frozen=True, kw_only=True)
+class ClassWiseSpec(SamplingSpec):
+    """:func:`class_wise_shapley` for :func:`~._sampling._driver.drive`: a unit is a round (one permutation of
+    every class), reduced to each point's marginal contribution and, last, the models it fitted."""
+
+    classes: _Classes
+    normalize: bool
+    chunk_rows: int
+    labels: list
+    needs_empty: bool = False
+    enumerable = False  # the values are not those of game.evaluate
+
+    def fixed(self, empty_utility: float | None) -> int:
+        return int(self.normalize)
+
+    def fingerprint_options(self, n_units: int | None) -> dict:
+        return {"class_sizes": self.classes.sizes.tolist(), "normalize": self.normalize}
+
+    def start(self, game: Any, run: Run, anchors: Any) -> Sampler:
+        classes, n = self.classes, self.n_players
+        full: list = []  # the normalising fit, made once when first needed: after any refusal of a checkpoint
+
+        def accuracy() -> NDArray[np.float64] | None:
+            if self.normalize and not full:
+                full.append(classes.in_class_accuracy(class_wise_predictions(game, np.ones((1, n), dtype=bool))[0]))
+            return full[0] if full else None
+
+        def sample_batch(rng: np.random.Generator, size: int) -> tuple[NDArray[np.float64], int]:
+            rounds = _Rounds.draw(rng, classes, size)
+            rows = int(rounds.starts[-1])
+            utilities, fits = np.empty(rows), np.zeros(size)
+            labels = np.repeat(rounds.labels, np.diff(rounds.starts))
+            for first in range(0, rows, self.chunk_rows):
+                last = min(rows, first + self.chunk_rows)
+                masks = rounds.masks(first, last)
+                utilities[first:last] = classes.utilities(class_wise_predictions(game, masks), labels[first:last])
+                fitted = ~degenerate_rows(masks, game.targets, game.min_samples)
+                np.add.at(fits, np.arange(first, last)[fitted] // (n + classes.n_classes), 1)
+            return np.column_stack([rounds.marginals(utilities, size), fits]), rows
+
+        return Sampler(sample_batch, {}, evaluations=int(self.normalize), watch=slice(0, n),
+                       estimates_of=lambda state: self._scaled(state, accuracy())[:2],
+                       context={"accuracy": accuracy})
+
+    def _scaled(self, state: MeanState,
+                accuracy: NDArray[np.float64] | None) -> tuple[np.ndarray, np.ndarray, list]:
+        """Values, standard errors and factors: each class scaled to sum to ``accuracy`` (``None``: as sampled)."""
+        n = self.n_players
+        values, stderr = state.mean[:n].copy(), state.stderr[:n].copy()
+        factors = np.ones(self.classes.n_classes)
+        if accuracy is not None:
+            for label in range(self.classes.n_classes):
+                members = self.classes.train == label
+                total = values[members].sum()
+                if total > 0:  # pyDVL scales by any non-zero sum; a negative one would reverse the class's ranking
+                    factors[label] = accuracy[label] / total
+                values[members] *= factors[label]
+                stderr[members] *= abs(factors[label])
+        return values, stderr, factors.tolist()
+
+    def estimates(self, sampler: Sampler, state: MeanState) -> tuple[np.ndarray, np.ndarray | None, dict]:
+        values, stderr, factors = self._scaled(state, sampler.context["accuracy"]())
+        fits = int(round(state.mean[self.n_players] * state.count)) + int(self.normalize)
+        return values, stderr, {"permutations": [state.count] * self.classes.n_classes, "factors": factors,
+                                "normalize": self.normalize, "model_fits": fits}
+
+    def report(self, sampler: Sampler, summary: dict, updates: dict) -> dict:
+        rounds = {**summary, "resumed_samples": summary["resumed_samples"] * self.classes.n_classes}
+        return {**updates, "classes": self.labels, **rounds}
+
+    def samples(self, state: MeanState) -> int:
+        return state.count * self.classes.n_classes
+
+
+def class_wise_shapley(game: ModelUtility | LogisticRegressionUtility | TorchModelUtility, budget: int | None,
                        seed: int | np.random.SeedSequence | None = None, *, normalize: bool = True,
                        chunk_size: int | None = None, progress: bool | None = None,
                        checkpoint: str | os.PathLike[str] | None = None,
-                       checkpoint_interval: float = 60.0, n_jobs: int | None = None) -> ValuationResult:
+                       checkpoint_interval: float = 60.0, n_jobs: int | None = None, batch_size: int | None = None,
+                       target_stderr: float | None = None,
+                       target_rank_correlation: float | None = None) -> ValuationResult:
     r"""Class-wise Shapley values (CS-Shapley, Schoch, Xu & Ji, NeurIPS 2022) of a classifier's training points.
 
     Point ``i`` of class :math:`c` gets the mean of its marginal contributions
@@ -298,15 +315,16 @@ def class_wise_shapley(game: ModelUtility | LogisticRegressionUtility | TorchMod
     ``i``), with :math:`U(S_c \mid S_{-c}) = a_S(T_c) \exp(a_S(T_{-c}))` the
     in-class and out-of-class accuracies of the model trained on
     :math:`S_c \cup S_{-c}` (numbers of right test predictions over the test
-    set's size; module docstring). The classes take turns, one permutation
-    each, while the budget lasts; a permutation of class :math:`c` costs
-    :math:`n_c + 1` model fits, made by the game a chunk at a time. For a fixed
-    context the values of a class sum to :math:`U(D_c \mid S_{-c}) - U(\emptyset
-    \mid S_{-c})` (efficiency within the class). With ``normalize`` (the
-    paper's and pyDVL's default) the values of each class are then scaled to
-    sum to :math:`a_D(T_c)`, the in-class accuracy of the model trained on all
-    the data (one more fit); a class whose values sum to 0 or less is left as
-    it is (pyDVL scales a negative sum too, which reverses the class's ranking).
+    set's size; module docstring). The samples come in rounds, one context and
+    one permutation of every class: a round costs :math:`N + C` model fits
+    (:math:`n_c + 1` per class), made by the game a chunk at a time. For a
+    fixed context the values of a class sum to :math:`U(D_c \mid S_{-c}) -
+    U(\emptyset \mid S_{-c})` (efficiency within the class). With
+    ``normalize`` (the paper's and pyDVL's default) the values of each class
+    are then scaled to sum to :math:`a_D(T_c)`, the in-class accuracy of the
+    model trained on all the data (one more fit); a class whose values sum to
+    0 or less is left as it is (pyDVL scales a negative sum too, which
+    reverses the class's ranking).
 
     Parameters
     ----------
@@ -314,10 +332,12 @@ def class_wise_shapley(game: ModelUtility | LogisticRegressionUtility | TorchMod
         A classification utility: its training labels, test labels and model
         (the game's own metric is not used). Any other game raises a
         ``TypeError``.
-    budget : int
+    budget : int or None
         Model fits (coalitions whose predictions are computed), including
-        the normalising fit; at least one permutation of every class,
-        :math:`\sum_c (n_c + 1)` (+ 1 with ``normalize``).
+        the normalising fit: whole rounds, at least one,
+        :math:`N + C` (+ 1 with ``normalize``; :func:`class_wise_minimum_budget`).
+        ``None`` (no cap) only with a ``target_stderr`` or
+        ``target_rank_correlation``.
     seed : int or SeedSequence, optional
         Entropy of the contexts and permutations; the same seed gives the same
         bits. ``None`` draws fresh entropy, kept on the result.
@@ -327,87 +347,61 @@ def class_wise_shapley(game: ModelUtility | LogisticRegressionUtility | TorchMod
         Coalitions per prediction call, about; by default as many as fit in
         2**22 mask cells. The values do not depend on it.
     progress : bool, optional
-        A progress bar over the utility evaluations, moved after each
-        prediction call (default: in terminals and notebooks, and in logs once
-        the run has lasted 30 s; ``False``: none). It never changes a number.
+        A progress bar over the model fits of the rounds (default: in
+        terminals and notebooks, and in logs once the run has lasted 30 s;
+        ``False``: none). It never changes a number.
     checkpoint : str or os.PathLike, optional
-        File holding the run so far (the marginal contributions sampled and
-        where each class's random stream stands), written atomically after a
-        prediction call at most every ``checkpoint_interval`` seconds, at the
-        end and when the run is interrupted; if it exists, the run continues
-        from it (with its seed when ``seed`` is None) and gives exactly the
-        values of an uninterrupted run. A file from another call (game size,
-        classes, budget, ``normalize``, seed) or a corrupted one raises
-        :class:`~shapley_research.CheckpointError` and is never overwritten.
+        File holding the run's state, written atomically after a batch at
+        most every ``checkpoint_interval`` seconds, at the end and when the run
+        is interrupted; if it exists, the run continues from it (with its seed
+        when ``seed`` is None) and gives exactly the values of an
+        uninterrupted run (the normalising fit is made again). A file from
+        another call (game size, classes, ``normalize``, seed, batch size, or
+        a smaller budget) or a corrupted one raises
+        :class:`~shapley_research.CheckpointError` and is never overwritten;
+        a finished run's file can be continued with a larger budget.
     checkpoint_interval : float, default 60
         Minimum seconds between two writes of the checkpoint.
     n_jobs : int, optional
-        Prediction calls made in parallel through joblib (``None`` or 1: in
+        Batches of rounds run in parallel through joblib (``None`` or 1: in
         this process; -1: all cores; ``joblib.parallel_config`` picks the
-        backend), each worker on one BLAS thread; without ``chunk_size`` the
-        permutations are then cut into about four calls per worker. The
-        contexts and permutations are drawn here, in stream order, so the
-        values are the same bits for any ``n_jobs``.
+        backend), each on one BLAS thread; the values are the same bits for
+        any ``n_jobs``.
+    batch_size : int, optional
+        Rounds per batch, each batch drawn from its own stream (the values
+        depend on it, as in :func:`~shapley_research.permutation_shapley`);
+        by default as many as make about 4096 fits.
+    target_stderr, target_rank_correlation : float, optional
+        Stop after the first batch where the largest standard error of the
+        (normalised) values is at most ``target_stderr``, or where the ranking
+        is stable to ``target_rank_correlation``, from 30 rounds on; as in
+        :func:`~shapley_research.permutation_shapley`. ``budget`` is then a cap.
 
     Returns
     -------
     ValuationResult
-        ``method="class_wise_shapley"``; ``n_evaluations`` the fits made,
-        ``n_samples`` the permutations, ``stderr`` the standard error of each
-        point's mean marginal contribution (scaled like the value; NaN for a
-        class with one permutation); ``info`` holds the permutations per
-        class (``permutations``), the normalising factors (``factors``) and
-        the models fitted (``model_fits``: the coalitions that are not
-        degenerate, which get the constant model's predictions instead) and
-        ``resumed_samples`` (permutations read from the checkpoint).
+        ``method="class_wise_shapley"``; ``n_evaluations`` the coalitions whose
+        predictions were computed, ``n_samples`` the permutations (rounds times
+        classes), ``stderr`` the standard error of each point's mean marginal
+        contribution (scaled like the value; NaN after one round); ``info``
+        holds the permutations per class (``permutations``), the normalising
+        factors (``factors``), the models fitted (``model_fits``: the
+        coalitions that are not degenerate, which get the constant model's
+        predictions instead), ``stopped_by`` and ``resumed_samples``
+        (permutations read from the checkpoint).
     """
-    start = time.perf_counter()
     _check_classifier_game(game)
-    budget = check_int(budget, "budget", minimum=1)
     normalize = check_bool(normalize, "normalize")
-    targets = game.targets
-    classes = _Classes(np.asarray(targets.y_train_index), np.asarray(targets.y_test_index), np.asarray(game.y_test),
-                       int(targets.n_classes))
-    sizes = np.bincount(classes.train, minlength=classes.n_classes)
-    needed = class_wise_minimum_budget(classes.train.size, classes.n_classes, normalize)
-    if budget < needed:
-        raise ValueError(f"budget={budget} is smaller than one permutation of every class: it needs at least "
-                         f"{needed:,} utility evaluations ({' + '.join(str(s + 1) for s in sizes)}"
-                         f"{' + 1 to normalise' if normalize else ''}).")
-    cells = CHUNK_CELLS if chunk_size is None else check_int(chunk_size, "chunk_size", minimum=1) * classes.train.size
-    progress = None if progress is None else check_bool(progress, "progress")
-    n_jobs = check_game_jobs(game, n_jobs, "class_wise_shapley")
-    counts = _plan(sizes, budget - int(normalize))
-    shared = items_per_worker(int(counts.sum()), n_jobs) if chunk_size is None else None
-
-    def per_call(k: int) -> int:  # permutations of a class of k points in one prediction call
-        size = max(1, cells // ((k + 1) * classes.train.size))
-        return size if shared is None else min(size, shared)
-
-    n_evaluations = int((counts * (sizes + 1)).sum()) + int(normalize)
-    entropy, store = open_checkpoint(checkpoint, seed, dim=int(np.dot(counts, sizes)), interval=checkpoint_interval,
-                                     fingerprint={"method": "class_wise_shapley", "class_sizes": sizes.tolist(),
-                                                  "budget": budget, "normalize": normalize})
-    so_far = _RunSoFar(store, counts, sizes)
-    resumed = sum(so_far.done)
-
-    values, stderr = np.zeros(classes.train.size), np.full(classes.train.size, np.nan)
-    with evaluation_bar(progress, n_evaluations, desc="class-wise Shapley") as advance:
-        advance(so_far.evaluations)
-        try:
-            _sample(game, classes, so_far, entropy, per_call, n_jobs, advance)
-        finally:
-            so_far.save(force=True)  # at the end, and on an interruption: every chunk sampled is kept
-        for label in range(classes.n_classes):
-            marginals, members = so_far.marginals(label), classes.train == label
-            values[members] = marginals.mean(axis=0)  # one reduction over all samples: no dependence on chunks
-            if marginals.shape[0] > 1:
-                stderr[members] = marginals.std(axis=0, ddof=1) / np.sqrt(marginals.shape[0])
-        factors = _normalise(game, classes, values, stderr) if normalize else np.ones(classes.n_classes)
-        advance(int(normalize))
-    fits = so_far.fits + int(normalize)  # the full training set is never degenerate: it holds every class
-    info = {"permutations": counts.tolist(), "factors": factors.tolist(), "normalize": normalize, "model_fits": fits,
-            "classes": targets.classes.tolist(), "resumed_samples": resumed}
-    return ValuationResult(values=values, n_evaluations=n_evaluations, method="class_wise_shapley", seed=entropy,
-                           wall_time=time.perf_counter() - start, stderr=stderr, n_samples=int(counts.sum()),
-                           info=info)
+    chunk = None if chunk_size is None else check_int(chunk_size, "chunk_size", minimum=1)
+    options = SamplingOptions.checked(game, "class_wise_shapley", batch_size=batch_size, n_jobs=n_jobs,
+                                      progress=None if progress is None else check_bool(progress, "progress"),
+                                      target_stderr=target_stderr, target_rank_correlation=target_rank_correlation,
+                                      checkpoint=checkpoint, checkpoint_interval=checkpoint_interval)
+    classes = _Classes.of(game)
+    n = classes.train.size
+    spec = ClassWiseSpec(method="class_wise_shapley", n_players=n, dim=n + 1, per_unit=n + classes.n_classes,
+                         unit_name="round (one permutation of every class)", desc="class-wise Shapley",
+                         progress_unit="round", classes=classes, normalize=normalize,
+                         chunk_rows=max(1, CHUNK_CELLS // n) if chunk is None else chunk,
+                         labels=game.targets.classes.tolist())
+    return drive(spec, game, budget, seed, options)

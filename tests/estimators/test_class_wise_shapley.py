@@ -98,7 +98,8 @@ def test_the_progress_bar_counts_every_evaluation_and_changes_no_number(capsys):
     game = nearest_neighbour_game()[0]
     shown = class_wise_shapley(game, 40, seed=4, chunk_size=3, progress=True)
     err = capsys.readouterr().err
-    assert "class-wise Shapley: 100%" in err and f"{shown.n_evaluations}/{shown.n_evaluations}" in err
+    rounds = shown.n_evaluations - 1  # the rounds' fits; the normalising fit is made before them
+    assert "class-wise Shapley: 100%" in err and f"{rounds}/{rounds}" in err and "rounds=4" in err
     np.testing.assert_array_equal(shown.values, class_wise_shapley(game, 40, seed=4, progress=False).values)
     assert capsys.readouterr().err == ""
 
@@ -128,60 +129,58 @@ def three_class_game():
 
 
 def test_an_interrupted_run_resumes_from_its_checkpoint_to_the_same_values(tmp_path):
+    """Three rounds of 33 fits, one per batch, stopped within the second: the file keeps the first."""
     game, path = three_class_game(), tmp_path / "cs.ckpt"
     StoppedKNN.fits_left = None
-    whole = class_wise_shapley(game, 110, seed=7, chunk_size=5)
-    StoppedKNN.fits_left = 45  # in the second class (33 fits each), within a chunk
+    whole = class_wise_shapley(game, 110, seed=7, chunk_size=5, batch_size=1)
+    StoppedKNN.fits_left = 45  # the normalising fit, 33 of the first round, 11 of the second
     with pytest.raises(KeyboardInterrupt):
-        class_wise_shapley(game, 110, seed=7, chunk_size=5, checkpoint=path, checkpoint_interval=3600)
+        class_wise_shapley(game, 110, seed=7, chunk_size=5, batch_size=1, checkpoint=path, checkpoint_interval=3600)
     StoppedKNN.fits_left, StoppedKNN.fits = None, 0
-    resumed = class_wise_shapley(game, 110, seed=None, checkpoint=path)  # the file's seed, other chunks
-    assert resumed.seed == 7 and 0 < resumed.info["resumed_samples"] < sum(whole.info["permutations"])
-    assert StoppedKNN.fits < whole.info["model_fits"]  # only what the file did not hold
+    resumed = class_wise_shapley(game, 110, seed=None, batch_size=1, checkpoint=path)  # the file's seed
+    assert resumed.seed == 7 and resumed.info["resumed_samples"] == 3 and sum(whole.info["permutations"]) == 9
+    assert StoppedKNN.fits == 1 + 2 * 33  # the normalising fit and the two rounds the file did not hold
     np.testing.assert_array_equal(resumed.values, whole.values)
     np.testing.assert_array_equal(resumed.stderr, whole.stderr)
     assert resumed.info["model_fits"] == whole.info["model_fits"]
     StoppedKNN.fits = 0
-    again = class_wise_shapley(game, 110, seed=7, checkpoint=path)  # finished: only the normalising fit
+    again = class_wise_shapley(game, 110, seed=7, batch_size=1, checkpoint=path)  # finished: the normalising fit
     assert StoppedKNN.fits == 1 and np.array_equal(again.values, whole.values)
 
 
 def test_the_same_bits_for_any_n_jobs():
     game = nearest_neighbour_game()[0]
-    alone = class_wise_shapley(game, 60, seed=2)
-    parallel = class_wise_shapley(game, 60, seed=2, n_jobs=2)  # chunks predicted by joblib's worker processes
+    alone = class_wise_shapley(game, 60, seed=2, batch_size=1)
+    parallel = class_wise_shapley(game, 60, seed=2, batch_size=1, n_jobs=2)  # batches run by joblib's workers
     for key in ("values", "stderr"):
         np.testing.assert_array_equal(getattr(parallel, key), getattr(alone, key))
     assert parallel.info == alone.info
 
 
-def test_a_parallel_run_stopped_with_chunks_in_flight_resumes_to_the_same_values(tmp_path, monkeypatch):
-    """Workers draw ahead of the chunks taken back: the checkpoint keeps the state after the last chunk taken.
-
-    The run is stopped (as by Ctrl-C) just after its fourth chunk is taken back, while the two worker threads
-    hold the chunks drawn after it: a fit count would stop it wherever the threads happen to be.
-    """
+def test_a_parallel_run_stopped_with_batches_in_flight_resumes_to_the_same_values(tmp_path, monkeypatch):
+    """Stopped (as by Ctrl-C) just after its second batch is merged, while two worker threads hold the next
+    ones: the checkpoint keeps the two merged batches, and the resumed run gives the uninterrupted values."""
     from joblib import parallel_config
 
-    from shapley_research.estimators import _class_wise
+    from shapley_research.estimators._sampling import _loop
 
     game, path = three_class_game(), tmp_path / "cs.ckpt"
     StoppedKNN.fits_left = None
-    whole = class_wise_shapley(game, 110, seed=7, chunk_size=5)
-    record, taken = _class_wise._RunSoFar.record, []
+    whole = class_wise_shapley(game, 200, seed=7, batch_size=1)
+    merged_in_order = _loop.merged_in_order
 
-    def record_then_stop(so_far, *args):
-        record(so_far, *args)
-        taken.append(args)
-        if len(taken) == 4:
-            raise KeyboardInterrupt
+    def merge_two_then_stop(*args):
+        for taken, snapshot in enumerate(merged_in_order(*args), start=1):
+            yield snapshot
+            if taken == 2:
+                raise KeyboardInterrupt
 
-    monkeypatch.setattr(_class_wise._RunSoFar, "record", record_then_stop)
+    monkeypatch.setattr(_loop, "merged_in_order", merge_two_then_stop)
     with parallel_config(backend="threading"), pytest.raises(KeyboardInterrupt):
-        class_wise_shapley(game, 110, seed=7, chunk_size=5, checkpoint=path, checkpoint_interval=3600, n_jobs=2)
+        class_wise_shapley(game, 200, seed=7, batch_size=1, checkpoint=path, checkpoint_interval=3600, n_jobs=2)
     monkeypatch.undo()
-    resumed = class_wise_shapley(game, 110, seed=None, checkpoint=path)
-    assert 0 < resumed.info["resumed_samples"] < sum(whole.info["permutations"])
+    resumed = class_wise_shapley(game, 200, seed=None, batch_size=1, checkpoint=path)
+    assert resumed.info["resumed_samples"] == 2 * 3 and sum(whole.info["permutations"]) == 6 * 3
     np.testing.assert_array_equal(resumed.values, whole.values)
     assert resumed.info["model_fits"] == whole.info["model_fits"]
 
@@ -189,13 +188,43 @@ def test_a_parallel_run_stopped_with_chunks_in_flight_resumes_to_the_same_values
 def test_a_checkpoint_of_another_call_is_refused_before_any_fit(tmp_path):
     game, path = three_class_game(), tmp_path / "cs.ckpt"
     StoppedKNN.fits_left = None
-    class_wise_shapley(game, 100, seed=0, checkpoint=path)
+    class_wise_shapley(game, 100, seed=0, checkpoint=path)  # three rounds in one batch
     written = path.read_bytes()
-    for kwargs in ({"budget": 120}, {"normalize": False}, {"seed": 1}):
+    for kwargs in ({"budget": 60}, {"normalize": False}, {"seed": 1}, {"batch_size": 1}):
         StoppedKNN.fits = 0
-        with pytest.raises(CheckpointError, match="different run"):
+        with pytest.raises(CheckpointError, match="different run|plans 1 samples"):
             class_wise_shapley(game, **{"budget": 100, "seed": 0, **kwargs}, checkpoint=path)
         assert StoppedKNN.fits == 0 and path.read_bytes() == written
+
+
+def test_a_larger_budget_continues_a_finished_run(tmp_path):
+    game, path = three_class_game(), tmp_path / "cs.ckpt"
+    StoppedKNN.fits_left = None
+    class_wise_shapley(game, 100, seed=0, batch_size=1, checkpoint=path)
+    StoppedKNN.fits = 0
+    longer = class_wise_shapley(game, 200, seed=0, batch_size=1, checkpoint=path)
+    assert StoppedKNN.fits == 1 + 3 * 33 and longer.info["resumed_samples"] == 9
+    np.testing.assert_array_equal(longer.values, class_wise_shapley(game, 200, seed=0, batch_size=1).values)
+
+
+def test_a_precision_target_stops_the_run_at_its_first_batch_meeting_it():
+    """A loose target stops at the 30 rounds a standard error needs; a tight one runs to the budget's cap."""
+    game = nearest_neighbour_game()[0]
+    loose = class_wise_shapley(game, None, seed=3, batch_size=1, target_stderr=1.0)
+    assert loose.info["stopped_by"] == "target_stderr" and loose.info["permutations"] == [30, 30]
+    assert np.nanmax(loose.stderr) <= 1.0
+    tight = class_wise_shapley(game, 1 + 9 * 40, seed=3, batch_size=1, target_stderr=1e-9)
+    assert tight.info["stopped_by"] == "budget" and tight.info["permutations"] == [40, 40]
+    np.testing.assert_array_equal(class_wise_shapley(game, 1 + 9 * 30, seed=3, batch_size=1).values, loose.values)
+    stable = class_wise_shapley(game, 1 + 9 * 200, seed=3, batch_size=10, target_rank_correlation=0.5)
+    assert stable.info["stopped_by"] == "target_rank_correlation" and stable.info["permutations"][0] < 200
+
+
+def test_a_budget_covering_every_coalition_still_samples():
+    """Enumerating the game would value it by its own metric, not by class-wise utilities: never done."""
+    game = nearest_neighbour_game()[0]
+    result = class_wise_shapley(game, 2**7 + 100, seed=0, normalize=False)
+    assert result.info["stopped_by"] == "budget" and result.info["permutations"] == [(2**7 + 100) // 9] * 2
 
 
 class CountingClassifier(BaseEstimator, ClassifierMixin):
@@ -222,6 +251,10 @@ class CountingClassifier(BaseEstimator, ClassifierMixin):
     ({"checkpoint": "x.ckpt", "checkpoint_interval": -1}, "checkpoint_interval", ValueError),
     ({"n_jobs": 0}, "n_jobs", ValueError),
     ({"n_jobs": "all"}, "n_jobs", TypeError),
+    ({"batch_size": 0}, "batch_size", ValueError),
+    ({"target_stderr": -1.0}, "target_stderr", ValueError),
+    ({"target_rank_correlation": 1.5}, "target_rank_correlation", ValueError),
+    ({"budget": None}, "budget", TypeError),
 ])
 def test_bad_inputs_are_refused_before_any_fit(kwargs, name, error):
     X, y, X_test, y_test = one_context_data()

@@ -30,7 +30,7 @@ import os
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, ClassVar
 
 import numpy as np
 
@@ -163,6 +163,9 @@ class SamplingSpec(ABC):
         The progress bar's description and its unit, in one word.
     needs_empty, needs_full : bool
         Whether the run evaluates ``U(empty)`` (unless ``empty_utility`` gives it) and ``U(D)``.
+    enumerable : bool (class attribute)
+        Whether a budget covering every coalition buys the exact values by enumerating the game; ``False``
+        for an estimator whose values are not a function of ``game.evaluate`` (class-wise Shapley).
     """
 
     method: str
@@ -174,6 +177,7 @@ class SamplingSpec(ABC):
     progress_unit: str
     needs_empty: bool = True
     needs_full: bool = False
+    enumerable: ClassVar[bool] = True
 
     def fixed(self, empty_utility: float | None) -> int:
         """Evaluations made once per run: the anchors."""
@@ -244,7 +248,7 @@ def drive(spec: SamplingSpec, game: Any, budget: object, seed: object, options: 
     entropy, checkpoint = open_checkpoint(options.checkpoint, seed, dim=spec.dim,
                                           fingerprint=spec.fingerprint(batch_size, options.empty_utility, n_units),
                                           interval=options.checkpoint_interval)
-    if enumeration_affordable(spec.n_players, budget, options.empty_utility):
+    if spec.enumerable and enumeration_affordable(spec.n_players, budget, options.empty_utility):
         return enumerated_result(game, method=spec.method, seed=entropy, empty_utility=options.empty_utility,
                                  start=start, info=spec.enumeration_info(options.empty_utility), exact=spec.exact())
     anchors = None
