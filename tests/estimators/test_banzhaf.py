@@ -13,7 +13,7 @@ import shapley_research as sr
 from games import (VOTING_NULL_PLAYERS, VOTING_QUOTA, VOTING_WEIGHTS, AdditiveGame, AirportGame, CountingGame,
                    GloveGame, Interrupted, InterruptingGame, MajorityGame, TableGame, WeightedVotingGame,
                    random_unanimity_game, relative_l2)
-from shapley_research.estimators._banzhaf import exact_banzhaf, msr_banzhaf
+from shapley_research import exact_banzhaf, msr_banzhaf
 
 pytestmark = pytest.mark.sampling  # the samplers themselves, on small games: the exact shortcut stays off
 

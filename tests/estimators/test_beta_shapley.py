@@ -23,7 +23,9 @@ import shapley_research as sr
 from games import (VOTING_NULL_PLAYERS, AdditiveGame, AirportGame, CountingGame, CountingPrefixGame, GloveGame,
                    Interrupted, InterruptingGame, MajorityGame, SizeAdditiveGame, TableGame, WeightedVotingGame,
                    random_unanimity_game, relative_l2)
-from shapley_research.estimators._beta_shapley import _Layout, beta_shapley, beta_weights, exact_beta_shapley
+from shapley_research import beta_shapley, exact_beta_shapley
+from shapley_research.estimators import beta_weights
+from shapley_research.estimators._beta_shapley import _Layout
 
 pytestmark = pytest.mark.sampling  # the samplers themselves, on small games: the exact shortcut stays off
 

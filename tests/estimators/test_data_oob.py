@@ -14,7 +14,8 @@ from sklearn.linear_model import LinearRegression, LogisticRegression
 from sklearn.metrics import roc_auc_score
 from sklearn.neighbors import KNeighborsClassifier
 
-from shapley_research.estimators._data_oob import bootstrap_indices, data_oob
+from shapley_research import data_oob
+from shapley_research.estimators import bootstrap_indices
 
 
 def blobs(n=120, seed=0):

@@ -16,8 +16,7 @@ from sklearn.ensemble import RandomForestClassifier
 from sklearn.linear_model import LogisticRegression, Ridge
 from sklearn.preprocessing import StandardScaler
 
-from shapley_research import LogisticRegressionUtility, RidgeUtility
-from shapley_research.estimators._data_oob import data_oob
+from shapley_research import LogisticRegressionUtility, RidgeUtility, data_oob
 
 QUIET = {"progress": False}
 OLD_OPTIONS = {"n_estimators", "task", "score"}

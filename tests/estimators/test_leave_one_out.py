@@ -8,8 +8,7 @@ from conftest import CLOSED_FORM_GAMES
 
 from games import (VOTING_NULL_PLAYERS, AdditiveGame, CountingGame, GloveGame, TableGame, UnanimityGame,
                    WeightedVotingGame, VOTING_QUOTA, VOTING_WEIGHTS)
-from shapley_research import as_game
-from shapley_research.estimators._leave_one_out import leave_one_out
+from shapley_research import as_game, leave_one_out
 
 
 def brute_force_leave_one_out(game) -> np.ndarray:
