@@ -38,7 +38,7 @@ from .._device import check_dtype, resolve_device
 from .._threads import thread_controller
 from .._validation import check_bool, check_choice, check_int, check_n_jobs, check_real_scalar
 from ..games import Game, report_evaluated, supports_prefixes
-from .learners import RouteDecision, check_fast, is_pipeline, learner_for, route_decision
+from .learners import RouteDecision, check_fast, final_estimator, is_pipeline, learner_for, route_decision
 
 if TYPE_CHECKING:
     from ._options import DegeneratePolicy
@@ -366,7 +366,9 @@ class ModelUtility(Game):
         from sklearn.linear_model import LogisticRegression
 
         warm = self.warm_prefixes and type(self.model) is LogisticRegression
-        options = {"prefix_path": "exact"} if warm else {}
+        options: dict[str, Any] = {"prefix_path": "exact"} if warm else {}
+        if self.cache_ is not None and type(final_estimator(self.model)) is LogisticRegression:
+            options["chain_prefixes"] = False  # a cached utility must be the one any call would give
         if self.device is not None:
             options.update(device=self.device, dtype=self.dtype)
         return learner_for(self.model, self.X_train, self.y_train, self.X_test, self.y_test,

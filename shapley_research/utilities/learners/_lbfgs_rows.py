@@ -14,7 +14,11 @@ where the chunked path's large products were already efficient; 4-5x for
 permutation prefixes and about 10x for the one-off full-data fit, small
 chunks where its Python calls per iteration dominated.
 
-The iterates are those of the chunked path up to rounding (sums run in
+A row that adds one point to the row before it (:class:`PrefixLinks`)
+starts from that row's solution, not from the start it was given; links
+carry across chunks, so where chunks are cut never changes a fit.
+
+The iterates of an unlinked row are those of the chunked path up to rounding (sums run in
 another order, and the low-rank initial inverse Hessian's correction to the
 identity is applied in ``float32``), so a fit agrees with it to far below
 ``tol``. Two kernels of the loop were most of a fit's time and are written
@@ -34,10 +38,12 @@ are what keeps a GPU busy.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numba
 import numpy as np
+from numpy.typing import NDArray
 
 from ._array import Array
 from ._lbfgs import CURVATURE_MIN
@@ -273,11 +279,19 @@ def _solve(theta: Any, Xs: Any, XsT: Any, w: Any, labels: Any, present: Any, C: 
 def _fit_each(X: Any, labels: Any, weight: Any, present: Any, C: Any, penalty: Any, theta: Any, tol: float,
               max_iter: int, memory: int, strict: bool, no_progress: float, kind: int, vectors: Any,
               eigenvalues: Any, ranks: Any, preconditioner_weight: Any, diagonal: Any, iterations: Any,
-              converged: Any) -> None:
-    """Every coalition ``b`` of ``weight`` (B, N): gather its rows, then :func:`_solve` it into ``theta[b]``."""
+              converged: Any, linked: Any, previous: Any) -> None:
+    """Every coalition ``b`` of ``weight`` (B, N): gather its rows, then :func:`_solve` it into ``theta[b]``.
+
+    A ``linked`` row starts from the solution of the row before it (``previous`` for the first row).
+    """
     B, N = weight.shape
-    q = X.shape[1]
+    K, q = theta.shape[1], X.shape[1]
     for b in range(B):
+        if linked[b]:
+            source = theta[b - 1] if b > 0 else previous
+            for k in range(K):
+                for j in range(q):
+                    theta[b, k, j] = source[k, j] if present[b, k] else 0.0
         n, size = 0, 0.0
         for i in range(N):
             if weight[b, i] > 0:
@@ -299,12 +313,43 @@ def _fit_each(X: Any, labels: Any, weight: Any, present: Any, C: Any, penalty: A
                                              vectors, eigenvalues, ranks[b], preconditioner_weight[b], diagonal)
 
 
+@dataclass
+class PrefixLinks:
+    """Which rows of a chunk add one point to the row before them, and the solution that row left.
+
+    A linked row (the next prefix of a permutation, say) starts its fit from
+    the previous row's solution instead of the start it was given: adding a
+    point moves the optimum little, so it takes 2-3 times fewer iterations
+    (10-class noisy digits: 82 to 30 along a class-wise Shapley block, 61 to
+    24 along a permutation's prefixes). ``previous`` is the raw (uncentred)
+    solution of the row before the chunk's first; :func:`lbfgs_own_rows`
+    leaves its last row's there, so links carry from chunk to chunk and a
+    fit does not depend on where chunks are cut.
+    """
+
+    linked: NDArray[np.bool_]
+    previous: np.ndarray | None = None
+
+    @staticmethod
+    def of(masks: np.ndarray) -> NDArray[np.bool_]:
+        """Rows of ``masks`` (m, N; booleans or integer weights) that add one point to the row before."""
+        linked = np.zeros(masks.shape[0], dtype=bool)
+        if masks.shape[0] > 1:
+            sizes = masks.sum(axis=1)
+            rows = np.flatnonzero(sizes[1:] == sizes[:-1] + 1) + 1
+            linked[rows] = (masks[rows] >= masks[rows - 1]).all(axis=1)
+        return linked
+
+
 def lbfgs_own_rows(chunk: Any, theta: Array, tol: float, max_iter: int, memory: int = 10,
-                   precondition: Any = None, strict: bool = False) -> tuple[Array, Array, Array]:
+                   precondition: Any = None, strict: bool = False,
+                   links: PrefixLinks | None = None) -> tuple[Array, Array, Array]:
     """:func:`._lbfgs._lbfgs` on a numpy chunk (a :class:`._softmax._SoftmaxChunk`), coalition by coalition.
 
     ``precondition`` is ``None`` or one of the initial inverse Hessians of
-    :mod:`._precondition`, read as data. Returns ``(theta, iterations, converged)``.
+    :mod:`._precondition`, read as data; ``links`` (the chunk's rows) starts
+    linked rows from the row before (its ``previous`` is then updated).
+    Returns ``(theta, iterations, converged)``, ``theta`` uncentred.
     """
     data = chunk.data
     dtype = np.dtype(np.float64)  # the kernels are compiled for float64 only (their compile is the cost)
@@ -330,7 +375,14 @@ def lbfgs_own_rows(chunk: Any, theta: Array, tol: float, max_iter: int, memory: 
             diagonal = np.ascontiguousarray(precondition.diagonal, dtype)
     penalty = np.ascontiguousarray(np.atleast_2d(chunk.penalty), dtype)
     no_progress = NO_PROGRESS_ULPS * data.backend.eps
+    linked = np.zeros(B, dtype=bool) if links is None else np.asarray(links.linked, dtype=bool)
+    previous = theta[0] if links is None or links.previous is None else np.asarray(links.previous, dtype)
+    if linked[0] and (links is None or links.previous is None):
+        raise ValueError("lbfgs_own_rows: the chunk's first row is linked, but no previous solution was given")
     _fit_each(data.X, data.labels, np.ascontiguousarray(chunk.weight, dtype), np.ascontiguousarray(chunk.present),
               np.asarray(chunk.C, dtype), penalty, theta, tol, max_iter, memory, strict, no_progress, kind,
-              vectors, eigenvalues, ranks, weight, diagonal, iterations, converged)
+              vectors, eigenvalues, ranks, weight, diagonal, iterations, converged, linked,
+              np.ascontiguousarray(previous))
+    if links is not None:
+        links.previous = theta[-1].copy()
     return theta, iterations, converged

@@ -2,7 +2,9 @@
 
 :class:`LogisticRegressionUtility` fits scikit-learn's ``LogisticRegression``
 objective on a batch of coalitions with the batched Newton or L-BFGS solver,
-warm-started from the full-data solution, and scores the fits like
+warm-started from the full-data solution (on the CPU's L-BFGS path, a
+prefix that follows its previous prefix in a call from that one's:
+``chain_prefixes``), and scores the fits like
 :class:`~shapley_research.ModelUtility`; its one-pass prefix paths
 live in :mod:`._online_prefix` and :mod:`._warm_prefix` (the mathematics is in
 :mod:`shapley_research.utilities.learners`).
@@ -24,7 +26,7 @@ from ._array import Array, ArrayBackend
 from ._base import _CHUNK_BYTES, _BatchedLearner, _check_features_like, _chunks
 from ._binary import _BinaryChunk
 from ._lbfgs import _lbfgs
-from ._lbfgs_rows import lbfgs_own_rows
+from ._lbfgs_rows import PrefixLinks, lbfgs_own_rows
 from ._newton import _newton
 from ._online_prefix import online_prefix_utilities
 from ._precondition import DiagonalInverse, LowRankInverse
@@ -93,6 +95,17 @@ class LogisticRegressionUtility(_BatchedLearner):
     warm_start : bool, default True
         Start every fit from the full-data solution (fitted once), and
         precondition L-BFGS by the full-data Hessian scaled to ``|S|/N``.
+    chain_prefixes : bool, default True
+        With ``warm_start``, on the CPU's compiled L-BFGS path (more than two
+        classes), a coalition that adds one point to the coalition before it
+        in the same call (the next prefix of a permutation, as permutation
+        sampling, truncated Monte Carlo, Beta Shapley and class-wise Shapley
+        ask for them) starts from that coalition's solution instead: 2-3x
+        fewer iterations on 10-class digits. Each fit still meets ``tol``; a
+        fit then depends on the rows before it in the call (never on chunks,
+        ``n_jobs`` or the machine). ``False``: every fit from the full-data
+        solution, a function of its coalition alone (``ModelUtility`` with
+        ``cache=True`` sets it, so a cached utility is the one any call gives).
     prefix_path : {"online", "exact"} or PrefixPath, default "online"
         What :meth:`evaluate_prefixes` computes (a :class:`~shapley_research.PrefixPath`
         holds it with ``prefix_refit_ratio`` and ``prefix_steps``: then leave those out). ``"online"``: one pass of
@@ -165,7 +178,7 @@ class LogisticRegressionUtility(_BatchedLearner):
                  prefix_path: Literal["online", "exact"] | PrefixPath = "online",
                  device: str | torch.device | None = None,
                  dtype: Literal["float64", "float32"] = "float64", mixed_precision: bool = True,
-                 scalers: Sequence[Any] = ()) -> None:
+                 scalers: Sequence[Any] = (), chain_prefixes: bool = True) -> None:
         self._setup(X_train, y_train, X_test, y_test, metric, fit_intercept, degenerate, default_utility,
                     min_samples, batch_size, "classification")
         self.C = check_float(C, "C", minimum=0.0, strict=True)
@@ -177,6 +190,7 @@ class LogisticRegressionUtility(_BatchedLearner):
             prefix_path, prefix_refit_ratio, prefix_steps)
         self.prefix_tol = 100 * self.tol
         self.warm_start = check_bool(warm_start, "warm_start")
+        self.chain_prefixes = check_bool(chain_prefixes, "chain_prefixes")
         # an exact prefix path lets ModelUtility and the estimators rely on evaluate_prefixes
         self.exact_prefixes = self.prefix_path == "exact"
         self._set_scaling(scalers)
@@ -316,11 +330,13 @@ class LogisticRegressionUtility(_BatchedLearner):
         return self._data32
 
     def _fit_thetas(self, masks: np.ndarray, counts: np.ndarray, theta0: Array = None,
-                    precondition: bool = True) -> Array:
+                    precondition: bool = True, chain: bool = False) -> Array:
         """Centred parameters (m, K, q), in the backend, of non-degenerate coalitions, fitted chunk by chunk.
 
         ``masks`` are masks or integer sample weights (m, N) and ``counts`` the
         (weighted) class counts (m, K), both numpy; ``theta0`` a backend array.
+        ``chain``: rows that add one point to the row before start from its
+        solution, where :meth:`_links` allows it.
         """
         m = masks.shape[0]
         K, q = self.targets.n_classes, self.design.q
@@ -332,10 +348,22 @@ class LogisticRegressionUtility(_BatchedLearner):
         converged = backend.ones((m,), "bool")
         fit = self._newton_chunk if self._use_newton() else functools.partial(self._lbfgs_chunk,
                                                                               precondition=precondition)
+        linked, links = self._links(masks) if chain else None, None
         for rows in _chunks(m, self._chunk_size(self._row_bytes())):
-            theta[rows], iterations[rows], converged[rows] = fit(masks[rows], counts[rows], theta[rows])
+            if linked is None:
+                theta[rows], iterations[rows], converged[rows] = fit(masks[rows], counts[rows], theta[rows])
+                continue
+            links = PrefixLinks(linked[rows], None if links is None else links.previous)  # L-BFGS: _links says
+            theta[rows], iterations[rows], converged[rows] = self._lbfgs_chunk(masks[rows], counts[rows], theta[rows],
+                                                                               precondition, links)
         self._record_fit(backend.to_numpy(iterations), backend.to_numpy(converged))
         return theta
+
+    def _links(self, masks: np.ndarray) -> NDArray[np.bool_] | None:
+        """Rows chained to the row before (:class:`PrefixLinks`); ``None`` off the CPU's compiled L-BFGS."""
+        own_rows = self._backend.is_numpy and self._backend.dtype_name == "float64" and not self._mixed
+        linked = PrefixLinks.of(masks) if self.chain_prefixes and self.warm_start and own_rows else None
+        return linked if linked is not None and linked.any() and not self._use_newton() else None
 
     def _newton_chunk(self, masks: np.ndarray, counts: np.ndarray, theta: Array) -> tuple[Array, Array, Array]:
         """Newton on one chunk (over all ``N`` rows, mask weights): ``(theta, iterations, converged)``."""
@@ -350,7 +378,7 @@ class LogisticRegressionUtility(_BatchedLearner):
         return self._centred(theta, chunk.present), iterations, converged
 
     def _lbfgs_chunk(self, masks: np.ndarray, counts: np.ndarray, theta: Array,
-                     precondition: bool) -> tuple[Array, Array, Array]:
+                     precondition: bool, links: PrefixLinks | None = None) -> tuple[Array, Array, Array]:
         """L-BFGS on one chunk: ``(theta, iterations, converged)``.
 
         With ``mixed_precision`` (and ``dtype="float64"``) the iterations run in
@@ -359,7 +387,7 @@ class LogisticRegressionUtility(_BatchedLearner):
         continues in ``float64`` from there, until ``tol`` is met in ``float64``,
         for the coalitions that stalled, and for all of them when ``tol`` is
         below :data:`FLOAT32_MIN_TOL`, where ``float32``'s own gradient test is
-        not to be trusted.
+        not to be trusted. ``links`` (the compiled CPU path only) chains rows along prefixes.
         """
         penalty = self._coalition_penalty(masks)  # None: the shared penalty
         chunk = _SoftmaxChunk.from_masks(self._softmax_data, masks, counts, self.C, penalty)
@@ -372,6 +400,11 @@ class LogisticRegressionUtility(_BatchedLearner):
             return run(part, start, self.tol, self.max_iter, strict=strict,
                        precondition=self._preconditioner(part) if precondition else None)
 
+        if links is not None:
+            theta, iterations, converged = lbfgs_own_rows(chunk, theta, self.tol, self.max_iter, links=links,
+                                                          precondition=self._preconditioner(chunk) if precondition
+                                                          else None)
+            return self._centred(theta, chunk.present), iterations, converged
         if not self._mixed:
             theta, iterations, converged = solve(chunk, theta)
             return self._centred(theta, chunk.present), iterations, converged
@@ -444,7 +477,7 @@ class LogisticRegressionUtility(_BatchedLearner):
 
     def _fitted_utilities(self, masks: NDArray[np.bool_], counts: NDArray[np.float64] | None) -> NDArray[np.float64]:
         class_counts = cast(NDArray[np.float64], counts)  # always counted for classification
-        return self._score_thetas(self._fit_thetas(masks, class_counts), class_counts > 0)
+        return self._score_thetas(self._fit_thetas(masks, class_counts, chain=True), class_counts > 0)
 
     def fit_subsets(self, masks: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """Fitted ``(coef, intercept)`` of each coalition, in scikit-learn's layout.
@@ -466,7 +499,7 @@ class LogisticRegressionUtility(_BatchedLearner):
         K, q = self.targets.n_classes, self.design.q
         theta = np.full((masks.shape[0], K, q), np.nan)
         if fit.any():
-            theta[fit] = self._backend.to_numpy(self._fit_thetas(masks[fit], counts[fit]))
+            theta[fit] = self._backend.to_numpy(self._fit_thetas(masks[fit], counts[fit], chain=True))
         coef, intercept = self.design.to_original(theta)
         if K == 2:
             return coef[:, 1] - coef[:, 0], intercept[:, 1] - intercept[:, 0]
@@ -487,7 +520,7 @@ class LogisticRegressionUtility(_BatchedLearner):
         out = np.repeat(constant_frequencies(counts, self.targets)[:, None, :], X.shape[0], axis=1)
         if fit.any():
             backend, xp = self._backend, self._backend.xp
-            theta = self._fit_thetas(masks[fit], counts[fit])
+            theta = self._fit_thetas(masks[fit], counts[fit], chain=True)
             Z = self._test_logits(theta, counts[fit] > 0, backend.asarray(X))
             Z -= xp.max(Z, axis=1, keepdims=True)
             E = xp.exp(Z)
