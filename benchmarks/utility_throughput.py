@@ -32,7 +32,9 @@ are then exactly uniform on 1..N); it is an approximation of refitting, so the
 distance to exact refits of the same prefixes is printed too. Exact prefix
 path: ``LogisticRegressionUtility(prefix_path="exact").evaluate_prefixes``,
 every prefix fitted to the learner's tolerance, warm-started from the previous
-prefix; its distance to batched refits of the same prefixes is printed.
+prefix (with more than two classes on L-BFGS: refits of the prefix masks, each
+chained to the prefix before); its distance to batched refits of the same
+prefixes is printed.
 
 Fairness: every BLAS/OpenMP pool is limited to ``--threads`` threads
 (default 1) with threadpoolctl, for both sides. The machine load is printed:
@@ -142,10 +144,11 @@ def run_case(name, X_train, y_train, X_test, y_test, *, n_batched, n_baseline, n
           f"mean {online_gap.mean():.2e}, 99% {np.quantile(online_gap, 0.99):.2e}, max {online_gap.max():.2e} "
           f"(std of U over these prefixes: {spread:.2e})")
     counts = exact_path.last_prefix_info_
+    how = ("refits of the prefix masks, each chained to the prefix before (chain_prefixes)" if not counts else
+           f"per prefix {counts['passes'] / (n_exact_perms * n):.1f} passes, {counts['hessians']} Hessians "
+           f"inverted, {counts['refits']} class-change refits, {counts['fallbacks']} fallback refits")
     print(f"  exact prefix path vs exact refits on the same {len(rows)} prefixes: max |dU| = {exact_gap.max():.2e}, "
-          f"mean {exact_gap.mean():.2e} (both stop at tol=1e-6, from different starts); per prefix "
-          f"{counts['passes'] / (n_exact_perms * n):.1f} passes, {counts['hessians']} Hessians inverted, "
-          f"{counts['refits']} class-change refits, {counts['fallbacks']} fallback refits")
+          f"mean {exact_gap.mean():.2e} (both stop at tol=1e-6, from different starts); {how}")
     exact = {"batched": rate(n_batched, t_fast) / base_wall,
              "exact prefix path": rate(n_exact_perms * n, t_exact) / base_wall}
     best = max(exact, key=exact.get)

@@ -90,3 +90,16 @@ def test_chain_prefixes_must_be_a_bool():
     X, y, X_test, y_test = digits_task()
     with pytest.raises(TypeError, match="chain_prefixes"):
         LogisticRegressionUtility(X, y, X_test, y_test, chain_prefixes="yes")
+
+
+def test_the_exact_prefix_path_refits_along_chains_where_fits_chain():
+    """With more than two classes on L-BFGS, prefix_path="exact" is evaluate on the prefix masks, chained."""
+    from shapley_research.games import prefix_masks
+
+    X, y, X_test, y_test = digits_task()
+    permutations = np.stack([np.random.default_rng(seed).permutation(200) for seed in (2, 3)])
+    exact = LogisticRegressionUtility(X, y, X_test, y_test, solver="lbfgs", prefix_path="exact")
+    values = exact.evaluate_prefixes(permutations)
+    refits = LogisticRegressionUtility(X, y, X_test, y_test, solver="lbfgs").evaluate(prefix_masks(permutations))
+    np.testing.assert_array_equal(values.reshape(-1), refits)
+    assert exact.last_prefix_info_ == {}  # the warm prefix path did not run

@@ -96,16 +96,11 @@ class LogisticRegressionUtility(_BatchedLearner):
         Start every fit from the full-data solution (fitted once), and
         precondition L-BFGS by the full-data Hessian scaled to ``|S|/N``.
     chain_prefixes : bool, default True
-        With ``warm_start``, on the CPU's compiled L-BFGS path (more than two
-        classes), a coalition that adds one point to the coalition before it
-        in the same call (the next prefix of a permutation, as permutation
-        sampling, truncated Monte Carlo, Beta Shapley and class-wise Shapley
-        ask for them) starts from that coalition's solution instead: 2-3x
-        fewer iterations on 10-class digits. Each fit still meets ``tol``; a
-        fit then depends on the rows before it in the call (never on chunks,
-        ``n_jobs`` or the machine). ``False``: every fit from the full-data
-        solution, a function of its coalition alone (``ModelUtility`` with
-        ``cache=True`` sets it, so a cached utility is the one any call gives).
+        With ``warm_start``, on the CPU's compiled L-BFGS (more than two classes), a coalition adding one
+        point to the one before it in a call (the next prefix of a permutation) starts from that one's
+        solution: 2-3x fewer iterations on 10-class digits. Each fit still meets ``tol``, and depends on
+        the rows before it in the call (never on chunks, ``n_jobs`` or the machine). ``False``: every fit
+        a function of its coalition alone (``ModelUtility(cache=True)`` sets it).
     prefix_path : {"online", "exact"} or PrefixPath, default "online"
         What :meth:`evaluate_prefixes` computes (a :class:`~shapley_research.PrefixPath`
         holds it with ``prefix_refit_ratio`` and ``prefix_steps``: then leave those out). ``"online"``: one pass of
@@ -359,11 +354,14 @@ class LogisticRegressionUtility(_BatchedLearner):
         self._record_fit(backend.to_numpy(iterations), backend.to_numpy(converged))
         return theta
 
-    def _links(self, masks: np.ndarray) -> NDArray[np.bool_] | None:
-        """Rows chained to the row before (:class:`PrefixLinks`); ``None`` off the CPU's compiled L-BFGS."""
+    @property
+    def _chains(self) -> bool:  # fits chain along prefixes: chain_prefixes on the CPU's compiled L-BFGS
         own_rows = self._backend.is_numpy and self._backend.dtype_name == "float64" and not self._mixed
-        linked = PrefixLinks.of(masks) if self.chain_prefixes and self.warm_start and own_rows else None
-        return linked if linked is not None and linked.any() and not self._use_newton() else None
+        return self.chain_prefixes and self.warm_start and own_rows and not self._use_newton()
+
+    def _links(self, masks: np.ndarray) -> NDArray[np.bool_] | None:
+        linked = PrefixLinks.of(masks) if self._chains else None  # rows chained to the row before
+        return linked if linked is not None and linked.any() else None
 
     def _newton_chunk(self, masks: np.ndarray, counts: np.ndarray, theta: Array) -> tuple[Array, Array, Array]:
         """Newton on one chunk (over all ``N`` rows, mask weights): ``(theta, iterations, converged)``."""
@@ -542,8 +540,9 @@ class LogisticRegressionUtility(_BatchedLearner):
         With ``prefix_path="exact"`` every prefix is fitted to ``tol`` (the
         convergence test of :meth:`evaluate`), warm-started from the previous
         prefix's solution with quasi-Newton steps over the prefix's rows only
-        (:mod:`shapley_research.utilities.learners._warm_prefix`); the values agree with
-        :meth:`evaluate` on the prefix masks to the solver tolerance. The rest
+        (:mod:`shapley_research.utilities.learners._warm_prefix`); where fits chain along prefixes
+        (``chain_prefixes``), by :meth:`evaluate` of the prefix masks instead (3.7x faster on MNIST
+        PCA-50). The values agree with :meth:`evaluate` on the prefix masks to the solver tolerance. The rest
         of this docstring is about the default ``prefix_path="online"``.
 
         What it computes (:mod:`shapley_research.utilities.learners`): when point ``k`` joins the prefix,
@@ -562,7 +561,7 @@ class LogisticRegressionUtility(_BatchedLearner):
         """
         n = self.n_players
         permutations = check_permutations(permutations, n)
-        if self.device is not None or self.scaling is not None:
+        if self.device is not None or self.scaling is not None or (self.exact_prefixes and self._chains):
             return self._device_prefixes(permutations)
         m = permutations.shape[0]
         K, q = self.targets.n_classes, self.design.q
