@@ -99,8 +99,9 @@ def test_the_low_rank_preconditioner_is_the_full_one_at_full_rank(wine, monkeypa
     weight = chunk.C * chunk.size / learner.n_players
     for b in range(8):
         expected = vectors @ ((vectors.T @ r[b].ravel()) / (weight[b] * eigenvalues + 1.0))
+        # the eigenvectors come from float32 LAPACK, orthonormal to about 1e-6: the two forms agree to 1e-5
         np.testing.assert_allclose(apply(r, np.arange(8))[b], expected.reshape(K, q) * chunk.present[b, :, None],
-                                   atol=1e-10)
+                                   rtol=0, atol=1e-5)
 
 
 @pytest.mark.parametrize("newton, model_tol, expected", [(True, 1e-4, 1e-6), (True, 1e-8, 1e-8),

@@ -29,7 +29,7 @@ from ._lbfgs import _lbfgs
 from ._lbfgs_rows import PrefixLinks, lbfgs_own_rows
 from ._newton import _newton
 from ._online_prefix import online_prefix_utilities
-from ._precondition import DiagonalInverse, LowRankInverse
+from ._precondition import DiagonalInverse, LowRankInverse, symmetric_eigen
 from ._scalers import data_hessian_diagonal, diagonal_preconditioner
 from ._softmax import NEG_LOGIT, _data_hessian, _SoftmaxChunk, _SoftmaxData
 from ._warm_prefix import exact_prefix_utilities
@@ -278,7 +278,7 @@ class LogisticRegressionUtility(_BatchedLearner):
             Z = self._full_theta @ xp.permute_dims(X, (1, 0))  # (K, N); all classes are present in the full set
             P = xp.exp(Z - xp.max(Z, axis=0, keepdims=True))
             P /= xp.sum(P, axis=0, keepdims=True)
-            eigenvalues, vectors = xp.linalg.eigh(_data_hessian(X, P))
+            eigenvalues, vectors = symmetric_eigen(_data_hessian(X, P), own)
             self._full_hessian = {own.dtype_name: (own.maximum(xp.flip(eigenvalues, axis=0), 0.0),
                                                     xp.flip(vectors, axis=1))}
         if backend.dtype_name not in self._full_hessian:
@@ -597,3 +597,4 @@ class LogisticRegressionUtility(_BatchedLearner):
         return (f"LogisticRegressionUtility(n_players={self.n_players}, n_classes={self.targets.n_classes}, "
                 f"C={self.C}, metric={self.metric!r}"
                 + ("" if self.device is None else f", device={str(self.device)!r}, dtype={self.dtype!r}") + ")")
+

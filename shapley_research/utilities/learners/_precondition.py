@@ -20,7 +20,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ._array import Array
+import numpy as np
+
+from ._array import Array, ArrayBackend
 
 NO_PRECONDITIONER, LOW_RANK, DIAGONAL = 0, 1, 2
 
@@ -76,3 +78,17 @@ class DiagonalInverse:
         penalty = self.penalty[rows][:, None, :] if self.penalty.ndim == 2 else self.penalty
         curvature = self.weight[rows, None, None] * self.diagonal[None] + penalty
         return r / self.xp.where(curvature > 0, curvature, self.one) * self.present[rows][:, :, None]
+
+
+def symmetric_eigen(H: Array, backend: ArrayBackend) -> tuple[Array, Array]:
+    """Eigenvalues (ascending) and eigenvectors of the symmetric ``H``, in its float type.
+
+    On numpy by LAPACK's float32 divide and conquer (half float64's time: 65 to 30 ms at 650 unknowns, the
+    one-off cost of a 10-class digits game): the preconditioner it builds is applied in float32 anyway.
+    """
+    if not backend.is_numpy:
+        return backend.xp.linalg.eigh(H)
+    import scipy.linalg
+
+    eigenvalues, vectors = scipy.linalg.eigh(H.astype(np.float32), driver="evd", check_finite=False)
+    return eigenvalues.astype(H.dtype), vectors.astype(H.dtype)
