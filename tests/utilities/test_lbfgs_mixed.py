@@ -144,3 +144,22 @@ def test_float32_gradient_test_is_trusted_only_at_loose_tolerances(wine, torch, 
     calls.clear()
     LogisticRegressionUtility(X, y, Xt, yt, solver="lbfgs", tol=1e-4, device=DEVICE).evaluate(masks)
     assert all(size < len(masks) for kind, size in calls if kind == "float64" and size > 1)
+
+
+def test_the_eigendecomposition_is_the_same_bits_under_any_thread_limit():
+    """LAPACK's rounding depends on its threads; the call holds its own, so a pin taken before scipy loaded, or
+    none, gives the same preconditioner (a re-run of an experiment once differed at 1e-11 without it)."""
+    from threadpoolctl import threadpool_limits
+
+    from shapley_research.utilities.learners._array import ArrayBackend
+    from shapley_research.utilities.learners._precondition import symmetric_eigen
+
+    A = np.random.default_rng(0).normal(size=(300, 400))
+    H, backend = A @ A.T, ArrayBackend(None, "float64")
+    results = []
+    for threads in (1, 2, None):
+        with threadpool_limits(limits=threads):
+            results.append(symmetric_eigen(H, backend))
+    for values, vectors in results[1:]:
+        np.testing.assert_array_equal(values, results[0][0])
+        np.testing.assert_array_equal(vectors, results[0][1])

@@ -85,10 +85,16 @@ def symmetric_eigen(H: Array, backend: ArrayBackend) -> tuple[Array, Array]:
 
     On numpy by LAPACK's float32 divide and conquer (half float64's time: 65 to 30 ms at 650 unknowns, the
     one-off cost of a 10-class digits game): the preconditioner it builds is applied in float32 anyway.
+    Its rounding depends on the BLAS threads, and scipy's BLAS, loaded here on first use, can miss a pin
+    taken before (:func:`~shapley_research._threads.pinned_threads`): the call itself is held at
+    :data:`~shapley_research._threads.BATCH_THREADS` threads.
     """
     if not backend.is_numpy:
         return backend.xp.linalg.eigh(H)
     import scipy.linalg
 
-    eigenvalues, vectors = scipy.linalg.eigh(H.astype(np.float32), driver="evd", check_finite=False)
+    from ..._threads import BATCH_THREADS, thread_controller
+
+    with thread_controller().limit(limits=BATCH_THREADS, user_api="blas"):
+        eigenvalues, vectors = scipy.linalg.eigh(H.astype(np.float32), driver="evd", check_finite=False)
     return eigenvalues.astype(H.dtype), vectors.astype(H.dtype)
