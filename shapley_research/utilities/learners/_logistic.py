@@ -392,18 +392,14 @@ class LogisticRegressionUtility(_BatchedLearner):
         theta = theta * chunk.present[:, :, None]
 
         def solve(part: _SoftmaxChunk, start: Array, strict: bool = False) -> tuple[Array, Array, Array]:
-            # float64 on the CPU: coalition by coalition on their own rows; otherwise chunk-wide
+            # float64 on the CPU: coalition by coalition on their own rows (linked along prefixes); else chunk-wide
             backend = part.data.backend
-            run = lbfgs_own_rows if backend.is_numpy and backend.dtype_name == "float64" else _lbfgs
+            own_rows = backend.is_numpy and backend.dtype_name == "float64"
+            run = functools.partial(lbfgs_own_rows, links=links) if own_rows else _lbfgs
             return run(part, start, self.tol, self.max_iter, strict=strict,
                        precondition=self._preconditioner(part) if precondition else None)
 
-        if links is not None:
-            theta, iterations, converged = lbfgs_own_rows(chunk, theta, self.tol, self.max_iter, links=links,
-                                                          precondition=self._preconditioner(chunk) if precondition
-                                                          else None)
-            return self._centred(theta, chunk.present), iterations, converged
-        if not self._mixed:
+        if not self._mixed:  # links come only here (:attr:`_chains`)
             theta, iterations, converged = solve(chunk, theta)
             return self._centred(theta, chunk.present), iterations, converged
         rough = _SoftmaxChunk.from_masks(self._softmax_data32, masks, counts, self.C, penalty)
@@ -597,4 +593,3 @@ class LogisticRegressionUtility(_BatchedLearner):
         return (f"LogisticRegressionUtility(n_players={self.n_players}, n_classes={self.targets.n_classes}, "
                 f"C={self.C}, metric={self.metric!r}"
                 + ("" if self.device is None else f", device={str(self.device)!r}, dtype={self.dtype!r}") + ")")
-
