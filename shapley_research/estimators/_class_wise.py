@@ -37,6 +37,7 @@ checkpoints, precision targets and the progress bar are the driver's.
 from __future__ import annotations
 
 import copy
+import functools
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -121,12 +122,16 @@ class _Classes:
         return cls(np.asarray(targets.y_train_index), np.asarray(targets.y_test_index), np.asarray(game.y_test),
                    int(targets.n_classes))
 
-    @property
+    @functools.cached_property
     def sizes(self) -> NDArray[np.intp]:
         return np.bincount(self.train, minlength=self.n_classes)
 
+    @functools.cached_property
+    def _members(self) -> list[NDArray[np.intp]]:
+        return [np.flatnonzero(self.train == label) for label in range(self.n_classes)]
+
     def members(self, label: int) -> NDArray[np.intp]:
-        return np.flatnonzero(self.train == label)
+        return self._members[label]
 
     def utilities(self, predictions: np.ndarray, labels: NDArray[np.intp]) -> NDArray[np.float64]:
         """:math:`a_S(T_c) \\exp(a_S(T_{-c}))` of each row of predictions, ``c`` the row's class index in ``labels``."""
@@ -180,7 +185,7 @@ class _Rounds:
         """The class of every block."""
         return np.arange(len(self.orders)) % self.classes.n_classes
 
-    @property
+    @functools.cached_property
     def starts(self) -> NDArray[np.intp]:
         """The first row of every block, and the batch's row count last."""
         return np.concatenate([[0], np.cumsum([order.size + 1 for order in self.orders])])
