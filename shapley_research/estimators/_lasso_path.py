@@ -25,6 +25,14 @@ MAX_N_ALPHAS = 1000
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
+def _first_knot_recorded(knot_lams, lam, lam_stop):
+    """Record the first knot's penalty ``lam``; the rounding floor ``1e-12 lam`` and the stop, never below it."""
+    knot_lams[0] = lam
+    tiny = 1e-12 * lam
+    return tiny, max(lam_stop, tiny)  # below, joins come from rounding (a noiseless fit's residual is ~1e-16)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
 def _to_next_knot(coef, w, k, lam, lam_stop, gamma_join, joining, tiny, active, signs, rows, factor, blocked,
                   knot_lams, knot_coefs, count):
     """Move ``coef`` along ``w`` to the next knot (a join, a drop or the stop), record it, and drop there.
@@ -64,9 +72,7 @@ def _trace(a_mat, r, lam_stop, knot_lams, knot_coefs, active, coef, signs, rows,
     blocked = np.zeros(n, dtype=np.bool_)
     both = np.zeros((2, n))
     joining, joining_sign, lam = _first_knot(a_mat, r, pair, both)
-    knot_lams[0] = lam
-    tiny = 1e-12 * lam
-    lam_stop = max(lam_stop, tiny)  # below, joins come from rounding (a noiseless fit's residual is ~1e-16)
+    tiny, lam_stop = _first_knot_recorded(knot_lams, lam, lam_stop)
     if lam <= lam_stop:
         return 1
     k, dropped = 0, -1
@@ -97,9 +103,7 @@ def _trace_gram(gram, xty, lam_stop, knot_lams, knot_coefs, active, coef, signs,
         if abs(corr[j]) > lam:
             joining, lam = j, abs(corr[j])
     joining_sign = 1.0 if corr[joining] > 0 else -1.0
-    knot_lams[0] = lam
-    tiny = 1e-12 * lam
-    lam_stop = max(lam_stop, tiny)  # below, joins come from rounding (a noiseless fit's residual is ~1e-16)
+    tiny, lam_stop = _first_knot_recorded(knot_lams, lam, lam_stop)
     if lam <= lam_stop:
         return 1
     k, dropped = 0, -1
