@@ -35,7 +35,13 @@ def _controller() -> ThreadpoolController:
     (numpy's BLAS, torch, numba's threading layer), so the number of
     imported modules tells when to rescan. Called under ``_pin_lock``
     (:func:`thread_controller` takes it).
+
+    threadpoolctl limits only the pools loaded when a limit is taken, so
+    SciPy's own BLAS (its wheels bundle one beside numpy's), which the
+    learners' LAPACK calls load on first use, is loaded before the first
+    scan: a batch that loaded it inside a pin would run it on all cores.
     """
+    import scipy.linalg  # noqa: F401 - see above; importing it again is a dict lookup
     from threadpoolctl import ThreadpoolController
 
     if _controller_state.get("modules") != len(sys.modules):
