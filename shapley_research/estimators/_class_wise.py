@@ -364,7 +364,9 @@ def class_wise_shapley(game: ModelUtility | LogisticRegressionUtility | TorchMod
         another call (game size, classes, ``normalize``, seed, batch size, or
         a smaller budget) or a corrupted one raises
         :class:`~shapley_research.CheckpointError` and is never overwritten;
-        a finished run's file can be continued with a larger budget.
+        a finished run's file can be continued with a larger budget (its
+        rounds kept as they were, batched as in
+        :func:`~shapley_research.permutation_shapley`).
     checkpoint_interval : float, default 60
         Minimum seconds between two writes of the checkpoint.
     n_jobs : int, optional

@@ -62,7 +62,10 @@ SAMPLING_PARAMETERS = r"""
         when ``seed`` is None), giving exactly the values of an uninterrupted
         run. A file from another call or a corrupted one raises
         :class:`~shapley_research.CheckpointError` and is never overwritten.
-        A finished run's file can be continued with a larger budget.
+        A finished run's file can be continued with a larger budget: if it
+        ended on a whole batch, to the values of one run of that budget; if
+        on a partial batch, its batches stay as they were and whole batches
+        follow (the same two calls always give the same bits).
     checkpoint_interval : float, default 60
         Minimum seconds between two writes of the checkpoint.
     target_stderr : float, optional

@@ -12,7 +12,6 @@ with the batches, and so the values, of one run of the final size.
 from __future__ import annotations
 
 import math
-from typing import cast
 
 import numpy as np
 
@@ -167,18 +166,24 @@ class _Resume:
     def __init__(self, file, dim: int):
         self.file = file
         self.loaded = file is not None and file.loaded
+        self.closed: tuple[int, ...] = tuple(file.closed) if self.loaded else ()
         if self.loaded:
             self.mean, self.m2, self.count = file.mean, file.m2, file.count
             self.n_evaluations, self.batches = file.n_evaluations, file.batches
         else:
             self.mean, self.m2, self.count, self.n_evaluations, self.batches = np.zeros(dim), np.zeros(dim), 0, 0, 0
 
-    def save(self, mean, m2, count: int, n_evaluations: int, batches: int, force: bool = False) -> bool:
+    def save(self, mean, m2, count: int, n_evaluations: int, batches: int, force: bool = False,
+             closed: tuple[int, ...] = ()) -> bool:
         self.mean, self.m2, self.count, self.n_evaluations, self.batches = mean, m2, count, n_evaluations, batches
-        self.loaded = True
+        self.closed, self.loaded = closed, True
         if self.file is None:
             return False
-        return self.file.save(mean, m2, count, n_evaluations, batches, force=force)
+        return self.file.save(mean, m2, count, n_evaluations, batches, force=force, closed=closed)
+
+    def ended_on_partial_batch(self, batch_size: int) -> bool:
+        """Whether the last round ended on a partial batch (counting from the runs this one continued)."""
+        return (self.count - sum(self.closed)) % batch_size != 0
 
     def refuse(self, why: str) -> Exception:
         if self.file is not None:
@@ -201,15 +206,17 @@ def _rounds_within_budget(run_round, *, budget, fixed: int, per_unit: int, batch
     rounds (a round costs a call of :func:`run_sampling`; with ``n_jobs``,
     the last rounds have fewer batches than workers). The
     checkpoint's context keeps the budget: a run that ended on a partial batch
-    is finished for that budget, and continuing it with another is refused (as
-    for every run that ends on a partial batch). ``budget=None``: one round,
-    stopped by a precision target.
+    is finished for that budget; continued with a larger one, it keeps its
+    batches and goes on with full batches (:func:`~._sampling._loop.resumed_state`),
+    and a smaller one is refused. ``budget=None``: one round, stopped by a
+    precision target.
     """
     resume = _Resume(checkpoint, dim)
     if budget is None:
         return run_round(None, resume)
-    # a file that ended on a partial batch for another budget: plan afresh, which run_sampling refuses if it
-    # would add to that batch
+    # a file of another budget is planned afresh in the first round, even if it ended on a partial batch
+    # (run_sampling continues a finished run with whole batches, and refuses a smaller budget); the rounds after
+    # it are this budget's
     other_budget = checkpoint is not None and checkpoint.context.get("budget", budget) != budget
     if checkpoint is not None:
         checkpoint.context["budget"] = budget
@@ -218,16 +225,15 @@ def _rounds_within_budget(run_round, *, budget, fixed: int, per_unit: int, batch
     # anything (U(empty) already within the tolerance of U(D), or N = 1) still ends
     most = budget - fixed
 
-    def units_paid() -> int:
-        if resume.count % batch_size and not other_budget:  # ended on a partial batch: finished
+    def units_paid(finished_if_partial: bool = True) -> int:
+        if finished_if_partial and resume.ended_on_partial_batch(batch_size):  # this budget's last round
             return resume.count
         left = budget - fixed - resume.n_evaluations
         whole = min(left // (batch_size * per_unit), (most - resume.count) // batch_size)
         return resume.count + (whole * batch_size if whole > 0 else min(left // per_unit, most - resume.count))
 
-    first = outcome = None
-    while outcome is None or (outcome.stopped_by == "budget" and units_paid() > resume.count):
+    first = outcome = run_round(units_paid(finished_if_partial=not other_budget), resume)
+    while outcome.stopped_by == "budget" and units_paid() > resume.count:
         outcome = run_round(units_paid(), resume)
-        first = first or outcome
-    outcome.resumed_samples = cast(SamplingOutcome, first).resumed_samples  # the loop ran at least once
+    outcome.resumed_samples = first.resumed_samples
     return outcome

@@ -135,6 +135,50 @@ def test_a_finished_run_continues_with_a_larger_budget(tmp_path):
     assert_same_run(grown, RUNS["group_testing"](GAME, seed=4, budget=2 + 25 * 40))
 
 
+# estimator name -> (call(game, budget, **kwargs), batch size, three growing budgets); the first budget's
+# samples are not a multiple of the batch size, so its run ends on a partial batch
+PARTIAL = {
+    "permutation": (lambda g, b, **kw: sr.permutation_shapley(g, b, batch_size=3, **kw), 3, (1 + 8 * 10,
+                                                                                           1 + 8 * 20, 1 + 8 * 33)),
+    "truncated": (lambda g, b, **kw: sr.permutation_shapley(g, b, batch_size=3, truncation=0.2, **kw), 3,
+                  (2 + 8 * 10, 2 + 8 * 20, 2 + 8 * 33)),
+    "group_testing": (lambda g, b, **kw: sr.group_testing_shapley(g, b, batch_size=7, **kw), 7, (2 + 40, 2 + 90,
+                                                                                                  2 + 150)),
+    "svarm": (lambda g, b, **kw: sr.stratified_svarm_shapley(g, b, batch_size=7, **kw), 7, (2 * N + 2 + 40,
+                                                                                            2 * N + 2 + 90,
+                                                                                            2 * N + 2 + 150)),
+    "msr_banzhaf": (lambda g, b, **kw: sr.msr_banzhaf(g, b, batch_size=7, **kw), 7, (40, 90, 150)),
+    "beta_shapley": (lambda g, b, **kw: sr.beta_shapley(g, b, batch_size=3, **kw), 3, (2 + 9 * 10, 2 + 9 * 20,
+                                                                                       2 + 9 * 33)),
+    "compressive": (lambda g, b, **kw: sr.compressive_shapley(g, b, batch_size=3, **kw), 3, (2 + 8 * 10,
+                                                                                             2 + 8 * 20, 2 + 8 * 33)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PARTIAL))
+def test_a_run_ended_on_a_partial_batch_continues_with_a_larger_budget(name, tmp_path):
+    """Its batches stay as they were and whole batches follow: the same history gives the same bits."""
+    run, batch_size, (small, larger, largest) = PARTIAL[name]
+    path = tmp_path / "grow.ckpt"
+    first = run(GAME, small, seed=6, checkpoint=path)
+    assert first.n_samples % batch_size != 0, "the first run must end on a partial batch"
+    grown = run(GAME, larger, seed=6, checkpoint=path)
+    assert grown.info["resumed_samples"] == first.n_samples < grown.n_samples
+    assert grown.n_evaluations <= larger
+    # the same two calls, the second interrupted and resumed: the very same run
+    again = tmp_path / "again.ckpt"
+    run(GAME, small, seed=6, checkpoint=again)
+    with pytest.raises(Interrupted):
+        run(InterruptingGame(GAME, after=3), larger, seed=6, checkpoint=again, checkpoint_interval=3600)
+    assert_same_run(run(GAME, larger, seed=6, checkpoint=again), grown)
+    # it grows again, and a smaller budget than the file's is refused with the file untouched
+    assert run(GAME, largest, seed=6, checkpoint=path).n_samples > grown.n_samples
+    before = _bytes(path)
+    with pytest.raises(sr.CheckpointError, match="smaller budget"):
+        run(GAME, small, seed=6, checkpoint=path)
+    assert _bytes(path) == before
+
+
 def test_checkpoint_with_parallel_batches_equals_sequential(tmp_path):
     from joblib import parallel_config
 

@@ -207,6 +207,18 @@ def test_a_larger_budget_continues_a_finished_run(tmp_path):
     np.testing.assert_array_equal(longer.values, class_wise_shapley(game, 200, seed=0, batch_size=1).values)
 
 
+def test_a_run_ended_on_a_partial_batch_grows_in_whole_batches(tmp_path):
+    """Three rounds in one partial batch (the default batch size), then a larger budget: those rounds stay."""
+    game, path = three_class_game(), tmp_path / "cs.ckpt"
+    StoppedKNN.fits_left = None
+    assert class_wise_shapley(game, 100, seed=0, checkpoint=path).info["permutations"] == [3, 3, 3]
+    StoppedKNN.fits = 0
+    longer = class_wise_shapley(game, 200, seed=0, checkpoint=path)
+    assert longer.info["permutations"] == [6, 6, 6] and longer.info["resumed_samples"] == 9
+    assert StoppedKNN.fits == 1 + 3 * 33  # three more rounds of 33 fits, and the normalising fit
+    np.testing.assert_array_equal(class_wise_shapley(game, 200, seed=0, checkpoint=path).values, longer.values)
+
+
 def test_a_precision_target_stops_the_run_at_its_first_batch_meeting_it():
     """A loose target stops at the 30 rounds a standard error needs; a tight one runs to the budget's cap."""
     game = nearest_neighbour_game()[0]

@@ -292,8 +292,12 @@ def test_a_run_ended_on_a_partial_batch_is_finished_for_its_budget(tmp_path):
     counting = CountingGame(game)
     assert_same_run(permutation_shapley(counting, 700, seed=10, truncation=0.1, batch_size=8, checkpoint=path), first)
     assert counting.rows == 0
-    with pytest.raises(sr.CheckpointError, match="partial batch"):
-        permutation_shapley(game, 1400, seed=10, truncation=0.1, batch_size=8, checkpoint=path)
+    # a larger budget keeps its batches and spends the rest in whole batches (test_checkpoint.py), a smaller one
+    # is refused
+    with pytest.raises(sr.CheckpointError, match="smaller budget"):
+        permutation_shapley(game, 350, seed=10, truncation=0.1, batch_size=8, checkpoint=path)
+    grown = permutation_shapley(game, 1400, seed=10, truncation=0.1, batch_size=8, checkpoint=path)
+    assert grown.info["resumed_samples"] == first.n_samples < grown.n_samples
     with pytest.raises(sr.CheckpointError, match="truncation"):  # another t: another run
         permutation_shapley(game, 700, seed=10, truncation=0.2, batch_size=8, checkpoint=path)
 

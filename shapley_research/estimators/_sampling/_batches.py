@@ -4,7 +4,9 @@ The numbers a run draws depend only on the seed and the batch size, never on
 how batches are scheduled:
 
 * :func:`batch_sizes`: full batches of ``batch_size`` samples, then the
-  remainder (endless without a sample count);
+  remainder (endless without a sample count); a run continued from a
+  finished one that ended on a partial batch keeps that run's batches (its
+  *closed* segments) and goes on with full batches;
 * :func:`batch_rng`: batch ``b`` draws from its own stream
   ``SeedSequence(entropy, spawn_key=(BATCH_STREAM, b))``;
 * :func:`batch_jobs`: the batches to run, from the first one a checkpoint has
@@ -50,11 +52,19 @@ def aux_rng(entropy: int, index: int = 0) -> np.random.Generator:
     return np.random.default_rng(np.random.SeedSequence(entropy, spawn_key=(AUX_STREAM, index)))
 
 
-def batch_sizes(n_units: int | None, batch_size: int) -> Iterator[int]:
-    """Sizes of batches 0, 1, ...: full batches, then the remainder (endless without ``n_units``)."""
+def batch_sizes(n_units: int | None, batch_size: int, closed: tuple[int, ...] = ()) -> Iterator[int]:
+    """Sizes of batches 0, 1, ...: full batches, then the remainder (endless without ``n_units``).
+
+    ``closed``: the samples of earlier runs continued by this one, each of
+    which ended on a partial batch; their batches come first, as they were,
+    then this run's ``n_units - sum(closed)`` samples.
+    """
+    for units in closed:
+        yield from batch_sizes(units, batch_size)
+    left = None if n_units is None else n_units - sum(closed)
     done = 0
-    while n_units is None or done < n_units:
-        size = batch_size if n_units is None else min(batch_size, n_units - done)
+    while left is None or done < left:
+        size = batch_size if left is None else min(batch_size, left - done)
         yield size
         done += size
 
@@ -76,9 +86,9 @@ def evaluation_chunks(size: int, n_players: int) -> Iterator[slice]:
         yield slice(start, min(size, start + rows))
 
 
-def samples_in_batches(n_units: int | None, batch_size: int, batches: int) -> int:
+def samples_in_batches(n_units: int | None, batch_size: int, batches: int, closed: tuple[int, ...] = ()) -> int:
     """Samples that the first ``batches`` batches of a run of ``n_units`` hold (fewer if the run has fewer)."""
-    return sum(itertools.islice(batch_sizes(n_units, batch_size), batches))
+    return sum(itertools.islice(batch_sizes(n_units, batch_size, closed), batches))
 
 
 class BatchJob(NamedTuple):
@@ -89,7 +99,7 @@ class BatchJob(NamedTuple):
     planned: tuple
 
 
-def batch_jobs(n_units: int | None, batch_size: int, *, first: int = 0,
+def batch_jobs(n_units: int | None, batch_size: int, *, first: int = 0, closed: tuple[int, ...] = (),
                plan: Callable[[int, int], object] | None = None) -> Iterator[BatchJob]:
     """The batches from ``first`` on, lazily; ``plan(batch, size)`` is called for every batch from 0, in order.
 
@@ -97,7 +107,7 @@ def batch_jobs(n_units: int | None, batch_size: int, *, first: int = 0,
     and discarded, so that a plan carrying state from the batches before it
     is the same as in an uninterrupted run.
     """
-    for index, size in enumerate(batch_sizes(n_units, batch_size)):
+    for index, size in enumerate(batch_sizes(n_units, batch_size, closed)):
         planned = () if plan is None else (plan(index, size),)
         if index >= first:
             yield BatchJob(index, size, planned)

@@ -18,8 +18,10 @@ does not belong to the call:
 
 The file is an ``.npz`` archive of three arrays: ``mean`` and ``m2`` (the
 state's moments) and ``meta``, a JSON text with ``format`` (:data:`FORMAT`),
-``fingerprint``, ``context``, ``count``, ``n_evaluations``, ``batches`` and
-``sha256`` (of the other entries and the two arrays' bytes).
+``fingerprint``, ``context``, ``count``, ``n_evaluations``, ``batches``,
+``closed`` where a run continued a finished one (the samples of each earlier run
+that ended on a partial batch: their batches stay as they were) and ``sha256``
+(of the other entries and the two arrays' bytes).
 
 Writes are atomic (a temporary file in the same folder, flushed and
 ``os.replace``-d over the old one), so a run killed while saving leaves the
@@ -64,6 +66,10 @@ class LoopSnapshot:
         Utility evaluations those batches made.
     batches : int
         Batches merged: the run continues at batch ``batches``.
+    closed : tuple of int
+        The samples of the finished runs this one continued, each of which
+        ended on a partial batch (:func:`~._batches.batch_sizes`); empty for
+        one run.
     """
 
     mean: np.ndarray
@@ -71,25 +77,28 @@ class LoopSnapshot:
     count: int
     n_evaluations: int
     batches: int
+    closed: tuple[int, ...] = ()
 
     @classmethod
-    def of(cls, state, n_evaluations: int, batches: int) -> "LoopSnapshot":
+    def of(cls, state, n_evaluations: int, batches: int, closed: tuple[int, ...] = ()) -> "LoopSnapshot":
         """``state``'s moments now (a :class:`~._loop.MeanState`).
 
         Held without a copy: a merge replaces the state's arrays by new ones and
         never writes into them, so the snapshot keeps what it was given (a copy
         per batch cost two passes over a state of ``O(N^2)`` entries).
         """
-        return cls(state.mean, state.m2, state.count, n_evaluations, batches)
+        return cls(state.mean, state.m2, state.count, n_evaluations, batches, closed)
 
     @classmethod
     def held_by(cls, checkpoint) -> "LoopSnapshot":
         """What a loaded ``checkpoint`` holds (a :class:`Checkpoint`, or an object with its attributes)."""
-        return cls(checkpoint.mean, checkpoint.m2, checkpoint.count, checkpoint.n_evaluations, checkpoint.batches)
+        return cls(checkpoint.mean, checkpoint.m2, checkpoint.count, checkpoint.n_evaluations, checkpoint.batches,
+                   tuple(checkpoint.closed))
 
     def write(self, checkpoint, force: bool = False) -> bool:
         """``checkpoint.save`` of this state (every ``checkpoint.interval`` seconds, or now with ``force``)."""
-        return checkpoint.save(self.mean, self.m2, self.count, self.n_evaluations, self.batches, force=force)
+        return checkpoint.save(self.mean, self.m2, self.count, self.n_evaluations, self.batches, force=force,
+                               closed=self.closed)
 
 
 class LoopStore(Protocol):
@@ -107,9 +116,11 @@ class LoopStore(Protocol):
     def n_evaluations(self) -> int: ...
     @property
     def batches(self) -> int: ...
+    @property
+    def closed(self) -> tuple[int, ...]: ...
 
     def save(self, mean: np.ndarray, m2: np.ndarray, count: int, n_evaluations: int, batches: int,
-             force: bool = False) -> bool: ...
+             force: bool = False, closed: tuple[int, ...] = ()) -> bool: ...
 
     def refuse(self, why: str) -> Exception: ...
 
@@ -145,6 +156,7 @@ class Checkpoint:
         self.mean: np.ndarray | None = None
         self.m2: np.ndarray | None = None
         self.count = self.n_evaluations = self.batches = 0
+        self.closed: tuple[int, ...] = ()
         self.loaded = self.path.exists()
         self._last_save = time.monotonic()
         if self.loaded:
@@ -188,15 +200,18 @@ class Checkpoint:
             raise self.refuse(f"holds statistics of dimension {mean.shape}, expected ({self.dim},)")
         self.count, self.n_evaluations, self.batches = meta["count"], meta["n_evaluations"], meta["batches"]
         self.context = meta["context"]
+        self.closed = tuple(int(units) for units in meta.get("closed", ()))
         self.mean, self.m2 = mean, m2
 
     def save(self, mean: np.ndarray, m2: np.ndarray, count: int, n_evaluations: int, batches: int,
-             force: bool = False) -> bool:
+             force: bool = False, closed: tuple[int, ...] = ()) -> bool:
         """Write the state atomically (unless the interval has not passed); return whether it wrote."""
         if not force and time.monotonic() - self._last_save < self.interval:
             return False
         meta = {"format": FORMAT, "fingerprint": self.fingerprint, "context": self.context,
                 "count": int(count), "n_evaluations": int(n_evaluations), "batches": int(batches)}
+        if closed:  # absent for one run, so its files read as before
+            meta["closed"] = [int(units) for units in closed]
         mean, m2 = np.ascontiguousarray(mean, dtype=float), np.ascontiguousarray(m2, dtype=float)
         meta_text = json.dumps({**meta, "sha256": _digest(meta, mean, m2)}, sort_keys=True)
         self.path.parent.mkdir(parents=True, exist_ok=True)

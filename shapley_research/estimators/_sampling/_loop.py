@@ -407,29 +407,44 @@ def merged_in_order(results: Iterable[tuple[object, int]], state: MeanState,
         merge_batch(state, samples)
         n_evaluations += evaluations
         batches += 1
-        yield LoopSnapshot.of(state, n_evaluations, batches)
+        yield LoopSnapshot.of(state, n_evaluations, batches, start.closed)
 
 
 def resumed_state(checkpoint: LoopStore | None, dim: int, n_units: int | None,
                   batch_size: int) -> tuple[MeanState, LoopSnapshot]:
     """The state a run starts from: empty, or the one a loaded ``checkpoint`` holds, if it fits this call.
 
-    A file whose batches hold other than the samples this call plans in as
-    many batches (a smaller budget, or a run that ended on a partial batch) is
-    refused.
+    A file resumes where its batches hold the samples this call plans in as
+    many batches: the run then gives the bits of an uninterrupted one. A
+    finished run that ended on a partial batch, continued with a larger
+    budget (or a precision target), keeps its batches as they were and goes
+    on with full batches from the next stream: its samples are *closed*
+    (:func:`~._batches.batch_sizes`). A file holding more samples than this
+    call plans (a smaller budget) is refused.
     """
     if checkpoint is None or not checkpoint.loaded:
         state = MeanState(dim)
         return state, LoopSnapshot.of(state, 0, 0)
     held = LoopSnapshot.held_by(checkpoint)
-    planned = samples_in_batches(n_units, batch_size, held.batches)
+    closed = held.closed
+    planned = samples_in_batches(n_units, batch_size, held.batches, closed)
+    if planned != held.count and _ended_on_partial_batch(held, batch_size) and (n_units is None
+                                                                                or n_units > held.count):
+        closed = closed + (held.count - sum(closed),)
+        planned = held.count
     if planned != held.count:
         raise checkpoint.refuse(
             f"holds {held.count} samples in {held.batches} batches, but this call's budget plans "
-            f"{planned} samples in its first {held.batches} batches (a smaller budget, or a run that ended "
-            "on a partial batch)")
+            f"{planned} samples in its first {held.batches} batches (a smaller budget than the file's run)")
     state = MeanState(dim, held.count, held.mean, held.m2)
-    return state, LoopSnapshot.of(state, held.n_evaluations, held.batches)
+    return state, LoopSnapshot.of(state, held.n_evaluations, held.batches, closed)
+
+
+def _ended_on_partial_batch(held: LoopSnapshot, batch_size: int) -> bool:
+    """Whether the file's last batch was a partial one: the end of a finished run of its ``count`` samples."""
+    units = held.count - sum(held.closed)
+    batches = held.batches - sum(-(-closed // batch_size) for closed in held.closed)
+    return units % batch_size != 0 and batches == -(-units // batch_size)
 
 
 def run_sampling(
@@ -528,7 +543,8 @@ def run_sampling(
     # threading backend's batches rely on it, as OpenBLAS (pthreads) ignores a limit set in a worker thread
     with pinned_threads():
         results = iter(()) if stopped_by is not None else evaluate_batches(
-            sample_batch, batch_jobs(n_units, batch_size, first=start.batches, plan=plan), entropy, n_jobs)
+            sample_batch, batch_jobs(n_units, batch_size, first=start.batches, closed=start.closed, plan=plan),
+            entropy, n_jobs)
         try:
             with bar, reporting_to(None if bar.disable else bar.update):
                 for snapshot in merged_in_order(results, state, start):
