@@ -110,6 +110,10 @@ def check_seed(seed: object) -> int:
         if not isinstance(seed.entropy, numbers.Integral) or seed.spawn_key:
             raise ValueError("seed: pass a SeedSequence with integer entropy and no spawn key, or an int.")
         return int(cast(SupportsInt, seed.entropy))  # an Integral, checked above
+    if isinstance(seed, (np.random.Generator, np.random.RandomState)):
+        raise TypeError(f"seed must be an integer >= 0, a numpy SeedSequence or None, got a {type(seed).__name__}: "
+                        "a run's values are reproduced from its seed, which a generator's state does not give "
+                        "(pass the int that seeded it).")
     return check_int(seed, "seed", minimum=0)
 
 
@@ -268,6 +272,24 @@ def check_features(X: object, name: str) -> NDArray[np.float64]:
     return X
 
 
+
+def check_feature_pair(X_train: object, X_test: object) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Training and test features (:func:`check_features`) with the same features, in the same order.
+
+    Models take features by position, so two DataFrames must have the same
+    columns in the same order (scikit-learn refuses other names at predict time;
+    here they would be matched silently by position).
+    """
+    if all(hasattr(X, "columns") and getattr(X, "ndim", None) == 2 for X in (X_train, X_test)):
+        train, test = list(X_train.columns), list(X_test.columns)  # type: ignore[attr-defined]
+        if train != test:
+            raise ValueError(f"X_test must have the columns of X_train in the same order; got {test[:10]} against "
+                             f"{train[:10]}.")
+    X_tr, X_te = check_features(X_train, "X_train"), check_features(X_test, "X_test")
+    if X_tr.shape[1] != X_te.shape[1]:
+        raise ValueError(f"X_train has {X_tr.shape[1]} features but X_test has {X_te.shape[1]}.")
+    return X_tr, X_te
+
 def check_bool(value: object, name: str) -> bool:
     """Return ``value`` as a bool, or raise (``0``/``1`` and strings are refused)."""
     if not isinstance(value, (bool, np.bool_)):
@@ -314,6 +336,9 @@ def check_class_labels(y: np.ndarray, name: str, *, sortable: bool = True) -> np
     kind = y.dtype.kind
     if kind == "f" and not np.isfinite(y).all():
         raise ValueError(f"{name} contains NaN or infinite labels.")
+    if kind == "f" and np.any(y != np.round(y)):
+        raise ValueError(f"{name} holds continuous values (such as {y[y != np.round(y)][0]!r}), not class labels: "
+                         "a real-valued target needs a regression metric ('r2', 'neg_mse') or task='regression'.")
     if kind not in "biufUSO":
         raise TypeError(f"{name} must hold class labels (integers or strings), got dtype {y.dtype}.")
     if kind == "O":
@@ -352,11 +377,18 @@ def check_two_classes(y: np.ndarray, name: str = "y_train") -> np.ndarray:
 
 
 def check_label_kinds(y_train: np.ndarray, y_test: np.ndarray) -> None:
-    """Refuse test labels that can never equal a training label (strings against numbers)."""
+    """Refuse test labels that never equal a training label (strings against numbers, or no label in common).
+
+    Every model would then score 0 on the test set, and every value would be 0.
+    """
     kinds = {y_train.dtype.kind, y_test.dtype.kind}
     if kinds & set("US") and kinds & set("biuf"):
         raise TypeError(f"y_test holds {_label_kind(y_test)} but y_train holds {_label_kind(y_train)}: "
                         "no test label can match a training label.")
+    train, test = set(y_train.tolist()), set(y_test.tolist())
+    if not train & test:
+        raise ValueError(f"y_test shares no label with y_train (test labels {sorted(map(str, test))[:5]}, training "
+                         f"labels {sorted(map(str, train))[:5]}): every model would score 0 on the test set.")
 
 
 def _label_kind(y: np.ndarray) -> str:

@@ -18,7 +18,7 @@ from typing import TypeAlias
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._validation import check_bool, check_features, check_int
+from ._validation import check_bool, check_feature_pair, check_int
 
 __all__ = ["load_iris_split", "load_iris_binary", "load_diabetes_split", "load_mnist_subset", "pca_features"]
 
@@ -141,9 +141,7 @@ def pca_features(X_train: ArrayLike, X_test: ArrayLike, n_components: int,
     """
     from sklearn.decomposition import PCA
 
-    X_train, X_test = check_features(X_train, "X_train"), check_features(X_test, "X_test")
-    if X_train.shape[1] != X_test.shape[1]:
-        raise ValueError(f"X_train has {X_train.shape[1]} features but X_test has {X_test.shape[1]}.")
+    X_train, X_test = check_feature_pair(X_train, X_test)
     n_components = check_int(n_components, "n_components", minimum=1)
     if n_components > min(X_train.shape):
         raise ValueError(f"n_components={n_components} exceeds min(n_samples, n_features) = {min(X_train.shape)} "

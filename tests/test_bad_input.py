@@ -20,6 +20,7 @@ import re
 import signal
 
 import numpy as np
+import pandas as pd
 import pytest
 import scipy.sparse
 from sklearn.linear_model import LogisticRegression, Ridge
@@ -319,7 +320,10 @@ COMMON_PARAMETERS = [
     ("seed_string", {"seed": "7"}, TypeError, "seed must be an integer"),
     ("seed_nan", {"seed": np.nan}, TypeError, "seed must be an integer"),
     ("seed_bool", {"seed": True}, TypeError, "seed must be an integer"),
-    ("seed_generator", {"seed": np.random.default_rng(0)}, TypeError, "seed must be an integer"),
+    ("seed_generator", {"seed": np.random.default_rng(0)}, TypeError,
+     "seed must be an integer >= 0, a numpy SeedSequence or None, got a Generator"),
+    ("progress_string", {"progress": "no"}, TypeError, "progress must be True or False"),
+    ("progress_int", {"progress": 0}, TypeError, "progress must be True or False"),
     ("batch_size_zero", {"batch_size": 0}, ValueError, "batch_size must be >= 1"),
     ("batch_size_negative", {"batch_size": -4}, ValueError, "batch_size must be >= 1"),
     ("batch_size_fraction", {"batch_size": 1.5}, TypeError, "batch_size must be an integer"),
@@ -643,6 +647,9 @@ FEATURE_CASES = [
     ("X_test_inf", lambda X, y, Xt, yt: (X, y, with_nan(Xt, np.inf), yt), ValueError, "X_test contains NaN"),
     ("X_test_other_columns", lambda X, y, Xt, yt: (X, y, Xt[:, :1], yt), ValueError,
      "X_train has 2 features but X_test has 1"),
+    ("X_test_frame_columns_reordered",
+     lambda X, y, Xt, yt: (pd.DataFrame(X, columns=["a", "b"]), y, pd.DataFrame(Xt, columns=["b", "a"]), yt),
+     ValueError, re.escape("X_test must have the columns of X_train in the same order; got ['b', 'a']")),
     ("X_train_numeric_strings", lambda X, y, Xt, yt: (X.astype(str), y, Xt, yt), TypeError,
      "X_train must be a numeric array, got strings"),
     ("X_train_objects", lambda X, y, Xt, yt: (np.array([["a", None]] * len(X), dtype=object), y, Xt, yt),
@@ -671,6 +678,13 @@ LABEL_CASES = [
     ("y_train_complex", lambda X, y, Xt, yt: (X, y + 0j, Xt, yt), TypeError, "y_train must hold class labels"),
     ("y_strings_vs_numbers", lambda X, y, Xt, yt: (X, np.array(["a", "b"] * 3), Xt, yt), TypeError,
      "y_test holds numbers .* but y_train holds strings"),
+    ("y_train_continuous", lambda X, y, Xt, yt: (X, y + 0.25, Xt, yt), ValueError,
+     "y_train holds continuous values .* a regression metric"),
+    ("y_test_no_label_in_common", lambda X, y, Xt, yt: (X, y, Xt, yt + 10), ValueError,
+     "y_test shares no label with y_train"),
+    ("y_test_other_spelling",
+     lambda X, y, Xt, yt: (X, np.where(y == 0, "no", "yes"), Xt, np.where(yt == 0, "No", "Yes")),
+     ValueError, "y_test shares no label with y_train"),
 ]
 UNSORTABLE_LABELS = [  # labels must be sortable (classes are sorted) except for the KNN utility
     ("y_train_mixed_objects", lambda X, y, Xt, yt: (X, object_array([None, 1, "a", 1, 0, 1]), Xt, yt), TypeError,

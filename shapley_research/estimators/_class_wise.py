@@ -401,7 +401,7 @@ def class_wise_shapley(game: ModelUtility | LogisticRegressionUtility | TorchMod
     normalize = check_bool(normalize, "normalize")
     chunk = None if chunk_size is None else check_int(chunk_size, "chunk_size", minimum=1)
     options = SamplingOptions.checked(game, "class_wise_shapley", batch_size=batch_size, n_jobs=n_jobs,
-                                      progress=None if progress is None else check_bool(progress, "progress"),
+                                      progress=progress,
                                       target_stderr=target_stderr, target_rank_correlation=target_rank_correlation,
                                       checkpoint=checkpoint, checkpoint_interval=checkpoint_interval)
     classes = _Classes.of(game)

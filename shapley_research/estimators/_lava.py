@@ -43,8 +43,8 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._validation import (check_choice, check_class_labels, check_features, check_float, check_int,
-                           check_target_vector)
+from .._validation import (check_choice, check_class_labels, check_feature_pair, check_float, check_int,
+                           check_label_kinds, check_target_vector)
 from ..result import ValuationResult
 
 __all__ = ["lava", "label_distances"]
@@ -85,14 +85,12 @@ def label_distances(X_train: NDArray[np.float64], train_index: NDArray[np.intp],
 
 def _check_data(X_train: ArrayLike, y_train: ArrayLike, X_test: ArrayLike, y_test: ArrayLike
                 ) -> tuple[NDArray[np.float64], np.ndarray, NDArray[np.float64], np.ndarray]:
-    X_tr = check_features(X_train, "X_train")
-    X_te = check_features(X_test, "X_test")
-    if X_te.shape[1] != X_tr.shape[1]:
-        raise ValueError(f"X_test must have the {X_tr.shape[1]} features of X_train, got {X_te.shape[1]}.")
+    X_tr, X_te = check_feature_pair(X_train, X_test)
     if X_tr.shape[0] < 2:
         raise ValueError(f"X_train must hold at least 2 points for the calibrated gradient, got {X_tr.shape[0]}.")
     y_tr = check_class_labels(check_target_vector(y_train, "y_train", X_tr.shape[0], "X_train"), "y_train")
     y_te = check_class_labels(check_target_vector(y_test, "y_test", X_te.shape[0], "X_test"), "y_test")
+    check_label_kinds(y_tr, y_te)
     return X_tr, y_tr, X_te, y_te
 
 

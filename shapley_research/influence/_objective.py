@@ -17,7 +17,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import linalg
 
-from .._validation import (check_bool, check_choice, check_class_labels, check_features, check_float,
+from .._validation import (check_bool, check_choice, check_class_labels, check_feature_pair, check_float,
                            check_label_kinds, check_target_vector)
 
 UTILITIES = ("neg_log_loss", "accuracy")
@@ -66,10 +66,7 @@ class LogisticObjective:
     def __init__(self, X_train: ArrayLike, y_train: ArrayLike, X_test: ArrayLike, y_test: ArrayLike, *,
                  C: float = 1.0, fit_intercept: bool = True,
                  utility: Literal["neg_log_loss", "accuracy"] = "neg_log_loss") -> None:
-        X_train = check_features(X_train, "X_train")
-        X_test = check_features(X_test, "X_test")
-        if X_train.shape[1] != X_test.shape[1]:
-            raise ValueError(f"X_train has {X_train.shape[1]} features but X_test has {X_test.shape[1]}.")
+        X_train, X_test = check_feature_pair(X_train, X_test)
         y_train = _check_labels(y_train, X_train.shape[0], "y_train", "X_train")
         y_test = _check_labels(y_test, X_test.shape[0], "y_test", "X_test")
         check_label_kinds(y_train, y_test)

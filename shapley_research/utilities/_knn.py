@@ -11,7 +11,7 @@ import time
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._validation import (check_class_labels, check_features, check_int, check_label_kinds, check_permutations,
+from .._validation import (check_class_labels, check_feature_pair, check_int, check_label_kinds, check_permutations,
                            check_target_vector)
 from ..games import Game, knn_match_counts, knn_prefix_match_counts
 from ..result import ValuationResult
@@ -21,9 +21,7 @@ __all__ = ["knn_shapley", "KNNUtility"]
 
 def _check_xy(X_train: ArrayLike, y_train: ArrayLike, X_test: ArrayLike, y_test: ArrayLike
               ) -> tuple[NDArray[np.float64], np.ndarray, NDArray[np.float64], np.ndarray]:
-    X_tr, X_te = check_features(X_train, "X_train"), check_features(X_test, "X_test")
-    if X_tr.shape[1] != X_te.shape[1]:
-        raise ValueError(f"X_train has {X_tr.shape[1]} features but X_test has {X_te.shape[1]}.")
+    X_tr, X_te = check_feature_pair(X_train, X_test)
     # labels are only compared for equality here, so they need not be sortable
     y_tr = check_class_labels(check_target_vector(y_train, "y_train", X_tr.shape[0], "X_train"), "y_train",
                               sortable=False)

@@ -18,8 +18,8 @@ from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator
 
 from ._options import DEGENERATE_MODES, resolve_degenerate  # noqa: F401  (DEGENERATE_MODES re-exported)
-from .._validation import (check_class_labels, check_features, check_label_kinds, check_target_vector,
-                           check_two_classes)
+from .._validation import (check_class_labels, check_feature_pair, check_features, check_label_kinds,
+                           check_target_vector, check_two_classes)
 
 CLASSIFICATION_METRICS = ("accuracy", "neg_log_loss")
 REGRESSION_METRICS = ("neg_mean_squared_error", "neg_mean_absolute_error", "r2")
@@ -113,10 +113,7 @@ def check_dataset(X_train: ArrayLike, y_train: ArrayLike, X_test: ArrayLike, y_t
     if tables and (is_raw_table(X_train) or is_raw_table(X_test)):
         X_tr, X_te = _check_tables(X_train, X_test)
     else:
-        X_tr = check_features(X_train, "X_train")
-        X_te = check_features(X_test, "X_test")
-        if X_tr.shape[1] != X_te.shape[1]:
-            raise ValueError(f"X_train has {X_tr.shape[1]} features but X_test has {X_te.shape[1]}.")
+        X_tr, X_te = check_feature_pair(X_train, X_test)
     y_tr = _check_targets(y_train, "y_train", X_tr.shape[0], "X_train", task)
     y_te = _check_targets(y_test, "y_test", X_te.shape[0], "X_test", task)
     if task == "classification":
