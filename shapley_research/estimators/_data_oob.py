@@ -39,6 +39,7 @@ from .._threads import Pinned, pinned_threads
 from .._validation import (check_bool, check_choice, check_class_labels, check_features, check_int, check_n_jobs,
                            check_real_array, check_seed, check_target_vector, check_two_classes)
 from ..result import ValuationResult
+from ..utilities._model_data import is_frame, is_raw_table
 from ..utilities.learners import check_fast
 
 if TYPE_CHECKING:
@@ -134,12 +135,13 @@ def _scores(score: Callable, y_true: np.ndarray, y_pred, what: str) -> np.ndarra
     return values
 
 
-def _fit_one(model, X: np.ndarray, y: np.ndarray, seed: int, estimator: int, classification: bool,
+def _fit_one(model, X: Any, y: np.ndarray, seed: int, estimator: int, classification: bool,
              score: Callable) -> tuple[np.ndarray, np.ndarray, bool]:
     """Fit estimator ``estimator`` on its bootstrap sample; return its out-of-bag rows, their scores, and
     whether a model was fitted (a classifier's sample holding one class is not: it predicts that class)."""
     n = X.shape[0]
     rows = bootstrap_indices(seed, estimator, n)
+    take = (lambda index: X.iloc[index]) if is_frame(X) else (lambda index: X[index])
     in_bag = np.zeros(n, dtype=bool)
     in_bag[rows] = True
     oob = np.flatnonzero(~in_bag)
@@ -149,14 +151,14 @@ def _fit_one(model, X: np.ndarray, y: np.ndarray, seed: int, estimator: int, cla
             return oob, _scores(score, y[oob], np.full(oob.size, classes[0], dtype=y.dtype), "model"), False
     fitted = _fresh_copy(model)
     try:
-        fitted.fit(X[rows], y[rows])
+        fitted.fit(take(rows), y[rows])
     except Exception as exc:
         if hasattr(exc, "add_note"):
             exc.add_note(f"data_oob: while fitting {type(model).__name__} on bootstrap sample {estimator}.")
         raise
     if oob.size == 0:
         return oob, np.empty(0), True
-    return oob, _scores(score, y[oob], fitted.predict(X[oob]), f"{type(model).__name__}.predict"), True
+    return oob, _scores(score, y[oob], fitted.predict(take(oob)), f"{type(model).__name__}.predict"), True
 
 
 def data_oob(model: Any, X_train: ArrayLike, y_train: ArrayLike, n_estimators: int = DEFAULT_N_ESTIMATORS,
@@ -245,7 +247,11 @@ def data_oob(model: Any, X_train: ArrayLike, y_train: ArrayLike, n_estimators: i
         run every estimator, ``n_players`` must equal ``N`` and ``fast`` is
         ignored.
     X_train : array_like of shape (N, d)
-        Finite real features of the points to value.
+        Finite real features of the points to value; or, for a model that
+        takes them (a ``Pipeline`` with a ``ColumnTransformer``), a DataFrame
+        with text or categorical columns or missing values, given to each fit
+        as it is (rows by position), one fit per bootstrap sample, as
+        :class:`~shapley_research.ModelUtility` does.
     y_train : array_like of shape (N,)
         Their labels (classification, any sortable values, at least two
         distinct ones: a single class raises a ``ValueError`` naming it, as
@@ -325,7 +331,7 @@ class _Run:
 
     model: Any
     learner: Any  # the batched learner, or None for the per-fit path
-    X: np.ndarray
+    X: Any  # float features, or a DataFrame given to the model as it is
     y: np.ndarray
     task: str
     n_estimators: int
@@ -344,12 +350,22 @@ class _Run:
         return "per-fit" if self.learner is None else f"batched: {self.learner!r}"
 
 
+def _check_table(X: Any) -> Any:
+    """A DataFrame given to the model as it is: at least one row and one column."""
+    if X.shape[0] == 0:
+        raise ValueError("X_train is empty: it must contain at least one sample.")
+    if X.shape[1] == 0:
+        raise ValueError(f"X_train has no features (shape {X.shape}).")
+    return X
+
+
 def _prepare(model, X_train, y_train, n_estimators, seed, task, score, n_jobs, progress, fast, device) -> _Run:
     """Every argument checked, in the order of their errors, and the route chosen: all before any fit."""
     instance = is_batched_learner(model)
     if not instance:
         _check_model(model)
-    X = check_features(X_train, "X_train")
+    raw = not instance and is_raw_table(X_train)
+    X = _check_table(X_train) if raw else check_features(X_train, "X_train")
     task = check_choice(task, "task", TASKS)
     if instance:
         task = learner_task(model, task, lambda m: "classification" if _is_classifier(m) else "regression")
@@ -365,12 +381,15 @@ def _prepare(model, X_train, y_train, n_estimators, seed, task, score, n_jobs, p
     if progress is not None:
         progress = check_bool(progress, "progress")
     fast = check_fast(fast)
+    if raw and fast is True:
+        raise ValueError("fast=True needs numeric features, but X_train is a DataFrame with non-numeric columns "
+                         "or missing values, which goes to the model as it is: pass fast='auto' or False.")
     if instance:
         check_learner(model, X, y, device)
         check_game_jobs(model, n_jobs, "data_oob")
         learner = model
     else:
-        learner = batched_learner(model, X, y, task, fast, device, n_jobs)
+        learner = None if raw else batched_learner(model, X, y, task, fast, device, n_jobs)
     classification = task == "classification"
     score_name = getattr(score, "__name__", type(score).__name__) if score is not None else (
         "correctness" if classification else "negative_squared_error")

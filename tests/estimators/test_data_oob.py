@@ -269,3 +269,30 @@ def test_wrong_shaped_predictions_are_refused():
 
     with pytest.raises(ValueError, match="TwoColumns.predict must return one prediction per out-of-bag point"):
         data_oob(TwoColumns(), X_OK, Y_OK, n_estimators=3, seed=0)
+
+
+def test_a_raw_table_goes_to_the_model_as_it_is():
+    """A DataFrame with a text column and a ColumnTransformer pipeline: the values of the same model on the
+    one-hot encoded array (the encoder learns the same columns from every bootstrap sample that holds the three
+    categories), flipped labels low, and fast=True refused by name."""
+    import pandas as pd
+    from sklearn.compose import ColumnTransformer
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder, StandardScaler
+
+    X, y = blobs(n=120, seed=3)
+    y, flipped = flip(y, 0.15, seed=3)
+    category = np.array(["a", "b", "c"])[np.arange(120) % 3]
+    table = pd.DataFrame({**{f"x{j}": X[:, j] for j in range(4)}, "kind": category})
+    encoded = np.column_stack([X, category[:, None] == np.array(["a", "b", "c"])]).astype(float)
+    on_table = make_pipeline(ColumnTransformer([("num", StandardScaler(), ["x0", "x1", "x2", "x3"]),
+                                                ("cat", OneHotEncoder(), ["kind"])]), LogisticRegression())
+    on_array = make_pipeline(ColumnTransformer([("num", StandardScaler(), [0, 1, 2, 3]),
+                                                ("cat", "passthrough", [4, 5, 6])]), LogisticRegression())
+    result = data_oob(on_table, table, y, n_estimators=60, seed=1)
+    np.testing.assert_allclose(result.values, data_oob(on_array, encoded, y, n_estimators=60, seed=1,
+                                                       fast=False).values, rtol=0, atol=1e-12)
+    assert result.info["route"] == "per-fit"
+    assert roc_auc_score(np.isin(np.arange(120), flipped), -result.values) > 0.8
+    with pytest.raises(ValueError, match="fast=True needs numeric features"):
+        data_oob(on_table, table, y, n_estimators=5, seed=1, fast=True)
