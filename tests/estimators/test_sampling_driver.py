@@ -217,3 +217,29 @@ def test_every_estimator_reports_the_loop_and_the_seed_the_same_way(name):
     again = estimator(game, 4000, 7, n_jobs=2, batch_size=result.info["batch_size"])
     np.testing.assert_array_equal(result.values, again.values)
     assert estimator(game, 2**30, 7, target_stderr=1e9).info["stopped_by"] == "target_stderr"
+
+
+class _ProcessRecordingGame(sr.Game):
+    """A cheap game that records the processes that evaluate it (module level: workers can unpickle it)."""
+
+    n_players = 30  # 2^30 coalitions: the budget cannot enumerate them
+
+    def __init__(self):
+        self.pids: set[int] = set()
+
+    def _evaluate(self, masks):
+        import os
+
+        self.pids.add(os.getpid())
+        return masks @ np.arange(1.0, 31.0) + np.sqrt(masks.sum(axis=1))
+
+
+def test_a_run_of_one_batch_starts_no_workers():
+    """Workers would only add their start-up: the batch runs here, with the bits of n_jobs=None."""
+    import os
+
+    game = _ProcessRecordingGame()
+    parallel = sr.msr_banzhaf(game, 200, seed=3, n_jobs=2)
+    assert parallel.info["batch_size"] >= parallel.n_samples  # one batch
+    assert game.pids == {os.getpid()}
+    np.testing.assert_array_equal(parallel.values, sr.msr_banzhaf(_ProcessRecordingGame(), 200, seed=3).values)

@@ -86,6 +86,11 @@ def evaluation_chunks(size: int, n_players: int) -> Iterator[slice]:
         yield slice(start, min(size, start + rows))
 
 
+def batch_count(n_units: int, batch_size: int, closed: tuple[int, ...] = ()) -> int:
+    """Batches of a run of ``n_units`` (:func:`batch_sizes`), counted without listing them."""
+    return sum(-(-units // batch_size) for units in (*closed, n_units - sum(closed)))
+
+
 def samples_in_batches(n_units: int | None, batch_size: int, batches: int, closed: tuple[int, ...] = ()) -> int:
     """Samples that the first ``batches`` batches of a run of ``n_units`` hold (fewer if the run has fewer)."""
     return sum(itertools.islice(batch_sizes(n_units, batch_size, closed), batches))

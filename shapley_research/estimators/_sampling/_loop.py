@@ -38,8 +38,8 @@ import numpy as np
 
 # the streams and MIN_SAMPLES_FOR_PRECISION are re-exported: estimators and tests import them from here
 from ._batches import (AUX_STREAM, BATCH_STREAM, CHUNK_CELLS, ORDER_STREAM, SIZE_STREAM, aux_rng,  # noqa: F401
-                       batch_jobs, batch_rng, chunk_rows, close_batches, evaluate_batches, evaluation_chunks,
-                       samples_in_batches)
+                       batch_count, batch_jobs, batch_rng, chunk_rows, close_batches, evaluate_batches,
+                       evaluation_chunks, samples_in_batches)
 from ._checkpoint import Checkpoint, LoopSnapshot, LoopStore
 from ._progress import expected_evaluations, progress_bar, show_batch
 from ._stopping import MIN_SAMPLES_FOR_PRECISION, StateEstimates, first_reached, stopping_rules  # noqa: F401
@@ -537,6 +537,8 @@ def run_sampling(
         return expected_evaluations(judged, n_evaluations, n_units=n_units, target_stderr=target_stderr,
                                     evaluations_per_unit=evaluations_per_unit)
 
+    if n_units is not None and batch_count(n_units, batch_size, snapshot.closed) - snapshot.batches <= 1:
+        n_jobs = None  # one batch left: workers would add their start-up and nothing else (same bits either way)
     bar = progress_bar(progress, total=total(snapshot.n_evaluations), initial=snapshot.n_evaluations, desc=desc)
     start, stopped_by = snapshot, first_reached(rules, judged)
     # this thread holds the pin from before any worker starts, over the merges and stopping rules too: the
