@@ -168,14 +168,16 @@ class ValuationResult:
         return np.argsort(-self.values, kind="stable")
 
     def to_dataframe(self) -> pd.DataFrame:
-        """Tidy table: one row per player with value and standard error."""
+        """Tidy table: one row per player with value and standard error (NaN for methods without one).
+
+        The columns are the same for every method (``player``, ``value``,
+        ``stderr``, ``method``), so the tables of several methods concatenate.
+        """
         import pandas as pd
 
-        frame = pd.DataFrame({"player": np.arange(self.n_players), "value": self.values})
-        if self.stderr is not None:
-            frame["stderr"] = self.stderr
-        frame["method"] = self.method
-        return frame
+        stderr = np.full(self.n_players, np.nan) if self.stderr is None else self.stderr
+        return pd.DataFrame({"player": np.arange(self.n_players), "value": self.values, "stderr": stderr,
+                             "method": self.method})
 
     def merge(self, *others: "ValuationResult") -> "ValuationResult":
         """This run merged with ``others``: see :func:`merge_results`."""

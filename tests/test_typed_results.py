@@ -206,3 +206,20 @@ def test_a_registered_finalizer_brings_its_own_merge_rules(monkeypatch):
     unlike = merge_results(a, _toy_run(3, "x", "other", rng.normal(size=(4, 2))))
     assert unlike.record.drawn["draw"] == unlike.info["draw"] == "x"
     assert "extra" not in unlike.info and "extra" not in unlike.record.terms
+
+
+def test_tables_of_every_method_have_the_same_columns_and_concatenate():
+    """to_dataframe: one row per player; a method without standard errors gives NaN, so tables stack."""
+    import pandas as pd
+
+    game = AIRPORT
+    sampled = sr.permutation_shapley(game, 2_001, seed=0)
+    exact = sr.leave_one_out(game)
+    assert exact.stderr is None
+    tables = [sampled.to_dataframe(), exact.to_dataframe()]
+    assert [list(table.columns) for table in tables] == [["player", "value", "stderr", "method"]] * 2
+    both = pd.concat(tables, ignore_index=True)
+    assert len(both) == 2 * game.n_players and set(both["method"]) == {sampled.method, exact.method}
+    np.testing.assert_array_equal(tables[0]["value"], sampled.values)
+    np.testing.assert_array_equal(tables[0]["stderr"], sampled.stderr)
+    assert tables[1]["stderr"].isna().all()
