@@ -436,12 +436,19 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return EXIT_FAILED if differences else EXIT_OK
 
 
+def _version() -> str:
+    from . import __version__
+
+    return __version__
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="shapley-research",
         description="Run the experiments reproducing Jia et al. (AISTATS 2019).",
         epilog="Experiments: " + ", ".join(EXPERIMENT_NAMES) + ". Example: shapley-research run iris_accuracy "
                "profile=quick output_dir=/tmp/results experiment.KEY=VALUE")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     parser.add_argument("--project-dir", metavar="DIR",
                         help="project directory with conf/ and notebooks/ (default: searched upward from the "
                              "working directory)")

@@ -105,6 +105,15 @@ def test_list_prints_the_six_names(capsys, tmp_path, monkeypatch):
     assert code == 0 and out.splitlines() == list(EXPERIMENT_NAMES)
 
 
+def test_version_prints_the_package_version(capsys):
+    import shapley_research
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out.strip() == f"shapley-research {shapley_research.__version__}"
+
+
 def test_list_long_shows_descriptions_and_missing_files(project, capsys):
     code, out, _ = run_main(capsys, "--project-dir", project, "list", "--long")
     lines = out.splitlines()
