@@ -77,6 +77,9 @@ class SamplingRecord:
         How the samples were drawn, as ``info`` reports it (e.g. SVARM's allocation).
     terms : dict of str to ndarray
         Per-run terms of the variance that the state cannot give (:attr:`Finalizer.summed`).
+    game : str or None
+        The fingerprint of the game the run valued (:func:`~shapley_research.games.game_identity`): runs of
+        games with different fingerprints do not merge. ``None`` where the game has none.
     """
 
     finalizer: Finalizer
@@ -86,6 +89,7 @@ class SamplingRecord:
     seeds: tuple[int, ...] = ()
     drawn: dict[str, Any] = field(default_factory=dict)
     terms: dict[str, np.ndarray] = field(default_factory=dict, compare=False)  # arrays: no truth value
+    game: str | None = None
 
     def anchors(self) -> tuple[float, float]:
         """``(U(empty), U(D))``, for a method that evaluates both (a ``ValueError`` if one is missing)."""
@@ -209,7 +213,11 @@ def merge_results(*results: ValuationResult) -> ValuationResult:
     ----------
     *results : ValuationResult
         At least one result of the same sampling estimator (same method and
-        options, same game, different seeds). Runs with the same seed hold the
+        options, same game, different seeds). Games are told apart by their
+        type, size and anchors, and by their ``fingerprint()`` where they
+        define one (the model utilities digest their data, model and metric;
+        a subclass of :class:`~shapley_research.games.Game` may define its
+        own). Runs with the same seed hold the
         same samples and are refused, as are runs without sample statistics
         (exact methods) and compressive runs (each seed draws its own
         measurement matrix; continue one run with a larger budget and its
@@ -270,6 +278,9 @@ def _mergeable_records(results: tuple[ValuationResult, ...]) -> list[SamplingRec
         if record.options != known[0].options:
             raise ValueError(f"results[{i}] was run with options {record.options}, "
                              f"results[0] with {known[0].options}.")
+        if known[0].game is not None and record.game is not None and record.game != known[0].game:
+            raise ValueError(f"results[{i}] valued a game of fingerprint {record.game}, results[0] one of "
+                             f"{known[0].game}: runs of different games cannot be merged.")
         for anchor in ("empty_utility", "full_utility"):
             a, b = getattr(known[0], anchor), getattr(record, anchor)
             if a is not None and b is not None and not np.isclose(a, b, rtol=1e-9, atol=1e-12, equal_nan=True):

@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from shapley_research.games import Game
+from shapley_research.games import Game, content_digest
 
 __all__ = [
     "AdditiveGame", "SizeAdditiveGame", "UnanimityGame", "AirportGame", "GloveGame",
@@ -311,6 +311,9 @@ class WeightedVotingGame(Game):
 
     def _evaluate(self, masks):
         return (masks @ self.weights >= self.quota).astype(float)
+
+    def fingerprint(self) -> str:  # what a user's game defines so that merge_results tells it apart
+        return content_digest(self.weights, self.quota)
 
     @property
     def shapley_values(self) -> np.ndarray:

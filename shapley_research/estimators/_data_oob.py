@@ -39,7 +39,7 @@ from .._threads import Pinned, pinned_threads
 from .._validation import (check_bool, check_choice, check_class_labels, check_features, check_int, check_n_jobs,
                            check_real_array, check_seed, check_target_vector, check_two_classes)
 from ..result import ValuationResult
-from ..utilities._model_data import is_frame, is_raw_table
+from ..utilities import is_frame, is_raw_table
 from ..utilities.learners import check_fast
 
 if TYPE_CHECKING:

@@ -19,8 +19,9 @@ the reporter an estimator installs around its evaluations
 (:func:`knn_match_counts`, :func:`knn_prefix_match_counts`).
 """
 
-from ._base import (PREFIX_MASK_CELLS, FunctionGame, Game, GameLike, PrefixGame, as_game, evaluate_prefixes,
-                    prefix_masks, prefix_positions, prefix_utilities, supports_prefixes)
+from ._base import (PREFIX_MASK_CELLS, FunctionGame, Game, GameLike, PrefixGame, as_game, content_digest,
+                    evaluate_prefixes, game_identity, prefix_masks, prefix_positions, prefix_utilities,
+                    supports_prefixes)
 from ._kernels import knn_match_counts, knn_prefix_match_counts
 from ._progress import report_evaluated, reporting_to
 from ._unanimity import UnanimitySumGame, random_unanimity_sum
@@ -30,4 +31,4 @@ __all__ = ["Game", "GameLike", "PrefixGame", "FunctionGame", "as_game", "prefix_
            "UnanimitySumGame", "random_unanimity_sum", "report_evaluated",
            # building blocks of estimators and model utilities
            "prefix_positions", "prefix_utilities", "PREFIX_MASK_CELLS", "reporting_to", "knn_match_counts",
-           "knn_prefix_match_counts"]
+           "knn_prefix_match_counts", "content_digest", "game_identity"]

@@ -16,6 +16,7 @@ to building the prefix masks otherwise.
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any, Callable, Protocol, cast, runtime_checkable
 
 import numpy as np
@@ -62,6 +63,36 @@ def supports_prefixes(game: object) -> bool:
     (:func:`evaluate_prefixes`), truncation refuses a game that has it.
     """
     return callable(getattr(game, "evaluate_prefixes", None))
+
+
+def content_digest(*parts: Any) -> str:
+    """16 hex digits of a SHA-256 over arrays (their dtype, shape and bytes), DataFrames and the reprs of the rest."""
+    digest = hashlib.sha256()
+    for part in parts:
+        if hasattr(part, "iloc") and hasattr(part, "columns"):  # a DataFrame: its values by column, and its names
+            import pandas as pd
+
+            digest.update(repr(list(part.columns)).encode())
+            digest.update(pd.util.hash_pandas_object(part, index=False).to_numpy().tobytes())
+        elif isinstance(part, np.ndarray) and part.dtype != object:
+            digest.update(f"{part.dtype.str}{part.shape}".encode())
+            digest.update(np.ascontiguousarray(part).tobytes())
+        else:
+            digest.update(repr(part.tolist() if isinstance(part, np.ndarray) else part).encode())
+    return digest.hexdigest()[:16]
+
+
+def game_identity(game: Any) -> str | None:
+    """What tells two games apart where their runs would be merged: ``game.fingerprint()``, or None.
+
+    A game's ``fingerprint()`` (:meth:`Game.fingerprint`) digests what defines
+    its utility (a model utility's data, model and metric). A game without one
+    (or with an empty one, such as a wrapper that counts calls) is unknown, and
+    is never told apart from another by it.
+    """
+    fingerprint = getattr(game, "fingerprint", None)
+    own = fingerprint() if callable(fingerprint) else ""
+    return own or None
 
 
 class Game:
@@ -112,6 +143,16 @@ class Game:
     def __repr__(self) -> str:
         return f"{type(self).__name__}(n_players={self.n_players})"
 
+    def fingerprint(self) -> str:
+        """A digest of what defines this game's utility (:func:`content_digest`); ``""`` where unknown.
+
+        Runs of games with different fingerprints are refused by
+        :func:`~shapley_research.merge_results`. Subclasses holding data or a
+        model return a digest of them; the base class knows nothing more than
+        its type and size.
+        """
+        return ""
+
 
 class FunctionGame(Game):
     """A game defined by a Python function (see :func:`as_game`)."""
@@ -123,6 +164,13 @@ class FunctionGame(Game):
         self.fn = fn
         self.n_players = check_int(n_players, "n_players", minimum=1)
         self.vectorized = check_bool(vectorized, "vectorized")
+
+    def fingerprint(self) -> str:
+        """The fingerprint of the game whose method ``fn`` is, else its module and name (lambdas look alike)."""
+        owner = getattr(self.fn, "__self__", None)
+        if callable(getattr(owner, "fingerprint", None)):
+            return owner.fingerprint()  # type: ignore[union-attr]
+        return f"{getattr(self.fn, '__module__', '')}.{getattr(self.fn, '__qualname__', type(self.fn).__name__)}"
 
     def _evaluate(self, masks: NDArray[np.bool_]) -> ArrayLike:
         if self.vectorized:

@@ -27,7 +27,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ._kernels import unanimity_prefix_utilities, unanimity_utilities
 from .._validation import check_int, check_permutations
-from ._base import Game
+from ._base import Game, content_digest
 
 __all__ = ["UnanimitySumGame", "random_unanimity_sum"]
 
@@ -53,6 +53,10 @@ class UnanimitySumGame(Game):
     ``O(N + sum_j |A_j|)``, since a term joins at the position of its last
     member.
     """
+
+    def fingerprint(self) -> str:
+        """A digest of the terms and their coefficients."""
+        return content_digest(self._members, self.sizes, self.coefficients)
 
     def __init__(self, n_players: int, coalitions: Sequence[ArrayLike], coefficients: ArrayLike) -> None:
         self.n_players = check_int(n_players, "n_players", minimum=1)

@@ -13,7 +13,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from .._validation import (check_class_labels, check_feature_pair, check_int, check_label_kinds, check_permutations,
                            check_target_vector)
-from ..games import Game, knn_match_counts, knn_prefix_match_counts
+from ..games import Game, content_digest, knn_match_counts, knn_prefix_match_counts
 from ..result import ValuationResult
 
 __all__ = ["knn_shapley", "KNNUtility"]
@@ -123,6 +123,10 @@ class KNNUtility(Game):
         self._rank = np.ascontiguousarray(rank.T)  # player-major: a player's ranks in one sweep
         self._match = np.ascontiguousarray((y_tr[:, None] == y_te[None, :]).astype(np.int32))
         self._scale = self.k * self._order.shape[0]
+
+    def fingerprint(self) -> str:
+        """A digest of ``k``, each test point's order of the training points, and which labels match."""
+        return content_digest(self.k, self._order, self._match)
 
     def _evaluate(self, masks: NDArray[np.bool_]) -> NDArray[np.float64]:
         counts = knn_match_counts(np.ascontiguousarray(masks), self._order, self._rank, self._match, self.k)

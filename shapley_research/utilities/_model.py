@@ -37,7 +37,7 @@ from ._coalition_fits import (CoalitionFitWarning, WarningTally, collected_warni
 from .._device import check_dtype, resolve_device
 from .._threads import thread_controller
 from .._validation import check_bool, check_choice, check_int, check_n_jobs, check_real_scalar
-from ..games import Game, report_evaluated, supports_prefixes
+from ..games import Game, content_digest, report_evaluated, supports_prefixes
 from .learners import RouteDecision, check_fast, final_estimator, is_pipeline, learner_for, route_decision
 
 if TYPE_CHECKING:
@@ -559,6 +559,14 @@ class ModelUtility(Game):
         """Empty the coalition cache (no-op without ``cache=True``)."""
         if self.cache_ is not None:
             self.cache_.clear()
+
+    def fingerprint(self) -> str:
+        """A digest of the data, the model's class and parameters, the metric and the degenerate convention."""
+        params = self.model.get_params(deep=True) if hasattr(self.model, "get_params") else vars(self.model)
+        return content_digest(self.X_train, self.y_train, self.X_test, self.y_test, type(self.model).__qualname__,
+                              sorted((key, repr(value)) for key, value in params.items()),
+                              getattr(self.metric, "__qualname__", self.metric), self.task, self.degenerate,
+                              self.default_utility, self.min_samples)
 
     def __repr__(self) -> str:
         backend = type(self.learner_).__name__ if self.learner_ is not None else "clone-and-fit"

@@ -27,7 +27,7 @@ from ._torch_training import (MAX_CHUNK, TrainingPlan, activations_per_row, byte
                               stacked_copies, stacked_forward, stacked_gradient, train_chunk)
 from .._device import available_bytes, check_dtype, import_torch, release, resolve_device, torch_dtype
 from .._validation import check_bool, check_choice, check_features, check_float, check_int, check_weights
-from ..games import Game, report_evaluated
+from ..games import Game, content_digest, report_evaluated
 
 if TYPE_CHECKING:
     from ._options import DegeneratePolicy
@@ -548,6 +548,14 @@ class TorchModelUtility(Game):
             return constant_means(weights, info)
         # the frequencies' argmax is the counts': dividing integer counts by their total keeps their order
         return info.classes[constant_frequencies(info.class_counts(weights), info).argmax(axis=1)]
+
+    def fingerprint(self) -> str:
+        """A digest of the data, the module's layers and initial weights, the metric and the training recipe."""
+        names = sorted(self._initial)
+        weights = [self._initial[name].detach().cpu().numpy() for name in names]
+        return content_digest(self.X_train, self.y_train, self.X_test, self.y_test, repr(self.model), names, *weights,
+                              self.metric, self.recipe, self.batch_size, self.n_steps, self.degenerate,
+                              self.default_utility, self.min_samples, self.dtype)
 
     def __repr__(self) -> str:
         return (f"{_OWNER}({type(self.model).__name__}, n_players={self.n_players}, metric={self.metric!r}, "

@@ -77,6 +77,40 @@ def test_merge_refuses_what_would_be_wrong():
         sr.merge_results()
 
 
+MERGEABLE = {
+    "permutation": lambda game, seed: sr.permutation_shapley(game, 1 + 20 * N, seed=seed),
+    "msr_banzhaf": lambda game, seed: sr.msr_banzhaf(game, 200, seed=seed),
+    "group_testing": lambda game, seed: sr.group_testing_shapley(game, 200, seed=seed),
+    "svarm": lambda game, seed: sr.stratified_svarm_shapley(game, 200, seed=seed),
+    "beta_shapley": lambda game, seed: sr.beta_shapley(game, 300, seed=seed),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MERGEABLE))
+def test_runs_of_another_game_with_the_same_anchors_are_refused(name):
+    """Two voting games of one size, both with U(empty) = 0 and U(D) = 1: only the games' own fingerprints
+    (their weights and quota) tell them apart; the same game built again merges."""
+    run = MERGEABLE[name]
+    other = WeightedVotingGame([4, 3, 3, 2, 2, 1, 1, 1], quota=12)
+    first = run(GAME, 1)
+    with pytest.raises(ValueError, match="runs of different games cannot be merged"):
+        sr.merge_results(first, run(other, 2))
+    rebuilt = WeightedVotingGame([4, 3, 3, 2, 2, 1, 1, 1], quota=9)
+    assert sr.merge_results(first, run(rebuilt, 2)).n_samples == first.n_samples + run(GAME, 2).n_samples
+
+
+def test_model_utilities_differing_only_in_the_model_are_refused():
+    """The pair the probe found: one data set, LogisticRegression(C=1) against C=1e-4 (the same U(empty))."""
+    from sklearn.linear_model import LogisticRegression
+
+    X, y = np.random.default_rng(0).normal(size=(40, 3)), np.arange(40) % 2
+    build = lambda C: sr.ModelUtility(LogisticRegression(C=C), X[:30], y[:30], X[30:], y[30:])  # noqa: E731
+    first = sr.permutation_shapley(build(1.0), 301, seed=0)
+    with pytest.raises(ValueError, match="runs of different games cannot be merged"):
+        sr.merge_results(first, sr.permutation_shapley(build(1e-4), 301, seed=1))
+    assert sr.merge_results(first, sr.permutation_shapley(build(1.0), 301, seed=1)).n_samples == 20
+
+
 # --- stopping at a target standard error ---
 
 

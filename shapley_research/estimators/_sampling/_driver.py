@@ -29,7 +29,7 @@ from __future__ import annotations
 import os
 import time
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, ClassVar
 
 import numpy as np
@@ -38,6 +38,7 @@ from ._loop import (Anchors, MeanState, SamplingOutcome, default_batch_size, eva
                     run_sampling, units_from_budget)
 from .._small_games import enumerated_result, enumeration_affordable
 from ..._device import check_game_jobs
+from ...games import game_identity
 from ..._validation import check_bool, check_float, check_int, check_target, check_target_rank_correlation
 from ...result import SamplingRecord, ValuationResult
 
@@ -260,12 +261,12 @@ def drive(spec: SamplingSpec, game: Any, budget: object, seed: object, options: 
     outcome = _sample(spec, sampler, run, budget)
     state = sampler.merged(outcome.state)
     values, stderr, updates = spec.estimates(sampler, state)
-    record = sampler.record
+    record = None if sampler.record is None else replace(sampler.record.completed(updates), game=game_identity(game))
     return ValuationResult(
         values=values, n_evaluations=outcome.n_evaluations + (anchors.n_evaluations if anchors else 0)
         + sampler.evaluations, method=spec.method, seed=entropy, wall_time=time.perf_counter() - start,
         stderr=stderr, n_samples=spec.samples(state), info=spec.report(sampler, outcome.summary(), updates),
-        state=None if record is None else state, record=None if record is None else record.completed(updates))
+        state=None if record is None else state, record=record)
 
 
 def _sample(spec: SamplingSpec, sampler: Sampler, run: Run, budget: object) -> SamplingOutcome:

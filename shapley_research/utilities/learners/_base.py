@@ -19,7 +19,7 @@ from .._model_data import (TargetInfo, check_dataset, check_degenerate_options,
                            Metric, degenerate_utilities, resolve_metric, split_degenerate)
 from ..._device import available_bytes, check_dtype, release, resolve_device
 from ..._validation import check_bool, check_features, check_int
-from ...games import Game, prefix_positions, prefix_utilities
+from ...games import Game, content_digest, prefix_positions, prefix_utilities
 from ._array import NUMPY, Array, ArrayBackend
 from ._scalers import CoalitionScaling, check_scalers
 
@@ -120,6 +120,16 @@ class _BatchedLearner(Game):
         self._backend = ArrayBackend(self.device, self.dtype)
         if self.device is not None:  # the one-pass prefix paths are numpy's; a device refits every prefix
             self.exact_prefixes = True
+
+    #: Attributes that define a learner's utilities beyond its data (a subclass adds its own hyperparameters).
+    _DEFINING: tuple[str, ...] = ("metric", "task", "degenerate", "default_utility", "min_samples", "dtype")
+
+    def fingerprint(self) -> str:
+        """A digest of the data, the intercept, the scalers and the attributes in :attr:`_DEFINING`."""
+        scalers = None if self.scaling is None else repr(getattr(self.scaling, "steps", self.scaling))
+        return content_digest(self.X_train, self.y_train, self.X_test, self.y_test, type(self).__qualname__,
+                              self.design.fit_intercept, scalers,
+                              [(name, getattr(self, name, None)) for name in self._DEFINING])
 
     def _set_scaling(self, scalers: Sequence[Any]) -> None:
         """Scalers fitted on each coalition before the model, as a pipeline does (:mod:`._scalers`).

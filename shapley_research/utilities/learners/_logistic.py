@@ -163,6 +163,8 @@ class LogisticRegressionUtility(_BatchedLearner):
         prefixes the warm steps did not converge), ``hessians`` (inverted).
     """
 
+    _DEFINING = _BatchedLearner._DEFINING + ("C", "tol", "max_iter", "solver", "chain_prefixes")
+
     def __init__(self, X_train: ArrayLike, y_train: ArrayLike, X_test: ArrayLike, y_test: ArrayLike,
                  metric: str = "accuracy", *, C: float = 1.0, fit_intercept: bool = True, tol: float = 1e-6,
                  max_iter: int = 500, solver: Literal["auto", "newton", "lbfgs"] = "auto",

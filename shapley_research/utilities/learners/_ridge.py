@@ -76,6 +76,8 @@ class RidgeUtility(_BatchedLearner):
         (non-degenerate coalitions; each prefix counts one).
     """
 
+    _DEFINING = _BatchedLearner._DEFINING + ("alpha",)
+
     exact_prefixes = True
 
     def __init__(self, X_train: ArrayLike, y_train: ArrayLike, X_test: ArrayLike, y_test: ArrayLike,
