@@ -106,15 +106,17 @@ def release(device: Any) -> None:
 
 
 def check_game_jobs(game: object, n_jobs: object, owner: str) -> int | None:
-    """``n_jobs`` checked (:func:`~._validation.check_n_jobs`), refusing ``n_jobs > 1`` for a game on a device.
+    """``n_jobs`` checked (:func:`~._validation.check_n_jobs`), refusing ``n_jobs > 1`` for a game on an accelerator.
 
     One process owns a GPU: joblib workers would each copy the data to it and
     compete for its memory, while one chunk already trains many coalitions
-    in parallel on it.
+    in parallel on it. A game on torch's CPU device trains on one thread, so
+    workers share the cores as they do for any other game.
     """
     jobs = check_n_jobs(n_jobs)
     device = getattr(game, "device", None)
-    if device is None or jobs is None or jobs == 1 or (jobs < 0 and (os.cpu_count() or 1) + 1 + jobs <= 1):
+    on_cpu = device is None or str(device) == "cpu"
+    if on_cpu or jobs is None or jobs == 1 or (jobs < 0 and (os.cpu_count() or 1) + 1 + jobs <= 1):
         return jobs
     raise ValueError(f"{owner}: n_jobs={jobs} with {type(game).__name__} on device {str(device)!r}; a game on a "
                      "device runs in one process (its chunks of coalitions already run in parallel there). "

@@ -186,7 +186,8 @@ class TorchModelUtility(Game):
     ----------
     n_players : int
     device : torch.device
-        Where the models train (estimators refuse ``n_jobs > 1`` for it).
+        Where the models train (estimators refuse ``n_jobs > 1`` on an accelerator; on the CPU, where a
+        game trains on one thread, workers share the cores as for any game).
     dtype : str
     n_steps : int
         Optimiser steps per coalition.

@@ -189,5 +189,7 @@ def test_flipped_labels_get_the_lowest_values_on_a_separable_task():
 
 
 def test_a_game_on_a_device_is_refused_workers():
-    with pytest.raises(ValueError, match="ame: n_jobs=2 with LogisticRegressionUtility on device 'cpu'"):
-        ame(logistic_game_on_cpu_device(), 100, seed=0, n_jobs=2)
+    game = logistic_game_on_cpu_device()
+    game.device = "cuda:0"  # an accelerator (refused on the attribute, before anything runs on it)
+    with pytest.raises(ValueError, match="ame: n_jobs=2 with LogisticRegressionUtility on device 'cuda:0'"):
+        ame(game, 100, seed=0, n_jobs=2)

@@ -312,5 +312,7 @@ def test_a_torch_utility_predicts_as_it_scores():
 
 
 def test_a_game_on_a_device_is_refused_workers():
+    game = logistic_game_on_cpu_device()
+    game.device = "cuda:0"  # an accelerator (refused on the attribute, before anything runs on it)
     with pytest.raises(ValueError, match="class_wise_shapley: n_jobs=2 with LogisticRegressionUtility on device"):
-        class_wise_shapley(logistic_game_on_cpu_device(), 200, seed=0, n_jobs=2)
+        class_wise_shapley(game, 200, seed=0, n_jobs=2)

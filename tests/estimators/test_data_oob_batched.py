@@ -179,7 +179,10 @@ def test_torch_model_utility_runs_through_data_oob():
     assert np.isfinite(result.values).mean() > 0.95 and result.info["task"] == "classification"
     assert result.n_evaluations == 20 and result.info["route"].startswith("batched: TorchModelUtility(")
     np.testing.assert_array_equal(result.values, data_oob(game, X, y, n_estimators=20, seed=0, **QUIET).values)
-    with pytest.raises(ValueError, match="n_jobs=2 with TorchModelUtility on device 'cpu'"):
+    np.testing.assert_array_equal(result.values, data_oob(game, X, y, n_estimators=20, seed=0, n_jobs=2,
+                                                          **QUIET).values)  # one thread on torch's CPU device
+    game.device = "cuda:0"  # an accelerator (refused on the attribute, before anything runs on it)
+    with pytest.raises(ValueError, match="n_jobs=2 with TorchModelUtility on device 'cuda:0'"):
         data_oob(game, X, y, n_estimators=2, seed=0, n_jobs=2)
 
 
@@ -229,8 +232,8 @@ def test_torch_cpu_device_runs_the_learner_there_and_refuses_workers():
     on_numpy = data_oob(model, X, y, n_estimators=20, seed=2, fast=True, **QUIET)
     assert "device='cpu'" in on_torch.info["route"]
     np.testing.assert_array_equal(on_torch.values, on_numpy.values)
-    with pytest.raises(ValueError, match="n_jobs=2 with LogisticRegressionUtility on device 'cpu'"):
-        data_oob(model, X, y, n_estimators=3, seed=0, fast=True, device="cpu", n_jobs=2)
+    np.testing.assert_array_equal(on_torch.values, data_oob(model, X, y, n_estimators=20, seed=2, fast="auto",
+                                                            device="cpu", n_jobs=2, **QUIET).values)
 
 
 @pytest.mark.parametrize("fast", ["yes", 1, None])

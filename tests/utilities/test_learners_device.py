@@ -166,7 +166,11 @@ def test_bad_devices_and_dtypes_fail_before_any_work():
     game = LogisticRegressionUtility(X, y, Xt, yt, device="cpu")
     with pytest.raises(ValueError, match="non-negative integers"):
         game.predict(-np.ones((1, len(y)), dtype=int))
-    with pytest.raises(ValueError, match="n_jobs=2 with LogisticRegressionUtility on device 'cpu'"):
+    # torch's CPU device trains on one thread: workers share the cores, with the same bits
+    np.testing.assert_array_equal(msr_banzhaf(game, 400, seed=0, n_jobs=2, batch_size=100).values,
+                                  msr_banzhaf(game, 400, seed=0, batch_size=100).values)
+    game.device = "cuda:0"  # an accelerator (refused on the attribute, before anything runs on it)
+    with pytest.raises(ValueError, match="n_jobs=2 with LogisticRegressionUtility on device 'cuda:0'"):
         msr_banzhaf(game, 50, seed=0, n_jobs=2)
 
 

@@ -136,6 +136,14 @@ def test_reruns_and_fresh_objects_are_bit_identical():
     assert first.n_fits == 18
 
 
+def test_joblib_workers_on_the_cpu_give_the_same_bits():
+    """On torch's CPU device a game trains on one thread, so n_jobs runs it in workers as any other game."""
+    from shapley_research import msr_banzhaf
+
+    one = msr_banzhaf(game(), 48, seed=0, batch_size=16)
+    np.testing.assert_array_equal(msr_banzhaf(game(), 48, seed=0, batch_size=16, n_jobs=2).values, one.values)
+
+
 def test_reinitialize_is_noisy_yet_a_function_of_the_coalition():
     masks = random_masks(6, DATA[0].shape[0])
     fixed = game(dtype="float64").trained_outputs(masks)
