@@ -337,8 +337,9 @@ def check_class_labels(y: np.ndarray, name: str, *, sortable: bool = True) -> np
     if kind == "f" and not np.isfinite(y).all():
         raise ValueError(f"{name} contains NaN or infinite labels.")
     if kind == "f" and np.any(y != np.round(y)):
-        raise ValueError(f"{name} holds continuous values (such as {y[y != np.round(y)][0]!r}), not class labels: "
-                         "a real-valued target needs a regression metric ('r2', 'neg_mse') or task='regression'.")
+        raise ValueError(f"{name} holds continuous values (such as {y[y != np.round(y)][0]!r}), not class labels "
+                         "(integers, strings or whole-number floats); a real-valued target needs a regression "
+                         "utility, e.g. ModelUtility with metric='r2'.")
     if kind not in "biufUSO":
         raise TypeError(f"{name} must hold class labels (integers or strings), got dtype {y.dtype}.")
     if kind == "O":

@@ -679,7 +679,7 @@ LABEL_CASES = [
     ("y_strings_vs_numbers", lambda X, y, Xt, yt: (X, np.array(["a", "b"] * 3), Xt, yt), TypeError,
      "y_test holds numbers .* but y_train holds strings"),
     ("y_train_continuous", lambda X, y, Xt, yt: (X, y + 0.25, Xt, yt), ValueError,
-     "y_train holds continuous values .* a regression metric"),
+     "y_train holds continuous values .* needs a regression utility"),
     ("y_test_no_label_in_common", lambda X, y, Xt, yt: (X, y, Xt, yt + 10), ValueError,
      "y_test shares no label with y_train"),
     ("y_test_other_spelling",

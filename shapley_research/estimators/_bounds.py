@@ -165,7 +165,10 @@ def compressive_sample_size(epsilon: float, delta: float, n_players: int, sparsi
     :math:`T \ge \frac{2r^2}{\epsilon^2}\log\frac{4M}{\delta}` and
     :math:`M \ge C'(K \log\frac{N}{2K} + \log\frac2\delta)`. The theorem leaves
     the universal constant :math:`C'` unspecified: pass it as ``constant``.
-    Returns ``(T, M)``; utility evaluations are ``N * T``.
+    For ``K > N / 2`` the logarithm :math:`\log\frac{N}{2K}` would be negative
+    (the theorem's regime is sparse values): it is taken as 0, so ``M`` is then
+    :math:`C'\log\frac2\delta` whatever ``K``. Returns ``(T, M)``; utility
+    evaluations are ``N * T``.
 
     Parameters
     ----------

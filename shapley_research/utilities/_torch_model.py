@@ -591,7 +591,8 @@ def _check_output_shape(shape: tuple[int, ...], rows: int, targets: TargetInfo |
         k = targets.n_classes
         if shape != (rows, k):
             per_row = int(np.prod(shape[1:])) if len(shape) > 1 and shape[0] == rows else None
-            what = f"{per_row} values per row" if per_row is not None else f"shape {shape} for {rows} rows"
+            what = (f"{per_row} value{'s' if per_row != 1 else ''} per row" if per_row is not None
+                    else f"shape {shape} for {rows} rows")
             labels = ", ".join(map(repr, targets.classes[:10].tolist())) + (", ..." if k > 10 else "")
             raise ValueError(f"{_OWNER}: model outputs {what} but y_train has {k} classes ({labels}, in the "
                              f"sorted order of the output units): a classifier must output logits of shape "
