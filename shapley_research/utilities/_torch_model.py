@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import copy
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Literal, cast
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ._model_data import (TargetInfo, check_dataset, check_degenerate_options, clipped_mean_log_probability,
-                          constant_frequencies, constant_means, degenerate_rows, regression_scores, resolve_metric,
-                          split_degenerate)
+                          constant_frequencies, constant_means, degenerate_rows, regression_scores, split_degenerate)
 from ._options import TrainingRecipe, recipe_keywords
+from ._torch_checks import check_output_shape, metric_and_task, resolve_steps
 from ._torch_mlp import mlp_gradient, mlp_layers
 from ._torch_training import (MAX_CHUNK, TrainingPlan, activations_per_row, bytes_per_model, epoch_batches,
                               own_rows, redrawn_parameters, reinitialization_seed, size_ordered_chunks,
@@ -36,7 +36,6 @@ if TYPE_CHECKING:
 __all__ = ["TorchModelUtility"]
 
 _OWNER = "TorchModelUtility"
-DEFAULT_STEPS = 300
 CPU_THREADS = 1  # torch threads while training on the CPU: the estimators' pin (a shared machine can't starve it)
 # Fixed cost of one training step of a chunk, in floating-point operations of the model's rows (kernel launches
 # and Python: the hand-written MLP step runs ~15 kernels, the vmap/grad one ~60 ops through several transforms; a
@@ -255,7 +254,7 @@ class TorchModelUtility(Game):
             kind = f"the class {model.__name__}" if isinstance(model, type) else type(model).__name__
             raise TypeError(f"{_OWNER}: model must be a torch.nn.Module instance, got {kind}.")
         self.model = model
-        self.metric, self.task = _metric_and_task(metric)
+        self.metric, self.task = metric_and_task(metric)
         self.X_train, self.y_train, self.X_test, self.y_test = check_dataset(
             X_train, y_train, X_test, y_test, self.task)
         self.targets = TargetInfo(self.y_train, self.y_test, self.task)
@@ -285,7 +284,7 @@ class TorchModelUtility(Game):
         self.reinitialize = check_bool(training["reinitialize"], "reinitialize")
         batch_size = training["batch_size"]
         self.batch_size = None if batch_size is None else check_int(batch_size, "batch_size", minimum=1)
-        self.n_steps = _resolve_steps(training["steps"], training["epochs"], self.batch_size, self.n_players)
+        self.n_steps = resolve_steps(training["steps"], training["epochs"], self.batch_size, self.n_players)
         self.recipe = TrainingRecipe(**training)
 
     def _prepare_module(self, model: Any) -> None:
@@ -325,7 +324,7 @@ class TorchModelUtility(Game):
         if not isinstance(output, torch.Tensor) or not output.is_floating_point():
             raise ValueError(f"{_OWNER}: model must return a floating-point tensor, got {type(output).__name__}"
                              f"{'' if not isinstance(output, torch.Tensor) else ' of ' + str(output.dtype)}.")
-        _check_output_shape(tuple(output.shape), rows, self.targets if self.task == "classification" else None)
+        check_output_shape(tuple(output.shape), rows, self.targets if self.task == "classification" else None)
         try:
             with torch.no_grad():
                 self._forward(stacked_copies(self._initial, 1), self._constants, sample)
@@ -562,41 +561,3 @@ class TorchModelUtility(Game):
         return (f"{_OWNER}({type(self.model).__name__}, n_players={self.n_players}, metric={self.metric!r}, "
                 f"optimizer={self.optimizer!r}, steps={self.n_steps}, device={str(self.device)!r}, "
                 f"dtype={self.dtype!r})")
-
-
-# --------------------------------------------------------------------------------------------
-# Checks of the arguments
-# --------------------------------------------------------------------------------------------
-
-def _metric_and_task(metric: Any) -> tuple[str, str]:
-    name, task = resolve_metric(metric)
-    if task is None:
-        raise TypeError(f"{_OWNER} takes a metric name, not a callable scorer (use ModelUtility for one).")
-    return cast(str, name), task  # a named metric has a task
-
-
-def _resolve_steps(steps: int | None, epochs: int | None, batch_size: int | None, n_rows: int) -> int:
-    """Optimiser steps per coalition from ``steps`` or ``epochs`` (not both)."""
-    if steps is not None and epochs is not None:
-        raise ValueError(f"{_OWNER}: pass steps or epochs, not both (got steps={steps!r}, epochs={epochs!r}).")
-    if epochs is None:
-        return DEFAULT_STEPS if steps is None else check_int(steps, "steps", minimum=1)
-    epochs = check_int(epochs, "epochs", minimum=1)
-    return epochs if batch_size is None else epochs * -(-n_rows // batch_size)
-
-
-def _check_output_shape(shape: tuple[int, ...], rows: int, targets: TargetInfo | None) -> None:
-    """ValueError unless ``shape`` is (rows, K) for K classes, or (rows,) / (rows, 1) for regression."""
-    if targets is not None:
-        k = targets.n_classes
-        if shape != (rows, k):
-            per_row = int(np.prod(shape[1:])) if len(shape) > 1 and shape[0] == rows else None
-            what = (f"{per_row} value{'s' if per_row != 1 else ''} per row" if per_row is not None
-                    else f"shape {shape} for {rows} rows")
-            labels = ", ".join(map(repr, targets.classes[:10].tolist())) + (", ..." if k > 10 else "")
-            raise ValueError(f"{_OWNER}: model outputs {what} but y_train has {k} classes ({labels}, in the "
-                             f"sorted order of the output units): a classifier must output logits of shape "
-                             f"({rows}, {k}) for {rows} rows, got {shape}.")
-    elif shape not in ((rows,), (rows, 1)):
-        raise ValueError(f"{_OWNER}: model outputs shape {shape} for {rows} rows, but a regression metric needs "
-                         f"one value per row: shape ({rows},) or ({rows}, 1).")
