@@ -36,7 +36,7 @@ from ._sampling._progress import evaluation_bar
 from .._device import check_game_jobs
 from .._validation import (check_bool, check_choice, check_float, check_game, check_int, check_real_array,
                            check_utilities)
-from ..games import GameLike
+from ..games import GameLike, game_identity
 from ..result import ValuationResult
 
 __all__ = ["ame", "ame_coalitions"]
@@ -285,7 +285,8 @@ def ame(game: GameLike, budget: int, seed: int | np.random.SeedSequence | None =
     max_iter = check_int(max_iter, "max_iter", minimum=1)
     progress = None if progress is None else check_bool(progress, "progress")
     entropy, store = open_checkpoint(checkpoint, seed, dim=budget, interval=checkpoint_interval, fingerprint={
-        "method": "ame", "n_players": n, "budget": budget, "probabilities": grid.tolist()})
+        "method": "ame", "n_players": n, "budget": budget, "probabilities": grid.tolist(),
+        "game": game_identity(game)})
     resumed = store.count if store is not None else 0
 
     masks, _ = ame_coalitions(entropy, budget, n, tuple(grid.tolist()))

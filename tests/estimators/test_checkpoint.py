@@ -251,6 +251,32 @@ def test_checkpoint_of_another_run_is_refused(change, tmp_path):
     assert _bytes(path) == before
 
 
+def test_a_checkpoint_of_another_game_is_refused_and_one_written_before_fingerprints_is_read(tmp_path):
+    """Same players, same anchors, other quota: the games' fingerprints differ. A file without the key (written
+    before games had fingerprints) continues as it did."""
+    import json
+
+    from shapley_research.estimators._sampling._checkpoint import _digest
+
+    path = tmp_path / "game.ckpt"
+    RUNS["permutation"](GAME, seed=3, checkpoint=path, budget=1 + 8 * 20)
+    before = _bytes(path)
+    other = WeightedVotingGame([4, 3, 3, 2, 2, 1, 1, 1], quota=12)
+    with pytest.raises(sr.CheckpointError, match="game: file"):
+        RUNS["permutation"](other, seed=3, checkpoint=path)
+    assert _bytes(path) == before
+    with np.load(path, allow_pickle=False) as archive:  # the file as an earlier version wrote it
+        meta, mean, m2 = json.loads(str(archive["meta"][()])), archive["mean"], archive["m2"]
+    meta.pop("sha256")
+    del meta["fingerprint"]["game"]
+    np.savez(path, meta=np.array(json.dumps({**meta, "sha256": _digest(meta, mean, m2)}, sort_keys=True)),
+             mean=mean, m2=m2)
+    counting = CountingGame(GAME)  # a wrapper has no fingerprint: not compared, as the file's is missing
+    resumed = RUNS["permutation"](counting, seed=3, checkpoint=path)
+    assert resumed.info["resumed_samples"] == 20 and 0 < counting.rows
+    assert_same_run(resumed, RUNS["permutation"](GAME, seed=3))
+
+
 def test_checkpoint_holding_more_than_the_budget_is_refused(tmp_path):
     path = tmp_path / "big.ckpt"
     RUNS["permutation"](GAME, seed=3, checkpoint=path, budget=1 + 8 * 40)

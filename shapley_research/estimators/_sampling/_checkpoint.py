@@ -13,8 +13,10 @@ does not belong to the call:
 * it must be an ``.npz`` archive that numpy reads without pickle, of this
   format version, with a SHA-256 of its contents that matches (a truncated or
   edited file is rejected, not half-read);
-* its *fingerprint* (estimator, options, players, batch size, seed) must equal
-  the call's, since otherwise its samples would not be the call's samples.
+* its *fingerprint* (estimator, options, players, batch size, seed, and the
+  game's own fingerprint where both the file and the call know one,
+  :func:`~shapley_research.games.game_identity`) must equal the call's, since
+  otherwise its samples would not be the call's samples.
 
 The file is an ``.npz`` archive of three arrays: ``mean`` and ``m2`` (the
 state's moments) and ``meta``, a JSON text with ``format`` (:data:`FORMAT`),
@@ -192,9 +194,15 @@ class Checkpoint:
         theirs = dict(meta["fingerprint"])
         if self.fingerprint.get("seed") is None:
             self.fingerprint["seed"] = theirs.get("seed")
-        if theirs != self.fingerprint:
-            keys = sorted(k for k in set(theirs) | set(self.fingerprint) if theirs.get(k) != self.fingerprint.get(k))
-            detail = ", ".join(f"{k}: file {theirs.get(k)!r} vs call {self.fingerprint.get(k)!r}" for k in keys)
+        ours = dict(self.fingerprint)
+        if theirs.get("game") is None or ours.get("game") is None:
+            # a game unknown on one side (no fingerprint, e.g. a wrapper counting calls, or a file written before
+            # games had fingerprints) is not compared
+            theirs.pop("game", None)
+            ours.pop("game", None)
+        if theirs != ours:
+            keys = sorted(k for k in set(theirs) | set(ours) if theirs.get(k) != ours.get(k))
+            detail = ", ".join(f"{k}: file {theirs.get(k)!r} vs call {ours.get(k)!r}" for k in keys)
             raise self.refuse(f"was written by a different run ({detail})")
         if mean.shape != (self.dim,) or m2.shape != (self.dim,):
             raise self.refuse(f"holds statistics of dimension {mean.shape}, expected ({self.dim},)")

@@ -247,8 +247,8 @@ def drive(spec: SamplingSpec, game: Any, budget: object, seed: object, options: 
     start = time.perf_counter()
     n_units = spec.units(budget, options)
     batch_size = spec.batch_size(options.batch_size, n_units)
-    entropy, checkpoint = open_checkpoint(options.checkpoint, seed, dim=spec.dim,
-                                          fingerprint=spec.fingerprint(batch_size, options.empty_utility, n_units),
+    fingerprint = {**spec.fingerprint(batch_size, options.empty_utility, n_units), "game": game_identity(game)}
+    entropy, checkpoint = open_checkpoint(options.checkpoint, seed, dim=spec.dim, fingerprint=fingerprint,
                                           interval=options.checkpoint_interval)
     if spec.enumerable and enumeration_affordable(spec.n_players, budget, options.empty_utility):
         return enumerated_result(game, method=spec.method, seed=entropy, empty_utility=options.empty_utility,
