@@ -13,17 +13,14 @@ The conventions themselves are documented once, in :class:`~shapley_research.Mod
 
 from __future__ import annotations
 
-import contextlib
-import re
-import sys
-import threading
-import warnings
 from numbers import Integral
-from typing import Any, Callable, Iterator, TextIO
+from typing import Any, Callable
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from sklearn.utils.metaestimators import available_if
+
+from .._warnings import NUMBER, WarningTally, collected_warnings
 
 __all__ = ["AllClassesModel", "with_all_classes", "fit_size_limit", "collected_warnings", "WarningTally",
            "CoalitionFitWarning", "unfit_message", "describe_error"]
@@ -122,96 +119,6 @@ def fit_size_limit(model: Any) -> tuple[int, str] | None:
 
 
 # --------------------------------------------------------------------------------------------
-# Warnings raised while fitting and scoring coalitions
-# --------------------------------------------------------------------------------------------
-
-_NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
-_modules_by_file: dict[str, str | None] = {}
-
-
-def _module_of(filename: str) -> str | None:
-    """The imported module that ``filename`` is (so that filters by module still match a summary)."""
-    if filename not in _modules_by_file:
-        _modules_by_file[filename] = next((name for name, module in list(sys.modules.items())
-                                           if getattr(module, "__file__", None) == filename), None)
-    return _modules_by_file[filename]
-
-
-class WarningTally:
-    """Warnings counted by kind: category and message text with its numbers replaced by ``#``."""
-
-    def __init__(self) -> None:
-        # key -> [category, first text, filename, lineno, module, count]
-        self.kinds: dict[tuple[str, str, str], list[Any]] = {}
-
-    def add(self, message: Warning | str, category: type[Warning], filename: str, lineno: int) -> None:
-        text = str(message)
-        key = (category.__module__, category.__qualname__, _NUMBER.sub("#", text))
-        if key in self.kinds:
-            self.kinds[key][-1] += 1
-        else:
-            self.kinds[key] = [category, text, filename, lineno, _module_of(filename), 1]
-
-    def merge(self, other: WarningTally) -> None:
-        for key, (category, text, filename, lineno, module, count) in other.kinds.items():
-            if key in self.kinds:
-                self.kinds[key][-1] += count
-            else:
-                self.kinds[key] = [category, text, filename, lineno, module, count]
-
-    def emit(self, n_coalitions: int) -> None:
-        """One warning per kind, of its category and at its first place, so the user's filters apply."""
-        for category, text, filename, lineno, module, count in self.kinds.values():
-            summary = (f"{text}\n[ModelUtility: raised {count} time(s) while fitting and scoring "
-                       f"{n_coalitions} coalition(s) of one evaluate call; shown once, with the first message.]")
-            warnings.warn_explicit(summary, category, filename, lineno, module=module, registry=None)
-
-
-_lock = threading.Lock()
-_active: dict[str, Any] = {"depth": 0, "saved": None}  # collections running; the saved hook
-_local = threading.local()
-
-
-def _show(message: Warning | str, category: type[Warning], filename: str, lineno: int, file: TextIO | None = None,
-          line: str | None = None) -> None:
-    tally = getattr(_local, "tally", None)
-    if tally is not None:
-        tally.add(message, category, filename, lineno)
-    elif _active["saved"] is not None:  # another thread's warning while this thread collects: shown as before
-        _active["saved"][1](message, category, filename, lineno, file, line)
-
-
-@contextlib.contextmanager
-def collected_warnings() -> Iterator[WarningTally]:
-    """Collect every warning raised in this thread into a :class:`WarningTally` instead of showing it.
-
-    Thread-safe: the first collection in the process installs the hook (every
-    warning recorded, ``"always"``) and the last one restores the filters; a
-    thread collects into its own tally.
-    """
-    tally, outer = WarningTally(), getattr(_local, "tally", None)
-    with _lock:
-        if _active["depth"] == 0:
-            context = warnings.catch_warnings()
-            context.__enter__()
-            _active["saved"] = (context, warnings.showwarning)
-            warnings.simplefilter("always")
-            warnings.showwarning = _show
-        _active["depth"] += 1
-    _local.tally = tally
-    try:
-        yield tally
-    finally:
-        _local.tally = outer
-        with _lock:
-            _active["depth"] -= 1
-            if _active["depth"] == 0:
-                context, _ = _active["saved"]
-                _active["saved"] = None
-                context.__exit__(None, None, None)
-
-
-# --------------------------------------------------------------------------------------------
 # Coalitions that could not be fitted
 # --------------------------------------------------------------------------------------------
 
@@ -232,5 +139,5 @@ def unfit_message(n_unfit: int, n_coalitions: int, causes: dict[str, int], large
 def describe_error(error: BaseException) -> str:
     """``"Type: first line of the message"``, numbers replaced by ``#``, to count errors by kind."""
     lines = str(error).strip().splitlines()
-    first = _NUMBER.sub("#", lines[0] if lines else "")
+    first = NUMBER.sub("#", lines[0] if lines else "")
     return f"{type(error).__name__}: {first[:160]}"

@@ -24,12 +24,12 @@ how batches are scheduled:
 from __future__ import annotations
 
 import itertools
-import warnings
 from typing import Callable, Iterable, Iterator, NamedTuple
 
 import numpy as np
 
 from ..._threads import Pinned
+from ..._warnings import collected_warnings
 
 BATCH_STREAM = 0  # spawn_key prefix of the per-batch sample streams
 AUX_STREAM = 1  # spawn_key prefix of auxiliary streams (e.g. a measurement matrix)
@@ -165,8 +165,13 @@ def items_per_worker(n_items: int, n_jobs: int | None, per_worker: int = 4) -> i
 
 
 def close_batches(results: Iterator) -> None:
-    """Stop the batches of :func:`evaluate_batches` not asked for yet (joblib's warning about them silenced)."""
+    """Stop the batches of :func:`evaluate_batches` not asked for yet (joblib's warning about them dropped).
+
+    joblib warns about the batches discarded past a stop. The warning is collected
+    and dropped through :func:`~shapley_research._warnings.collected_warnings`,
+    which threads share safely: a ``warnings.catch_warnings`` here could be undone
+    by a worker thread leaving its own (the threading backend's model fits).
+    """
     if hasattr(results, "close"):
-        with warnings.catch_warnings():  # joblib warns about the batches discarded past a stop
-            warnings.simplefilter("ignore", UserWarning)
+        with collected_warnings():
             results.close()

@@ -1,0 +1,47 @@
+"""Closing the batches past a stop drops joblib's warning, even while a worker thread collects its own.
+
+``warnings.catch_warnings`` saves and restores the process-wide filters, so a worker thread leaving its own
+(ModelUtility's warning tally, under joblib's threading backend) used to undo the filter set to drop joblib's
+"tasks ... have been cancelled": CI saw the warning once.
+"""
+
+import threading
+import warnings
+
+from shapley_research._warnings import collected_warnings
+from shapley_research.estimators._sampling._batches import close_batches
+
+
+class _ResultsClosedWhileAWorkerLeavesItsCollection:
+    """A results iterator whose close() lets a worker thread end its warning collection, then warns as joblib."""
+
+    def __init__(self, worker_may_leave: threading.Event, worker_left: threading.Event):
+        self.worker_may_leave, self.worker_left = worker_may_leave, worker_left
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        raise StopIteration
+
+    def close(self):
+        self.worker_may_leave.set()
+        assert self.worker_left.wait(10)
+        warnings.warn("4 tasks which were still being processed by the workers have been cancelled.", stacklevel=2)
+
+
+def test_joblibs_warning_is_dropped_when_a_worker_thread_leaves_its_collection_meanwhile(recwarn):
+    entered, may_leave, left = threading.Event(), threading.Event(), threading.Event()
+
+    def worker():
+        with collected_warnings():
+            entered.set()
+            may_leave.wait(10)
+        left.set()
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    assert entered.wait(10)
+    close_batches(_ResultsClosedWhileAWorkerLeavesItsCollection(may_leave, left))
+    thread.join(10)
+    assert not [str(w.message) for w in recwarn.list if "cancelled" in str(w.message)]
