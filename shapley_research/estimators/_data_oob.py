@@ -33,6 +33,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ._data_oob_batched import (batched_learner, batched_results, check_learner, is_batched_learner,
                                 learner_task)
+from ._sampling._batches import close_batches
 from ._sampling._loop import batch_rng
 from .._device import check_game_jobs
 from .._threads import Pinned, pinned_threads
@@ -437,7 +438,7 @@ def _accumulate(run: _Run):
                 if per_fit:
                     bar.update(1)
         finally:
-            results.close()  # an interrupted run stops joblib from dispatching further fits
+            close_batches(results)  # an interrupted run stops joblib from dispatching further fits
     return count, mean, m2, n_fits
 
 

@@ -32,6 +32,7 @@ from ._sampling._driver import Run, Sampler, SamplingOptions, SamplingSpec, driv
 from ._sampling._loop import (Anchors, MeanState, Pinned, aux_rng, chunk_rows,
                               coalition_batch_size, evaluations_text, pinned_threads,
                               units_from_budget)
+from ._sampling._batches import close_batches
 from ._sampling._progress import progress_bar
 from ._sampling._subsets import random_subsets
 from ._sampling._without_replacement import (MAX_STRATUM, PILOT_PHASE, StratumPlan, draw_coalitions, size_rng,
@@ -187,10 +188,13 @@ def _pilot(game, n: int, n_pilot: int, entropy: int, reference: float, batch_siz
                 delayed(evaluate)(game, masks) for _, masks in draws)
         utilities, done, bar = [], 0, progress_bar(progress, total=n_pilot, desc="SVARM pilot")
         with bar, reporting_to(None if bar.disable else bar.update):
-            for u in results:  # in batch order, whatever the backend
-                utilities.append(u)
-                done += u.size
-                bar.update(done - bar.n)  # only what the game has not reported
+            try:
+                for u in results:  # in batch order, whatever the backend
+                    utilities.append(u)
+                    done += u.size
+                    bar.update(done - bar.n)  # only what the game has not reported
+            finally:
+                close_batches(results)  # an interrupted pilot stops joblib's workers now, not when collected
     state = MeanState(3 * (n + 1) ** 2)
     for (sizes, masks), u in zip(draws, utilities):
         state.merge(batch_state(masks, sizes, u - reference))
