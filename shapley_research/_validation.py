@@ -271,24 +271,29 @@ def check_features(X: object, name: str) -> NDArray[np.float64]:
         raise ValueError(f"{name} contains NaN or infinite values.")
     return X
 
+def is_frame(X: object) -> bool:
+    """Whether ``X`` is a 2-D pandas-like table (rows selected by position with ``.iloc``)."""
+    return hasattr(X, "iloc") and hasattr(X, "columns") and getattr(X, "ndim", None) == 2
 
 
-def check_feature_pair(X_train: object, X_test: object) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Training and test features (:func:`check_features`) with the same features, in the same order.
-
-    Models take features by position, so two DataFrames must have the same
-    columns in the same order (scikit-learn refuses other names at predict time;
-    here they would be matched silently by position).
-    """
-    if all(hasattr(X, "columns") and getattr(X, "ndim", None) == 2 for X in (X_train, X_test)):
+def check_same_columns(X_train: object, X_test: object) -> None:
+    """Two DataFrames must have the same columns in the same order (a model takes features by position;
+    scikit-learn refuses other names at predict time, here they would be matched silently)."""
+    if is_frame(X_train) and is_frame(X_test):
         train, test = list(X_train.columns), list(X_test.columns)  # type: ignore[attr-defined]
         if train != test:
             raise ValueError(f"X_test must have the columns of X_train in the same order; got {test[:10]} against "
                              f"{train[:10]}.")
+
+
+def check_feature_pair(X_train: object, X_test: object) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Training and test features (:func:`check_features`) with the same features, in the same order."""
+    check_same_columns(X_train, X_test)
     X_tr, X_te = check_features(X_train, "X_train"), check_features(X_test, "X_test")
     if X_tr.shape[1] != X_te.shape[1]:
         raise ValueError(f"X_train has {X_tr.shape[1]} features but X_test has {X_te.shape[1]}.")
     return X_tr, X_te
+
 
 def check_bool(value: object, name: str) -> bool:
     """Return ``value`` as a bool, or raise (``0``/``1`` and strings are refused)."""

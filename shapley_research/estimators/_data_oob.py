@@ -38,9 +38,9 @@ from ._sampling._loop import batch_rng
 from .._device import check_game_jobs
 from .._threads import Pinned, pinned_threads
 from .._validation import (check_bool, check_choice, check_class_labels, check_features, check_int, check_n_jobs,
-                           check_real_array, check_seed, check_target_vector, check_two_classes)
+                           check_real_array, check_seed, check_target_vector, check_two_classes, is_frame)
 from ..result import ValuationResult
-from ..utilities import is_frame, is_raw_table
+from ..utilities import check_table, is_raw_table
 from ..utilities.learners import check_fast
 
 if TYPE_CHECKING:
@@ -351,22 +351,13 @@ class _Run:
         return "per-fit" if self.learner is None else f"batched: {self.learner!r}"
 
 
-def _check_table(X: Any) -> Any:
-    """A DataFrame given to the model as it is: at least one row and one column."""
-    if X.shape[0] == 0:
-        raise ValueError("X_train is empty: it must contain at least one sample.")
-    if X.shape[1] == 0:
-        raise ValueError(f"X_train has no features (shape {X.shape}).")
-    return X
-
-
 def _prepare(model, X_train, y_train, n_estimators, seed, task, score, n_jobs, progress, fast, device) -> _Run:
     """Every argument checked, in the order of their errors, and the route chosen: all before any fit."""
     instance = is_batched_learner(model)
     if not instance:
         _check_model(model)
     raw = not instance and is_raw_table(X_train)
-    X = _check_table(X_train) if raw else check_features(X_train, "X_train")
+    X = check_table(X_train, "X_train") if raw else check_features(X_train, "X_train")
     task = check_choice(task, "task", TASKS)
     if instance:
         task = learner_task(model, task, lambda m: "classification" if _is_classifier(m) else "regression")

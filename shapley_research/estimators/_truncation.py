@@ -15,6 +15,7 @@ import math
 
 import numpy as np
 
+from ._sampling._checkpoint import LoopSnapshot
 from ._sampling._loop import MeanState, SamplingOutcome, run_sampling
 from .._validation import check_float
 from ..games import GameLike, prefix_positions, prefix_utilities, supports_prefixes
@@ -182,8 +183,8 @@ class _Resume:
         return self.file.save(mean, m2, count, n_evaluations, batches, force=force, closed=closed)
 
     def ended_on_partial_batch(self, batch_size: int) -> bool:
-        """Whether the last round ended on a partial batch (counting from the runs this one continued)."""
-        return (self.count - sum(self.closed)) % batch_size != 0
+        """Whether the last round ended on a partial batch (:meth:`LoopSnapshot.ended_on_partial_batch`)."""
+        return LoopSnapshot.held_by(self).ended_on_partial_batch(batch_size)
 
     def refuse(self, why: str) -> Exception:
         if self.file is not None:

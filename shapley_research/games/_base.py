@@ -22,7 +22,7 @@ from typing import Any, Callable, Protocol, cast, runtime_checkable
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._validation import check_bool, check_int, check_masks, check_real_scalar, check_utilities
+from .._validation import check_bool, check_int, check_masks, check_real_scalar, check_utilities, is_frame
 
 __all__ = ["Game", "GameLike", "PrefixGame", "FunctionGame", "as_game", "evaluate_prefixes", "supports_prefixes",
            "prefix_masks", "prefix_positions",
@@ -69,7 +69,7 @@ def content_digest(*parts: Any) -> str:
     """16 hex digits of a SHA-256 over arrays (their dtype, shape and bytes), DataFrames and the reprs of the rest."""
     digest = hashlib.sha256()
     for part in parts:
-        if hasattr(part, "iloc") and hasattr(part, "columns"):  # a DataFrame: its values by column, and its names
+        if is_frame(part):  # a DataFrame: its values by column, and its names
             import pandas as pd
 
             digest.update(repr(list(part.columns)).encode())

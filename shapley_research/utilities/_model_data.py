@@ -19,7 +19,7 @@ from sklearn.base import BaseEstimator
 
 from ._options import DEGENERATE_MODES, resolve_degenerate  # noqa: F401  (DEGENERATE_MODES re-exported)
 from .._validation import (check_class_labels, check_feature_pair, check_features, check_label_kinds,
-                           check_target_vector, check_two_classes)
+                           check_same_columns, check_target_vector, check_two_classes, is_frame)
 
 CLASSIFICATION_METRICS = ("accuracy", "neg_log_loss")
 REGRESSION_METRICS = ("neg_mean_squared_error", "neg_mean_absolute_error", "r2")
@@ -53,11 +53,6 @@ def _check_targets(y: ArrayLike, name: str, n_samples: int, X_name: str, task: s
     return check_class_labels(vector, name)
 
 
-def is_frame(X: object) -> bool:
-    """Whether ``X`` is a 2-D pandas-like table (rows selected by position with ``.iloc``)."""
-    return hasattr(X, "iloc") and hasattr(X, "columns") and getattr(X, "ndim", None) == 2
-
-
 def is_raw_table(X: object) -> bool:
     """A DataFrame that is not a finite numeric table (text, categories, missing values): given as is."""
     if not is_frame(X):
@@ -69,6 +64,15 @@ def is_raw_table(X: object) -> bool:
     return False
 
 
+def check_table(X: Any, name: str) -> Any:
+    """A DataFrame given to the model as it is: at least one row and one column, left as it is."""
+    if X.shape[0] == 0:
+        raise ValueError(f"{name} is empty: it must contain at least one sample.")
+    if X.shape[1] == 0:
+        raise ValueError(f"{name} has no features (shape {X.shape}).")
+    return X
+
+
 def _check_tables(X_train: Any, X_test: Any) -> tuple[Any, Any]:
     """Two DataFrames with the same columns and at least one row and column each, left as they are."""
     for name, X in (("X_train", X_train), ("X_test", X_test)):
@@ -76,13 +80,8 @@ def _check_tables(X_train: Any, X_test: Any) -> tuple[Any, Any]:
             raise TypeError(f"{name} must be a DataFrame when the other features are a DataFrame with "
                             f"non-numeric columns or missing values (both go to the model as they are), "
                             f"got {type(X).__name__}.")
-        if X.shape[0] == 0:
-            raise ValueError(f"{name} is empty: it must contain at least one sample.")
-        if X.shape[1] == 0:
-            raise ValueError(f"{name} has no features (shape {X.shape}).")
-    if list(X_train.columns) != list(X_test.columns):
-        raise ValueError(f"X_test must have the columns of X_train in the same order; got "
-                         f"{list(X_test.columns)[:10]} against {list(X_train.columns)[:10]}.")
+        check_table(X, name)
+    check_same_columns(X_train, X_test)
     return X_train, X_test
 
 

@@ -9,7 +9,8 @@ import numpy as np
 from ._model_data import TargetInfo, resolve_metric
 from .._validation import check_int
 
-_OWNER = "TorchModelUtility"
+#: The class these checks name in their messages.
+OWNER = "TorchModelUtility"
 #: Optimiser steps per coalition when neither ``steps`` nor ``epochs`` is given.
 DEFAULT_STEPS = 300
 
@@ -18,14 +19,14 @@ def metric_and_task(metric: Any) -> tuple[str, str]:
     """The metric's name and task: a named metric only (a callable scorer needs ModelUtility)."""
     name, task = resolve_metric(metric)
     if task is None:
-        raise TypeError(f"{_OWNER} takes a metric name, not a callable scorer (use ModelUtility for one).")
+        raise TypeError(f"{OWNER} takes a metric name, not a callable scorer (use ModelUtility for one).")
     return cast(str, name), task  # a named metric has a task
 
 
 def resolve_steps(steps: int | None, epochs: int | None, batch_size: int | None, n_rows: int) -> int:
     """Optimiser steps per coalition from ``steps`` or ``epochs`` (not both)."""
     if steps is not None and epochs is not None:
-        raise ValueError(f"{_OWNER}: pass steps or epochs, not both (got steps={steps!r}, epochs={epochs!r}).")
+        raise ValueError(f"{OWNER}: pass steps or epochs, not both (got steps={steps!r}, epochs={epochs!r}).")
     if epochs is None:
         return DEFAULT_STEPS if steps is None else check_int(steps, "steps", minimum=1)
     epochs = check_int(epochs, "epochs", minimum=1)
@@ -41,9 +42,9 @@ def check_output_shape(shape: tuple[int, ...], rows: int, targets: TargetInfo | 
             what = (f"{per_row} value{'s' if per_row != 1 else ''} per row" if per_row is not None
                     else f"shape {shape} for {rows} rows")
             labels = ", ".join(map(repr, targets.classes[:10].tolist())) + (", ..." if k > 10 else "")
-            raise ValueError(f"{_OWNER}: model outputs {what} but y_train has {k} classes ({labels}, in the "
+            raise ValueError(f"{OWNER}: model outputs {what} but y_train has {k} classes ({labels}, in the "
                              f"sorted order of the output units): a classifier must output logits of shape "
                              f"({rows}, {k}) for {rows} rows, got {shape}.")
     elif shape not in ((rows,), (rows, 1)):
-        raise ValueError(f"{_OWNER}: model outputs shape {shape} for {rows} rows, but a regression metric needs "
+        raise ValueError(f"{OWNER}: model outputs shape {shape} for {rows} rows, but a regression metric needs "
                          f"one value per row: shape ({rows},) or ({rows}, 1).")

@@ -20,7 +20,7 @@ from numpy.typing import ArrayLike, NDArray
 from ._model_data import (TargetInfo, check_dataset, check_degenerate_options, clipped_mean_log_probability,
                           constant_frequencies, constant_means, degenerate_rows, regression_scores, split_degenerate)
 from ._options import TrainingRecipe, recipe_keywords
-from ._torch_checks import check_output_shape, metric_and_task, resolve_steps
+from ._torch_checks import OWNER as _OWNER, check_output_shape, metric_and_task, resolve_steps
 from ._torch_mlp import mlp_gradient, mlp_layers
 from ._torch_training import (MAX_CHUNK, TrainingPlan, activations_per_row, bytes_per_model, epoch_batches,
                               own_rows, redrawn_parameters, reinitialization_seed, size_ordered_chunks,
@@ -35,7 +35,6 @@ if TYPE_CHECKING:
 
 __all__ = ["TorchModelUtility"]
 
-_OWNER = "TorchModelUtility"
 CPU_THREADS = 1  # torch threads while training on the CPU: the estimators' pin (a shared machine can't starve it)
 # Fixed cost of one training step of a chunk, in floating-point operations of the model's rows (kernel launches
 # and Python: the hand-written MLP step runs ~15 kernels, the vmap/grad one ~60 ops through several transforms; a

@@ -42,6 +42,8 @@ from typing import Protocol
 
 import numpy as np
 
+from ._batches import batch_count
+
 FORMAT = 1
 
 
@@ -96,6 +98,12 @@ class LoopSnapshot:
         """What a loaded ``checkpoint`` holds (a :class:`Checkpoint`, or an object with its attributes)."""
         return cls(checkpoint.mean, checkpoint.m2, checkpoint.count, checkpoint.n_evaluations, checkpoint.batches,
                    tuple(checkpoint.closed))
+
+    def ended_on_partial_batch(self, batch_size: int) -> bool:
+        """Whether the last batch was a partial one: the end of a finished run of ``count`` samples
+        (counted from the runs this one continued, whose batches are its ``closed`` segments)."""
+        units = self.count - sum(self.closed)
+        return units % batch_size != 0 and self.batches == batch_count(self.count, batch_size, self.closed)
 
     def write(self, checkpoint, force: bool = False) -> bool:
         """``checkpoint.save`` of this state (every ``checkpoint.interval`` seconds, or now with ``force``)."""

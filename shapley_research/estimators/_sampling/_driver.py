@@ -247,7 +247,8 @@ def drive(spec: SamplingSpec, game: Any, budget: object, seed: object, options: 
     start = time.perf_counter()
     n_units = spec.units(budget, options)
     batch_size = spec.batch_size(options.batch_size, n_units)
-    fingerprint = {**spec.fingerprint(batch_size, options.empty_utility, n_units), "game": game_identity(game)}
+    game_fingerprint = game_identity(game)  # for the checkpoint and the record: digests the game's data once
+    fingerprint = {**spec.fingerprint(batch_size, options.empty_utility, n_units), "game": game_fingerprint}
     entropy, checkpoint = open_checkpoint(options.checkpoint, seed, dim=spec.dim, fingerprint=fingerprint,
                                           interval=options.checkpoint_interval)
     if spec.enumerable and enumeration_affordable(spec.n_players, budget, options.empty_utility):
@@ -261,7 +262,7 @@ def drive(spec: SamplingSpec, game: Any, budget: object, seed: object, options: 
     outcome = _sample(spec, sampler, run, budget)
     state = sampler.merged(outcome.state)
     values, stderr, updates = spec.estimates(sampler, state)
-    record = None if sampler.record is None else replace(sampler.record.completed(updates), game=game_identity(game))
+    record = None if sampler.record is None else replace(sampler.record.completed(updates), game=game_fingerprint)
     return ValuationResult(
         values=values, n_evaluations=outcome.n_evaluations + (anchors.n_evaluations if anchors else 0)
         + sampler.evaluations, method=spec.method, seed=entropy, wall_time=time.perf_counter() - start,

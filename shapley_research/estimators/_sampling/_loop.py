@@ -428,8 +428,8 @@ def resumed_state(checkpoint: LoopStore | None, dim: int, n_units: int | None,
     held = LoopSnapshot.held_by(checkpoint)
     closed = held.closed
     planned = samples_in_batches(n_units, batch_size, held.batches, closed)
-    if planned != held.count and _ended_on_partial_batch(held, batch_size) and (n_units is None
-                                                                                or n_units > held.count):
+    if planned != held.count and held.ended_on_partial_batch(batch_size) and (n_units is None
+                                                                               or n_units > held.count):
         closed = closed + (held.count - sum(closed),)
         planned = held.count
     if planned != held.count:
@@ -438,13 +438,6 @@ def resumed_state(checkpoint: LoopStore | None, dim: int, n_units: int | None,
             f"{planned} samples in its first {held.batches} batches (a smaller budget than the file's run)")
     state = MeanState(dim, held.count, held.mean, held.m2)
     return state, LoopSnapshot.of(state, held.n_evaluations, held.batches, closed)
-
-
-def _ended_on_partial_batch(held: LoopSnapshot, batch_size: int) -> bool:
-    """Whether the file's last batch was a partial one: the end of a finished run of its ``count`` samples."""
-    units = held.count - sum(held.closed)
-    batches = held.batches - sum(-(-closed // batch_size) for closed in held.closed)
-    return units % batch_size != 0 and batches == -(-units // batch_size)
 
 
 def run_sampling(
