@@ -107,6 +107,10 @@ class ArrayBackend:
         """A 0-d float array (for ``where`` with two constants, which torch would make float32)."""
         return self.asarray(value)
 
+    def rows(self, mask: Any) -> Any:
+        """Indices of the true entries of a (B,) mask: one device wait, where each boolean index would cost one."""
+        return self.xp.nonzero(mask)[0]
+
     def copy(self, x: Any) -> Any:
         return x.copy() if self.is_numpy else x.clone()
 

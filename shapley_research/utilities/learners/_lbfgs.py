@@ -47,6 +47,7 @@ def _lbfgs(chunk: _SoftmaxChunk, theta: Array, tol: float, max_iter: int, memory
     pairs = backend.zeros((B,), "int")  # curvature pairs stored since the last restart
 
     def keep_rows(keep: Array) -> None:
+        """Drop finished coalitions; ``keep`` holds integer rows (about 30 arrays follow, none waits on the device)."""
         nonlocal active, sub, f, g, S, Y, rho, gamma, pairs
         active, sub = active[keep], sub.take(keep)
         f, g, rho = f[keep], g[keep], rho[:, keep]
@@ -55,11 +56,12 @@ def _lbfgs(chunk: _SoftmaxChunk, theta: Array, tol: float, max_iter: int, memory
 
     for it in range(max_iter + 1):
         done = sub.converged(g, tol)
-        converged[active[done]] = True
         if bool(xp.all(done)) or it == max_iter:
+            converged[active[done]] = True
             break
         if bool(xp.any(done)):
-            keep_rows(~done)
+            converged[active[backend.rows(done)]] = True
+            keep_rows(backend.rows(~done))
         direction = _search_direction(backend, g, S, Y, rho, gamma, pairs, it, precondition, active)
         th = theta[active]
         new_theta, new_f, new_g, accepted = _armijo(sub, th, f, g, direction, with_grad=True)
@@ -76,10 +78,11 @@ def _lbfgs(chunk: _SoftmaxChunk, theta: Array, tol: float, max_iter: int, memory
         theta[active], f, g = new_theta, new_f, new_g
         iterations[active] += 1
         if bool(xp.any(stalled)):  # no decrease along a descent direction: optimum to rounding
-            stalled_chunk = sub.take(stalled)
-            converged[active[stalled]] = (stalled_chunk.converged(g[stalled], tol) if strict
-                                          else _stalled_converged(stalled_chunk, g[stalled], tol))
-            keep_rows(~stalled)
+            stalled_rows = backend.rows(stalled)
+            stalled_chunk = sub.take(stalled_rows)
+            converged[active[stalled_rows]] = (stalled_chunk.converged(g[stalled_rows], tol) if strict
+                                               else _stalled_converged(stalled_chunk, g[stalled_rows], tol))
+            keep_rows(backend.rows(~stalled))
             if active.shape[0] == 0:
                 break
     return theta, iterations, converged

@@ -42,22 +42,30 @@ def _armijo(chunk: _SoftmaxChunk | _BinaryChunk, theta: Any, f: Any, g: Any, dir
     new_g: Any = backend.copy(g) if with_grad else None  # a backend array when with_grad
     pending = backend.arange(len(chunk))
     for _ in range(max_halvings):
-        sub = chunk if pending.shape[0] == len(chunk) else chunk.take(pending)
-        trial = theta[pending] + step[pending, None, None] * direction[pending]
+        rows = None if pending.shape[0] == len(chunk) else pending  # None: every row (the first trial), no gather
+        sub = chunk if rows is None else chunk.take(rows)
+        trial_step = _gather(step, rows)
+        trial = _gather(theta, rows) + trial_step[:, None, None] * _gather(direction, rows)
         if with_grad:
             f_trial, g_trial = sub.objective(trial)
         else:
             f_trial = sub.objective(trial, grad=False)
-        ok = xp.isfinite(f_trial) & (f_trial <= f[pending] + ARMIJO_SLOPE * step[pending] * slope[pending])
-        done = pending[ok]
-        new_theta[done], new_f[done], accepted[done] = trial[ok], f_trial[ok], True
+        ok = xp.isfinite(f_trial) & (f_trial <= _gather(f, rows) + ARMIJO_SLOPE * trial_step * _gather(slope, rows))
+        ok_rows = backend.rows(ok)  # integer rows: one device wait, not one per boolean index below
+        done = pending[ok_rows]
+        new_theta[done], new_f[done], accepted[done] = trial[ok_rows], f_trial[ok_rows], True
         if with_grad:
-            new_g[done] = g_trial[ok]
-        pending = pending[~ok]
-        if pending.shape[0] == 0:
+            new_g[done] = g_trial[ok_rows]
+        if ok_rows.shape[0] == pending.shape[0]:
             break
+        pending = pending[backend.rows(~ok)]
         step[pending] *= 0.5
     return new_theta, new_f, new_g, accepted
+
+
+def _gather(x: Any, rows: Any) -> Any:
+    """``x[rows]``, or ``x`` itself for ``rows=None``."""
+    return x if rows is None else x[rows]
 
 
 def _no_progress(chunk: _SoftmaxChunk | _BinaryChunk, f_old: Any, f_new: Any) -> Any:
