@@ -24,6 +24,7 @@ Any other module keeps the generic ``vmap`` path.
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -93,15 +94,20 @@ def mlp_gradient(layers: list[MLPLayer], task: str) -> Callable[..., dict[str, T
     """
     import torch
 
-    cache: list[Any] = [None, None, None]  # (weights, y, their (scale, offset)), kept while the same tensors come
+    # the (scale, offset) of one (weights, y) pair, held only while that weights tensor lives: a chunk's
+    # terms leave with its weights, so no device memory stays held between calls
+    cache: dict[str, Any] = {}
 
     def gradient(params: dict[str, Tensor], constants: dict[str, Tensor], weights: Tensor, X: Tensor,
                  y: Tensor) -> dict[str, Tensor]:
         count = weights.shape[0]
         inputs = X if X.dim() == 3 else X.unsqueeze(0).expand(count, *X.shape)
-        if cache[0] is not weights or cache[1] is not y:
-            cache[:] = [weights, y, _output_gradient_terms(task, weights, y, params[layers[-1].weight].shape[1])]
-        scale, offset = cache[2]
+        if not cache or cache["weights"]() is not weights or cache["y"]() is not y:
+            cache.clear()
+            cache.update(weights=weakref.ref(weights), y=weakref.ref(y),
+                         terms=_output_gradient_terms(task, weights, y, params[layers[-1].weight].shape[1]))
+            weakref.finalize(weights, _forget_dead, cache)
+        scale, offset = cache["terms"]
         activations = _hidden_forward(layers, params, inputs)
         last = _last_layer_transposed(layers[-1], params, activations[-1])
         if task == "classification":  # dL/dZ = w~ (softmax(Z) - e_y)
@@ -111,6 +117,12 @@ def mlp_gradient(layers: list[MLPLayer], task: str) -> Callable[..., dict[str, T
         return _backward(layers, params, activations, delta)
 
     return gradient
+
+
+def _forget_dead(cache: dict[str, Any]) -> None:
+    """Drop the cached terms once their weights tensor is gone (a newer pair's terms stay)."""
+    if cache and cache["weights"]() is None:
+        cache.clear()
 
 
 def _output_gradient_terms(task: str, weights: Tensor, y: Tensor, width: int) -> tuple[Tensor, Tensor]:

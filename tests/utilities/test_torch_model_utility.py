@@ -342,3 +342,20 @@ def test_chunk_size_follows_memory_and_the_cap():
     assert 256 <= automatic <= 4096  # a tiny MLP: thousands fit in the CPU budget
     assert game(chunk_size=3)._chunk_rows(30) == 3
     assert game(chunk_size=10**6)._chunk_rows(30) == automatic
+
+
+def _live_tensor_bytes() -> int:
+    import gc
+
+    gc.collect()
+    return sum(obj.numel() * obj.element_size() for obj in gc.get_objects() if torch.is_tensor(obj))
+
+
+def test_nothing_of_a_chunk_stays_held_after_evaluate():
+    """The MLP kernels' cached output-gradient terms leave with their chunk (on a GPU: memory held between calls)."""
+    utility = game()
+    assert utility._hand_written  # the path with the cache
+    utility.evaluate(random_masks(4, DATA[0].shape[0]))
+    after_small = _live_tensor_bytes()
+    utility.evaluate(random_masks(400, DATA[0].shape[0]))
+    assert _live_tensor_bytes() == after_small
