@@ -129,8 +129,10 @@ class LogisticRegressionUtility(_BatchedLearner):
         ``float32`` first (half the memory traffic; ``exp`` several times
         faster), then restarts in ``float64`` from there until the ``float64``
         gradient meets ``tol``: the same convergence test as a ``float64``
-        run, met in ``float64``, for about 1.5-2x less time (most coalitions
-        need zero or one ``float64`` step). Newton is unaffected. ``False``:
+        run, met in ``float64`` (most coalitions need zero or one ``float64``
+        step). It pays where ``float64`` is slow: 1.2x on torch's CPU device;
+        on an H200, whose ``float64`` is fast, both took the same time
+        (``benchmarks/results/gpu_profile_cuda.txt``). Newton is unaffected. ``False``:
         ``float64`` throughout. On the CPU (``device=None``) L-BFGS runs
         coalition by coalition on each coalition's own rows in compiled
         ``float64`` loops, whatever this says (a ``float32`` phase saved
