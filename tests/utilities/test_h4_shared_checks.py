@@ -111,13 +111,19 @@ def test_split_degenerate_fills_only_degenerate_rows():
     assert values[0] == 0.25 and counts.shape == (3, 3)
 
 
-def test_take_inherits_all_present():
+def test_take_keeps_all_present_and_the_same_objective():
+    """take() never reads ``present`` back (a device wait): a chunk with an absent class keeps its offsets,
+    which are 0 on present classes, so the taken chunk's objective is that of a chunk built from its rows."""
     game = LogisticRegressionUtility(X, Y, X, Y)
     masks = np.ones((4, N), dtype=bool)
     masks[3, Y == 2] = False
     counts = game.targets.class_counts(masks)
     chunk = _SoftmaxChunk.from_masks(game._softmax_data, masks, counts, 1.0)
-    assert not chunk.all_present and chunk.take(np.arange(3)).all_present  # recomputed from present
-    full = chunk.take(np.arange(3))
+    full = _SoftmaxChunk.from_masks(game._softmax_data, masks[:3], counts[:3], 1.0)
+    assert not chunk.all_present and full.all_present
+    taken = chunk.take(np.arange(3))
+    assert not taken.all_present  # inherited, not recomputed
     assert full.take(np.array([0, 2])).all_present
-    assert not chunk.take(np.array([3])).all_present
+    theta = np.random.default_rng(0).normal(size=(3, 3, X.shape[1] + 1))
+    for mine, fresh in zip(taken.objective(theta), full.objective(theta)):
+        assert mine.tobytes() == fresh.tobytes()

@@ -348,7 +348,8 @@ def _live_tensor_bytes() -> int:
     import gc
 
     gc.collect()
-    return sum(obj.numel() * obj.element_size() for obj in gc.get_objects() if torch.is_tensor(obj))
+    # type(), not isinstance: the latter reads __class__, which warns on torch's deprecated module attributes
+    return sum(obj.numel() * obj.element_size() for obj in gc.get_objects() if issubclass(type(obj), torch.Tensor))
 
 
 def test_nothing_of_a_chunk_stays_held_after_evaluate():

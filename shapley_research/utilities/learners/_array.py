@@ -71,6 +71,7 @@ class ArrayBackend:
             self.float, self.int, self.bool = torch_dtype(dtype), torch.int64, torch.bool
             self._on = {"device": device}
         self.eps = float(self.xp.finfo(self.float).eps)
+        self._scalars: dict[float, Any] = {}
 
     @property
     def is_numpy(self) -> bool:
@@ -104,8 +105,15 @@ class ArrayBackend:
         return self.xp.arange(n, dtype=self.int, **self._on)
 
     def scalar(self, value: float) -> Any:
-        """A 0-d float array (for ``where`` with two constants, which torch would make float32)."""
-        return self.asarray(value)
+        """A 0-d float array (for ``where`` with two constants, which torch would make float32).
+
+        Made once per value and reused: on a GPU each new one is a copy from
+        the host that waits for it. Callers only read it.
+        """
+        cached = self._scalars.get(value)
+        if cached is None:
+            cached = self._scalars[value] = self.asarray(value)
+        return cached
 
     def rows(self, mask: Any) -> Any:
         """Indices of the true entries of a (B,) mask: one device wait, where each boolean index would cost one."""

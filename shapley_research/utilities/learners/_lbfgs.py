@@ -56,10 +56,11 @@ def _lbfgs(chunk: _SoftmaxChunk, theta: Array, tol: float, max_iter: int, memory
 
     for it in range(max_iter + 1):
         done = sub.converged(g, tol)
-        if bool(xp.all(done)) or it == max_iter:
+        n_done = int(xp.sum(backend.asarray(done, "int")))  # one device wait for "all" and "any"
+        if n_done == done.shape[0] or it == max_iter:
             converged[active[done]] = True
             break
-        if bool(xp.any(done)):
+        if n_done:
             converged[active[backend.rows(done)]] = True
             keep_rows(backend.rows(~done))
         direction = _search_direction(backend, g, S, Y, rho, gamma, pairs, it, precondition, active)

@@ -92,9 +92,10 @@ class _SoftmaxChunk:
         return self.penalty.ndim == 2
 
     def take(self, rows: Array) -> _SoftmaxChunk:
-        """The chunk of coalitions ``rows``; all classes stay present in every row if they were (no device sync)."""
+        """The chunk of coalitions ``rows``, without a device wait: a chunk with an absent class keeps adding its
+        offsets, 0 on every present class, even where none of ``rows`` lacks one."""
         return _SoftmaxChunk(self.data, self.weight[rows], self.present[rows], self.C[rows],
-                             all_present=True if self.all_present else None,
+                             all_present=self.all_present,
                              penalty=self.penalty[rows] if self.per_coalition else None)
 
     def _penalty_value(self, theta: Array) -> Array:
