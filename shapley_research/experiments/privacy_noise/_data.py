@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ...datasets import fit_pca
 from ..._validation import check_int
 
 if TYPE_CHECKING:
@@ -48,8 +49,6 @@ def load_privacy_data(n_train: int, n_test: int, n_public: int, seed: int) -> di
 
 
 def fit_projection(X_public: ArrayLike, n_components: int, seed: int = 0) -> PCA:
-    """PCA on the public images; returns the fitted ``sklearn.decomposition.PCA``."""
-    from sklearn.decomposition import PCA
-
-    n_components = check_int(n_components, "n_components", minimum=1)
-    return PCA(n_components=n_components, random_state=seed).fit(np.asarray(X_public, dtype=float))
+    """PCA on the public images (:func:`~shapley_research.datasets.fit_pca`, one BLAS thread: the same bits
+    everywhere); returns the fitted ``sklearn.decomposition.PCA``."""
+    return fit_pca(X_public, n_components, seed)
