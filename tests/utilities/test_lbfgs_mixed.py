@@ -14,7 +14,7 @@ from sklearn.preprocessing import StandardScaler
 
 from shapley_research import ModelUtility
 from shapley_research.utilities.learners import LogisticRegressionUtility
-from shapley_research.utilities.learners import _logistic
+from shapley_research.utilities.learners import _logistic, _precondition
 from shapley_research.utilities.learners._routing import routed_tolerance
 from shapley_research.utilities.learners._softmax import _SoftmaxChunk
 
@@ -91,7 +91,7 @@ def test_the_low_rank_preconditioner_is_the_full_one_at_full_rank(wine, monkeypa
     masks = _masks(len(y), 8)
     counts = learner.targets.class_counts(masks)
     chunk = _SoftmaxChunk.from_masks(learner._softmax_data, masks, counts, learner.C)
-    monkeypatch.setattr(_logistic, "PRECONDITION_MIN_CURVATURE", 0.0)  # every direction kept
+    monkeypatch.setattr(_precondition, "PRECONDITION_MIN_CURVATURE", 0.0)  # every direction kept
     apply = learner._preconditioner(chunk)
     eigenvalues, vectors = learner._full_hessian_eigen(learner._backend)
     r = np.random.default_rng(0).normal(size=(8,) + learner._full_theta.shape) * chunk.present[:, :, None]

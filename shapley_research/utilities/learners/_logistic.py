@@ -29,7 +29,7 @@ from ._lbfgs import _lbfgs
 from ._lbfgs_rows import PrefixLinks, lbfgs_own_rows
 from ._newton import _newton
 from ._online_prefix import online_prefix_utilities
-from ._precondition import DiagonalInverse, LowRankInverse, symmetric_eigen
+from ._precondition import DiagonalInverse, LowRankInverse, hessian_eigen, low_rank_inverse
 from ._scalers import data_hessian_diagonal, diagonal_preconditioner
 from ._softmax import NEG_LOGIT, _data_hessian, _SoftmaxChunk, _SoftmaxData
 from ._warm_prefix import exact_prefix_utilities
@@ -41,8 +41,6 @@ if TYPE_CHECKING:
 PRECONDITION_MAX_PARAMS = 4096  # largest K q whose full-data Hessian L-BFGS is preconditioned by
 #: Smallest ``tol`` at which mixed precision trusts ``float32``'s gradient test (its rounding: ~1e-6 relative).
 FLOAT32_MIN_TOL = 1e-5
-#: Scaled curvature ``C |S| / N * lambda`` from which an eigendirection enters the low-rank preconditioner.
-PRECONDITION_MIN_CURVATURE = 1.0
 
 
 class LogisticRegressionUtility(_BatchedLearner):
@@ -223,35 +221,18 @@ class LogisticRegressionUtility(_BatchedLearner):
         return per
 
     def _preconditioner(self, chunk: _SoftmaxChunk) -> LowRankInverse | DiagonalInverse | None:
-        r"""L-BFGS's initial inverse Hessian for a chunk: the full-data Hessian scaled to each coalition, low rank.
+        """L-BFGS's initial inverse Hessian for a chunk (:func:`._precondition.low_rank_inverse`).
 
-        A coalition's data Hessian is on average :math:`|S|/N` times that of the
-        whole training set, so with :math:`H_D = Q\Lambda Q^\top` (data part at
-        the full-data solution, computed once) ``H0`` is
-        :math:`Q\,(w\Lambda + I)^{-1}Q^\top` with :math:`w = C|S|/N` (the penalty
-        taken as :math:`I`), restricted to the classes present. Written as
-        :math:`I + Q_r\,\mathrm{diag}\bigl(1/(w\lambda_j + 1) - 1\bigr)\,Q_r^\top`
-        over the coalition's own :math:`r` leading eigenvectors, those whose
-        scaled curvature :math:`w\lambda_j` reaches
-        :data:`PRECONDITION_MIN_CURVATURE` (at least one): along the others the
-        coalition's curvature is below the penalty's, ``H0`` is within a factor
-        2 of the identity there, and L-BFGS's own pairs do the rest. The
-        matrix depends on the coalition alone, so a coalition's fit is the
-        same whatever chunk it is fitted in. On 10-class digits this keeps 93 of 650
-        directions, a seventh of the cost per application, for the same
-        iterations (24.9 against 24.4). The preconditioner cuts the iterations
-        on MNIST about threefold for large coalitions; ``None`` without
-        ``warm_start`` and above :data:`PRECONDITION_MAX_PARAMS` unknowns,
-        where the ``(Kq)^2`` Hessian and its eigendecomposition would cost
-        more than the fits (raw MNIST pixels: ``Kq = 7,850``); L-BFGS then
-        starts from ``gamma I``. Works in the chunk's backend (``float32``
-        iterations get ``float32`` vectors).
-        With a pipeline's ``scalers`` the per-coalition penalties :math:`r_S`
-        differ from :math:`I` by orders of magnitude where a feature is rare
-        or constant in ``S`` (on digits with ``StandardScaler`` this
-        preconditioner took 211 iterations on average and left 2 of 40
-        coalitions unconverged in 500): a diagonal one that carries
-        :math:`r_S` is used instead (:func:`~._scalers.diagonal_preconditioner`).
+        ``None`` without ``warm_start`` and above :data:`PRECONDITION_MAX_PARAMS`
+        unknowns, where the ``(Kq)^2`` Hessian and its eigendecomposition would
+        cost more than the fits (raw MNIST pixels: ``Kq = 7,850``); L-BFGS then
+        starts from ``gamma I``. With a pipeline's ``scalers`` the per-coalition
+        penalties :math:`r_S` differ from :math:`I` by orders of magnitude where
+        a feature is rare or constant in ``S`` (on digits with ``StandardScaler``
+        the low-rank one took 211 iterations on average and left 2 of 40
+        coalitions unconverged in 500): a diagonal one that carries :math:`r_S`
+        is used instead (:func:`~._scalers.diagonal_preconditioner`). Works in
+        the chunk's backend (``float32`` iterations get ``float32`` vectors).
         """
         if self.warm_start and self.scaling is not None:
             if getattr(self, "_hessian_diagonal", None) is None:
@@ -260,31 +241,21 @@ class LogisticRegressionUtility(_BatchedLearner):
             return diagonal_preconditioner(backend.asarray(self._hessian_diagonal), chunk, self.n_players, backend)
         if not self.warm_start or self.targets.n_classes * self.design.q > PRECONDITION_MAX_PARAMS:
             return None
-        eigenvalues, vectors = self._full_hessian_eigen(chunk.data.backend)
-        xp = chunk.data.xp
-        weight = chunk.C * chunk.size / self.n_players
-        # each coalition's own directions: its scaled curvature reaches the threshold (at least one)
-        ranks = xp.sum(eigenvalues[None, :] * weight[:, None] >= PRECONDITION_MIN_CURVATURE, axis=1)
-        ranks = xp.where(ranks > 0, ranks, xp.ones_like(ranks))
-        rank = int(xp.max(ranks))
-        return LowRankInverse(vectors[:, :rank], eigenvalues[:rank], weight, ranks, chunk.present, xp)
+        return low_rank_inverse(*self._full_hessian_eigen(chunk.data.backend), chunk, self.n_players)
 
     def _full_hessian_eigen(self, backend: ArrayBackend) -> tuple[Array, Array]:
-        """Eigenvalues (descending, clipped at 0) and eigenvectors of the full-data Hessian, in ``backend``.
+        """The full-data Hessian's eigenpairs at the warm start (:func:`._precondition.hessian_eigen`), in ``backend``.
 
         Computed once in the learner's own backend; copies for another float
         type are kept beside it.
         """
         own, xp = self._backend, self._backend.xp
         if getattr(self, "_full_hessian", None) is None:
-            self._warm_start()
             X = self._softmax_data.X
-            Z = self._full_theta @ xp.permute_dims(X, (1, 0))  # (K, N); all classes are present in the full set
+            Z = self._warm_start() @ xp.permute_dims(X, (1, 0))  # (K, N); all classes are present in the full set
             P = xp.exp(Z - xp.max(Z, axis=0, keepdims=True))
             P /= xp.sum(P, axis=0, keepdims=True)
-            eigenvalues, vectors = symmetric_eigen(_data_hessian(X, P), own)
-            self._full_hessian = {own.dtype_name: (own.maximum(xp.flip(eigenvalues, axis=0), 0.0),
-                                                    xp.flip(vectors, axis=1))}
+            self._full_hessian = {own.dtype_name: hessian_eigen(_data_hessian(X, P), own)}
         if backend.dtype_name not in self._full_hessian:
             eigenvalues, vectors = self._full_hessian[own.dtype_name]
             self._full_hessian[backend.dtype_name] = (backend.asarray(eigenvalues), backend.asarray(vectors))
