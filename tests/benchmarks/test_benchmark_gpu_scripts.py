@@ -1,0 +1,33 @@
+"""The GPU scripts run on torch's CPU device: they cannot rot between the sessions that have a GPU.
+
+``benchmarks/gpu_run.sh`` runs on a GPU machine only now and then; a script that broke in between (a check
+that no longer matched the library, an import that moved) would cost that machine's few minutes. Each
+script's ``main`` runs here at a tiny size.
+"""
+
+import pytest
+
+from tests._benchmark_scripts import BENCHMARKS, load_benchmark
+
+pytest.importorskip("torch")
+pytestmark = pytest.mark.slow  # trains torch models: seconds a script
+
+
+@pytest.fixture
+def sibling_imports(monkeypatch):
+    """The scripts import their siblings (``device_throughput``, ``utility_throughput``), as when run directly."""
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+
+
+def test_every_gpu_check_passes_on_the_cpu(capsys):
+    assert load_benchmark("gpu_check").main(["--device", "cpu"]) == 0
+    out = capsys.readouterr().out
+    assert "FAIL" not in out and out.count("PASS") == 6
+
+
+def test_the_sweep_and_the_profile_run(sibling_imports, capsys):
+    pytest.importorskip("mlxtend")
+    assert load_benchmark("gpu_sweep").main(["--device", "cpu", "--models", "2"]) == 0
+    assert load_benchmark("gpu_profile").main(["--device", "cpu", "--sizes", "8", "--profiled", "8"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("models/s") == 1 and out.count("profiled wall") == 3
