@@ -374,7 +374,8 @@ def redrawn_parameters(scratch: Any, names: list[str], seeds: list[int], dtype: 
                     module.reset_parameters()
             current = dict(scratch.named_parameters())
             for name in names:
-                drawn[name].append(current[name].detach().to(dtype))
+                # a copy: reset_parameters() initialises in place, and .to() of the same dtype would alias
+                drawn[name].append(current[name].detach().to(dtype, copy=True))
     return {name: torch.stack(values).to(device) for name, values in drawn.items()}
 
 

@@ -144,21 +144,31 @@ def test_joblib_workers_on_the_cpu_give_the_same_bits():
     np.testing.assert_array_equal(msr_banzhaf(game(), 48, seed=0, batch_size=16, n_jobs=2).values, one.values)
 
 
-def test_reinitialize_is_noisy_yet_a_function_of_the_coalition():
+@pytest.mark.parametrize("dtype, rtol, atol", [("float64", 1e-10, 1e-12), ("float32", 1e-4, 1e-5)])
+def test_reinitialize_is_noisy_yet_a_function_of_the_coalition(dtype, rtol, atol):
+    """float32 too: the module's own dtype, where each draw must be copied out of the re-initialised module."""
     masks = random_masks(6, DATA[0].shape[0])
-    fixed = game(dtype="float64").trained_outputs(masks)
-    redrawn = game(dtype="float64", reinitialize=True, seed=3)
+    fixed = game(dtype=dtype).trained_outputs(masks)
+    redrawn = game(dtype=dtype, reinitialize=True, seed=3)
     outputs = redrawn.trained_outputs(masks)
     assert not np.allclose(outputs, fixed)
     # same seed: the same values on a fresh object, in another order and chunk size
-    again = game(dtype="float64", reinitialize=True, seed=3, chunk_size=1).trained_outputs(masks[::-1])
-    np.testing.assert_allclose(again[::-1], outputs, rtol=1e-10, atol=1e-12)
-    other_seed = game(dtype="float64", reinitialize=True, seed=4).trained_outputs(masks)
+    again = game(dtype=dtype, reinitialize=True, seed=3, chunk_size=1).trained_outputs(masks[::-1])
+    np.testing.assert_allclose(again[::-1], outputs, rtol=rtol, atol=atol)
+    other_seed = game(dtype=dtype, reinitialize=True, seed=4).trained_outputs(masks)
     assert not np.allclose(other_seed, outputs)
     twice = redrawn.trained_outputs(np.repeat(masks[:1], 2, axis=0))
     np.testing.assert_array_equal(twice[0], twice[1])  # a repeated coalition: the same draw
     # another chunk pads its rows to another width: the same model to rounding
-    np.testing.assert_allclose(twice[0], outputs[0], rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(twice[0], outputs[0], rtol=rtol, atol=atol)
+
+
+def test_each_coalition_of_a_chunk_gets_its_own_draw():
+    from shapley_research.utilities._torch_training import redrawn_parameters
+
+    model = mlp()  # float32, as torch makes it
+    drawn = redrawn_parameters(model, ["0.weight"], [1, 2, 3], torch.float32, "cpu")["0.weight"]
+    assert len({row.numpy().tobytes() for row in drawn}) == 3
 
 
 def test_the_model_and_the_global_random_state_are_left_alone():
