@@ -149,10 +149,13 @@ def _check_truncation(truncation, game) -> float | None:
     if truncation >= 1.0:
         raise ValueError(f"truncation must be in [0, 1) (a share of |U(D)|), got {truncation}.")
     if truncation > 0 and supports_prefixes(game):
+        # a ModelUtility has the one-pass path through its routed learner (Ridge, or warm_prefixes=True)
+        own = ("ModelUtility(..., warm_prefixes=False)" if getattr(game, "warm_prefixes", False)
+               else "ModelUtility(..., fast=False), a clone fitted per coalition")
         raise ValueError(
             f"truncation={truncation} cannot save evaluations on {type(game).__name__}: its evaluate_prefixes "
             "computes every prefix of a permutation in one pass, the evaluations truncation skips. Use "
-            "truncation=None, or a game without evaluate_prefixes (e.g. ModelUtility(..., warm_prefixes=False), "
+            f"truncation=None, or a game without evaluate_prefixes (e.g. {own}, "
             "or as_game(game.evaluate, game.n_players, vectorized=True) to evaluate prefixes as masks).")
     return truncation
 

@@ -312,7 +312,7 @@ class TorchModelUtility(Game):
     def _check_module_output(self) -> None:
         """One forward pass on two training rows, plain and batched, before any training."""
         torch = import_torch(_OWNER)
-        sample = torch.as_tensor(self.X_train[:2], dtype=torch_dtype(self.dtype), device=self.device)
+        sample = torch.tensor(self.X_train[:2], dtype=torch_dtype(self.dtype), device=self.device)
         rows, d = sample.shape
         try:
             with torch.no_grad():
@@ -336,12 +336,13 @@ class TorchModelUtility(Game):
         """Training and test tensors on the device, the training plan and the minibatch schedule."""
         torch = import_torch(_OWNER)
         dtype = torch_dtype(self.dtype)
-        self._X_train = torch.as_tensor(self.X_train, dtype=dtype, device=self.device)
-        self._X_test = torch.as_tensor(self.X_test, dtype=dtype, device=self.device)
+        # copies (torch.tensor): a read-only array, as pandas hands out, would make torch.as_tensor warn
+        self._X_train = torch.tensor(self.X_train, dtype=dtype, device=self.device)
+        self._X_test = torch.tensor(self.X_test, dtype=dtype, device=self.device)
         if self.task == "classification":
-            self._y_train = torch.as_tensor(self.targets.y_train_index, dtype=torch.long, device=self.device)
+            self._y_train = torch.tensor(self.targets.y_train_index, dtype=torch.long, device=self.device)
         else:
-            self._y_train = torch.as_tensor(self.y_train, dtype=dtype, device=self.device)
+            self._y_train = torch.tensor(self.y_train, dtype=dtype, device=self.device)
         self._plan = TrainingPlan(self.task, self.optimizer, self.learning_rate, self.weight_decay,
                                   self.n_steps, self.batch_size, self.seed)
         self._schedule = None if self.batch_size is None else torch.as_tensor(

@@ -170,5 +170,11 @@ def test_truncation_takes_a_game_without_the_path_and_refuses_one_with_it():
     routed = ModelUtility(LogisticRegression(), X, Y, X_TEST, Y_TEST, fast=True)
     warm = ModelUtility(LogisticRegression(), X, Y, X_TEST, Y_TEST, fast=True, warm_prefixes=True)
     assert permutation_shapley(routed, 62, 0, truncation=0.01, progress=False).values.shape == (30,)
-    with pytest.raises(ValueError, match="cannot save evaluations"):
+    with pytest.raises(ValueError, match=r"cannot save evaluations.*warm_prefixes=False"):
         permutation_shapley(warm, 62, 0, truncation=0.01, progress=False)
+    # a routed Ridge has the path without warm_prefixes: the message names what removes it
+    ridge = ModelUtility(Ridge(), X, Y.astype(float), X_TEST, Y_TEST.astype(float), "r2", fast=True)
+    with pytest.raises(ValueError, match=r"cannot save evaluations.*fast=False"):
+        permutation_shapley(ridge, 62, 0, truncation=0.01, progress=False)
+    per_clone = ModelUtility(Ridge(), X, Y.astype(float), X_TEST, Y_TEST.astype(float), "r2", fast=False)
+    assert permutation_shapley(per_clone, 62, 0, truncation=0.01, progress=False).values.shape == (30,)
