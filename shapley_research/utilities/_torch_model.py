@@ -330,7 +330,28 @@ class TorchModelUtility(Game):
         except Exception as error:  # noqa: BLE001 - the forward must batch over stacked parameters
             raise ValueError(f"{_OWNER}: model's forward cannot be batched by torch.func.vmap over stacked "
                              f"parameters: {type(error).__name__}: {error}") from error
+        self._check_batched_gradient(sample)
         self._activations = activations_per_row(self._template, sample)
+
+    def _check_batched_gradient(self, sample: Any) -> None:
+        """One training gradient on ``sample``'s rows as training computes it (full batch: each coalition's own
+        rows, a batched input), so a forward that vmap cannot batch fails here, named, not at the first fit."""
+        torch = import_torch(_OWNER)
+        rows = sample.shape[0]
+        if self.task == "classification":
+            y = torch.tensor(self.targets.y_train_index[:rows], dtype=torch.long, device=self.device)
+        else:
+            y = torch.tensor(self.y_train[:rows], dtype=sample.dtype, device=self.device)
+        X = sample if self.batch_size is not None else sample.unsqueeze(0)
+        y = y if self.batch_size is not None else y.unsqueeze(0)
+        try:
+            with torch.no_grad():
+                self._gradient(stacked_copies(self._initial, 1), self._constants,
+                               torch.ones((1, rows), dtype=sample.dtype, device=self.device), X, y)
+        except Exception as error:  # noqa: BLE001 - any failure of the user's module under torch.func
+            raise ValueError(f"{_OWNER}: model cannot be trained batched by torch.func (one model per coalition, "
+                             f"each on its own rows: a batched input; data-dependent Python control flow, such "
+                             f"as `if x.sum() > 0`, is not supported): {type(error).__name__}: {error}") from error
 
     def _prepare_data(self) -> None:
         """Training and test tensors on the device, the training plan and the minibatch schedule."""

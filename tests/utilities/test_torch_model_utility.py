@@ -295,8 +295,20 @@ def no_training(monkeypatch):
     monkeypatch.setattr(module, "train_chunk", fail)
 
 
+class _BranchOnData(nn.Module):
+    """Python control flow on the input: runs alone, cannot be batched over coalitions' own rows by vmap."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = nn.Linear(4, 3)
+
+    def forward(self, x):
+        return self.linear(x) if x.sum() > 0 else -self.linear(x)
+
+
 @pytest.mark.usefixtures("no_training")
 @pytest.mark.parametrize("model, options, error, match", [
+    (lambda: _BranchOnData(), {}, ValueError, "cannot be trained batched by torch.func"),
     ("not a module", {}, TypeError, "torch.nn.Module"),
     (nn.Linear, {}, TypeError, "the class Linear"),
     (lambda: mlp(k=2), {}, ValueError, "model outputs 2 values per row but y_train has 3 classes"),
