@@ -154,8 +154,13 @@ class ValuationResult:
 
     def __post_init__(self):
         self.values = np.asarray(self.values, dtype=float)
+        if self.values.ndim != 1:
+            raise ValueError(f"values must be 1-D, one value per player, got shape {self.values.shape}.")
         if self.stderr is not None:
             self.stderr = np.asarray(self.stderr, dtype=float)
+            if self.stderr.shape != self.values.shape:
+                raise ValueError(f"stderr must have the shape of values {self.values.shape}, got "
+                                 f"{self.stderr.shape}.")
 
     @property
     def n_players(self) -> int:

@@ -1193,3 +1193,23 @@ def test_dataset_split_sizes_at_the_limit():
     X_train, y_train, X_test, y_test = load_iris_split(149)
     assert X_train.shape == (149, 4) and X_test.shape == (1, 4)
     assert len(y_train) == 149 and len(y_test) == 1
+
+
+@pytest.mark.parametrize("kwargs,error,match", [
+    row("values-2d", {"values": [[1.0, 2.0]]}, ValueError, "values must be 1-D"),
+    row("stderr-length", {"values": [1.0, 2.0], "stderr": [1.0, 2.0, 3.0]}, ValueError,
+        r"stderr must have the shape of values \(2,\)"),
+])
+def test_valuation_result_rejects_mismatched_arrays(kwargs, error, match):
+    from shapley_research import ValuationResult
+
+    assert_raises(lambda: ValuationResult(**{"n_evaluations": 0, "method": "mine", **kwargs}), error, match)
+
+
+def test_unanimity_coefficients_name_the_non_finite_one():
+    from shapley_research.games import UnanimitySumGame
+
+    assert_raises(lambda: UnanimitySumGame(3, [[0], [1]], [1.0, np.nan]), ValueError,
+                  r"coefficients must be finite, got \[nan\] at positions \[1\]")
+    assert_raises(lambda: UnanimitySumGame(3, [[0]], [1.0, 2.0]), ValueError,
+                  r"coefficients must be 1 numbers \(one per coalition\), got shape \(2,\)")

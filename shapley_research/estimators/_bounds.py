@@ -178,10 +178,10 @@ def compressive_sample_size(epsilon: float, delta: float, n_players: int, sparsi
         Probability, in ``(0, 1]``, that the error may exceed ``epsilon``.
     n_players : int
         ``N``, the number of players.
-    utility_range : float, default 1.0
-        ``r``, the range of the utility (``> 0``).
     sparsity : int
         ``K``, the non-zero entries assumed of the values (``1 <= K <= N``).
+    utility_range : float, default 1.0
+        ``r``, the range of the utility (``> 0``).
     constant : float, default 1.0
         The theorem's :math:`C'` (``> 0``).
 

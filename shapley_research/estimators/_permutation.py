@@ -179,7 +179,9 @@ def permutation_shapley(game: GameLike, budget: int | None, seed: int | np.rando
         players, is estimated from all of them at once, at no extra
         evaluation. Efficiency still holds exactly; the estimate is
         consistent, with an :math:`O(1/T)` bias from fitting on the same
-        samples (see :mod:`shapley_research.estimators._position_effects`). With
+        samples (see :mod:`shapley_research.estimators._position_effects`),
+        and a null player's value is no longer exactly 0 (its share of the
+        fitted position effects' noise). With
         ``antithetic``, on the benchmarks it reached the error of antithetic
         sampling alone with about half the evaluations (0.45-0.5x on a
         linear + sqrt(size) + unanimity game and on MNIST KNN). Not with

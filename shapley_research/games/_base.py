@@ -16,7 +16,9 @@ to building the prefix masks otherwise.
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import types
 from typing import Any, Callable, Protocol, cast, runtime_checkable
 
 import numpy as np
@@ -154,6 +156,59 @@ class Game:
         return ""
 
 
+def function_parts(fn: Any, depth: int = 0) -> list[Any]:
+    """What defines a Python function for :meth:`FunctionGame.fingerprint`: name, code, defaults, closure.
+
+    The code object's bytecode, constants and names (nested functions'
+    too), and the values of its defaults and closure cells by
+    :func:`_stable_parts`. Bytecode belongs to a Python version, so a file
+    written under another one tells the same function apart.
+    """
+    parts: list[Any] = [getattr(fn, "__module__", ""), getattr(fn, "__qualname__", type(fn).__name__)]
+    if isinstance(fn, functools.partial):
+        return parts + [function_parts(fn.func, depth + 1), _stable_parts(fn.args, depth),
+                        _stable_parts(fn.keywords, depth)]
+    code = getattr(fn, "__code__", None)
+    if code is None or depth > 3:  # a builtin or a callable object: its name (and type) only
+        return parts
+    cells = [cell.cell_contents for cell in (getattr(fn, "__closure__", None) or ()) if _has_contents(cell)]
+    return parts + [_code_parts(code), _stable_parts(getattr(fn, "__defaults__", None), depth),
+                    _stable_parts(getattr(fn, "__kwdefaults__", None), depth), _stable_parts(cells, depth)]
+
+
+def _has_contents(cell: Any) -> bool:
+    try:
+        cell.cell_contents  # noqa: B018 - an empty cell (a name not yet bound) raises
+    except ValueError:
+        return False
+    return True
+
+
+def _code_parts(code: types.CodeType) -> list[Any]:
+    consts = [_code_parts(c) if isinstance(c, types.CodeType) else repr(c) for c in code.co_consts]
+    return [code.co_code.hex(), consts, list(code.co_names)]
+
+
+def _stable_parts(value: Any, depth: int) -> Any:
+    """``value`` as reprs that do not depend on where it lives in memory: arrays by content, containers
+    element by element, games by fingerprint, functions by :func:`function_parts`, other objects by type."""
+    if isinstance(value, np.ndarray) or is_frame(value):
+        return content_digest(value)
+    if value is None or isinstance(value, (bool, int, float, complex, str, bytes, np.generic)):
+        return repr(value)
+    if isinstance(value, (tuple, list)):
+        return [_stable_parts(item, depth) for item in value]
+    if isinstance(value, dict):
+        return sorted((repr(key), _stable_parts(item, depth)) for key, item in value.items())
+    if callable(getattr(value, "fingerprint", None)):
+        return value.fingerprint()
+    if isinstance(value, types.ModuleType):
+        return value.__name__
+    if callable(value) and depth < 3:
+        return function_parts(value, depth + 1)
+    return type(value).__qualname__
+
+
 class FunctionGame(Game):
     """A game defined by a Python function (see :func:`as_game`)."""
 
@@ -166,11 +221,16 @@ class FunctionGame(Game):
         self.vectorized = check_bool(vectorized, "vectorized")
 
     def fingerprint(self) -> str:
-        """The fingerprint of the game whose method ``fn`` is, else its module and name (lambdas look alike)."""
+        """The fingerprint of the game whose method ``fn`` is, else a digest of ``fn`` (:func:`function_parts`).
+
+        Two functions made by one factory (closures over different arrays or
+        numbers) or two lambdas with different bodies are told apart; what a
+        function reads from a global variable or an opaque object is not.
+        """
         owner = getattr(self.fn, "__self__", None)
         if callable(getattr(owner, "fingerprint", None)):
             return owner.fingerprint()  # type: ignore[union-attr]
-        return f"{getattr(self.fn, '__module__', '')}.{getattr(self.fn, '__qualname__', type(self.fn).__name__)}"
+        return content_digest(repr(function_parts(self.fn)))
 
     def _evaluate(self, masks: NDArray[np.bool_]) -> ArrayLike:
         if self.vectorized:

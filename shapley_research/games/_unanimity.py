@@ -68,9 +68,12 @@ class UnanimitySumGame(Game):
             if term[0] < 0 or term[-1] >= self.n_players:
                 raise ValueError(f"coalitions[{j}] holds players outside range({self.n_players}): {term.tolist()}.")
         values = np.asarray(coefficients, dtype=float)
-        if values.shape != (len(terms),) or not np.all(np.isfinite(values)):
-            raise ValueError(f"coefficients must be {len(terms)} finite numbers (one per coalition), "
+        if values.shape != (len(terms),):
+            raise ValueError(f"coefficients must be {len(terms)} numbers (one per coalition), "
                              f"got shape {values.shape}.")
+        if not np.all(np.isfinite(values)):
+            raise ValueError(f"coefficients must be finite, got {values[~np.isfinite(values)][:5].tolist()} at "
+                             f"positions {np.flatnonzero(~np.isfinite(values))[:5].tolist()}.")
         self.coefficients = values
         self.sizes = np.array([t.size for t in terms], dtype=np.int64)
         self._starts = np.concatenate([[0], np.cumsum(self.sizes)]).astype(np.int64)

@@ -171,3 +171,35 @@ def test_budget_none_needs_a_target():
         sr.group_testing_shapley(GAME, None, seed=0)
     ranked = sr.group_testing_shapley(GAME, None, seed=0, batch_size=200, target_rank_correlation=0.8)
     assert ranked.info["stopped_by"] == "target_rank_correlation"
+
+
+def _linear_game(weights):
+    """A game made by a factory: every game it makes is the same function over other closed-over weights."""
+    return sr.as_game(lambda masks: masks @ weights, len(weights), vectorized=True)
+
+
+@pytest.mark.parametrize("name", ["permutation", "msr_banzhaf"])
+def test_function_games_of_one_factory_are_told_apart(name):
+    """Permutation and MSR runs record no U(D), so only the function's fingerprint (its code and the values it
+    closes over) separates these two games; the same factory call again merges."""
+    run = MERGEABLE[name]
+    weights = np.arange(8.0)
+    first = run(_linear_game(weights), 1)
+    with pytest.raises(ValueError, match="runs of different games cannot be merged"):
+        sr.merge_results(first, run(_linear_game(weights[::-1].copy()), 2))
+    assert sr.merge_results(first, run(_linear_game(weights.copy()), 2)).n_samples > first.n_samples
+
+
+def test_function_fingerprints_follow_code_and_closed_over_values():
+    def scaled(c):
+        return sr.as_game(lambda masks: c * masks.sum(axis=1), 6, vectorized=True)
+
+    assert scaled(1.0).fingerprint() == scaled(1.0).fingerprint() != scaled(2.0).fingerprint()
+    plain = sr.as_game(lambda masks: masks.sum(axis=1), 6, vectorized=True)
+    doubled = sr.as_game(lambda masks: 2.0 * masks.sum(axis=1), 6, vectorized=True)
+    assert plain.fingerprint() != doubled.fingerprint()
+    # an object without a fingerprint is known by its type only: the digest stays the same across processes
+    holder = object()
+    opaque = sr.as_game(lambda masks: masks.sum(axis=1) + 0 * id(holder), 6, vectorized=True)
+    assert opaque.fingerprint() == sr.as_game(lambda masks: masks.sum(axis=1) + 0 * id(holder), 6,
+                                              vectorized=True).fingerprint()

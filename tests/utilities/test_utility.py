@@ -492,3 +492,19 @@ def test_masks_are_validated(iris):
     game = ModelUtility(LogisticRegression(), X_train, y_train, X_test, y_test, fast=False)
     with pytest.raises(ValueError, match="masks must have shape"):
         game.evaluate(np.ones((2, 5), dtype=bool))
+
+
+@pytest.mark.parametrize("build", [
+    lambda X, y, Xt, yt: ModelUtility(LogisticRegression(), X, y, Xt, yt, fast=True),
+    lambda X, y, Xt, yt: LogisticRegressionUtility(X, y, Xt, yt, solver="lbfgs"),
+    lambda X, y, Xt, yt: RidgeUtility(X, y.astype(float), Xt, yt.astype(float)),
+], ids=["routed ModelUtility", "LogisticRegressionUtility", "RidgeUtility"])
+def test_games_pickle_with_the_standard_library(build):
+    """Saving a game by hand (plain pickle, not joblib's cloudpickle) keeps every utility."""
+    import pickle
+
+    X, y = load_iris(return_X_y=True)
+    game = build(X[::2], y[::2], X[1::2], y[1::2])
+    masks = np.random.default_rng(0).random((6, 75)) < 0.6
+    expected = game.evaluate(masks)
+    assert pickle.loads(pickle.dumps(game)).evaluate(masks).tobytes() == expected.tobytes()

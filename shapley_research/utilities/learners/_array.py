@@ -73,6 +73,10 @@ class ArrayBackend:
         self.eps = float(self.xp.finfo(self.float).eps)
         self._scalars: dict[float, Any] = {}
 
+    def __reduce__(self) -> tuple[Any, tuple[Any, str]]:
+        """Pickled as its device and dtype (its namespace is a module, which pickle refuses)."""
+        return ArrayBackend, (self.device, self.dtype_name)
+
     @property
     def is_numpy(self) -> bool:
         return self.device is None

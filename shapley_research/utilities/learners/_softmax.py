@@ -25,7 +25,7 @@ class _SoftmaxData:
     """What every chunk shares: the design, labels and (for Newton) packed outer products, in ``backend``."""
 
     def __init__(self, design: _Design, targets: TargetInfo, backend: ArrayBackend = NUMPY):
-        self.backend, self.xp = backend, backend.xp
+        self.backend = backend
         self.X = backend.asarray(design.train)
         self.XT = backend.asarray(np.ascontiguousarray(design.train.T))
         self.penalty = backend.asarray(design.penalty)
@@ -37,6 +37,11 @@ class _SoftmaxData:
         self.true_index = backend.asarray(targets.y_train_index * n + np.arange(n), "int")
         self.labels = np.asarray(targets.y_train_index, dtype=np.int64)  # numpy: the compiled CPU path's
         self._outer: Array = None
+
+    @property
+    def xp(self) -> Any:
+        """The backend's array namespace (read through, so the data pickles: a module does not)."""
+        return self.backend.xp
 
     @property
     def outer(self) -> Array:
