@@ -151,17 +151,16 @@ class Claim:
     def to_dict(self) -> dict:
         """The entry written to ``metrics.json``.
 
-        ``{claim, statistic: {name, value}, holds, source, criterion, timing}``
-        plus ``section`` and ``note`` where given, ``verdict`` for an
-        undecided claim (``holds`` then false; otherwise ``holds`` says it:
-        :func:`verdict_of`), ``sanity: true`` for a sanity check and
-        ``by_construction: true`` for a check that holds or fails by construction.
+        ``{claim, statistic: {name, value}, holds, verdict, source, criterion,
+        timing}`` plus ``section`` and ``note`` where given, ``sanity: true``
+        for a sanity check and ``by_construction: true`` for a check that holds
+        or fails by construction. ``verdict`` is one of :data:`VERDICTS`:
+        ``holds`` is false for "inconclusive" and "outside its scope" too, so a
+        reader counting verdicts reads ``verdict``.
         """
         entry = {"claim": self.claim, "statistic": {"name": self.statistic, "value": to_jsonable(self.value)},
-                 "holds": bool(self.holds), "source": self.source, "criterion": self.criterion,
-                 "timing": bool(self.timing)}
-        if self.undecided is not None:
-            entry["verdict"] = self.undecided
+                 "holds": bool(self.holds), "verdict": self.verdict, "source": self.source,
+                 "criterion": self.criterion, "timing": bool(self.timing)}
         if self.sanity:
             entry["sanity"] = True
         if self.by_construction:

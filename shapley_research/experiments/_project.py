@@ -317,13 +317,34 @@ def notebook_sync_problems(project: Project, name: str) -> list[str]:
     return problems
 
 
+def _cell_overrides(project: Project, name: str) -> list[str]:
+    """The overrides that give one run the values an edited cell holds (readable cells only)."""
+    from ._notebook import notebook_defaults
+
+    try:
+        found = notebook_defaults(project.notebook(name))
+    except ValueError:
+        return []
+    expected = generated_parameters(project, name)
+    return [_override(_where(name, key)[1], value) for key, value in found.items()
+            if key in expected and value != expected[key] and key != "output_dir"]
+
+
 def check_notebook_in_sync(project: Project, name: str) -> None:
-    """Raise :class:`ProjectError` unless the notebook's ``parameters`` cell holds the configuration's values."""
+    """Raise :class:`ProjectError` unless the notebook's ``parameters`` cell holds the configuration's values.
+
+    The message says what to do in both cases, since either side may have been edited: the cell (restore it,
+    then pass its values as overrides) or conf/ (regenerate the cell).
+    """
     problems = notebook_sync_problems(project, name)
     if problems:
+        overrides = _cell_overrides(project, name)
+        once = (f"To run the cell's values once: `shapley-research params {name} --write` restores the cell "
+                f"(the run refuses an edited one), then `shapley-research run {name} {' '.join(overrides)}`. "
+                if overrides else "")
         raise ProjectError(f"the parameters cell of {NOTEBOOK_DIR}/{name}.ipynb differs from conf/ (the one "
-                           "source of parameters):\n  " + "\n  ".join(problems) + "\nAfter an edit of conf/, "
-                           f"`shapley-research params {name} --write` regenerates the cell.")
+                           "source of parameters):\n  " + "\n  ".join(problems) + f"\n{once}After an edit of "
+                           f"conf/, `shapley-research params {name} --write` regenerates the cell.")
 
 
 def profile_key_problems(project: Project, name: str) -> list[str]:

@@ -47,7 +47,7 @@ def test_claim_coerces_numpy_types():
                       "Section 5.1, Figure 4")
     assert type(c.holds) is bool and type(c.value) is float
     assert c.to_dict() == {"claim": "Group testing is accurate.", "statistic": {"name": "max_error", "value": 0.01},
-                           "holds": True, "source": "paper", "section": "Section 5.1, Figure 4",
+                           "holds": True, "verdict": "holds", "source": "paper", "section": "Section 5.1, Figure 4",
                            "criterion": "error < 0.05", "timing": False}
 
 
@@ -55,8 +55,8 @@ def test_claim_of_the_reproduction_with_note_and_timing():
     c = claim("Ours is fast.", "seconds", 1.5, False, source="reproduction", criterion="seconds < 1",
               note="the  machine\nwas busy", timing=np.bool_(True))
     assert c.to_dict() == {"claim": "Ours is fast.", "statistic": {"name": "seconds", "value": 1.5}, "holds": False,
-                           "source": "reproduction", "criterion": "seconds < 1", "note": "the machine was busy",
-                           "timing": True}
+                           "verdict": "does not hold", "source": "reproduction", "criterion": "seconds < 1",
+                           "note": "the machine was busy", "timing": True}
 
 
 @pytest.mark.parametrize("args, kwargs, error", [
@@ -92,7 +92,8 @@ def test_write_metrics_writes_sorted_plain_json(tmp_path):
     doc = json.loads(text)
     assert doc == {"a": [0, 1, 2], "z": 1.5,
                    "claims": [{"claim": "A claim.", "statistic": {"name": "stat", "value": 2}, "holds": False,
-                               "source": "reproduction", "criterion": "error < 0.05", "timing": False}]}
+                               "verdict": "does not hold", "source": "reproduction", "criterion": "error < 0.05",
+                               "timing": False}]}
     assert read_metrics(out) == doc
 
 

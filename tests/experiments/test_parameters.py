@@ -110,6 +110,9 @@ def test_an_edited_notebook_cell_is_refused_saying_where_the_parameter_lives(tmp
     assert ("null_draws lives in conf/experiment/sparsity.yaml (null_draws = 200 there), not in the notebook "
             "(100); edit it there or pass experiment.null_draws=100 to shapley-research run.") in err
     assert "`shapley-research params sparsity --write` regenerates the cell" in err
+    # the way to run the cell's values once, which works as written: restore the cell, then override
+    assert ("To run the cell's values once: `shapley-research params sparsity --write` restores the cell (the run "
+            "refuses an edited one), then `shapley-research run sparsity experiment.null_draws=100`.") in err
     assert not (tmp_path / "out").exists()  # refused before the kernel starts
     # --check finds it; --write restores the file byte for byte (every other cell untouched).
     assert main(["--project-dir", str(tmp_path), "params", "sparsity", "--check"]) == 1

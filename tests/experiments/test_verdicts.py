@@ -17,7 +17,9 @@ def test_undecided_claims_do_not_hold_and_say_why():
         _claim(True, undecided="inconclusive")
     with pytest.raises(ValueError, match="undecided must be None or one of"):
         _claim(False, undecided="maybe")
-    assert verdict_of({"holds": True}) == "holds" and "verdict" not in _claim(True).to_dict()  # decided: holds says it
+    # every entry names its verdict (holds is false for the undecided ones too); older files without it still read
+    assert _claim(True).to_dict()["verdict"] == "holds" and _claim(False).to_dict()["verdict"] == "does not hold"
+    assert verdict_of({"holds": True}) == "holds" and verdict_of({"holds": False}) == "does not hold"
     assert "sanity" not in _claim(True).to_dict() and _claim(True, sanity=True).to_dict()["sanity"] is True
 
 
