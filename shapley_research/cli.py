@@ -533,7 +533,7 @@ def _add_result_commands(sub: argparse._SubParsersAction) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``shapley-research``; returns the exit status."""
-    args = build_parser().parse_args(argv)
+    args = _parse(build_parser(), argv)
     try:
         return args.func(args)
     except ProjectError as err:
@@ -542,6 +542,22 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         _quiet_closed_stdout()
         return EXIT_OK
+
+
+def _parse(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
+    """``parser.parse_args``, except that ``run``'s overrides may also follow its flags.
+
+    argparse fills ``OVERRIDE ...`` with the words right after ``NAME`` only, so
+    ``run NAME --no-figures profile=quick`` left ``profile=quick`` unrecognised;
+    the words left over after a flag are overrides too, in the order given.
+    """
+    args, extra = parser.parse_known_args(argv)
+    if getattr(args, "command", None) == "run":
+        args.overrides = [*args.overrides, *(word for word in extra if not word.startswith("-"))]
+        extra = [word for word in extra if word.startswith("-")]
+    if extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
 
 
 def _quiet_closed_stdout() -> None:

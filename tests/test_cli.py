@@ -158,6 +158,8 @@ def test_help_lists_commands(capsys):
     (["run", "sparsity"], "missing conf/experiment/sparsity.yaml, notebooks/sparsity.ipynb"),
     (["run", "iris_accuracy", "experiment.typo=1"], "Could not override 'experiment.typo': no such key."),
     (["run", "iris_accuracy", "typo=1"], "Valid overrides: profile=paper|quick, output_dir=..., seed=..."),
+    # overrides after a flag are overrides too (argparse alone called them unrecognised arguments)
+    (["run", "iris_accuracy", "--no-figures", "typo=1"], "Valid overrides: profile=paper|quick"),
     (["run", "iris_accuracy", "profile=huge"], "Available options in 'profile'"),
     (["run", "iris_accuracy", "experiment.n_samples"], "Error parsing override"),
     (["run", "iris_accuracy", "seed=abc"], "seed must be an integer"),
@@ -171,6 +173,12 @@ def test_usage_errors_exit_2_with_a_clear_message(project, capsys, args, message
     assert code == 2 and out == ""
     assert err.startswith("shapley-research: error: ") and message in err
     assert "Traceback" not in err
+
+
+def test_an_unknown_flag_is_still_refused(project, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--project-dir", str(project), "run", "iris_accuracy", "--no-figures", "profile=quick", "--nope"])
+    assert exit_info.value.code == 2 and "unrecognized arguments: --nope" in capsys.readouterr().err
 
 
 def test_missing_notebook_is_reported(project, tmp_path, capsys):
