@@ -185,8 +185,18 @@ def _has_contents(cell: Any) -> bool:
 
 
 def _code_parts(code: types.CodeType) -> list[Any]:
-    consts = [_code_parts(c) if isinstance(c, types.CodeType) else repr(c) for c in code.co_consts]
-    return [code.co_code.hex(), consts, list(code.co_names)]
+    return [code.co_code.hex(), [_const_parts(c) for c in code.co_consts], list(code.co_names)]
+
+
+def _const_parts(const: Any) -> Any:
+    """A code constant's repr; a frozenset's sorted (its order follows string hashing, which varies by process)."""
+    if isinstance(const, types.CodeType):
+        return _code_parts(const)
+    if isinstance(const, frozenset):
+        return sorted(repr(item) for item in const)
+    if isinstance(const, tuple):
+        return [_const_parts(item) for item in const]
+    return repr(const)
 
 
 def _stable_parts(value: Any, depth: int) -> Any:

@@ -203,3 +203,20 @@ def test_function_fingerprints_follow_code_and_closed_over_values():
     opaque = sr.as_game(lambda masks: masks.sum(axis=1) + 0 * id(holder), 6, vectorized=True)
     assert opaque.fingerprint() == sr.as_game(lambda masks: masks.sum(axis=1) + 0 * id(holder), 6,
                                               vectorized=True).fingerprint()
+
+
+def test_a_function_fingerprint_is_the_same_in_every_process():
+    """A set literal compiles to a frozenset constant, whose order follows string hashing (random per process):
+    the digest sorts it, or a checkpoint of the game would be refused after a restart."""
+    import os
+    import subprocess
+    import sys
+
+    script = ("import numpy as np, shapley_research as sr\n"
+              "w = np.arange(6.0)\n"
+              "g = sr.as_game(lambda m: (m @ w) * (1.0 if 'a' in {'a', 'b', 'c', 'dd'} else 2.0), 6, vectorized=True)\n"
+              "print(g.fingerprint())\n")
+    digests = {subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
+                              env={**os.environ, "PYTHONHASHSEED": str(seed)}).stdout
+               for seed in (1, 2, 3)}
+    assert len(digests) == 1
