@@ -392,6 +392,8 @@ def cmd_params(args: argparse.Namespace) -> int:
                               write_parameters_cell)
 
     project = _project(args)
+    if args.overrides:
+        return _print_run_parameters(project, args)
     names = [check_name(name) for name in args.names] or project.available()
     stale = []
     for name in names:
@@ -416,6 +418,18 @@ def cmd_params(args: argparse.Namespace) -> int:
         print(f"run `shapley-research params {' '.join(stale)} --write` after checking the differences "
               "(`shapley-research run` names each one)", file=sys.stderr)
     return EXIT_FAILED if stale else EXIT_OK
+
+
+def _print_run_parameters(project: Project, args: argparse.Namespace) -> int:
+    """``params NAME --with OVERRIDE ...``: the parameters a run with those overrides gets, checked as a run checks
+    them (a dry run: no kernel starts)."""
+    from .experiments import parameters_source
+
+    if args.write or args.check or len(args.names) != 1:
+        raise ProjectError("--with prints the parameters of one run: give one NAME, without --write or --check.")
+    params = run_parameters(project, check_name(args.names[0]), args.overrides)
+    print(parameters_source(params), end="")
+    return EXIT_OK
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -461,7 +475,8 @@ def build_parser() -> argparse.ArgumentParser:
 def _add_experiment_commands(sub: argparse._SubParsersAction) -> None:
     """``list``, ``run``, ``stage`` and ``params``: the commands about one experiment and its notebook."""
     p_list = sub.add_parser("list", help="print the experiment names, one per line")
-    p_list.add_argument("-l", "--long", action="store_true", help="add each experiment's status and description")
+    p_list.add_argument("-l", "--long", action="store_true",
+                        help="add each experiment's description, and the files it lacks to run")
     p_list.set_defaults(func=cmd_list)
 
     p_run = sub.add_parser(
@@ -504,6 +519,9 @@ def _add_experiment_commands(sub: argparse._SubParsersAction) -> None:
     mode = p_params.add_mutually_exclusive_group()
     mode.add_argument("--write", action="store_true", help="rewrite the notebooks' parameters cells")
     mode.add_argument("--check", action="store_true", help="exit 1 if a notebook's cell is not the generated one")
+    p_params.add_argument("--with", dest="overrides", action="append", default=[], metavar="OVERRIDE",
+                          help="print instead the parameters a run of NAME with this override gets (repeatable: "
+                               "--with profile=quick --with experiment.KEY=VALUE), checked as `run` checks them")
     p_params.set_defaults(func=cmd_params)
 
 

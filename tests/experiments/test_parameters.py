@@ -214,3 +214,21 @@ def test_plain_papermill_recipe_records_the_profile_and_run_info(tmp_path):
     assert info["experiment"] == "sparsity" and info["profile"] == CUSTOM_PROFILE
     assert info["wall_seconds"] >= 0 and info["cpu_seconds"] >= 0
     assert notebook_defaults(project.notebook("sparsity"))["profile"] == "paper"
+
+
+def test_params_with_overrides_prints_what_a_run_gets_without_running(tmp_path, capsys):
+    project = copy_project(tmp_path)
+    args = ["--project-dir", str(tmp_path), "params", "sparsity"]
+    assert main([*args, "--with", "profile=quick"]) == 0
+    quick = capsys.readouterr().out
+    assert 'profile = "quick"' in quick and "seed = 0" in quick
+    assert quick != parameters_source(generated_parameters(project, "sparsity"))  # the paper's cell
+    assert main([*args, "--with", "profile=quick", "--with", "seed=3"]) == 0
+    reseeded = capsys.readouterr().out
+    assert 'profile = "custom"' in reseeded and "seed = 3" in reseeded
+    # checked as a run checks them, and only for one experiment, alone
+    assert main([*args, "--with", "experiment.typo=1"]) == 2
+    assert "no such key" in capsys.readouterr().err
+    assert main([*args, "--with", "seed=3", "--check"]) == 2
+    assert "give one NAME, without --write or --check" in capsys.readouterr().err
+    assert not (tmp_path / "scratch").exists()  # nothing ran
