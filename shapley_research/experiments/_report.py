@@ -249,8 +249,11 @@ def write_report(root: Path, results: str = "results", readme: Path | None = Non
     """Write ``results/README.md`` and, if given, refresh the section of ``readme``."""
     results_dir = root / results
     out = results_dir / "README.md"
-    out.write_text("# Results\n\nRegenerate with `dvc repro` (see the top-level README).\n\n"
-                   + build_report(results_dir, "", descriptions))
+    # the committed results come from the DVC stages; any other directory from the runs someone put there
+    origin = ("Regenerate with `dvc repro` (see the top-level README)." if Path(results) == Path("results") else
+              f"Written by `shapley-research report --results {results}` from the runs in that directory; "
+              "regenerate it with the same command.")
+    out.write_text(f"# Results\n\n{origin}\n\n" + build_report(results_dir, "", descriptions))
     written = [out]
     if readme is not None:
         readme = Path(readme)

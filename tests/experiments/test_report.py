@@ -120,3 +120,15 @@ def test_statistics_are_formatted_with_three_significant_digits():
     assert _format({"spearman": [1.0, 1.0], "z": [120.631, 113.975]}) == "spearman: [1, 1]; z: [121, 114]"
     assert _format([0.123456, True, "x", 7]) == "[0.123, true, x, 7]"
     assert _format(list(range(8))) == "[0, 1, 2, 3, 4, 5, ...]"
+
+
+def test_a_report_of_other_runs_says_how_it_was_made(tmp_path):
+    """Only the committed results come from `dvc repro`; a report of a directory of one's own runs says so."""
+    from shapley_research.experiments._report import write_report
+
+    for results in ("results", "my_runs"):
+        make_run(tmp_path / results, "sparsity", True)
+        text = write_report(tmp_path, results)[0].read_text()
+        committed = "Regenerate with `dvc repro`" in text
+        assert committed == (results == "results")
+        assert committed or "`shapley-research report --results my_runs`" in text
