@@ -296,14 +296,19 @@ def notebook_sync_problems(project: Project, name: str) -> list[str]:
     One line per parameter, saying where it lives; an edited cell would
     otherwise be silently replaced by the configuration's values at run time.
     """
+    return _cell_against_conf(project, name)[0]
+
+
+def _cell_against_conf(project: Project, name: str) -> tuple[list[str], list[str]]:
+    """:func:`notebook_sync_problems`, and the overrides that give one run the values an edited cell holds."""
     from ._notebook import notebook_defaults
 
     try:
         found = notebook_defaults(project.notebook(name))
     except ValueError as err:
-        return [str(err)]
+        return [str(err)], []
     expected = generated_parameters(project, name)
-    problems = []
+    problems, overrides = [], []
     for key, value in found.items():
         where, option = _where(name, key)
         if key not in expected:
@@ -313,21 +318,10 @@ def notebook_sync_problems(project: Project, name: str) -> list[str]:
             problems.append(f"{key} lives in {where} ({key} = {expected[key]!r} there), not in the notebook "
                             f"({value!r}); edit it there or pass {_override(option, value)} to "
                             "shapley-research run.")
+            if key != "output_dir":
+                overrides.append(_override(option, value))
     problems += [f"{key} ({_where(name, key)[0]}) is missing from the cell." for key in expected if key not in found]
-    return problems
-
-
-def _cell_overrides(project: Project, name: str) -> list[str]:
-    """The overrides that give one run the values an edited cell holds (readable cells only)."""
-    from ._notebook import notebook_defaults
-
-    try:
-        found = notebook_defaults(project.notebook(name))
-    except ValueError:
-        return []
-    expected = generated_parameters(project, name)
-    return [_override(_where(name, key)[1], value) for key, value in found.items()
-            if key in expected and value != expected[key] and key != "output_dir"]
+    return problems, overrides
 
 
 def check_notebook_in_sync(project: Project, name: str) -> None:
@@ -336,9 +330,8 @@ def check_notebook_in_sync(project: Project, name: str) -> None:
     The message says what to do in both cases, since either side may have been edited: the cell (restore it,
     then pass its values as overrides) or conf/ (regenerate the cell).
     """
-    problems = notebook_sync_problems(project, name)
+    problems, overrides = _cell_against_conf(project, name)
     if problems:
-        overrides = _cell_overrides(project, name)
         once = (f"To run the cell's values once: `shapley-research params {name} --write` restores the cell "
                 f"(the run refuses an edited one), then `shapley-research run {name} {' '.join(overrides)}`. "
                 if overrides else "")

@@ -214,7 +214,7 @@ def _stable_parts(value: Any, depth: int) -> Any:
         return value.fingerprint()
     if isinstance(value, types.ModuleType):
         return value.__name__
-    if callable(value) and depth < 3:
+    if callable(value):  # function_parts stops below depth 3
         return function_parts(value, depth + 1)
     return type(value).__qualname__
 

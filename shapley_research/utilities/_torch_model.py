@@ -268,8 +268,8 @@ class TorchModelUtility(Game):
         self.dtype = check_dtype(dtype, _OWNER)
         self.device = resolve_device("cpu" if device is None else device, _OWNER) or torch.device("cpu")
         self._prepare_module(model)
-        self._check_module_output()
         self._prepare_data()
+        self._check_module_output()
         self.n_fits = 0
 
     # -- construction ---------------------------------------------------------------------------
@@ -312,7 +312,7 @@ class TorchModelUtility(Game):
     def _check_module_output(self) -> None:
         """One forward pass on two training rows, plain and batched, before any training."""
         torch = import_torch(_OWNER)
-        sample = torch.tensor(self.X_train[:2], dtype=torch_dtype(self.dtype), device=self.device)
+        sample = self._X_train[:2]
         rows, d = sample.shape
         try:
             with torch.no_grad():
@@ -338,10 +338,7 @@ class TorchModelUtility(Game):
         rows, a batched input), so a forward that vmap cannot batch fails here, named, not at the first fit."""
         torch = import_torch(_OWNER)
         rows = sample.shape[0]
-        if self.task == "classification":
-            y = torch.tensor(self.targets.y_train_index[:rows], dtype=torch.long, device=self.device)
-        else:
-            y = torch.tensor(self.y_train[:rows], dtype=sample.dtype, device=self.device)
+        y = self._y_train[:rows]
         X = sample if self.batch_size is not None else sample.unsqueeze(0)
         y = y if self.batch_size is not None else y.unsqueeze(0)
         try:
