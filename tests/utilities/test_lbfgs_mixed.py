@@ -92,8 +92,8 @@ def test_the_low_rank_preconditioner_is_the_full_one_at_full_rank(wine, monkeypa
     counts = learner.targets.class_counts(masks)
     chunk = _SoftmaxChunk.from_masks(learner._softmax_data, masks, counts, learner.C)
     monkeypatch.setattr(_precondition, "PRECONDITION_MIN_CURVATURE", 0.0)  # every direction kept
-    apply = learner._preconditioner(chunk)
     eigenvalues, vectors = learner._full_hessian_eigen(learner._backend)
+    apply = _precondition.low_rank_inverse(eigenvalues, vectors, chunk, learner.n_players)  # no class blocks
     r = np.random.default_rng(0).normal(size=(8,) + learner._full_theta.shape) * chunk.present[:, :, None]
     K, q = learner._full_theta.shape
     weight = chunk.C * chunk.size / learner.n_players
@@ -102,6 +102,33 @@ def test_the_low_rank_preconditioner_is_the_full_one_at_full_rank(wine, monkeypa
         # the eigenvectors come from float32 LAPACK, orthonormal to about 1e-6: the two forms agree to 1e-5
         np.testing.assert_allclose(apply(r, np.arange(8))[b], expected.reshape(K, q) * chunk.present[b, :, None],
                                    rtol=0, atol=1e-5)
+
+
+def test_coalitions_past_q_directions_take_the_class_blocks_of_the_scaled_hessian(wine, monkeypatch):
+    X, y, Xt, yt = wine
+    learner = LogisticRegressionUtility(X, y, Xt, yt, solver="lbfgs", mixed_precision=False)
+    masks = _masks(len(y), 8)
+    counts = learner.targets.class_counts(masks)
+    chunk = _SoftmaxChunk.from_masks(learner._softmax_data, masks, counts, learner.C)
+    K, q = learner.targets.n_classes, learner.design.q
+    monkeypatch.setattr(_precondition, "PRECONDITION_MIN_CURVATURE", 1e-3)  # most directions: past q
+    apply = learner._preconditioner(chunk)
+    assert apply.all_blocks and (np.asarray(apply.use_blocks) == (apply.ranks > 0)).all()
+    theta = learner._warm_start()
+    Z = theta @ learner._softmax_data.X.T
+    P = np.exp(Z - Z.max(axis=0))
+    P /= P.sum(axis=0)
+    Xd = learner._softmax_data.X
+    weight = chunk.C * chunk.size / learner.n_players
+    r = np.random.default_rng(0).normal(size=(8, K, q)) * chunk.present[:, :, None]
+    got = apply(r, np.arange(8))
+    for b in range(8):
+        for k in range(K):
+            block = weight[b] * (Xd.T * (P[k] * (1 - P[k]))) @ Xd + np.eye(q)  # the penalty taken as I
+            expected = np.linalg.solve(block, r[b, k]) if chunk.present[b, k] else np.zeros(q)
+            np.testing.assert_allclose(got[b, k], expected, rtol=0, atol=1e-10)
+    monkeypatch.setattr(_precondition, "PRECONDITION_MIN_CURVATURE", 1e9)  # one direction: the low rank
+    assert not learner._preconditioner(chunk).some_blocks
 
 
 @pytest.mark.parametrize("newton, model_tol, expected", [(True, 1e-4, 1e-6), (True, 1e-8, 1e-8),

@@ -135,3 +135,20 @@ def test_the_vectorised_exp_is_libm_to_a_few_ulp():
     below = np.array([-708.5, -745.0, -1e6, -708.0])  # beyond the normal range: the floor's value, not 0 or garbage
     _exp_in_place(below, np.empty(4, np.int64))
     np.testing.assert_array_equal(below[:3], below[3])
+
+
+@pytest.mark.parametrize("min_curvature", [1e-3, 0.3])
+def test_the_same_iterates_with_class_blocks(monkeypatch, min_curvature):
+    from shapley_research.utilities.learners import _precondition
+
+    X, y, Xt, yt = _data(load_wine, 120)
+    learner = LogisticRegressionUtility(X, y, Xt, yt, solver="lbfgs", mixed_precision=False)
+    masks = _masks(len(y), 40)
+    masks[:5] &= (y != 0)[None, :]
+    monkeypatch.setattr(_precondition, "PRECONDITION_MIN_CURVATURE", min_curvature)  # more directions than q
+    counts = learner.targets.class_counts(masks)
+    pre = learner._preconditioner(_SoftmaxChunk.from_masks(learner._softmax_data, masks, counts, learner.C))
+    assert pre.all_blocks if min_curvature < 0.01 else pre.some_blocks and not pre.all_blocks  # all, or a mix
+    chunked, compiled = _both(learner, masks)
+    assert compiled[2].all() and compiled[1].min() > 1
+    _assert_same_iterates(chunked, compiled, atol=LOW_RANK_ATOL)  # the compiled path applies them in float32

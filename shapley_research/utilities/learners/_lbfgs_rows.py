@@ -48,7 +48,7 @@ from numpy.typing import NDArray
 from ._array import Array
 from ._lbfgs import CURVATURE_MIN
 from ._line_search import ARMIJO_SLOPE, MAX_HALVINGS, NO_PROGRESS_ULPS, STALL_TOL_FACTOR
-from ._precondition import LOW_RANK, NO_PRECONDITIONER
+from ._precondition import CLASS_BLOCKS, LOW_RANK, NO_PRECONDITIONER
 
 # reassociation lets the sums and updates over a coalition's rows and parameters run in SIMD lanes;
 # infinities and NaNs keep their meaning (a trial step may overflow the objective)
@@ -155,8 +155,9 @@ def _max_abs(a: Any) -> float:
 
 @numba.njit(cache=True, nogil=True, fastmath=_FAST, inline="always")
 def _initial_inverse(r: Any, g: Any, kind: int, pairs: int, gamma: float, present: Any, q: int,
-                     vectors: Any, eigenvalues: Any, rank: int, weight: float, diagonal: Any, penalty: Any) -> None:
-    """``r <- H0 r`` (flat, K q): ``gamma I`` (``1/max|g|`` before any pair), low-rank or diagonal."""
+                     vectors: Any, eigenvalues: Any, rank: int, weight: float, diagonal: Any, penalty: Any,
+                     block_rows: Any, block_values: Any) -> None:
+    """``r <- H0 r`` (flat, K q): ``gamma I`` (``1/max|g|`` before any pair), low-rank, class blocks or diagonal."""
     d = r.shape[0]
     if kind == NO_PRECONDITIONER:
         scale = 1.0 / max(_max_abs(g), 1.0) if pairs == 0 else gamma
@@ -175,6 +176,29 @@ def _initial_inverse(r: Any, g: Any, kind: int, pairs: int, gamma: float, presen
         correction = np.dot(z, own)
         for a in range(d):
             r[a] = r[a] + correction[a] if present[a // q] else 0.0
+    elif kind == CLASS_BLOCKS:  # U_k diag(1 / (w lambda + 1)) U_k^T per class; row k q + j of block_rows: U_k[:, j]
+        r32, c, out = np.empty(q, block_rows.dtype), np.empty(q, block_rows.dtype), np.empty(q, block_rows.dtype)
+        for k in range(d // q):
+            base = k * q
+            if not present[k]:
+                for a in range(q):
+                    r[base + a] = 0.0
+                continue
+            for a in range(q):
+                r32[a] = r[base + a]
+            for j in range(q):
+                total = np.float32(0.0)
+                row = block_rows[base + j]
+                for a in range(q):
+                    total += row[a] * r32[a]
+                c[j] = total / (weight * block_values[base + j] + 1.0)
+            out[:] = 0.0
+            for j in range(q):
+                row, scale = block_rows[base + j], c[j]
+                for a in range(q):
+                    out[a] += scale * row[a]
+            for a in range(q):
+                r[base + a] = out[a]
     else:  # diag(w h_D + r_S)^-1 on the classes present
         for a in range(d):
             k, j = a // q, a % q
@@ -185,7 +209,7 @@ def _initial_inverse(r: Any, g: Any, kind: int, pairs: int, gamma: float, presen
 @numba.njit(cache=True, nogil=True, fastmath=_FAST, inline="always")
 def _direction(direction: Any, g: Any, S: Any, Y: Any, rho: Any, alpha: Any, it: int, pairs: int, gamma: float,
                kind: int, present: Any, q: int, vectors: Any, eigenvalues: Any, rank: int, weight: float,
-               diagonal: Any, penalty: Any) -> int:
+               diagonal: Any, penalty: Any, block_rows: Any, block_values: Any) -> int:
     """``direction <- -H g`` by the two-loop recursion, newest pair first; returns the pairs kept.
 
     A direction pointing uphill restarts from steepest descent with every pair dropped.
@@ -201,7 +225,7 @@ def _direction(direction: Any, g: Any, S: Any, Y: Any, rho: Any, alpha: Any, it:
             for a in range(d):
                 direction[a] -= alpha[slot] * Y[slot, a]
     _initial_inverse(direction, g, kind, pairs, gamma, present, q, vectors, eigenvalues, rank, weight, diagonal,
-                     penalty)
+                     penalty, block_rows, block_values)
     for j in range(written - 1, -1, -1):
         slot = (it - 1 - j) % memory
         if rho[slot] != 0.0:
@@ -223,7 +247,8 @@ def _direction(direction: Any, g: Any, S: Any, Y: Any, rho: Any, alpha: Any, it:
 @numba.njit(cache=True, nogil=True, fastmath=_FAST, inline="always")
 def _solve(theta: Any, Xs: Any, XsT: Any, w: Any, labels: Any, present: Any, C: float, penalty: Any,
            threshold: float, max_iter: int, memory: int, strict: bool, no_progress: float, kind: int,
-           vectors: Any, eigenvalues: Any, rank: int, weight: float, diagonal: Any) -> tuple[int, bool]:
+           vectors: Any, eigenvalues: Any, rank: int, weight: float, diagonal: Any, block_rows: Any,
+           block_values: Any) -> tuple[int, bool]:
     """L-BFGS of one coalition from ``theta`` (K, q, updated in place): ``(iterations, converged)``.
 
     ``threshold`` is the gradient test ``tol C |S|``; ``no_progress`` the relative decrease (64 eps of
@@ -245,7 +270,7 @@ def _solve(theta: Any, Xs: Any, XsT: Any, w: Any, labels: Any, present: Any, C: 
         if it == max_iter:
             break
         pairs = _direction(direction, flat_g, S, Y, rho, alpha, it, pairs, gamma, kind, present, q, vectors,
-                           eigenvalues, rank, weight, diagonal, penalty)
+                           eigenvalues, rank, weight, diagonal, penalty, block_rows, block_values)
         slope, step, accepted, f_trial = _dot(flat_g, direction), 1.0, False, f
         for _ in range(MAX_HALVINGS):
             for a in range(d):
@@ -278,9 +303,12 @@ def _solve(theta: Any, Xs: Any, XsT: Any, w: Any, labels: Any, present: Any, C: 
 @numba.njit(cache=True, nogil=True, fastmath=_FAST)
 def _fit_each(X: Any, labels: Any, weight: Any, present: Any, C: Any, penalty: Any, theta: Any, tol: float,
               max_iter: int, memory: int, strict: bool, no_progress: float, kind: int, vectors: Any,
-              eigenvalues: Any, ranks: Any, preconditioner_weight: Any, diagonal: Any, iterations: Any,
-              converged: Any, linked: Any, previous: Any) -> None:
+              eigenvalues: Any, ranks: Any, preconditioner_weight: Any, diagonal: Any, block_rows: Any,
+              block_values: Any, use_blocks: Any, iterations: Any, converged: Any, linked: Any,
+              previous: Any) -> None:
     """Every coalition ``b`` of ``weight`` (B, N): gather its rows, then :func:`_solve` it into ``theta[b]``.
+
+    A coalition with ``use_blocks[b]`` takes the class blocks (``block_rows``, ``block_values``) for ``kind``.
 
     A ``linked`` row starts from the solution of the row before it (``previous`` for the first row).
     """
@@ -309,8 +337,44 @@ def _fit_each(X: Any, labels: Any, weight: Any, present: Any, C: Any, penalty: A
                 row += 1
         penalty_row = penalty[b] if penalty.shape[0] == B else penalty[0]
         iterations[b], converged[b] = _solve(theta[b], Xs, XsT, w, own_labels, present[b], C[b], penalty_row,
-                                             tol * C[b] * size, max_iter, memory, strict, no_progress, kind,
-                                             vectors, eigenvalues, ranks[b], preconditioner_weight[b], diagonal)
+                                             tol * C[b] * size, max_iter, memory, strict, no_progress,
+                                             CLASS_BLOCKS if use_blocks[b] else kind, vectors, eigenvalues,
+                                             ranks[b], preconditioner_weight[b], diagonal, block_rows,
+                                             block_values)
+
+
+def _float32_rows(vectors: Any) -> np.ndarray:
+    """Unit vectors as contiguous ``float32`` rows, entries below :data:`TINY_DIRECTION_ENTRY` set to zero.
+
+    Tiny entries (directions of features constant in the data) make subnormal products, each a slow
+    microcode path (4x an application on raw digits); below 2^-40 of a unit vector they are zero to
+    float32's 2^-24 resolution.
+    """
+    rows = np.array(vectors, dtype=np.float32, order="C")  # a copy: the zeroing below never reaches the caller's
+    rows[np.abs(rows) < TINY_DIRECTION_ENTRY] = 0.0
+    return rows
+
+
+def _preconditioner_arrays(precondition: Any, B: int) -> tuple[Any, ...]:
+    """The arguments of :func:`_fit_each` from ``kind`` to ``use_blocks`` for an initial inverse Hessian or None."""
+    dtype = np.float64
+    kind, vectors, eigenvalues, diagonal = NO_PRECONDITIONER, np.zeros((1, 1), np.float32), np.zeros(1, dtype), \
+        np.zeros((1, 1), dtype)
+    weight, ranks = np.zeros(B, dtype), np.zeros(B, np.int64)
+    block_rows, block_values, use_blocks = np.zeros((1, 1), np.float32), np.zeros(1, dtype), np.zeros(B, bool)
+    if precondition is not None:
+        kind, weight = precondition.kind, np.asarray(precondition.weight, dtype)
+        if kind == LOW_RANK:  # rank-major float32 rows: BLAS products at half float64's memory traffic
+            vectors = _float32_rows(np.asarray(precondition.vectors).T)
+            eigenvalues = np.ascontiguousarray(precondition.eigenvalues, dtype)
+            ranks = np.asarray(precondition.ranks, np.int64)
+            if precondition.blocks is not None:
+                block_rows = _float32_rows(precondition.blocks.rows)
+                block_values = np.ascontiguousarray(precondition.blocks.eigenvalues, dtype).reshape(-1)
+                use_blocks = np.asarray(precondition.use_blocks, bool)
+        else:
+            diagonal = np.ascontiguousarray(precondition.diagonal, dtype)
+    return kind, vectors, eigenvalues, ranks, weight, diagonal, block_rows, block_values, use_blocks
 
 
 @dataclass
@@ -358,21 +422,6 @@ def lbfgs_own_rows(chunk: Any, theta: Array, tol: float, max_iter: int, memory: 
     theta = np.array(theta, dtype=dtype, order="C")
     B = theta.shape[0]
     iterations, converged = np.zeros(B, dtype=np.int64), np.zeros(B, dtype=bool)
-    kind, vectors, eigenvalues, diagonal = NO_PRECONDITIONER, np.zeros((1, 1), np.float32), np.zeros(1, dtype), \
-        np.zeros((1, 1), dtype)
-    weight, ranks = np.zeros(B, dtype), np.zeros(B, np.int64)
-    if precondition is not None:
-        kind, weight = precondition.kind, np.asarray(precondition.weight, dtype)
-        if kind == LOW_RANK:  # rank-major float32 rows: BLAS products at half float64's memory traffic
-            vectors = np.ascontiguousarray(np.asarray(precondition.vectors).T, np.float32)
-            # tiny entries (directions of features constant in the data) make subnormal products, each a
-            # slow microcode path (4x an application on raw digits); below 2^-40 of a unit vector they are
-            # zero to float32's 2^-24 resolution
-            vectors[np.abs(vectors) < TINY_DIRECTION_ENTRY] = 0.0
-            eigenvalues = np.ascontiguousarray(precondition.eigenvalues, dtype)
-            ranks = np.asarray(precondition.ranks, np.int64)
-        else:
-            diagonal = np.ascontiguousarray(precondition.diagonal, dtype)
     penalty = np.ascontiguousarray(np.atleast_2d(chunk.penalty), dtype)
     no_progress = NO_PROGRESS_ULPS * data.backend.eps
     linked = np.zeros(B, dtype=bool) if links is None else np.asarray(links.linked, dtype=bool)
@@ -380,9 +429,8 @@ def lbfgs_own_rows(chunk: Any, theta: Array, tol: float, max_iter: int, memory: 
     if linked[0] and (links is None or links.previous is None):
         raise ValueError("lbfgs_own_rows: the chunk's first row is linked, but no previous solution was given")
     _fit_each(data.X, data.labels, np.ascontiguousarray(chunk.weight, dtype), np.ascontiguousarray(chunk.present),
-              np.asarray(chunk.C, dtype), penalty, theta, tol, max_iter, memory, strict, no_progress, kind,
-              vectors, eigenvalues, ranks, weight, diagonal, iterations, converged, linked,
-              np.ascontiguousarray(previous))
+              np.asarray(chunk.C, dtype), penalty, theta, tol, max_iter, memory, strict, no_progress,
+              *_preconditioner_arrays(precondition, B), iterations, converged, linked, np.ascontiguousarray(previous))
     if links is not None:
         links.previous = theta[-1].copy()
     return theta, iterations, converged

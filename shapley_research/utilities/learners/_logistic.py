@@ -29,7 +29,8 @@ from ._lbfgs import _lbfgs
 from ._lbfgs_rows import PrefixLinks, lbfgs_own_rows
 from ._newton import _newton
 from ._online_prefix import online_prefix_utilities
-from ._precondition import DiagonalInverse, LowRankInverse, hessian_eigen, low_rank_inverse
+from ._precondition import (ClassBlocks, DiagonalInverse, LowRankInverse, class_blocks, hessian_eigen,
+                            low_rank_inverse)
 from ._scalers import data_hessian_diagonal, diagonal_preconditioner
 from ._softmax import NEG_LOGIT, _data_hessian, _SoftmaxChunk, _SoftmaxData
 from ._warm_prefix import exact_prefix_utilities
@@ -241,7 +242,17 @@ class LogisticRegressionUtility(_BatchedLearner):
             return diagonal_preconditioner(backend.asarray(self._hessian_diagonal), chunk, self.n_players, backend)
         if not self.warm_start or self.targets.n_classes * self.design.q > PRECONDITION_MAX_PARAMS:
             return None
-        return low_rank_inverse(*self._full_hessian_eigen(chunk.data.backend), chunk, self.n_players)
+        backend = chunk.data.backend
+        return low_rank_inverse(*self._full_hessian_eigen(backend), chunk, self.n_players,
+                                self._full_class_blocks(backend))
+
+    def _full_probabilities(self) -> Array:
+        """Class probabilities (K, N) of the full-data solution on the training rows, in the learner's backend."""
+        xp = self._backend.xp
+        Z = self._warm_start() @ xp.permute_dims(self._softmax_data.X, (1, 0))  # every class is present in D
+        P = xp.exp(Z - xp.max(Z, axis=0, keepdims=True))
+        P /= xp.sum(P, axis=0, keepdims=True)
+        return P
 
     def _full_hessian_eigen(self, backend: ArrayBackend) -> tuple[Array, Array]:
         """The full-data Hessian's eigenpairs at the warm start (:func:`._precondition.hessian_eigen`), in ``backend``.
@@ -249,17 +260,28 @@ class LogisticRegressionUtility(_BatchedLearner):
         Computed once in the learner's own backend; copies for another float
         type are kept beside it.
         """
-        own, xp = self._backend, self._backend.xp
+        own = self._backend
         if getattr(self, "_full_hessian", None) is None:
-            X = self._softmax_data.X
-            Z = self._warm_start() @ xp.permute_dims(X, (1, 0))  # (K, N); all classes are present in the full set
-            P = xp.exp(Z - xp.max(Z, axis=0, keepdims=True))
-            P /= xp.sum(P, axis=0, keepdims=True)
-            self._full_hessian = {own.dtype_name: hessian_eigen(_data_hessian(X, P), own)}
+            H = _data_hessian(self._softmax_data.X, self._full_probabilities())
+            self._full_hessian = {own.dtype_name: hessian_eigen(H, own)}
         if backend.dtype_name not in self._full_hessian:
             eigenvalues, vectors = self._full_hessian[own.dtype_name]
             self._full_hessian[backend.dtype_name] = (backend.asarray(eigenvalues), backend.asarray(vectors))
         return self._full_hessian[backend.dtype_name]
+
+    def _full_class_blocks(self, backend: ArrayBackend) -> ClassBlocks:
+        """The full-data Hessian's class blocks at the warm start (:func:`._precondition.class_blocks`), in ``backend``.
+
+        Kept like :meth:`_full_hessian_eigen`: once, with copies for other float types.
+        """
+        own = self._backend
+        if getattr(self, "_class_blocks", None) is None:
+            self._class_blocks = {own.dtype_name: class_blocks(self._softmax_data.X, self._full_probabilities(), own)}
+        if backend.dtype_name not in self._class_blocks:
+            blocks = self._class_blocks[own.dtype_name]
+            self._class_blocks[backend.dtype_name] = ClassBlocks(backend.asarray(blocks.vectors),
+                                                                 backend.asarray(blocks.eigenvalues))
+        return self._class_blocks[backend.dtype_name]
 
     def _warm_start(self) -> np.ndarray:
         """Start of every fit: the full-data solution when ``warm_start`` (fitted once), else 0."""
