@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import inspect
 from dataclasses import dataclass
 
@@ -19,7 +20,6 @@ import pytest
 import shapley_research as sr
 from shapley_research import result as result_module
 from shapley_research.estimators._sampling import _without_replacement as wor
-from shapley_research.estimators._sampling._loop import MeanState
 from shapley_research.result import Finalizer, SamplingRecord, ValuationResult, merge_results, register_finalizer
 
 from games import AirportGame
@@ -180,8 +180,14 @@ class _ToyFinalizer(Finalizer):
         return state.mean + self.shift, state.stderr, {"runs": len(record.seeds)}
 
 
+@functools.cache
+def _state_type() -> type:
+    """The class of a sampling run's ``ValuationResult.state`` (what ``merge_results`` makes fresh ones of)."""
+    return type(RUNS["permutation"](0).state)
+
+
 def _toy_run(seed: int, draw: str, kind: str, samples: np.ndarray) -> ValuationResult:
-    state = MeanState(samples.shape[1])
+    state = _state_type()(samples.shape[1])
     state.add_batch(samples)
     record = SamplingRecord(_ToyFinalizer(1.0), {"k": 1}, seeds=(seed,), drawn={"draw": draw, "kind": kind},
                             terms={"extra": np.full(2, float(seed))})

@@ -358,7 +358,8 @@ def test_interrupted_then_resumed_equals_uninterrupted(tmp_path):
 
 
 def test_merged_runs_are_the_pooled_statistics_of_their_units():
-    one_unit = [beta_shapley(GAME, 2 + _Layout(8, 16, 1).unit_evaluations, seed) for seed in range(40)]
+    unit_evaluations = beta_shapley(GAME, 1_000, 0).info["unit_evaluations"]  # alpha=16, beta=1 at N = 8
+    one_unit = [beta_shapley(GAME, 2 + unit_evaluations, seed) for seed in range(40)]
     assert all(run.n_samples == 1 for run in one_unit)
     samples = np.array([run.values for run in one_unit])
     merged = sr.merge_results(*one_unit)

@@ -20,11 +20,10 @@ import pytest
 from scipy import stats
 
 from shapley_research import group_testing_shapley
+from shapley_research.estimators import group_testing_size_distribution, random_subsets
+from shapley_research.estimators._group_testing import _add_small_sides, _contrast_moments, _draw_sizes
 from shapley_research.estimators._sampling._loop import evaluate_coalitions
-from shapley_research.estimators._sampling._subsets import (DENSE_FRACTION, SmallSides, _sfc64_state,
-                                                            draw_small_sides, random_subsets)
-from shapley_research.estimators._group_testing import (_add_small_sides, _contrast_moments, _draw_sizes,
-                                                        group_testing_size_distribution)
+from shapley_research.estimators._sampling._subsets import DENSE_FRACTION, SmallSides, _sfc64_state, draw_small_sides
 
 P_VALUE = 1e-4  # every chi-square test below is run once with a fixed seed
 PATHS = {"floyd": 1.0, "coins": 0.0, "mixed": DENSE_FRACTION}  # dense_fraction: which rows take coins

@@ -4,11 +4,12 @@ the truncation tally, the variant's costs and options, and the batches they make
 import numpy as np
 import pytest
 
-from shapley_research import as_game, permutation_shapley, random_unanimity_sum
-from shapley_research.estimators import _position_effects
-from shapley_research.estimators._permutation import PermutationBatches, marginal_contributions, random_permutations
-from shapley_research.estimators._permutation_variants import (PermutationVariant, check_variant, over_rotations,
-                                                               rotation_of, with_reverses)
+from shapley_research import (as_game, group_testing_shapley, permutation_shapley, random_unanimity_sum,
+                              stratified_svarm_shapley)
+from shapley_research.estimators import _position_effects, marginal_contributions, random_permutations
+from shapley_research.estimators._permutation import PermutationBatches
+from shapley_research.estimators._permutation_variants import (PermutationVariant, over_rotations, rotation_of,
+                                                               with_reverses)
 from shapley_research.estimators._sampling._loop import Anchors, MeanState
 from shapley_research.estimators._truncation import TALLY, append_tally, split_tally
 
@@ -104,7 +105,7 @@ def test_check_variant_names_the_bad_argument(kwargs, match):
     game = random_unanimity_sum(N, seed=0)
     arguments = {"antithetic": False, "rotations": 1, "position_adjustment": False, "truncation": None, **kwargs}
     with pytest.raises((ValueError, TypeError), match=match):
-        check_variant(as_game(game.evaluate, N, vectorized=True), N, **arguments)
+        permutation_shapley(as_game(game.evaluate, N, vectorized=True), 1 + 10 * N, 0, **arguments)
 
 
 def test_the_batches_of_a_plain_variant_are_the_marginal_contributions():
@@ -128,15 +129,17 @@ def test_the_batches_pickle_and_give_the_same_values_in_parallel(kwargs):
 
 
 def test_svarm_units_count_the_sampled_coalitions_and_merge_the_pilot_first():
-    from shapley_research.estimators._svarm import _check_allocation, _sampled_units, _with_pilot
+    from shapley_research.estimators._svarm import _check_allocation, _with_pilot
 
-    assert _sampled_units(6, 100, None, None, None) == 100 - (2 * 6 + 2)
-    assert _sampled_units(3, 8, None, None, None) == 0 and _sampled_units(3, None, None, 0.1, None) == 0
+    six, three = random_unanimity_sum(6, seed=0), random_unanimity_sum(3, seed=0)
+    assert stratified_svarm_shapley(six, 100, 0).n_samples == 100 - (2 * 6 + 2)
+    assert stratified_svarm_shapley(three, 8, 0).n_samples == 0
+    assert stratified_svarm_shapley(three, None, 0, target_stderr=0.1).n_samples == 0
     with pytest.raises(ValueError, match="exact strata of a 3-player game"):
-        _sampled_units(3, 7, None, None, None)
+        stratified_svarm_shapley(three, 7, 0)
     assert _check_allocation("svarm", None, 6) == ("svarm", 30)
     with pytest.raises(ValueError, match="pilot sets the pilot"):
-        _check_allocation("svarm", 10, 6)
+        stratified_svarm_shapley(six, 100, 0, allocation="svarm", pilot=10)
     head, rest = MeanState(2), MeanState(2)
     head.add_batch(np.array([[1.0, 2.0], [3.0, 4.0]]))
     rest.add_batch(np.array([[5.0, 6.0]]))
@@ -146,12 +149,14 @@ def test_svarm_units_count_the_sampled_coalitions_and_merge_the_pilot_first():
 
 
 def test_group_testing_options_default_the_centering_by_variant():
-    from shapley_research.estimators._group_testing import _check_test_options
-
-    assert _check_test_options("improved", None, "closed_form", "ANY") == ("improved", "linear", "closed_form", "ANY")
-    assert _check_test_options("paper", None, "closed_form", "ANY")[1] == "none"
+    game = random_unanimity_sum(N, seed=0)
+    info = group_testing_shapley(game, 100, 0, variant="improved", recovery="closed_form", solver="ANY").info
+    assert (info["variant"], info["centering"], info["recovery"], info["solver"]) == (
+        "improved", "linear", "closed_form", "ANY")
+    assert group_testing_shapley(game, 100, 0, variant="paper", recovery="closed_form", solver="ANY").info[
+        "centering"] == "none"
     with pytest.raises(ValueError, match="variant"):
-        _check_test_options("other", None, "closed_form", "ANY")
+        group_testing_shapley(game, 100, 0, variant="other", recovery="closed_form", solver="ANY")
 
 
 def test_homotopy_steps_find_the_first_drop_and_the_crossing():

@@ -16,7 +16,7 @@ import pytest
 import shapley_research as sr
 from shapley_research.estimators import _beta_shapley
 from shapley_research.estimators._sampling import _without_replacement as wor
-from shapley_research.games import _base
+from shapley_research.games import _base, evaluate_prefixes
 
 from games import random_unanimity_game
 
@@ -96,12 +96,11 @@ def test_permutation_prefixes_are_evaluated_a_bounded_block_at_a_time(monkeypatc
 def test_small_permutations_are_grouped_into_one_call(monkeypatch):
     monkeypatch.setattr(_base, "PREFIX_MASK_CELLS", 3 * 20 * 20)
     game = CellRecordingGame(20)
-    values = _base.evaluate_prefixes(game, np.array([np.random.default_rng(s).permutation(20) for s in range(7)]))
+    values = evaluate_prefixes(game, np.array([np.random.default_rng(s).permutation(20) for s in range(7)]))
     assert [rows for rows, _ in game.shapes] == [60, 60, 20]
     monkeypatch.setattr(_base, "PREFIX_MASK_CELLS", 2**40)
     reference = CellRecordingGame(20)
-    expected = _base.evaluate_prefixes(reference, np.array([np.random.default_rng(s).permutation(20)
-                                                            for s in range(7)]))
+    expected = evaluate_prefixes(reference, np.array([np.random.default_rng(s).permutation(20) for s in range(7)]))
     np.testing.assert_array_equal(values, expected)
 
 

@@ -111,7 +111,7 @@ def test_merge_equals_the_fit_on_the_union_of_the_samples():
     a = sr.permutation_shapley(game, 1 + 30 * 10, seed=1, position_adjustment=True, antithetic=True)
     b = sr.permutation_shapley(game, 1 + 30 * 20, seed=2, position_adjustment=True, antithetic=True)
     merged = sr.merge_results(a, b)
-    state = sr.estimators._sampling._loop.MeanState(a.state.dim)
+    state = type(a.state)(a.state.dim)
     state.merge(a.state)
     state.merge(b.state)
     bins, n_bins = _position_effects.position_bins(30, antithetic=True)

@@ -9,9 +9,10 @@ import pytest
 
 from shapley_research import (compressive_shapley, group_testing_shapley, msr_banzhaf, permutation_shapley,
                               stratified_svarm_shapley)
+from shapley_research.estimators import PROGRESS_ENV
 from shapley_research.estimators._sampling import _loop, _progress
 from shapley_research.estimators._sampling._loop import run_sampling
-from shapley_research.games._progress import report_evaluated, reporting_to
+from shapley_research.games import report_evaluated, reporting_to
 
 N = 12
 
@@ -250,14 +251,12 @@ def test_set_total_resizes_a_notebook_widget():
 
 
 def test_the_default_bar_is_off_where_the_environment_says_so(monkeypatch):
-    from shapley_research.estimators._sampling import _progress
-
     sink = io.StringIO()
-    monkeypatch.setenv(_progress.PROGRESS_ENV, "off")
+    monkeypatch.setenv(PROGRESS_ENV, "off")
     with _progress.progress_bar(None, total=10, desc="x", file=sink) as bar:
         assert bar.disable
     with _progress.progress_bar(True, total=10, desc="x", file=sink) as bar:
         assert not bar.disable  # an explicit request still shows
-    monkeypatch.setenv(_progress.PROGRESS_ENV, "")
+    monkeypatch.setenv(PROGRESS_ENV, "")
     with _progress.progress_bar(None, total=10, desc="x", file=sink) as bar:
         assert not bar.disable

@@ -16,8 +16,7 @@ from scipy.stats import spearmanr
 import shapley_research as sr
 from games import AirportGame, CountingGame, Interrupted, InterruptingGame
 from shapley_research.estimators._sampling._loop import (MIN_SAMPLES_FOR_PRECISION, RANK_DRAWS,
-                                                         expected_rank_correlation, rank_noise, run_sampling,
-                                                         units_from_budget)
+                                                         expected_rank_correlation, rank_noise, run_sampling)
 
 AIRPORT = AirportGame(np.arange(1.0, 11.0))  # ten players with distinct, well separated values
 N = AIRPORT.n_players
@@ -251,9 +250,10 @@ def test_progress_bar_shows_the_expected_correlation(capsys):
 
 
 def test_budget_none_is_allowed_with_a_rank_target_only():
-    assert units_from_budget(None, 1, 10, "permutation", target_rank_correlation=0.9) is None
+    uncapped = sr.permutation_shapley(AIRPORT, None, seed=0, batch_size=1, target_rank_correlation=0.9)
+    assert uncapped.info["stopped_by"] == "target_rank_correlation"
     with pytest.raises(TypeError, match="only together with target_stderr or target_rank_correlation"):
-        units_from_budget(None, 1, 10, "permutation")
+        sr.permutation_shapley(AIRPORT, None, seed=0, batch_size=1)
 
 
 @pytest.mark.parametrize("name", sorted(ESTIMATORS))

@@ -8,8 +8,9 @@ from scipy import stats
 
 from games import CountingGame, MajorityGame, UnanimityGame
 from shapley_research import group_testing_shapley
-from shapley_research.estimators._sampling._loop import (MeanState, aux_rng, batch_rng, default_batch_size,
-                                                         evaluate_coalitions, run_sampling, units_from_budget)
+from shapley_research.estimators import batch_rng
+from shapley_research.estimators._sampling._loop import (MeanState, aux_rng, default_batch_size, evaluate_coalitions,
+                                                         run_sampling, units_from_budget)
 from shapley_research.games import prefix_masks
 from shapley_research.estimators import group_testing_size_distribution
 from shapley_research.estimators import random_permutations

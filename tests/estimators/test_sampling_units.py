@@ -11,10 +11,11 @@ import joblib
 import numpy as np
 import pytest
 
+from shapley_research.estimators import CheckpointError, batch_rng
 from shapley_research.estimators._sampling import _batches, _stopping
-from shapley_research.estimators._sampling._batches import (BatchJob, aux_rng, batch_jobs, batch_rng, batch_sizes,
-                                                            close_batches, evaluate_batches, samples_in_batches)
-from shapley_research.estimators._sampling._checkpoint import FORMAT, Checkpoint, CheckpointError, LoopSnapshot
+from shapley_research.estimators._sampling._batches import (BatchJob, aux_rng, batch_jobs, batch_sizes, close_batches,
+                                                            evaluate_batches, samples_in_batches)
+from shapley_research.estimators._sampling._checkpoint import FORMAT, Checkpoint, LoopSnapshot
 from shapley_research.estimators._sampling._loop import (MeanState, merge_batch, merged_in_order, resumed_state,
                                                          run_sampling)
 from shapley_research.estimators._sampling._progress import expected_evaluations, expected_samples, show_batch

@@ -5,7 +5,7 @@ import pytest
 
 import shapley_research as sr
 from shapley_research.estimators._sampling import _without_replacement
-from shapley_research.estimators._svarm import MAX_PLAYERS, svarm_size_probabilities
+from shapley_research.estimators import svarm_size_probabilities
 from games import AirportGame, TableGame, random_unanimity_game, relative_l2
 
 pytestmark = pytest.mark.sampling  # the samplers themselves, on small games: the exact shortcut stays off
@@ -114,7 +114,7 @@ def test_target_stderr_stops_when_reached():
 
 def test_too_many_players_is_refused_before_evaluating():
     class Huge:
-        n_players = MAX_PLAYERS + 1
+        n_players = 2048 + 1  # one more than the limit the message names
 
         def evaluate(self, masks):
             raise AssertionError("must not be evaluated")

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 import shapley_research as sr
+from shapley_research.estimators import batch_rng, neyman_size_probabilities, random_subsets, svarm_size_probabilities
 from shapley_research.estimators._sampling import _without_replacement
-from shapley_research.estimators._sampling._loop import MeanState, aux_rng, batch_rng
-from shapley_research.estimators import random_subsets
-from shapley_research.estimators._svarm import PILOT_STREAM, neyman_size_probabilities, svarm_size_probabilities
+from shapley_research.estimators._sampling._loop import MeanState, aux_rng
+from shapley_research.estimators._svarm import PILOT_STREAM
 from games import (AirportGame, CountingGame, Interrupted, InterruptingGame, RecordingGame, SizeAdditiveGame,
                    brute_force_shapley, random_unanimity_game, relative_l2)
 from shapley_research.games import Game

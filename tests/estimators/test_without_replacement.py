@@ -18,8 +18,9 @@ import pytest
 from joblib import parallel_config
 
 import shapley_research as sr
+from shapley_research.estimators import svarm_size_probabilities
 from shapley_research.estimators._sampling import _without_replacement as wor
-from shapley_research.estimators._svarm import _finalize, svarm_size_probabilities
+from shapley_research.estimators._svarm import _finalize
 from games import (AirportGame, CountingGame, GloveGame, Interrupted, InterruptingGame, RecordingGame, TableGame,
                    UnanimityGame, WeightedVotingGame, random_unanimity_game, relative_l2)
 

@@ -12,11 +12,10 @@ import pytest
 import yaml
 from _pipeline_project import REPO, make_project
 
-from shapley_research.experiments import EXPERIMENT_NAMES, claim, write_metrics
-from shapley_research.experiments import notebook_defaults
+from shapley_research.experiments import (EXPERIMENT_NAMES, Project, check_parameters, claim, notebook_defaults,
+                                          notebook_parameters, write_dvc_stage, write_metrics)
+from shapley_research.experiments._project import library_deps, stage_cmd, stage_deps
 from shapley_research.experiments._report import BEGIN, END
-from shapley_research.experiments._project import (Project, library_deps, notebook_parameters, stage_cmd,
-                                                   stage_deps, write_dvc_stage)
 
 REAL = Project(REPO)
 
@@ -205,10 +204,10 @@ def test_every_parameter_is_typed_and_both_profiles_pass(name, profile):
     ("n_test", float("nan"), "experiment.n_test=nan: expected an integer >= 1."),
 ])
 def test_parameter_checks_name_the_key_and_the_expectation(key, value, expected):
-    from shapley_research.experiments._schema import parameter_problems
-
     params = notebook_parameters(REAL.compose("privacy_noise", ["profile=quick"]), "privacy_noise")
-    assert parameter_problems("privacy_noise", {**params, key: value}) == [expected]
+    with pytest.raises(ValueError) as refused:
+        check_parameters("privacy_noise", {**params, key: value})
+    assert str(refused.value).split("\n") == [expected]  # one line per problem
 
 
 @pytest.mark.slow  # over a second

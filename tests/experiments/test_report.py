@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from shapley_research.experiments import claim, write_metrics
+from shapley_research.experiments import claim, write_metrics, write_report
 from shapley_research.experiments._report import (BEGIN, END, build_report, build_summary, replace_section,
                                                   write_docs_pages)
 
@@ -124,8 +124,6 @@ def test_statistics_are_formatted_with_three_significant_digits():
 
 def test_a_report_of_other_runs_says_how_it_was_made(tmp_path):
     """Only the committed results come from `dvc repro`; a report of a directory of one's own runs says so."""
-    from shapley_research.experiments._report import write_report
-
     for results in ("results", "my_runs"):
         make_run(tmp_path / results, "sparsity", True)
         text = write_report(tmp_path, results)[0].read_text()
