@@ -67,7 +67,11 @@ intercept absorbs :math:`\bar x^\top w`); it only improves conditioning.
       Hessian scaled to the coalition, :math:`(C\frac{|S|}{N} H_D + I)^{-1}`
       through one eigendecomposition of :math:`H_D` (a random coalition's
       curvature is on average :math:`|S|/N` of the whole set's): about three
-      times fewer iterations on MNIST. On a CPU each coalition runs alone on
+      times fewer iterations on MNIST. Applied through the leading
+      eigenvectors a coalition needs; where it would need more than ``q``
+      (features plus intercept), the class-diagonal blocks of the same matrix
+      take its place, inverted class by class: cheaper to apply there, and as
+      few iterations or fewer (``_precondition``). On a CPU each coalition runs alone on
       its own :math:`|S|` rows in compiled loops (``_lbfgs_rows``): no Python
       call per iteration and nothing over zero-weight rows, the same iterates
       to rounding; on a torch device the whole chunk iterates together;

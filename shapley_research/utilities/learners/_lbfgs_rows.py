@@ -26,10 +26,13 @@ for the hardware: ``exp`` in SIMD lanes (:func:`_exp_in_place`; libm's, one
 call per entry, was 40% of the objective) and the low-rank matrix as
 ``float32`` rows multiplied by BLAS (the products stream it from cache, so
 half the bytes is about twice the speed: 55 us to 20 us an application on
-MNIST PCA-50). The iterations are ``float64``: compiling the kernels costs
-about 12 s the first time (then cached on disk), each further float type as
-much again, and a ``float32`` phase saved 0-15% here. The objective
-is :math:`C\sum_{i\in S} w_i\ell_i(\theta) + \frac12\sum_{k,j} r_j\theta_{kj}^2`
+MNIST PCA-50); the class blocks are ``float32`` rows too, in loops the
+compiler vectorises (6.5 us an application on 10-class digits, 65 features,
+against 15 us for the low rank of 260 directions it replaces). The
+iterations are ``float64``: compiling the kernels costs about 12 s the
+first time (then cached on disk), each further float type as much again,
+and a ``float32`` phase saved 0-15% here. The objective is
+:math:`C\sum_{i\in S} w_i\ell_i(\theta) + \frac12\sum_{k,j} r_j\theta_{kj}^2`
 over the classes present (:mod:`._softmax`). The chunk's ``(B, K, N)``
 arrays remain the path of torch devices, where many coalitions per kernel
 are what keeps a GPU busy.

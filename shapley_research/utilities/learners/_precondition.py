@@ -201,12 +201,13 @@ def low_rank_inverse(eigenvalues: Array, vectors: Array, chunk: Any, n_players: 
     intercept), ``blocks`` (:func:`class_blocks`), if given, takes its place:
     the class-diagonal blocks of :math:`w H_D + I`, inverted class by class.
     They cost :math:`2Kq^2` multiply-adds an application against the low
-    rank's :math:`2rKq`, and measured (one thread, tol 1e-4, 100 coalitions of
-    each inclusion probability 0.2 / 0.5 / 0.9) they also took about as many
-    iterations or fewer: raw digits with 15% of labels flipped 68 / 62 / 36
-    against 79 / 73 / 36 (1.6 / 1.9 / 1.3 ms a fit against 2.3 / 3.3 / 2.0),
-    MNIST PCA-50 27 / 19 / 8 against 21 / 14 / 7 (0.82 / 0.90 / 0.75 ms
-    against 0.76 / 1.07 / 0.90). ``chunk`` is a
+    rank's :math:`2rKq`. Measured (one thread, tol 1e-4, 100 coalitions of
+    each inclusion probability 0.2 / 0.5 / 0.9, one run): raw digits with 15%
+    of labels flipped 68 / 62 / 36 iterations against 79 / 73 / 36, 1.24 /
+    1.57 / 1.18 ms a fit against 2.38 / 3.27 / 2.03; MNIST PCA-50 27 / 19 / 8
+    iterations against 21 / 14 / 7, 0.74 / 0.93 / 0.68 ms against 0.76 / 1.07
+    / 0.90; standardised digits (ranks 32 / 65 / 98: the blocks only at 0.9)
+    0.33 / 0.24 / 0.17 ms against 0.33 / 0.25 / 0.19. ``chunk`` is a
     :class:`._softmax._SoftmaxChunk`; the arrays are in its backend.
     """
     xp = chunk.data.xp
