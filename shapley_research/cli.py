@@ -329,7 +329,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         return EXIT_FAILED
     # The run's times (the notebook runs in a child kernel process), for the report, with the versions and the
     # CPU it ran on (provenance: never compared between runs).
-    info = run_info(name, params["profile"], seconds, _children_cpu_seconds() - cpu_start)
+    info = run_info(name, params["profile"], seconds, _children_cpu_seconds() - cpu_start, args.overrides)
     (run_dir / RUN_INFO_FILE).write_text(json.dumps(info, indent=2) + "\n")
     print(summarize(name, params["profile"], run_dir, metrics, seconds))
     return EXIT_OK
@@ -434,12 +434,17 @@ def _print_run_parameters(project: Project, args: argparse.Namespace) -> int:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     """Print the differences between two runs, measured times aside; exit 1 if there are any."""
-    from .experiments import compare_runs, provenance_differences
+    from .experiments import compare_runs, provenance_differences, setting_differences, verdict_changes
 
     try:
         differences = compare_runs(args.first, args.second)
     except ValueError as err:
         raise ProjectError(str(err)) from None
+    # the headline: what the runs were given differently, and which verdicts moved; then every difference
+    for title, lines in (("settings that differ", setting_differences(args.first, args.second)),
+                         ("verdicts that differ", verdict_changes(args.first, args.second))):
+        if lines:
+            print(f"{title} ({len(lines)}):\n" + "\n".join(f"  {line}" for line in lines))
     for line in differences:
         print(line)
     if not differences:

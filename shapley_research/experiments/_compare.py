@@ -24,9 +24,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ._common import METRICS_FILE, is_timing_key, without_timings
+from ._common import METRICS_FILE, is_timing_key, verdict_of, without_timings
 
-__all__ = ["compare_runs", "provenance_differences"]
+__all__ = ["compare_runs", "provenance_differences", "setting_differences", "verdict_changes"]
 
 
 def _files(run_dir: Path, pattern: str) -> list[Path]:
@@ -158,6 +158,63 @@ def provenance_differences(first: str | os.PathLike, second: str | os.PathLike) 
             return []
     first_kept, second_kept = ({key: info.get(key) for key in PROVENANCE_KEYS} for info in infos)
     return _differences(first_kept, second_kept)
+
+
+def _run_settings(run_dir: Path) -> dict | None:
+    """The parameters papermill injected into the run's executed notebook (``output_dir`` aside), or None."""
+    from ._notebook import PAPERMILL_HEADER, _parse_parameters
+
+    for path in sorted(run_dir.glob("*.ipynb")):
+        try:
+            cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        for cell in cells:
+            source = cell.get("source", "")
+            source = "".join(source) if isinstance(source, list) else source
+            if cell.get("cell_type") == "code" and source.startswith(PAPERMILL_HEADER):
+                try:
+                    values = _parse_parameters(source)
+                except ValueError:
+                    return None
+                values.pop("output_dir", None)
+                return values
+    return None
+
+
+def setting_differences(first: str | os.PathLike, second: str | os.PathLike) -> list[str]:
+    """The parameters two runs were given that differ, one line each: ``budget: 3000 against 100``.
+
+    Read from each run's executed notebook (the cell papermill injected:
+    every value the run got, after profiles and overrides); ``output_dir`` is
+    left out. Empty when either run has no executed notebook with such a cell,
+    or when they agree.
+    """
+    a, b = (_run_settings(Path(run)) for run in (first, second))
+    if a is None or b is None:
+        return []
+    lines = []
+    for key in list(a) + [key for key in b if key not in a]:
+        if key not in a or key not in b:
+            lines.append(f"{key}: only in the {'first' if key in a else 'second'} run")
+        elif a[key] != b[key]:
+            lines.append(f"{key}: {a[key]!r} against {b[key]!r}")
+    return lines
+
+
+def verdict_changes(first: str | os.PathLike, second: str | os.PathLike) -> list[str]:
+    """The claims whose verdict differs between two runs, one line each: ``CLAIM: holds -> does not hold``.
+
+    Claims are matched by their ``claim`` text; a claim in one run only is
+    left out (:func:`compare_runs` reports the lists' lengths).
+    """
+    claims = []
+    for run in (Path(first), Path(second)):
+        entries = json.loads((run / METRICS_FILE).read_text()).get("claims", [])
+        claims.append({entry["claim"]: verdict_of(entry) for entry in entries
+                       if isinstance(entry, dict) and "claim" in entry})
+    return [f"{text}: {verdict} -> {claims[1][text]}" for text, verdict in claims[0].items()
+            if text in claims[1] and claims[1][text] != verdict]
 
 
 def compare_runs(first: str | os.PathLike, second: str | os.PathLike) -> list[str]:

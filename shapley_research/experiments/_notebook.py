@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -263,16 +263,19 @@ def provenance() -> dict[str, Any]:
             "cpu": {"model": cpu_model(), "logical_cores": os.cpu_count(), "usable_cores": usable}}
 
 
-def run_info(name: str, profile: str, wall_seconds: float, cpu_seconds: float) -> dict[str, Any]:
+def run_info(name: str, profile: str, wall_seconds: float, cpu_seconds: float,
+             overrides: Sequence[str] = ()) -> dict[str, Any]:
     """The content of ``run_info.json``: the run, its measured times, then its :func:`provenance`.
 
-    ``experiment``, ``profile``, ``wall_seconds`` and ``cpu_seconds`` (rounded
-    to 0.1 s) come first, as before; the provenance fields
-    (:data:`PROVENANCE_KEYS`) follow. Two runs of one configuration differ in
-    this file only; :func:`~shapley_research.experiments.compare_runs` does not
-    compare it.
+    ``experiment``, ``profile``, then ``overrides`` where the command line
+    gave any (``KEY=VALUE`` as typed: what made a ``"custom"`` profile),
+    ``wall_seconds`` and ``cpu_seconds`` (rounded to 0.1 s) come first; the
+    provenance fields (:data:`PROVENANCE_KEYS`) follow. Two runs of one
+    configuration differ in this file only;
+    :func:`~shapley_research.experiments.compare_runs` does not compare it.
     """
-    return {"experiment": name, "profile": profile, "wall_seconds": round(wall_seconds, 1),
+    given = {"overrides": list(overrides)} if overrides else {}
+    return {"experiment": name, "profile": profile, **given, "wall_seconds": round(wall_seconds, 1),
             "cpu_seconds": round(cpu_seconds, 1), **provenance()}
 
 

@@ -106,3 +106,43 @@ def test_run_info_is_provenance_not_a_result(run, capsys):
     out = capsys.readouterr().out
     assert "agree on every number but measured times" in out
     assert "libraries.numpy: '2.0.0' against '2.1.0'" in out and "cpu.model: 'A' against 'B'" in out
+
+
+def _executed_notebook(run_dir, **parameters):
+    """A run's executed notebook holding papermill's injected cell (``output_dir`` first, as papermill writes)."""
+    source = "# Parameters\n" + "".join(f"{key} = {value!r}\n" for key, value in parameters.items())
+    cells = [{"cell_type": "code", "metadata": {"tags": ["parameters"]}, "source": "budget = 1\n"},
+             {"cell_type": "code", "metadata": {"tags": ["injected-parameters"]}, "source": source}]
+    (run_dir / "x.ipynb").write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4,
+                                                 "nbformat_minor": 5}))
+
+
+def test_the_headline_names_the_settings_and_verdicts_that_differ(run, capsys):
+    first, second = run
+    _executed_notebook(first, output_dir="/a", profile="paper", budget=3000, seeds=[0, 1])
+    _executed_notebook(second, output_dir="/b", profile="custom", budget=100, seeds=[0, 1], extra=True)
+    claim = dict(json.loads((first / "metrics.json").read_text())["claims"][0], verdict="holds")
+    _edit_metrics(first, claims=[claim])
+    _edit_metrics(second, claims=[dict(claim, holds=False, verdict="does not hold")])
+    from shapley_research.experiments import setting_differences, verdict_changes
+
+    assert setting_differences(first, second) == ["profile: 'paper' against 'custom'", "budget: 3000 against 100",
+                                                  "extra: only in the second run"]  # output_dir left out
+    assert verdict_changes(first, second) == ["c: holds -> does not hold"]
+    assert main(["compare", str(first), str(second)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[:6] == ["settings that differ (3):", "  profile: 'paper' against 'custom'",
+                       "  budget: 3000 against 100", "  extra: only in the second run",
+                       "verdicts that differ (1):", "  c: holds -> does not hold"]
+    assert "metrics.json: claims[0].verdict: 'holds' against 'does not hold'" in out  # then every difference
+
+
+def test_runs_without_executed_notebooks_or_claims_in_common_have_no_headline(run):
+    from shapley_research.experiments import setting_differences, verdict_changes
+
+    first, second = run
+    assert setting_differences(first, second) == [] and verdict_changes(first, second) == []
+    _executed_notebook(first, budget=1)
+    assert setting_differences(first, second) == []  # the second run has none: nothing to set beside
+    _edit_metrics(second, claims=[{"claim": "other", "holds": False}])
+    assert verdict_changes(first, second) == []

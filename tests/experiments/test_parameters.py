@@ -232,3 +232,12 @@ def test_params_with_overrides_prints_what_a_run_gets_without_running(tmp_path, 
     assert main([*args, "--with", "seed=3", "--check"]) == 2
     assert "give one NAME, without --write or --check" in capsys.readouterr().err
     assert not (tmp_path / "scratch").exists()  # nothing ran
+
+
+def test_run_info_lists_the_overrides_of_a_custom_run():
+    from shapley_research.experiments import run_info
+
+    info = run_info("x", "custom", 1.04, 2.0, ["profile=quick", "experiment.budget=5"])
+    assert list(info)[:3] == ["experiment", "profile", "overrides"]
+    assert info["overrides"] == ["profile=quick", "experiment.budget=5"] and info["wall_seconds"] == 1.0
+    assert "overrides" not in run_info("x", "paper", 1.0, 2.0)  # the committed runs' files keep their keys
