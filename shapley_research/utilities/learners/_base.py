@@ -154,13 +154,18 @@ class _BatchedLearner(Game):
         return self._backend.asarray(self.scaling.penalty(masks, self.design.fit_intercept))
 
     def _chunk_size(self, bytes_per_row: float, cap: int = 4096) -> int:
+        """Coalitions per chunk: as many as the memory budget holds, at most ``cap`` (4 ``cap`` on a device).
+
+        An explicit ``batch_size`` takes the cap's place, above it or below; the memory budget still bounds it.
+        """
         if self.device is None:
             budget = _CHUNK_BYTES
         else:  # the estimates count float64 entries; a device chunk takes a share of its free memory
             bytes_per_row *= self._backend.xp.finfo(self._backend.float).bits / 64
             budget, cap = available_bytes(self.device), 4 * cap
-        size = int(max(1, min(cap, budget // max(bytes_per_row, 1))))
-        return size if self.batch_size is None else min(size, self.batch_size)
+        if self.batch_size is not None:
+            cap = self.batch_size
+        return int(max(1, min(cap, budget // max(bytes_per_row, 1))))
 
     def _fitted_utilities(self, masks: NDArray[np.bool_],
                           counts: NDArray[np.float64] | None) -> NDArray[np.float64]:  # pragma: no cover

@@ -84,8 +84,10 @@ class LogisticRegressionUtility(_BatchedLearner):
         ``degenerate`` may be a :class:`~shapley_research.DegeneratePolicy`
         holding all three.
     batch_size : int, optional
-        Most coalitions (or permutations) trained together (default: about
-        48 MiB of working memory).
+        Most coalitions (or permutations) trained together. Default: as many as
+        about 48 MiB of working memory holds, at most 4,096 (on a device, a
+        share of its free memory, at most 16,384); a ``batch_size`` replaces that
+        cap, above or below it, within the memory bound.
     prefix_refit_ratio : float or None, default 1.5
         One-pass path: prefixes of sizes ``ceil(ratio^i)`` are refitted exactly
         (``None``: only when the prefix's classes change).
