@@ -9,9 +9,10 @@ import pytest
 from sklearn.linear_model import LogisticRegression, Ridge
 
 from shapley_research.utilities.learners import route_by_cost, route_decision
-# Internal: the calibration cache and the cost model's formulas, which route_by_cost and route_decision use
+# Internal: the calibration cache and the cost model's formulas, which route_by_cost and route_decision use (no
+# public call returns a Calibration, its cache file or its key, or takes factors without one)
 from shapley_research.utilities.learners import _calibration
-from shapley_research.utilities.learners._calibration import cache_path, calibration, machine_key, routing_mode
+from shapley_research.utilities.learners._calibration import cache_path, calibration, machine_key
 from shapley_research.utilities.learners._cost import ROUTING_ENV, SIDES, Calibration, logistic_costs, ridge_costs
 
 
@@ -34,7 +35,7 @@ def test_fixed_mode_uses_the_committed_constants(monkeypatch):
 def test_an_unknown_mode_is_refused(monkeypatch, value):
     monkeypatch.setenv(ROUTING_ENV, value)
     with pytest.raises(ValueError, match=ROUTING_ENV):
-        routing_mode()
+        route_decision(LogisticRegression(), "accuracy", "auto", 300, 64, 10)  # fast="auto" asks the cost model
 
 
 def test_factors_scale_each_side_alone():

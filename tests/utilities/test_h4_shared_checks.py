@@ -8,9 +8,10 @@ from sklearn.linear_model import LogisticRegression, Ridge
 
 from shapley_research.utilities import TargetInfo
 from shapley_research.utilities.learners import LogisticRegressionUtility, RidgeUtility, route_decision
-# Internal: the shared weight check and the pieces of the degenerate-coalition convention, tested one by one
+# Internal, no public call returns what these tests check: the shared weight check (the array it returns, and
+# TorchModelUtility's wording without the optional torch), split_degenerate's triple, a softmax chunk's take()
 from shapley_research._validation import check_weights
-from shapley_research.utilities._model_data import constant_frequencies, constant_means, split_degenerate
+from shapley_research.utilities._model_data import split_degenerate
 from shapley_research.utilities.learners._softmax import _SoftmaxChunk
 
 X, Y = load_iris(return_X_y=True)
@@ -88,17 +89,17 @@ def test_always_batched_and_task():
     assert not route_decision(Ridge(), "r2", False, 10, 4, always_batched=True).batched
 
 
-def test_constant_model_helpers_match_the_conventions():
+def test_constant_models_match_the_conventions():
     info = TargetInfo(Y, Y, "classification")
-    counts = np.array([[0.0, 0.0, 0.0], [2.0, 1.0, 1.0]])
-    np.testing.assert_array_equal(constant_frequencies(counts, info), [info.prior, [0.5, 0.25, 0.25]])
+    weights = np.zeros((2, N), dtype=int)  # class counts (0, 0, 0) and (2, 1, 1); both rows under min_samples
+    weights[1, [np.flatnonzero(Y == k)[0] for k in range(3)]] = (2, 1, 1)
+    logistic = LogisticRegressionUtility(X, Y, X, Y, min_samples=5)
+    np.testing.assert_array_equal(logistic.predict_proba(weights)[:, 0], [info.prior, [0.5, 0.25, 0.25]])
     Xd, yd = load_diabetes(return_X_y=True)
-    regression = TargetInfo(yd[:10], yd[10:20], "regression")
     weights = np.zeros((2, 10), dtype=int)
     weights[1, :2] = (1, 3)
-    np.testing.assert_array_equal(constant_means(weights, regression), [0.0, (yd[0] + 3 * yd[1]) / 4])
     ridge = RidgeUtility(Xd[:10], yd[:10], Xd[10:20], yd[10:20], min_samples=5)
-    np.testing.assert_array_equal(ridge.predict(weights)[:, 0], constant_means(weights, regression))
+    np.testing.assert_array_equal(ridge.predict(weights)[:, 0], [0.0, (yd[0] + 3 * yd[1]) / 4])
 
 
 def test_split_degenerate_fills_only_degenerate_rows():

@@ -14,8 +14,9 @@ from sklearn.preprocessing import StandardScaler
 
 from shapley_research import ModelUtility
 from shapley_research.utilities.learners import LogisticRegressionUtility
+# Internal kernels that public calls reach only through whole fits: the softmax chunk's float64 gradient test, the
+# preconditioners' matrices and eigendecomposition, and the chunk-wide L-BFGS call the float32 phase is spied on at
 from shapley_research.utilities.learners import _logistic, _precondition
-from shapley_research.utilities.learners._routing import routed_tolerance
 from shapley_research.utilities.learners._softmax import _SoftmaxChunk
 
 
@@ -133,8 +134,12 @@ def test_coalitions_past_q_directions_take_the_class_blocks_of_the_scaled_hessia
 
 @pytest.mark.parametrize("newton, model_tol, expected", [(True, 1e-4, 1e-6), (True, 1e-8, 1e-8),
                                                          (False, 1e-4, 1e-4), (False, 1e-7, 1e-7)])
-def test_routed_tolerance(newton, model_tol, expected):
-    assert routed_tolerance(model_tol, newton) == expected
+def test_routed_tolerance(wine, newton, model_tol, expected):
+    X, y, Xt, yt = wine if newton else _split(load_digits, 300)  # 3 x 14 unknowns: Newton; 10 x 65: L-BFGS
+    game = ModelUtility(LogisticRegression(tol=model_tol), X, y, Xt, yt, fast=True)
+    assert game.learner_.tol == expected
+    game.evaluate(np.ones((1, len(y)), dtype=bool))
+    assert game.learner_.last_fit_info_["solver"] == ("newton" if newton else "lbfgs")
 
 
 @pytest.mark.slow

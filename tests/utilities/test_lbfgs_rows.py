@@ -14,6 +14,7 @@ from sklearn.datasets import load_digits, load_wine
 from sklearn.preprocessing import StandardScaler
 
 from shapley_research.utilities.learners import LogisticRegressionUtility
+# Internal kernels that public calls reach only through whole fits: both L-BFGS executors on one chunk, the exp
 from shapley_research.utilities.learners._lbfgs import _lbfgs
 from shapley_research.utilities.learners._lbfgs_rows import _exp_in_place, lbfgs_own_rows
 from shapley_research.utilities.learners._softmax import _SoftmaxChunk

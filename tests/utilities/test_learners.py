@@ -16,6 +16,7 @@ from sklearn.linear_model import LogisticRegression, Ridge
 from shapley_research import (LogisticRegressionUtility, ModelUtility, RidgeUtility, as_game,
                               permutation_shapley)
 from shapley_research.games import prefix_masks
+# Internal: Newton's iterates on the binary and the softmax chunk, which public calls reach only through whole fits
 from shapley_research.utilities.learners._binary import _BinaryChunk
 from shapley_research.utilities.learners._newton import _newton
 from shapley_research.utilities.learners._softmax import _SoftmaxChunk

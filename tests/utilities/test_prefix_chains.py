@@ -9,6 +9,7 @@ from sklearn.datasets import load_digits
 from sklearn.linear_model import LogisticRegression
 
 from shapley_research import LogisticRegressionUtility, ModelUtility
+# Internal: which rows of a chunk chain (PrefixLinks.of); public calls show chaining only in whole fits' bits
 from shapley_research.utilities.learners._lbfgs_rows import PrefixLinks
 
 

@@ -7,6 +7,7 @@ on representative shapes, the routes of the experiments that use
 
 from __future__ import annotations
 
+import inspect
 import math
 from pathlib import Path
 
@@ -19,10 +20,13 @@ from sklearn.tree import DecisionTreeClassifier
 
 from shapley_research import LogisticRegressionUtility, ModelUtility
 from shapley_research.utilities.learners import RouteDecision, route_by_cost, route_decision
-from shapley_research.utilities.learners._cost import (SAFETY_MARGIN, batched_logistic_solver, logistic_costs,
-                                                       ridge_costs)
+# Internal: the cost formula's own max_iter check, which no public call reaches (route_by_cost costs a model whose
+# max_iter is not a positive integer at 100 iterations)
+from shapley_research.utilities.learners._cost import logistic_costs
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
+#: Batched must be predicted this many times faster than one fit per subset: route_by_cost's default margin.
+SAFETY_MARGIN = inspect.signature(route_by_cost).parameters["margin"].default
 
 
 @pytest.fixture(scope="module")
@@ -61,12 +65,13 @@ def test_decision_on_representative_shapes(model, shape, batched, solver):
 
 
 def test_costs_grow_with_the_problem():
-    small_b, small_s, _ = logistic_costs(300, 64, 10)
-    big_b, big_s, _ = logistic_costs(3000, 64, 10)
-    assert big_b > small_b and big_s > small_s
-    assert logistic_costs(300, 64, 10, max_iter=5)[1] < small_s  # a capped scikit-learn fit is cheaper
-    ridge_b, ridge_s, solver = ridge_costs(300, 400)
-    assert solver == "ridge" and ridge_b > ridge_s
+    small = route_by_cost(LogisticRegression(), 300, 64, 10)
+    big = route_by_cost(LogisticRegression(), 3000, 64, 10)
+    assert big.batched_seconds > small.batched_seconds and big.per_subset_seconds > small.per_subset_seconds
+    capped = route_by_cost(LogisticRegression(max_iter=5), 300, 64, 10)
+    assert capped.per_subset_seconds < small.per_subset_seconds  # a capped scikit-learn fit is cheaper
+    ridge = route_by_cost(Ridge(), 300, 400)
+    assert ridge.solver == "ridge" and ridge.batched_seconds > ridge.per_subset_seconds
 
 
 @pytest.mark.parametrize("N, d, K", [(100, 4, 3), (300, 30, 2), (300, 64, 10), (200, 64, 2), (1000, 20, 5),
@@ -75,7 +80,7 @@ def test_solver_prediction_matches_the_learner(N, d, K):
     rng = np.random.default_rng(0)
     y = np.arange(N) % K
     learner = LogisticRegressionUtility(rng.normal(size=(N, d)), y, rng.normal(size=(5, d)), y[:5])
-    assert batched_logistic_solver(N, d, K) == ("newton" if learner._use_newton() else "lbfgs")
+    assert route_by_cost(LogisticRegression(), N, d, K).solver == ("newton" if learner._use_newton() else "lbfgs")
 
 
 # --------------------------------------------------------------------------- through ModelUtility
@@ -148,12 +153,12 @@ def test_cleaning_comparison_shape_stays_batched():
 
 
 @pytest.mark.parametrize("call, error, match", [
-    (lambda: logistic_costs(0, 4, 3), ValueError, "n_samples must be >= 1"),
-    (lambda: logistic_costs(10, 4.0, 3), TypeError, "n_features must be an integer"),
-    (lambda: logistic_costs(10, 4, 1), ValueError, "n_classes must be >= 2"),
-    (lambda: logistic_costs(10, 4, True), TypeError, "n_classes must be an integer"),
+    (lambda: route_by_cost(LogisticRegression(), 0, 4, 3), ValueError, "n_samples must be >= 1"),
+    (lambda: route_by_cost(LogisticRegression(), 10, 4.0, 3), TypeError, "n_features must be an integer"),
+    (lambda: route_by_cost(LogisticRegression(), 10, 4, 1), ValueError, "n_classes must be >= 2"),
+    (lambda: route_by_cost(LogisticRegression(), 10, 4, True), TypeError, "n_classes must be an integer"),
     (lambda: logistic_costs(10, 4, 3, max_iter=0), ValueError, "max_iter must be >= 1"),
-    (lambda: ridge_costs(-1, 4), ValueError, "n_samples must be >= 1"),
+    (lambda: route_by_cost(Ridge(), -1, 4), ValueError, "n_samples must be >= 1"),
     (lambda: route_by_cost(LogisticRegression(), 10, 4), ValueError, "n_classes is needed"),
     (lambda: route_by_cost(DecisionTreeClassifier(), 10, 4, 2), TypeError, "model must be a LogisticRegression"),
     (lambda: route_by_cost(Ridge(), 10, 4, margin=0.0), ValueError, "margin must be a finite positive"),

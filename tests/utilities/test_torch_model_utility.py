@@ -21,7 +21,7 @@ from torch import nn  # noqa: E402
 from shapley_research import TorchModelUtility  # noqa: E402
 from shapley_research.games import reporting_to  # noqa: E402
 from shapley_research.utilities import TargetInfo, constant_utilities  # noqa: E402
-# Internal: the batch order of one epoch (to replay a coalition's training by hand)
+# Internal: the batch order of one epoch (to replay a coalition's training by hand; no public attribute holds it)
 from shapley_research.utilities._torch_training import epoch_batches  # noqa: E402
 
 pytestmark = pytest.mark.slow  # trains torch models: seconds a test on CPU
@@ -164,11 +164,18 @@ def test_reinitialize_is_noisy_yet_a_function_of_the_coalition(dtype, rtol, atol
 
 
 def test_each_coalition_of_a_chunk_gets_its_own_draw():
-    from shapley_research.utilities._torch_training import redrawn_parameters
-
-    model = mlp()  # float32, as torch makes it
-    drawn = redrawn_parameters(model, ["0.weight"], [1, 2, 3], torch.float32, "cpu")["0.weight"]
-    assert len({row.numpy().tobytes() for row in drawn}) == 3
+    """Three coalitions of one chunk on the same rows in the same order (of a training set held twice): their
+    models differ by their initial parameters alone."""
+    X_train, y_train, X_test, y_test = DATA
+    n = X_train.shape[0]
+    twice = (np.vstack([X_train, X_train]), np.concatenate([y_train, y_train]), X_test, y_test)
+    masks = np.zeros((3, 2 * n), dtype=bool)
+    masks[0, :n] = masks[1, n:] = True  # the first copy, the second one
+    masks[2, :n // 2] = masks[2, n + n // 2:] = True  # half of each
+    utility = game(data=twice, reinitialize=True)  # float32, the module's own dtype, as torch makes it
+    outputs = utility.trained_outputs(masks)
+    assert len(utility._chunks(masks, X_test.shape[0])) == 1
+    assert len({row.tobytes() for row in outputs}) == 3
 
 
 def test_the_model_and_the_global_random_state_are_left_alone():
@@ -287,6 +294,7 @@ def test_regression_scores_the_trained_values(width):
 
 @pytest.fixture
 def no_training(monkeypatch):
+    # internal: the training seam (no public hook shows that a model was trained before the checks)
     import shapley_research.utilities._torch_model as module
 
     def fail(*args, **kwargs):
