@@ -433,26 +433,15 @@ def _print_run_parameters(project: Project, args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    """Print the differences between two runs, measured times aside; exit 1 if there are any."""
-    from .experiments import compare_runs, provenance_differences, setting_differences, verdict_changes
+    """Print the settings and verdicts that differ, then every difference but measured times; 1 if any."""
+    from .experiments import comparison_report
 
     try:
-        differences = compare_runs(args.first, args.second)
+        lines, differ = comparison_report(args.first, args.second)
     except ValueError as err:
         raise ProjectError(str(err)) from None
-    # the headline: what the runs were given differently, and which verdicts moved; then every difference
-    for title, lines in (("settings that differ", setting_differences(args.first, args.second)),
-                         ("verdicts that differ", verdict_changes(args.first, args.second))):
-        if lines:
-            print(f"{title} ({len(lines)}):\n" + "\n".join(f"  {line}" for line in lines))
-    for line in differences:
-        print(line)
-    if not differences:
-        print(f"{args.first} and {args.second} agree on every number but measured times")
-    environment = provenance_differences(args.first, args.second)
-    if environment:  # information: the runs ran in different environments, which may move the last digits
-        print("the runs' provenance (run_info.json; not compared) differs: " + "; ".join(environment))
-    return EXIT_FAILED if differences else EXIT_OK
+    print("\n".join(lines))
+    return EXIT_FAILED if differ else EXIT_OK
 
 
 def _version() -> str:

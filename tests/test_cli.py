@@ -59,8 +59,10 @@ def test_run_writes_all_results(quick_run):
     assert [c["source"] for c in metrics["claims"]] == ["paper", "reproduction"]
     assert all({"claim", "statistic", "holds", "source", "criterion", "timing"} <= set(c) for c in metrics["claims"])
     info = json.loads((run_dir / "run_info.json").read_text())
-    assert list(info) == ["experiment", "profile", "wall_seconds", "cpu_seconds", "python", "libraries", "cpu"]
+    assert list(info) == ["experiment", "profile", "overrides", "wall_seconds", "cpu_seconds", "python",
+                          "libraries", "cpu"]
     assert info["experiment"] == "iris_accuracy" and info["profile"] == "custom"
+    assert info["overrides"] == ["profile=quick", f"output_dir={run_dir.parent}", "experiment.true_mean=5"]
     assert 0 < info["wall_seconds"] and 0 < info["cpu_seconds"]
     # provenance (issue 34): the versions the bit-for-bit promise depends on, and the CPU
     assert info["python"] == platform.python_version()

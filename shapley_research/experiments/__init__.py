@@ -27,7 +27,8 @@ from ._common import (CLAIM_SOURCES, METRICS_FILE, Claim, claim, experiment_dir,
                       validate_metrics, verdict_of, without_timings, write_metrics, write_table)
 from ._figures import FIGURES_ENV, figures_enabled, save_figure, setup_matplotlib  # noqa: E402
 from ._budgets import all_s_minimum, budget_problems, smallest_budget  # noqa: E402
-from ._compare import compare_runs, provenance_differences, setting_differences, verdict_changes  # noqa: E402
+from ._compare import (comparison_report, compare_runs, provenance_differences, setting_differences,  # noqa: E402
+                       verdict_changes)
 from ._methods import (Method, MethodCall, get_method, method_defaults, method_names,  # noqa: E402
                        register_method, unregister_method)
 from ._notebook import (build_notebook, notebook_defaults, parameters_cell, parameters_source,  # noqa: E402
@@ -51,7 +52,7 @@ __all__ = [
     # what the command line (shapley_research.cli) drives: verdict counts, comparison, parameters cells, the
     # project layout and DVC stages, the report, the parameter checks
     "held_count", "undecided_count", "verdict_of", "compare_runs", "provenance_differences",
-    "setting_differences", "verdict_changes",
+    "setting_differences", "verdict_changes", "comparison_report",
     "parameters_cell", "parameters_source", "write_parameters_cell", "provenance", "run_info",
     "results_guard", "shown_path", "RESULTS_DIR", "SCRATCH_DIR", "UPDATE_RESULTS_ENV", "user_sets", "FIGURES_ENV",
     "figures_enabled",

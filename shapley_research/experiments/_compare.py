@@ -26,7 +26,8 @@ import numpy as np
 
 from ._common import METRICS_FILE, is_timing_key, verdict_of, without_timings
 
-__all__ = ["compare_runs", "provenance_differences", "setting_differences", "verdict_changes"]
+__all__ = ["compare_runs", "comparison_report", "provenance_differences", "setting_differences",
+           "verdict_changes"]
 
 
 def _files(run_dir: Path, pattern: str) -> list[Path]:
@@ -259,3 +260,30 @@ def compare_runs(first: str | os.PathLike, second: str | os.PathLike) -> list[st
             else:
                 differences += _compare_arrays(runs[0], runs[1], path)
     return differences
+
+
+def comparison_report(first: str | os.PathLike, second: str | os.PathLike) -> tuple[list[str], bool]:
+    """What ``shapley-research compare`` prints, and whether the runs differ in any number but measured times.
+
+    First the headline: the settings that differ (:func:`setting_differences`)
+    and the verdicts that moved (:func:`verdict_changes`), each under a title
+    with its count, where there are any; then every difference
+    (:func:`compare_runs`), or a line saying the runs agree; last, as
+    information, how their provenance differs (:func:`provenance_differences`).
+
+    Raises
+    ------
+    ValueError
+        If either directory has no ``metrics.json``.
+    """
+    differences = compare_runs(first, second)
+    lines = []
+    for title, found in (("settings that differ", setting_differences(first, second)),
+                         ("verdicts that differ", verdict_changes(first, second))):
+        if found:
+            lines += [f"{title} ({len(found)}):"] + [f"  {line}" for line in found]
+    lines += differences or [f"{first} and {second} agree on every number but measured times"]
+    environment = provenance_differences(first, second)
+    if environment:  # information: the runs ran in different environments, which may move the last digits
+        lines.append("the runs' provenance (run_info.json; not compared) differs: " + "; ".join(environment))
+    return lines, bool(differences)
