@@ -157,6 +157,55 @@ def _max_abs(a: Any) -> float:
 
 
 @numba.njit(cache=True, nogil=True, fastmath=_FAST, inline="always")
+def _class_blocks_inverse(r: Any, present: Any, q: int, block_rows: Any, block_values: Any, weight: float) -> None:
+    """``r <- (C B C + M) r`` (flat, K q): the class blocks ``B`` on the part of ``r`` off the class mean.
+
+    ``M`` replicates the mean over the classes present and ``C = I - M``: along the
+    class-sum directions the data has no curvature (softmax is invariant to adding
+    one vector to every class), so the blocks act on the centred part and the
+    mean passes as under the penalty ``I``. Row ``k q + j`` of ``block_rows`` is
+    ``U_k[:, j]`` (``float32``); ``B_k = U_k diag(1 / (w lambda + 1)) U_k^T``.
+    """
+    K = r.shape[0] // q
+    mean_in, mean_out = np.zeros(q), np.zeros(q)
+    r32, c, out = np.empty(q, block_rows.dtype), np.empty(q, block_rows.dtype), np.empty(q, block_rows.dtype)
+    n_present = 0
+    for k in range(K):
+        if present[k]:
+            n_present += 1
+            for a in range(q):
+                mean_in[a] += r[k * q + a]
+    for a in range(q):
+        mean_in[a] /= max(n_present, 1)
+    for k in range(K):
+        base = k * q
+        if not present[k]:
+            for a in range(q):
+                r[base + a] = 0.0
+            continue
+        for a in range(q):
+            r32[a] = r[base + a] - mean_in[a]
+        for j in range(q):
+            total = np.float32(0.0)
+            row = block_rows[base + j]
+            for a in range(q):
+                total += row[a] * r32[a]
+            c[j] = total / (weight * block_values[base + j] + 1.0)
+        out[:] = 0.0
+        for j in range(q):
+            row, scale = block_rows[base + j], c[j]
+            for a in range(q):
+                out[a] += scale * row[a]
+        for a in range(q):
+            r[base + a] = out[a]
+            mean_out[a] += out[a]
+    for k in range(K):
+        if present[k]:
+            for a in range(q):
+                r[k * q + a] += (mean_in[a] - mean_out[a] / max(n_present, 1))
+
+
+@numba.njit(cache=True, nogil=True, fastmath=_FAST, inline="always")
 def _initial_inverse(r: Any, g: Any, kind: int, pairs: int, gamma: float, present: Any, q: int,
                      vectors: Any, eigenvalues: Any, rank: int, weight: float, diagonal: Any, penalty: Any,
                      block_rows: Any, block_values: Any) -> None:
@@ -179,29 +228,8 @@ def _initial_inverse(r: Any, g: Any, kind: int, pairs: int, gamma: float, presen
         correction = np.dot(z, own)
         for a in range(d):
             r[a] = r[a] + correction[a] if present[a // q] else 0.0
-    elif kind == CLASS_BLOCKS:  # U_k diag(1 / (w lambda + 1)) U_k^T per class; row k q + j of block_rows: U_k[:, j]
-        r32, c, out = np.empty(q, block_rows.dtype), np.empty(q, block_rows.dtype), np.empty(q, block_rows.dtype)
-        for k in range(d // q):
-            base = k * q
-            if not present[k]:
-                for a in range(q):
-                    r[base + a] = 0.0
-                continue
-            for a in range(q):
-                r32[a] = r[base + a]
-            for j in range(q):
-                total = np.float32(0.0)
-                row = block_rows[base + j]
-                for a in range(q):
-                    total += row[a] * r32[a]
-                c[j] = total / (weight * block_values[base + j] + 1.0)
-            out[:] = 0.0
-            for j in range(q):
-                row, scale = block_rows[base + j], c[j]
-                for a in range(q):
-                    out[a] += scale * row[a]
-            for a in range(q):
-                r[base + a] = out[a]
+    elif kind == CLASS_BLOCKS:
+        _class_blocks_inverse(r, present, q, block_rows, block_values, weight)
     else:  # diag(w h_D + r_S)^-1 on the classes present
         for a in range(d):
             k, j = a // q, a % q

@@ -297,7 +297,7 @@ class LogisticRegressionUtility(_BatchedLearner):
             self._full_theta = backend.zeros((K, q))
             if not degenerate_rows(full, self.targets, self.min_samples, counts)[0]:
                 self._full_theta = self._fit_thetas(full, counts, theta0=backend.zeros((1, K, q)),
-                                                    precondition=False)[0]
+                                                    precondition=False, start=True)[0]
         return self._full_theta
 
     @property
@@ -310,9 +310,7 @@ class LogisticRegressionUtility(_BatchedLearner):
     def _mixed(self) -> bool:
         """``float32`` iterations before ``float64`` ones: L-BFGS with ``mixed_precision`` in ``float64`` on a device.
 
-        On the CPU, L-BFGS runs coalition by coalition in compiled ``float64``
-        loops (:mod:`._lbfgs_rows`): a ``float32`` phase there saved 0-15%
-        (10-class digits and MNIST PCA-50) and would double the kernels' compile.
+        Not on the CPU's compiled ``float64`` loops (:mod:`._lbfgs_rows`), where it saved 0-15%.
         """
         return self.mixed_precision and self.dtype == "float64" and not self._backend.is_numpy
 
@@ -324,7 +322,7 @@ class LogisticRegressionUtility(_BatchedLearner):
         return self._data32
 
     def _fit_thetas(self, masks: np.ndarray, counts: np.ndarray, theta0: Array = None,
-                    precondition: bool = True, chain: bool = False) -> Array:
+                    precondition: bool = True, chain: bool = False, start: bool = False) -> Array:
         """Centred parameters (m, K, q), in the backend, of non-degenerate coalitions, fitted chunk by chunk.
 
         ``masks`` are masks or integer sample weights (m, N) and ``counts`` the
@@ -350,7 +348,7 @@ class LogisticRegressionUtility(_BatchedLearner):
             links = PrefixLinks(linked[rows], None if links is None else links.previous)  # L-BFGS: _links says
             theta[rows], iterations[rows], converged[rows] = self._lbfgs_chunk(masks[rows], counts[rows], theta[rows],
                                                                                precondition, links)
-        self._record_fit(backend.to_numpy(iterations), backend.to_numpy(converged))
+        self._record_fit(backend.to_numpy(iterations), backend.to_numpy(converged), start)
         return theta
 
     @property
@@ -422,8 +420,9 @@ class LogisticRegressionUtility(_BatchedLearner):
             theta[:, :, -1] = b
         return theta
 
-    def _record_fit(self, iterations: np.ndarray, converged: np.ndarray) -> None:
-        """``last_fit_info_`` of a batch, and a ``ConvergenceWarning`` when coalitions hit ``max_iter``."""
+    def _record_fit(self, iterations: np.ndarray, converged: np.ndarray, start: bool = False) -> None:
+        """``last_fit_info_`` of a batch, and a ``ConvergenceWarning`` when coalitions (or the ``start``) hit
+        ``max_iter``."""
         m = iterations.shape[0]
         self.last_fit_info_ = {"n_iter_max": int(iterations.max(initial=0)),
                                "n_iter_mean": float(iterations.mean()) if m else 0.0,
@@ -432,9 +431,12 @@ class LogisticRegressionUtility(_BatchedLearner):
         if not converged.all():
             from sklearn.exceptions import ConvergenceWarning
 
-            warnings.warn(f"LogisticRegressionUtility: {int((~converged).sum())} of {m} coalitions did not reach "
-                          f"tol={self.tol} in max_iter={self.max_iter} iterations; raise max_iter.",
-                          ConvergenceWarning, stacklevel=4)
+            what = ("the full-data fit every coalition starts from (warm_start)" if start
+                    else f"{int((~converged).sum())} of {m} coalitions")
+            warnings.warn(f"LogisticRegressionUtility: {what} did not reach tol={self.tol} in max_iter="
+                          f"{self.max_iter} iterations; " + ("each coalition still iterates to tol from where it "
+                          "stopped; scaled features (StandardScaler) converge faster." if start else
+                          "raise max_iter."), ConvergenceWarning, stacklevel=4)
 
     def _test_logits(self, theta: Array, present: Array, X: Array) -> Array:
         """Logits (B, K, n) of parameters ``theta`` on rows ``X`` (both backend), absent classes at ``NEG_LOGIT``."""
