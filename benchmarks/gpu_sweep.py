@@ -26,6 +26,21 @@ from shapley_research.datasets import pca_features
 from utility_throughput import draw_masks, timed
 
 
+def sweep(setting: str, unit: str, values: list, make_game, masks: np.ndarray, warm: int, device: str) -> None:
+    """One row per value of ``setting``: seconds, ``unit`` per second and max |dU| against the first row."""
+    print(f"  {setting:>10}{'seconds':>9}{unit + '/s':>10}{'max |dU| vs first':>19}")
+    first = None
+    for value in values:
+        game = make_game(value)
+        game.evaluate(masks[:warm])  # compile, allocate and fit the warm start once, outside the timing
+        synchronize(device)
+        utilities, seconds, _ = timed(game.evaluate, masks)
+        synchronize(device)
+        first = utilities if first is None else first
+        print(f"  {str(value or 'default'):>10}{seconds:>9.2f}{len(masks) / seconds:>10.0f}"
+              f"{np.abs(utilities - first).max():>19.2e}")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--device", default="cuda")
@@ -37,41 +52,17 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     X_train, y_train, X_test, y_test = mnist(1000, 500, args.mnist_npz)
     Z_train, Z_test, _ = pca_features(X_train, X_test, 50)
-    masks = draw_masks(np.random.default_rng(0), args.models, len(y_train), "uniform")
-    print(f"MLP 50-64-10, 300 full-batch Adam steps, N=1000, {args.models} models, {args.device}")
-    print(f"  {'chunk_size':>10}{'seconds':>9}{'models/s':>10}{'max |dU| vs first':>19}")
-    first = None
-    for chunk in (None, 4096, 2048, 1024, 256):
-        game = TorchModelUtility(mlp(50, 64, 10), Z_train, y_train, Z_test, y_test, steps=300,
-                                 device=args.device, chunk_size=chunk)
-        game.evaluate(masks[:8])  # compile and allocate once
-        synchronize(args.device)
-        values, seconds, _ = timed(game.evaluate, masks)
-        synchronize(args.device)
-        first = values if first is None else first
-        print(f"  {str(chunk or 'default'):>10}{seconds:>9.2f}{args.models / seconds:>10.0f}"
-              f"{np.abs(values - first).max():>19.2e}")
-    logistic_sweep(Z_train, y_train, Z_test, y_test, args)
+    data, device = (Z_train, y_train, Z_test, y_test), args.device
+    print(f"MLP 50-64-10, 300 full-batch Adam steps, N=1000, {args.models} models, {device}")
+    sweep("chunk_size", "models", [None, 4096, 2048, 1024, 256],
+          lambda chunk: TorchModelUtility(mlp(50, 64, 10), *data, steps=300, device=device, chunk_size=chunk),
+          draw_masks(np.random.default_rng(0), args.models, len(y_train), "uniform"), 8, device)
+    print(f"\nbatched logistic regression, 10 classes, tol=1e-4, float64, {args.coalitions} coalitions, {device}")
+    sweep("batch_size", "fits", args.batch_sizes,
+          lambda batch: LogisticRegressionUtility(*data, "neg_log_loss", tol=1e-4, mixed_precision=False,
+                                                  device=device, batch_size=batch or None),
+          draw_masks(np.random.default_rng(1), args.coalitions, len(y_train), "uniform"), 64, device)
     return 0
-
-
-def logistic_sweep(Z_train, y_train, Z_test, y_test, args) -> None:
-    """Fits per second of the batched logistic learner against ``batch_size`` (the chunk) on ``args.device``."""
-    masks = draw_masks(np.random.default_rng(1), args.coalitions, len(y_train), "uniform")
-    print(f"\nbatched logistic regression, 10 classes, tol=1e-4, float64, {args.coalitions} coalitions, "
-          f"{args.device}")
-    print(f"  {'batch_size':>10}{'seconds':>9}{'fits/s':>10}{'max |dU| vs first':>19}")
-    first = None
-    for batch in args.batch_sizes:
-        game = LogisticRegressionUtility(Z_train, y_train, Z_test, y_test, "neg_log_loss", tol=1e-4,
-                                         mixed_precision=False, device=args.device, batch_size=batch or None)
-        game.evaluate(masks[:64])  # the full-data fit and first-call setup, outside the timing
-        synchronize(args.device)
-        values, seconds, _ = timed(game.evaluate, masks)
-        synchronize(args.device)
-        first = values if first is None else first
-        print(f"  {str(batch or 'default'):>10}{seconds:>9.2f}{args.coalitions / seconds:>10.0f}"
-              f"{np.abs(values - first).max():>19.2e}")
 
 
 if __name__ == "__main__":
