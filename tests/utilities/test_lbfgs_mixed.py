@@ -94,7 +94,7 @@ def test_the_low_rank_preconditioner_is_the_full_one_at_full_rank(wine, monkeypa
     counts = learner.targets.class_counts(masks)
     chunk = _SoftmaxChunk.from_masks(learner._softmax_data, masks, counts, learner.C)
     monkeypatch.setattr(_precondition, "PRECONDITION_MIN_CURVATURE", 0.0)  # every direction kept
-    eigenvalues, vectors = learner._full_hessian_eigen(learner._backend)
+    eigenvalues, vectors, _ = learner._full_curvature(learner._backend)
     apply = _precondition.low_rank_inverse(eigenvalues, vectors, chunk, learner.n_players)  # no class blocks
     r = np.random.default_rng(0).normal(size=(8,) + learner._full_theta.shape) * chunk.present[:, :, None]
     K, q = learner._full_theta.shape

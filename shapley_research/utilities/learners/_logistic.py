@@ -244,46 +244,30 @@ class LogisticRegressionUtility(_BatchedLearner):
             return diagonal_preconditioner(backend.asarray(self._hessian_diagonal), chunk, self.n_players, backend)
         if not self.warm_start or self.targets.n_classes * self.design.q > PRECONDITION_MAX_PARAMS:
             return None
-        backend = chunk.data.backend
-        return low_rank_inverse(*self._full_hessian_eigen(backend), chunk, self.n_players,
-                                self._full_class_blocks(backend))
+        eigenvalues, vectors, blocks = self._full_curvature(chunk.data.backend)
+        return low_rank_inverse(eigenvalues, vectors, chunk, self.n_players, blocks)
 
-    def _full_probabilities(self) -> Array:
-        """Class probabilities (K, N) of the full-data solution on the training rows, in the learner's backend."""
-        xp = self._backend.xp
-        Z = self._warm_start() @ xp.permute_dims(self._softmax_data.X, (1, 0))  # every class is present in D
-        P = xp.exp(Z - xp.max(Z, axis=0, keepdims=True))
-        P /= xp.sum(P, axis=0, keepdims=True)
-        return P
+    def _full_curvature(self, backend: ArrayBackend) -> tuple[Array, Array, ClassBlocks]:
+        """The full-data Hessian at the warm start, in ``backend``: its eigenpairs and its class blocks.
 
-    def _full_hessian_eigen(self, backend: ArrayBackend) -> tuple[Array, Array]:
-        """The full-data Hessian's eigenpairs at the warm start (:func:`._precondition.hessian_eigen`), in ``backend``.
-
-        Computed once in the learner's own backend; copies for another float
-        type are kept beside it.
+        Computed once in the learner's own backend from one set of full-data
+        probabilities (:func:`._precondition.hessian_eigen`,
+        :func:`._precondition.class_blocks`); copies for another float type are
+        kept beside them.
         """
-        own = self._backend
+        own, xp = self._backend, self._backend.xp
         if getattr(self, "_full_hessian", None) is None:
-            H = _data_hessian(self._softmax_data.X, self._full_probabilities())
-            self._full_hessian = {own.dtype_name: hessian_eigen(H, own)}
+            X = self._softmax_data.X
+            Z = self._warm_start() @ xp.permute_dims(X, (1, 0))  # (K, N); every class is present in D
+            P = xp.exp(Z - xp.max(Z, axis=0, keepdims=True))
+            P /= xp.sum(P, axis=0, keepdims=True)
+            self._full_hessian = {own.dtype_name: (*hessian_eigen(_data_hessian(X, P), own), class_blocks(X, P, own))}
         if backend.dtype_name not in self._full_hessian:
-            eigenvalues, vectors = self._full_hessian[own.dtype_name]
-            self._full_hessian[backend.dtype_name] = (backend.asarray(eigenvalues), backend.asarray(vectors))
+            eigenvalues, vectors, blocks = self._full_hessian[own.dtype_name]
+            self._full_hessian[backend.dtype_name] = (
+                backend.asarray(eigenvalues), backend.asarray(vectors),
+                ClassBlocks(backend.asarray(blocks.vectors), backend.asarray(blocks.eigenvalues)))
         return self._full_hessian[backend.dtype_name]
-
-    def _full_class_blocks(self, backend: ArrayBackend) -> ClassBlocks:
-        """The full-data Hessian's class blocks at the warm start (:func:`._precondition.class_blocks`), in ``backend``.
-
-        Kept like :meth:`_full_hessian_eigen`: once, with copies for other float types.
-        """
-        own = self._backend
-        if getattr(self, "_class_blocks", None) is None:
-            self._class_blocks = {own.dtype_name: class_blocks(self._softmax_data.X, self._full_probabilities(), own)}
-        if backend.dtype_name not in self._class_blocks:
-            blocks = self._class_blocks[own.dtype_name]
-            self._class_blocks[backend.dtype_name] = ClassBlocks(backend.asarray(blocks.vectors),
-                                                                 backend.asarray(blocks.eigenvalues))
-        return self._class_blocks[backend.dtype_name]
 
     def _warm_start(self) -> np.ndarray:
         """Start of every fit: the full-data solution when ``warm_start`` (fitted once), else 0."""
@@ -431,12 +415,11 @@ class LogisticRegressionUtility(_BatchedLearner):
         if not converged.all():
             from sklearn.exceptions import ConvergenceWarning
 
-            what = ("the full-data fit every coalition starts from (warm_start)" if start
-                    else f"{int((~converged).sum())} of {m} coalitions")
-            warnings.warn(f"LogisticRegressionUtility: {what} did not reach tol={self.tol} in max_iter="
-                          f"{self.max_iter} iterations; " + ("each coalition still iterates to tol from where it "
-                          "stopped; scaled features (StandardScaler) converge faster." if start else
-                          "raise max_iter."), ConvergenceWarning, stacklevel=4)
+            short = f"did not reach tol={self.tol} in max_iter={self.max_iter} iterations"
+            message = (f"the full-data fit every coalition starts from (warm_start) {short}; each coalition still "
+                       "iterates to tol from where it stopped; scaled features (StandardScaler) converge faster."
+                       if start else f"{int((~converged).sum())} of {m} coalitions {short}; raise max_iter.")
+            warnings.warn(f"LogisticRegressionUtility: {message}", ConvergenceWarning, stacklevel=4)
 
     def _test_logits(self, theta: Array, present: Array, X: Array) -> Array:
         """Logits (B, K, n) of parameters ``theta`` on rows ``X`` (both backend), absent classes at ``NEG_LOGIT``."""
