@@ -148,7 +148,8 @@ class ModelUtility(Game):
         by Newton (binary, or up to 160 unknowns) is solved to ``min(model.tol, 1e-6)``, tighter than
         scikit-learn's default ``tol=1e-4`` at the cost of about one step; by L-BFGS (10-class digits,
         MNIST) it stops at the model's own ``tol`` in scikit-learn's own gradient test, iterating in
-        ``float32`` then ``float64`` (:class:`~shapley_research.utilities.learners.LogisticRegressionUtility`).
+        ``float32`` then ``float64`` (:class:`~shapley_research.utilities.learners.LogisticRegressionUtility`),
+        with the model's ``max_iter`` as its cap when above the learner's 500.
         Either way the utilities differ from a default scikit-learn fit by the solvers' stopping error
         (accuracy can then differ on test points lying that close to a decision boundary; measured max
         \|dU\| 0.004-0.015 on digits and MNIST, ``benchmarks/results/batched_routing.txt``). ``"auto"``

@@ -165,6 +165,13 @@ def test_routed_tolerance(wine, newton, model_tol, expected):
     assert game.learner_.last_fit_info_["solver"] == ("newton" if newton else "lbfgs")
 
 
+@pytest.mark.parametrize("model_max_iter, expected", [(100, 500), (499, 500), (10_000, 10_000)])
+def test_a_routed_model_keeps_a_larger_max_iter(wine, model_max_iter, expected):
+    X, y, Xt, yt = wine
+    game = ModelUtility(LogisticRegression(max_iter=model_max_iter), X, y, Xt, yt, fast=True)
+    assert game.learner_.max_iter == expected
+
+
 @pytest.mark.slow
 def test_routed_digits_agree_with_scikit_learn_within_its_tolerance():
     X, y, Xt, yt = _split(load_digits, 300)

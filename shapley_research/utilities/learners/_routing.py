@@ -190,6 +190,19 @@ def routed_tolerance(model_tol: float, newton: bool) -> float:
     return min(model_tol, 1e-6) if newton else model_tol
 
 
+def routed_max_iter(model_max_iter: object) -> int:
+    """The iteration cap of a routed ``LogisticRegression``: the model's, at least 500.
+
+    A larger ``max_iter`` (set for a hard problem) is kept. A smaller one, such
+    as scikit-learn's default 100, is raised to the learner's own default,
+    because the routed fit is meant to reach the tolerance a scikit-learn fit
+    reaches when it converges, and the two solvers' iterations differ.
+    """
+    if isinstance(model_max_iter, (int, np.integer)) and not isinstance(model_max_iter, bool):
+        return max(int(model_max_iter), 500)
+    return 500
+
+
 def learner_for(model: Any, X_train: ArrayLike, y_train: ArrayLike, X_test: ArrayLike, y_test: ArrayLike,
                 metric: Metric, **options: Any) -> LogisticRegressionUtility | RidgeUtility:
     """The batched learner equivalent to ``model`` (see :func:`unsupported_reason`).
@@ -209,6 +222,7 @@ def learner_for(model: Any, X_train: ArrayLike, y_train: ArrayLike, X_test: Arra
         solver = batched_logistic_solver(shape[0], shape[1], max(n_classes, 2), bool(params["fit_intercept"]))
         tol = routed_tolerance(float(params.get("tol", 1e-4)), solver == "newton")
         return LogisticRegressionUtility(X_train, y_train, X_test, y_test, name, C=float(params["C"]),
-                                         fit_intercept=bool(params["fit_intercept"]), tol=tol, **options)
+                                         fit_intercept=bool(params["fit_intercept"]), tol=tol,
+                                         max_iter=routed_max_iter(params.get("max_iter", 100)), **options)
     return RidgeUtility(X_train, y_train, X_test, y_test, name, alpha=float(params["alpha"]),
                         fit_intercept=bool(params["fit_intercept"]), **options)
