@@ -46,9 +46,9 @@ from typing import Any
 from .experiments import (CITED_PAPERS_EXPERIMENTS, EXPERIMENT_NAMES, FIGURES_ENV, METRICS_FILE, RESULTS_DIR,
                           RUN_INFO_FILE, RUNNER_ENV, UPDATE_RESULTS_ENV, Project, ProjectError, check_declared,
                           check_name, check_notebook_in_sync, check_parameters, dvc_stage, held_count,
-                          notebook_parameters, profile_key_problems, read_metrics, results_guard, run_info,
-                          run_profile, shown_path, undecided_count, user_sets, verdict_of, write_dvc_stage,
-                          write_report)
+                          notebook_parameters, profile_key_problems, project_relative, read_metrics,
+                          results_guard, run_info, run_profile, shown_path, undecided_count, user_sets, verdict_of,
+                          working_directory, write_dvc_stage, write_report)
 
 KERNEL_NAME = "shapley-research"
 KERNEL_ENV = "SHAPLEY_RESEARCH_KERNEL"
@@ -308,10 +308,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         RUNNER_ENV: "cli",  # this command records the run
         UPDATE_RESULTS_ENV: "1" if args.update_results else None,  # the check cell then lets it write results/
         FIGURES_ENV: "off" if args.no_figures else None}
+    # Paths inside the project are recorded relative to it (papermill's metadata and injected output_dir), so
+    # the executed notebook does not depend on where the project was cloned; the kernel starts in its root.
+    recorded = {**params, "output_dir": project_relative(project.root, run_dir)}
     try:
-        with _environment(kernel_environment):  # the kernel inherits it
-            papermill.execute_notebook(str(notebook), str(executed), parameters=params, kernel_name=kernel,
-                                       cwd=str(project.root), progress_bar=False, log_output=not args.quiet,
+        with _environment(kernel_environment), working_directory(project.root):  # the kernel inherits both
+            papermill.execute_notebook(project_relative(project.root, notebook),
+                                       project_relative(project.root, executed), parameters=recorded,
+                                       kernel_name=kernel, cwd=".", progress_bar=False, log_output=not args.quiet,
                                        kernel_manager_class=_local_kernel_manager())
     except PapermillExecutionError as err:
         print(f"error: {name} failed in cell {err.cell_index + 1}: {err.ename}: {err.evalue}\n"

@@ -34,7 +34,7 @@ from ._methods import (Method, MethodCall, get_method, method_defaults, method_n
 from ._notebook import (build_notebook, notebook_defaults, parameters_cell, parameters_source,  # noqa: E402
                         provenance, run_info, write_notebook, write_parameters_cell)
 from ._parallel import check_n_jobs, parallel_map  # noqa: E402
-from ._paths import results_guard, shown_path  # noqa: E402
+from ._paths import project_relative, results_guard, shown_path, working_directory  # noqa: E402
 from ._project import (CUSTOM_PROFILE, RESULTS_DIR, RUNNER_ENV, SCRATCH_DIR, UPDATE_RESULTS_ENV,  # noqa: E402
                        Project, ProjectError, check_declared, check_name, check_notebook_in_sync, dvc_stage,
                        find_project_dir, generated_parameters, notebook_parameters, notebook_sync_problems,
@@ -54,8 +54,8 @@ __all__ = [
     "held_count", "undecided_count", "verdict_of", "compare_runs", "provenance_differences",
     "setting_differences", "verdict_changes", "comparison_report",
     "parameters_cell", "parameters_source", "write_parameters_cell", "provenance", "run_info",
-    "results_guard", "shown_path", "RESULTS_DIR", "SCRATCH_DIR", "UPDATE_RESULTS_ENV", "user_sets", "FIGURES_ENV",
-    "figures_enabled",
+    "results_guard", "shown_path", "project_relative", "working_directory", "RESULTS_DIR", "SCRATCH_DIR",
+    "UPDATE_RESULTS_ENV", "user_sets", "FIGURES_ENV", "figures_enabled",
     "RUNNER_ENV", "Project", "ProjectError", "check_declared", "check_name", "check_notebook_in_sync", "dvc_stage",
     "generated_parameters", "notebook_parameters", "profile_key_problems", "run_profile", "write_dvc_stage",
     "CITED_PAPERS_EXPERIMENTS", "RUN_INFO_FILE", "write_report", "check_parameters", "declaration_problems",

@@ -10,17 +10,42 @@ when inside it, else absolute.
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from ._project import RESULTS_DIR, SCRATCH_DIR, UPDATE_RESULTS_ENV, Project, ProjectError
 
-__all__ = ["shown_path", "results_guard", "resolve_notebook_paths"]
+__all__ = ["shown_path", "results_guard", "resolve_notebook_paths", "project_relative", "working_directory"]
 
 
 def _inside(path: Path, folder: Path) -> bool:
     return path == folder or folder in path.parents
+
+
+def project_relative(root: Path, path: str | os.PathLike) -> str:
+    """``path`` relative to the project ``root`` (POSIX separators) when inside it, else absolute.
+
+    What a run records (papermill's injected ``output_dir``, the executed
+    notebook's input and output paths) is written this way, so that an
+    executed notebook is the same file whichever directory the project was
+    cloned into.
+    """
+    path, root = Path(path).resolve(), root.resolve()
+    return path.relative_to(root).as_posix() if _inside(path, root) and path != root else str(path)
+
+
+@contextlib.contextmanager
+def working_directory(folder: Path) -> Iterator[None]:
+    """Run the block with ``folder`` as the working directory; the caller's restored after."""
+    previous = Path.cwd()
+    os.chdir(folder)
+    try:
+        yield
+    finally:
+        os.chdir(previous)
 
 
 def shown_path(path: str | os.PathLike) -> str:

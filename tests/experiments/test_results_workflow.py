@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 
+import nbformat
 import pytest
 from _pipeline_project import REPO, make_project
 
@@ -166,6 +167,13 @@ def test_update_results_lets_the_check_cell_write_the_committed_results(tmp_path
     assert proc.returncode == 0, proc.stderr
     assert (root / "scratch" / "sparsity" / "metrics.json").is_file() and not (root / "results").exists()
     assert "results: scratch/sparsity" in proc.stdout  # the path written, relative to where the user is
-    proc = subprocess.run([*command, "--update-results"], cwd=root, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run([*command, "--update-results"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert json.loads((root / "results" / "sparsity" / "metrics.json").read_text())["profile"] == "paper"
+    # what the committed notebook records does not depend on where the project lies, nor on where it ran from
+    executed = nbformat.read(root / "results" / "sparsity" / "sparsity.ipynb", as_version=4)
+    assert str(tmp_path) not in nbformat.writes(executed)
+    recorded = executed.metadata.papermill
+    assert recorded.input_path == "notebooks/sparsity.ipynb"
+    assert recorded.output_path == "results/sparsity/sparsity.ipynb"
+    assert recorded.parameters["output_dir"] == "results/sparsity"
