@@ -15,7 +15,10 @@ from __future__ import annotations
 
 import gc
 import os
+import warnings
 from typing import Any
+
+import numpy as np
 
 from ._validation import check_n_jobs
 
@@ -87,13 +90,50 @@ def torch_dtype(name: str) -> Any:
 
 
 def available_bytes(device: Any) -> int:
-    """Working memory a chunk may take on ``device``: half the free GPU memory, or a fixed CPU budget."""
+    """Working memory a chunk may plan on ``device``: a third of a GPU's total memory, or a fixed CPU budget.
+
+    A GPU's budget follows its total memory, not its free memory, so that the
+    default chunk sizes, and with them the utilities' last bits, repeat from
+    run to run on one card (:func:`chunk_capacity` takes less, with a
+    warning, where memory held elsewhere leaves no room for it).
+    """
     if device is not None and device.type == "cuda":
         import torch
 
-        free, _ = torch.cuda.mem_get_info(device)
-        return int(free // 2)
+        return int(torch.cuda.mem_get_info(device)[1] // 3)
     return CPU_CHUNK_BYTES
+
+
+def _room_bytes(device: Any) -> int | None:
+    """Half the free memory of a GPU (the headroom the per-item estimates need), None elsewhere."""
+    if device is None or device.type != "cuda":
+        return None
+    import torch
+
+    return int(torch.cuda.mem_get_info(device)[0] // 2)
+
+
+def chunk_capacity(device: Any, item_bytes: Any, cap: int, owner: str) -> np.ndarray:
+    """Items (coalitions, models) a chunk holds on ``device``: ``available_bytes // item_bytes``, in ``[1, cap]``.
+
+    ``item_bytes`` may be an array (one capacity each). Where a GPU's free
+    memory is short of the planned chunks (memory held by other processes),
+    the chunks shrink to what fits and a ``ResourceWarning`` says that the
+    utilities may then differ in their last bits from a run on a free card,
+    and which fixed chunk size would repeat them.
+    """
+    item_bytes = np.maximum(np.asarray(item_bytes, dtype=np.float64), 1.0)
+    planned = np.clip(available_bytes(device) // item_bytes, 1, cap).astype(np.int64)
+    room = _room_bytes(device)
+    if room is None:
+        return planned
+    fits = np.clip(room // item_bytes, 1, cap).astype(np.int64)
+    if (fits < planned).any():
+        warnings.warn(f"{owner}: memory held elsewhere on {device} leaves room for {int(fits.min())} items a "
+                      f"chunk where this card plans {int(planned.min())}; the chunks shrink, so the utilities "
+                      "can differ in their last bits from a run on a free card. Pass a chunk size (batch_size "
+                      "or chunk_size) that fits both for reruns that repeat.", ResourceWarning, stacklevel=3)
+    return np.minimum(planned, fits)
 
 
 def release(device: Any) -> None:

@@ -25,7 +25,7 @@ from ._torch_mlp import mlp_gradient, mlp_layers
 from ._torch_training import (MAX_CHUNK, TrainingPlan, activations_per_row, bytes_per_model, epoch_batches,
                               own_rows, redrawn_parameters, reinitialization_seed, size_ordered_chunks,
                               stacked_copies, stacked_forward, stacked_gradient, train_chunk)
-from .._device import available_bytes, check_dtype, import_torch, release, resolve_device, torch_dtype
+from .._device import check_dtype, chunk_capacity, import_torch, release, resolve_device, torch_dtype
 from .._validation import check_bool, check_choice, check_features, check_float, check_int, check_weights
 from ..games import Game, content_digest, report_evaluated
 
@@ -140,15 +140,17 @@ class TorchModelUtility(Game):
     chunk_size : int, optional
         Most coalitions trained at once. ``None``: as many as fit in the
         working memory of ``device`` (:func:`~shapley_research._device.available_bytes`:
-        half the free GPU memory, 256 MiB on the CPU) at an estimate of the bytes
+        a third of a GPU's total memory, 256 MiB on the CPU) at an estimate of the bytes
         per model (parameters, gradients, Adam's moments and temporaries, plus
         three times the activations of the rows of a step, the chunk's padded
         own rows in full-batch training, and of the evaluated rows), at most
         4,096. An integer caps that number. Full batch, chunks are cut smaller
         where that saves padded rows (a fixed cost per step against the rows
         saved, :func:`._torch_training.size_ordered_chunks`). Utilities agree
-        across chunk sizes to rounding; for bit-identical reruns on a GPU, whose
-        free memory varies, pass an integer the memory rule does not lower.
+        across chunk sizes to rounding, and one card plans the same chunks on
+        every run; where memory held by other processes leaves no room for
+        them, they shrink with a ``ResourceWarning`` (the last bits can then
+        differ): an integer the memory rule does not lower repeats a run.
     reinitialize : bool, default False
         ``False``: every coalition starts from ``model``'s parameters.
         ``True``: every coalition starts from parameters re-drawn by the
@@ -379,8 +381,8 @@ class TorchModelUtility(Game):
         rows = np.maximum(np.asarray(rows, dtype=np.int64), n_evaluated_rows)
         weights_bytes = itemsize * (self.n_players if self.batch_size is not None else rows)
         per_model = bytes_per_model(n_parameters, self._activations, rows, self.optimizer, itemsize) + weights_bytes
-        size = np.clip(available_bytes(self.device) // per_model, 1, MAX_CHUNK)
-        return size if self.chunk_size is None else np.minimum(size, self.chunk_size)
+        cap = MAX_CHUNK if self.chunk_size is None else min(MAX_CHUNK, self.chunk_size)
+        return chunk_capacity(self.device, per_model, cap, type(self).__name__)
 
     def _chunk_rows(self, n_evaluated_rows: int) -> int:
         """Coalitions per chunk when every coalition trains on all rows (minibatches): :meth:`_chunk_capacity`."""

@@ -36,3 +36,31 @@ def test_fits_do_not_depend_on_the_batch_size(iris):
             assert values[0].tobytes() == values[1].tobytes() == values[2].tobytes()
         np.testing.assert_allclose(values[1], values[0], rtol=0, atol=1e-12)
         np.testing.assert_allclose(values[2], values[0], rtol=0, atol=1e-12)
+
+
+class _FakeCudaMemory:
+    """``torch.cuda.mem_get_info`` of a 30 GiB card with ``free`` bytes free."""
+
+    def __init__(self, free: int):
+        self.free, self.total = free, 30 * 2**30
+
+    def __call__(self, device=None):
+        return self.free, self.total
+
+
+def test_a_gpu_plans_its_chunks_from_its_total_memory_and_warns_where_they_do_not_fit(monkeypatch):
+    """Free memory varies between runs; the chunks, whose company can move the last bits, do not follow it."""
+    torch = pytest.importorskip("torch")
+    from shapley_research._device import chunk_capacity  # Internal: no GPU here to reach it through a learner
+
+    cuda, item = torch.device("cuda"), 2**20  # a coalition of 1 MiB
+    for free in (29 * 2**30, 21 * 2**30):  # a free card, and one with a third of it taken: the same plan
+        monkeypatch.setattr(torch.cuda, "mem_get_info", _FakeCudaMemory(free))
+        assert chunk_capacity(cuda, item, 100_000, "owner") == 10 * 1024  # a third of 30 GiB
+        assert list(chunk_capacity(cuda, np.array([item, 4 * item]), 100_000, "owner")) == [10 * 1024, 2560]
+        assert chunk_capacity(cuda, item, 16, "owner") == 16  # the cap
+    monkeypatch.setattr(torch.cuda, "mem_get_info", _FakeCudaMemory(8 * 2**30))  # others hold 22 GiB
+    with pytest.warns(ResourceWarning, match="owner: memory held elsewhere on cuda leaves room for 4096 items"):
+        assert chunk_capacity(cuda, item, 100_000, "owner") == 4096  # half the free memory
+    assert chunk_capacity(cuda, item, 4096, "owner") == 4096  # a cap that fits: nothing changes, no warning
+    assert chunk_capacity(torch.device("cpu"), item, 100_000, "owner") == 256  # torch's CPU device: 256 MiB

@@ -17,7 +17,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from .._model_data import (TargetInfo, check_dataset, check_degenerate_options,
                            Metric, degenerate_utilities, resolve_metric, split_degenerate)
-from ..._device import available_bytes, check_dtype, release, resolve_device
+from ..._device import check_dtype, chunk_capacity, release, resolve_device
 from ..._validation import check_bool, check_features, check_int
 from ...games import Game, content_digest, prefix_positions, prefix_utilities
 from ._array import NUMPY, Array, ArrayBackend
@@ -159,13 +159,12 @@ class _BatchedLearner(Game):
         An explicit ``batch_size`` takes the cap's place, above it or below; the memory budget still bounds it.
         """
         if self.device is None:
-            budget = _CHUNK_BYTES
-        else:  # the estimates count float64 entries; a device chunk takes a share of its free memory
-            bytes_per_row *= self._backend.xp.finfo(self._backend.float).bits / 64
-            budget, cap = available_bytes(self.device), 4 * cap
-        if self.batch_size is not None:
-            cap = self.batch_size
-        return int(max(1, min(cap, budget // max(bytes_per_row, 1))))
+            cap = cap if self.batch_size is None else self.batch_size
+            return int(max(1, min(cap, _CHUNK_BYTES // max(bytes_per_row, 1))))
+        # the estimates count float64 entries; a device chunk takes a share of the device's memory
+        bytes_per_row *= self._backend.xp.finfo(self._backend.float).bits / 64
+        cap = 4 * cap if self.batch_size is None else self.batch_size
+        return int(chunk_capacity(self.device, bytes_per_row, cap, type(self).__name__))
 
     def _fitted_utilities(self, masks: NDArray[np.bool_],
                           counts: NDArray[np.float64] | None) -> NDArray[np.float64]:  # pragma: no cover

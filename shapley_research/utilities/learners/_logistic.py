@@ -86,8 +86,10 @@ class LogisticRegressionUtility(_BatchedLearner):
     batch_size : int, optional
         Most coalitions (or permutations) trained together. Default: as many as
         about 48 MiB of working memory holds, at most 4,096 (on a device, a
-        share of its free memory, at most 16,384); a ``batch_size`` replaces that
-        cap, above or below it, within the memory bound.
+        third of its total memory, at most 16,384, so one card plans the same
+        chunks on every run); a ``batch_size`` replaces that cap, above or
+        below it, within the memory bound. Where a GPU's free memory is short
+        of the plan, chunks shrink with a ``ResourceWarning``.
     prefix_refit_ratio : float or None, default 1.5
         One-pass path: prefixes of sizes ``ceil(ratio^i)`` are refitted exactly
         (``None``: only when the prefix's classes change).
@@ -116,7 +118,7 @@ class LogisticRegressionUtility(_BatchedLearner):
         a ``torch.device``): the same objective, solvers, warm start,
         convergence test and degenerate-coalition convention, written once
         for both array libraries (:mod:`._array`), in torch on that device;
-        chunks of coalitions then take a share of the device's free memory.
+        chunks of coalitions then take a share of the device's memory.
         ``"auto"``: ``"cuda"`` when torch sees a GPU, else ``None``. On a
         device, :meth:`evaluate_prefixes` refits every prefix exactly in
         batches (the one-pass paths are numpy's), so ``exact_prefixes`` is

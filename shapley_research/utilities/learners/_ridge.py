@@ -48,8 +48,8 @@ class RidgeUtility(_BatchedLearner):
         may be a :class:`~shapley_research.DegeneratePolicy` holding all three.
     batch_size : int, optional
         Most coalitions (or permutations) trained together; by default as many
-        as fit in about 48 MiB of working memory (on a device, a share of its
-        free memory), at most a cap that a ``batch_size`` replaces.
+        as fit in about 48 MiB of working memory (on a device, a third of its
+        total memory), at most a cap that a ``batch_size`` replaces.
     refresh_every : int, default 64
         Along a permutation, recompute the inverse exactly every so many points.
     device : None, "auto", str or torch.device, default None
