@@ -278,9 +278,9 @@ def test_accuracy_claim_fails_or_is_undecided(spearman, error, uniform, word):
     claims = _claims(_summary({"gt_paper": (spearman, error)}), uniform_error=uniform)
     assert claims[1].holds is False and word in claims[1].note
     if word == "undecided":
-        assert "repetitions would decide" in claims[1].note
+        assert "repetitions would decide" in claims[1].note and verdict_of(claims[1]) == "inconclusive"
     else:
-        assert "undecided" not in claims[1].note
+        assert "undecided" not in claims[1].note and verdict_of(claims[1]) == "does not hold"
 
 
 def test_algorithm_1_as_published_does_not_hold_beside_a_refinement_that_does():
@@ -316,9 +316,10 @@ def test_labels_name_the_sampler_and_the_centering():
 
 
 def test_closeness_claim_fails_or_is_undecided():
-    assert _claims(distances=_distances(within=(1.0, 0.9, 1.1), to_largest=(0.5, 0.45, 0.55)))[5].holds is False
+    far = _claims(distances=_distances(within=(1.0, 0.9, 1.1), to_largest=(0.5, 0.45, 0.55)))[5]
+    assert far.holds is False and verdict_of(far) == "does not hold"
     undecided = _claims(distances=_distances(within=(1.0, 0.9, 1.4), to_largest=(1.4, 1.35, 1.45)))[5]
-    assert undecided.holds is False and "undecided" in undecided.note
+    assert undecided.holds is False and "undecided" in undecided.note and verdict_of(undecided) == "inconclusive"
 
 
 def test_largest_s_correlation_claim_fails():
@@ -329,11 +330,11 @@ def test_largest_s_correlation_claim_fails():
 
 def test_largest_s_not_recovering_claim_fails_or_is_undecided():
     small = _claims(_summary(largest=(0.6, 1e-3, 0.4)))[7]
-    assert small.holds is False and "below 0.5" in small.note
+    assert small.holds is False and "below 0.5" in small.note and verdict_of(small) == "does not hold"
     close = _claims(_summary({"all_s": (GOOD[0], (0.4, 0.38, 0.42))}, largest=(0.6, 1e-3, 0.7)))[7]
-    assert close.holds is False and "does not hold" in close.note
+    assert close.holds is False and "does not hold" in close.note and verdict_of(close) == "does not hold"
     straddle = _claims(_summary({"all_s": (GOOD[0], (0.3, 0.25, 0.35))}, largest=(0.6, 1e-3, 0.6)))[7]
-    assert straddle.holds is False and "undecided" in straddle.note
+    assert straddle.holds is False and "undecided" in straddle.note and verdict_of(straddle) == "inconclusive"
 
 
 @pytest.mark.slow  # draws with matplotlib (its first import takes seconds)

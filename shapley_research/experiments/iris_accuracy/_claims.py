@@ -74,7 +74,7 @@ def evaluate_claims(summary: pd.DataFrame, distances: pd.DataFrame, *, uniform_e
     ``summary`` is :func:`summarise`'s table (optionally with
     ``rel_l2_error_of_mean``, :func:`mean_estimate_error`, used in notes),
     ``distances`` :func:`pairwise_distances`'. An undecided verdict is
-    reported as ``holds=False`` with a note that says so.
+    reported as inconclusive (``holds=False``), with a note that says so.
 
     Returns
     -------
@@ -89,6 +89,11 @@ def evaluate_claims(summary: pd.DataFrame, distances: pd.DataFrame, *, uniform_e
     claims.append(_largest_s_claim(summary, uniform_error=uniform_error, ratio_threshold=ratio_threshold,
                                    largest_error_threshold=largest_error_threshold, level=level))
     return claims
+
+
+def _undecided(verdict: bool | None) -> str | None:
+    """The verdict word of a claim whose intervals decide nothing: "inconclusive", else None."""
+    return "inconclusive" if verdict is None else None
 
 
 def _sampler_note(key: str, summary) -> str:
@@ -138,7 +143,7 @@ def _recovery_claim(key: str, row, *, uniform_error: float, spearman_threshold: 
         criterion=(f"{level_text} of the mean Spearman over {n} repetitions >= {spearman_threshold}, and that "
                    f"of the mean relative l2 error <= {error_threshold} and below the uniform split's "
                    f"error ({uniform_error:.3f}); fails if an interval lies wholly on the wrong side."),
-        note=note)
+        note=note, undecided=_undecided(verdict))
 
 
 def _closeness_claim(distances, level: float):
@@ -162,7 +167,8 @@ def _closeness_claim(distances, level: float):
         criterion=(f"the upper ends of the {level_text}s of the mean relative l2 distances between two of (a)-(c) "
                    "are all below the lower ends of those from largest-S to each of them; fails if some "
                    "within-pair's lower end reaches some largest-S pair's upper end."),
-        note=note if verdict is not None else "undecided: the intervals overlap. " + note)
+        note=note if verdict is not None else "undecided: the intervals overlap. " + note,
+        undecided=_undecided(verdict))
 
 
 def _correlation_claim(largest, alpha: float):
@@ -204,4 +210,5 @@ def _largest_s_claim(summary, *, uniform_error: float, ratio_threshold: float, l
         criterion=(f"largest-S relative l2 error >= {largest_error_threshold} and >= {ratio_threshold}x the "
                    f"largest upper end of the (a)-(c) error {level_text}s; fails below {largest_error_threshold} "
                    f"or below {ratio_threshold}x the largest lower end."),
-        note=note if verdict is not None else "undecided: the interval straddles the threshold. " + note)
+        note=note if verdict is not None else "undecided: the interval straddles the threshold. " + note,
+        undecided=_undecided(verdict))
