@@ -542,8 +542,8 @@ def _add_result_commands(sub: argparse._SubParsersAction) -> None:
                                            "difference. run_info.json (times, Python and library versions, "
                                            "CPU) is provenance, not compared: a difference there is only "
                                            "noted. Exit status 1 if anything else differs.")
-    p_compare.add_argument("first", metavar="FIRST", help="an experiment's output directory")
-    p_compare.add_argument("second", metavar="SECOND", help="another run's output directory")
+    p_compare.add_argument("first", metavar="FIRST", help="a run's OUTPUT_DIR/NAME, or an OUTPUT_DIR holding one run")
+    p_compare.add_argument("second", metavar="SECOND", help="another run's, alike")
     p_compare.set_defaults(func=cmd_compare)
 
 

@@ -225,7 +225,7 @@ def compare_runs(first: str | os.PathLike, second: str | os.PathLike) -> list[st
     ----------
     first, second : path-like
         Directories an experiment wrote (``OUTPUT_DIR/NAME``), each with a
-        ``metrics.json``.
+        ``metrics.json``, or ``OUTPUT_DIR`` holding one (:func:`run_directory`).
 
     Returns
     -------
@@ -241,13 +241,9 @@ def compare_runs(first: str | os.PathLike, second: str | os.PathLike) -> list[st
     Raises
     ------
     ValueError
-        If either directory has no ``metrics.json``.
+        If either argument names no run (:func:`run_directory`).
     """
-    runs = [Path(first), Path(second)]
-    for name, run in zip(("first", "second"), runs):
-        if not (run / METRICS_FILE).is_file():
-            raise ValueError(f"{name}: expected an experiment's output directory with a {METRICS_FILE}, "
-                             f"got {str(run)!r}")
+    runs = [run_directory(first, "first"), run_directory(second, "second")]
     metrics = [without_timings(json.loads((run / METRICS_FILE).read_text())) for run in runs]
     differences = [f"{METRICS_FILE}: {line}" for line in _differences(*metrics)]
     for pattern in ("*.csv", "*.npz"):
@@ -262,6 +258,31 @@ def compare_runs(first: str | os.PathLike, second: str | os.PathLike) -> list[st
     return differences
 
 
+def run_directory(path: str | os.PathLike, name: str) -> Path:
+    """The experiment directory ``path`` names: itself, or the one experiment directory in an ``output_dir``.
+
+    A run writes ``OUTPUT_DIR/NAME/metrics.json``; given ``OUTPUT_DIR``
+    holding one such directory, that one is meant. ``name`` ("first",
+    "second") labels the argument in errors.
+
+    Raises
+    ------
+    ValueError
+        If ``path`` holds no ``metrics.json`` and not exactly one directory
+        with one (several are listed, to choose from).
+    """
+    path = Path(path)
+    if (path / METRICS_FILE).is_file():
+        return path
+    inside = sorted(child for child in path.glob(f"*/{METRICS_FILE}")) if path.is_dir() else []
+    if len(inside) == 1:
+        return inside[0].parent
+    hint = (" It holds several runs; name one: " + ", ".join(str(run.parent) for run in inside) + "."
+            if inside else "")
+    raise ValueError(f"{name}: expected an experiment's output directory with a {METRICS_FILE} (OUTPUT_DIR/NAME, "
+                     f"or an OUTPUT_DIR holding one run), got {str(path)!r}.{hint}")
+
+
 def comparison_report(first: str | os.PathLike, second: str | os.PathLike) -> tuple[list[str], bool]:
     """What ``shapley-research compare`` prints, and whether the runs differ in any number but measured times.
 
@@ -274,8 +295,9 @@ def comparison_report(first: str | os.PathLike, second: str | os.PathLike) -> tu
     Raises
     ------
     ValueError
-        If either directory has no ``metrics.json``.
+        If either argument names no run (:func:`run_directory`).
     """
+    first, second = run_directory(first, "first"), run_directory(second, "second")
     differences = compare_runs(first, second)
     lines = []
     for title, found in (("settings that differ", setting_differences(first, second)),

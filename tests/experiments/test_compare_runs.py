@@ -63,7 +63,22 @@ def test_a_changed_table_or_array_or_missing_file_is_found(run):
 
 def test_a_directory_without_metrics_is_rejected(run, tmp_path):
     with pytest.raises(ValueError, match="second: expected an experiment's output directory"):
-        compare_runs(run[0], tmp_path)
+        compare_runs(run[0], tmp_path / "first" / "nothing")
+
+
+def test_the_output_dir_given_to_run_names_its_one_run(run, tmp_path, capsys):
+    """``run NAME output_dir=DIR`` writes DIR/NAME: DIR names that run, where it holds one."""
+    first, second = run
+    (tmp_path / "out_a").mkdir()
+    (tmp_path / "out_b").mkdir()
+    shutil.move(first, tmp_path / "out_a" / "sparsity")
+    shutil.move(second, tmp_path / "out_b" / "sparsity")
+    assert compare_runs(tmp_path / "out_a", tmp_path / "out_b") == []
+    assert main(["compare", str(tmp_path / "out_a"), str(tmp_path / "out_b" / "sparsity")]) == 0
+    assert "agree on every number" in capsys.readouterr().out
+    shutil.copytree(tmp_path / "out_b" / "sparsity", tmp_path / "out_b" / "iris_accuracy")
+    with pytest.raises(ValueError, match=r"second: .* It holds several runs; name one: .*iris_accuracy, .*sparsity\."):
+        compare_runs(tmp_path / "out_a", tmp_path / "out_b")
 
 
 def test_every_differing_field_is_sized(run, capsys):
