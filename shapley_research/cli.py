@@ -24,24 +24,21 @@ missing file, a budget too small for the data, an output directory inside
 The notebook runs in a Jupyter kernel of the Python running this command: a
 registered kernel spec whose interpreter is this one (``python3`` after
 ``python -m ipykernel install --sys-prefix``), or else a private spec written
-to a temporary directory, so the environment is never modified.
+to a temporary directory, so the environment is never modified
+(:mod:`shapley_research._kernel`).
 """
 
 from __future__ import annotations
 
 import argparse
-import atexit
 import contextlib
 import json
 import logging
 import os
-import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
 
 from .experiments import (CITED_PAPERS_EXPERIMENTS, EXPERIMENT_NAMES, FIGURES_ENV, METRICS_FILE, RESULTS_DIR,
                           RUN_INFO_FILE, RUNNER_ENV, UPDATE_RESULTS_ENV, Project, ProjectError, check_declared,
@@ -49,105 +46,9 @@ from .experiments import (CITED_PAPERS_EXPERIMENTS, EXPERIMENT_NAMES, FIGURES_EN
                           notebook_parameters, profile_key_problems, project_relative, read_metrics,
                           results_guard, run_info, run_profile, shown_path, undecided_count, user_sets, verdict_of,
                           working_directory, write_dvc_stage, write_report)
+from ._kernel import KERNEL_ENV, import_papermill, local_kernel_manager, select_kernel
 
-KERNEL_NAME = "shapley-research"
-KERNEL_ENV = "SHAPLEY_RESEARCH_KERNEL"
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-
-
-# --- kernel -----------------------------------------------------------------------------------------------
-
-def _runs_this_python(argv: list[str]) -> bool:
-    """Whether a kernel spec's command starts the interpreter running this process."""
-    if not argv:
-        return False
-    # jupyter_client replaces a bare 'python', 'python3' or 'python3.X' with sys.executable.
-    major, minor = sys.version_info[:2]
-    if argv[0] in ("python", f"python{major}", f"python{major}.{minor}"):
-        return True
-    try:
-        return Path(argv[0]).resolve() == Path(sys.executable).resolve()
-    except OSError:
-        return False
-
-
-def _private_kernel() -> str:
-    """Write a kernel spec for ``sys.executable`` outside the environment and put it on ``JUPYTER_PATH``."""
-    import hashlib
-    import json
-    import shutil
-
-    from ipykernel.kernelspec import write_kernel_spec
-
-    # One directory per user and interpreter, so environments never share a spec.
-    tag = hashlib.sha1(sys.executable.encode()).hexdigest()[:12]
-    data_dir = Path(tempfile.gettempdir()) / f"shapley-research-jupyter-{getattr(os, 'getuid', lambda: 0)()}-{tag}"
-    spec_dir = data_dir / "kernels" / KERNEL_NAME
-    try:
-        current = json.loads((spec_dir / "kernel.json").read_text())["argv"][0] == sys.executable
-    except (OSError, ValueError, KeyError, IndexError):
-        current = False
-    if not current:
-        shutil.rmtree(spec_dir, ignore_errors=True)
-        spec_dir.parent.mkdir(parents=True, exist_ok=True)
-        write_kernel_spec(path=str(spec_dir), overrides={"display_name": "Python (shapley-research)"})
-    # jupyter_client reads JUPYTER_PATH each time papermill creates a kernel spec manager.
-    os.environ["JUPYTER_PATH"] = os.pathsep.join(filter(None, [str(data_dir), os.environ.get("JUPYTER_PATH")]))
-    return KERNEL_NAME
-
-
-def select_kernel(requested: str | None = None) -> str:
-    """Name of the Jupyter kernel to run notebooks in.
-
-    ``requested`` (or ``$SHAPLEY_RESEARCH_KERNEL``) is used as given. Otherwise
-    the first kernel spec among ``shapley-research``, ``python3`` and the
-    others that starts this very interpreter, so the notebook imports the
-    same ``shapley_research``; failing that, a private spec (see module docs).
-
-    Raises
-    ------
-    ProjectError
-        If the requested kernel is not installed.
-    """
-    from jupyter_client.kernelspec import KernelSpecManager
-
-    specs = KernelSpecManager().get_all_specs()
-    requested = requested or os.environ.get(KERNEL_ENV)
-    if requested:
-        if requested not in specs:
-            raise ProjectError(f"no Jupyter kernel named {requested!r}; installed: {', '.join(sorted(specs))}.")
-        return requested
-    for name in (KERNEL_NAME, "python3", *sorted(specs)):
-        spec = specs.get(name, {}).get("spec", {})
-        if spec.get("language", "python") == "python" and _runs_this_python(spec.get("argv", [])):
-            return name
-    return _private_kernel()
-
-
-def _local_kernel_manager() -> type:
-    """A kernel manager talking to its kernel over local IPC sockets instead of TCP.
-
-    The kernel runs on this machine, so the sockets need no network; over TCP
-    ipykernel warns on every run that the traffic is unencrypted, a warning
-    the user can do nothing about.
-    """
-    from jupyter_client.manager import AsyncKernelManager
-    from traitlets import default
-
-    class LocalKernelManager(AsyncKernelManager):
-        @default("transport")
-        def _default_transport(self) -> str:
-            return "ipc"
-
-        @default("ip")
-        def _default_ip(self) -> str:
-            # the sockets' path prefix: jupyter_client's default, "kernel-ipc" in the working directory, is
-            # shared by two runs started there at once, whose kernels then read each other's messages
-            directory = tempfile.mkdtemp(prefix="shapley-research-kernel-")
-            atexit.register(shutil.rmtree, directory, ignore_errors=True)
-            return os.path.join(directory, "ipc")
-
-    return LocalKernelManager
 
 
 # --- commands ---------------------------------------------------------------------------------------------
@@ -264,22 +165,6 @@ def run_parameters(project: Project, name: str, overrides: list[str], update_res
     return params
 
 
-def _import_papermill() -> Any:
-    """papermill, imported without jsonschema's optional IRI format checker.
-
-    papermill imports nbformat, which imports jsonschema, which imports
-    ``rfc3987_syntax`` when it is installed (it comes with Jupyter's
-    ``jsonschema[format-nongpl]``). That package compiles a lark grammar at
-    import: 2.5 s of a run's start-up, as long as the rest of papermill. No
-    notebook schema checks an IRI format, so blocking the import (a ``None``
-    in ``sys.modules`` reads as absent) changes no validation.
-    """
-    sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
-    import papermill
-
-    return papermill
-
-
 def cmd_run(args: argparse.Namespace) -> int:
     """Compose the configuration, execute the notebook, check ``metrics.json``, print the verdicts."""
     name = check_name(args.name)
@@ -297,7 +182,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     print(f"Running {name} (profile={params['profile']}) -> {shown_path(run_dir)}", file=sys.stderr, flush=True)
     _configure_logging(args.quiet)
-    papermill = _import_papermill()
+    papermill = import_papermill()
     from papermill.exceptions import PapermillExecutionError
 
     from .estimators import PROGRESS_ENV
@@ -316,7 +201,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             papermill.execute_notebook(project_relative(project.root, notebook),
                                        project_relative(project.root, executed), parameters=recorded,
                                        kernel_name=kernel, cwd=".", progress_bar=False, log_output=not args.quiet,
-                                       kernel_manager_class=_local_kernel_manager())
+                                       kernel_manager_class=local_kernel_manager())
     except PapermillExecutionError as err:
         print(f"error: {name} failed in cell {err.cell_index + 1}: {err.ename}: {err.evalue}\n"
               f"The executed notebook with the traceback is {executed}", file=sys.stderr)

@@ -128,7 +128,7 @@ LAYERS = (
     {"estimators"},
     {"influence"},
     {"experiments"},
-    {"cli"},
+    {"cli", "_kernel"},
 )
 
 

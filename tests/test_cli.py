@@ -15,7 +15,9 @@ import numpy as np
 import pytest
 from _pipeline_project import REPO, make_project
 
-from shapley_research.cli import KERNEL_NAME, _private_kernel, _runs_this_python, main, select_kernel
+from shapley_research._kernel import KERNEL_NAME, select_kernel
+from shapley_research._kernel import _private_kernel, _runs_this_python  # Internal: the kernel spec's choice
+from shapley_research.cli import main
 from shapley_research.experiments import (EXPERIMENT_NAMES, Project, ProjectError, claim, find_project_dir,
                                           write_metrics)
 
@@ -280,3 +282,28 @@ def test_summary_names_cited_papers_claims_as_such(tmp_path):
     cleaning = summarize("data_cleaning", "quick", tmp_path, {"claims": claims}, 1.0)
     assert "1 of 1 claims of the papers it cites hold" in cleaning and "(Kwon & Zou (2023))" in cleaning
     assert "1 of 1 claims of the paper hold" in summarize("sparsity", "quick", tmp_path, {"claims": claims}, 1.0)
+
+
+@pytest.mark.slow  # starts a kernel
+def test_a_kernel_is_shut_down_without_an_interrupt():
+    """jupyter_client interrupts before a shutdown; a kernel busy with a message then logs an ERROR line at the
+    end of a run that succeeded. The kernel manager of a run asks it to shut down, and nothing else."""
+    import asyncio
+    import signal
+
+    from shapley_research._kernel import local_kernel_manager  # Internal: the signals reach no public output
+
+    async def signals_at_shutdown() -> list[int]:
+        manager = local_kernel_manager()(kernel_name=select_kernel())
+        await manager.start_kernel()
+        sent, send = [], manager.provisioner.send_signal
+
+        async def record(signum: int) -> None:
+            sent.append(signum)
+            await send(signum)
+
+        manager.provisioner.send_signal = record
+        await manager.shutdown_kernel()
+        return sent
+
+    assert signal.SIGINT not in asyncio.run(signals_at_shutdown())

@@ -1,0 +1,139 @@
+"""The Jupyter kernel a run's notebook executes in, and the manager that starts and stops it.
+
+The notebook runs in a kernel of the Python running ``shapley-research``: a
+registered kernel spec whose interpreter is this one (``python3`` after
+``python -m ipykernel install --sys-prefix``), or else a private spec written
+to a temporary directory, so the environment is never modified.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from .experiments import ProjectError
+
+KERNEL_NAME = "shapley-research"
+KERNEL_ENV = "SHAPLEY_RESEARCH_KERNEL"
+
+
+def _runs_this_python(argv: list[str]) -> bool:
+    """Whether a kernel spec's command starts the interpreter running this process."""
+    if not argv:
+        return False
+    # jupyter_client replaces a bare 'python', 'python3' or 'python3.X' with sys.executable.
+    major, minor = sys.version_info[:2]
+    if argv[0] in ("python", f"python{major}", f"python{major}.{minor}"):
+        return True
+    try:
+        return Path(argv[0]).resolve() == Path(sys.executable).resolve()
+    except OSError:
+        return False
+
+
+def _private_kernel() -> str:
+    """Write a kernel spec for ``sys.executable`` outside the environment and put it on ``JUPYTER_PATH``."""
+    import hashlib
+    import json
+    import shutil
+
+    from ipykernel.kernelspec import write_kernel_spec
+
+    # One directory per user and interpreter, so environments never share a spec.
+    tag = hashlib.sha1(sys.executable.encode()).hexdigest()[:12]
+    data_dir = Path(tempfile.gettempdir()) / f"shapley-research-jupyter-{getattr(os, 'getuid', lambda: 0)()}-{tag}"
+    spec_dir = data_dir / "kernels" / KERNEL_NAME
+    try:
+        current = json.loads((spec_dir / "kernel.json").read_text())["argv"][0] == sys.executable
+    except (OSError, ValueError, KeyError, IndexError):
+        current = False
+    if not current:
+        shutil.rmtree(spec_dir, ignore_errors=True)
+        spec_dir.parent.mkdir(parents=True, exist_ok=True)
+        write_kernel_spec(path=str(spec_dir), overrides={"display_name": "Python (shapley-research)"})
+    # jupyter_client reads JUPYTER_PATH each time papermill creates a kernel spec manager.
+    os.environ["JUPYTER_PATH"] = os.pathsep.join(filter(None, [str(data_dir), os.environ.get("JUPYTER_PATH")]))
+    return KERNEL_NAME
+
+
+def select_kernel(requested: str | None = None) -> str:
+    """Name of the Jupyter kernel to run notebooks in.
+
+    ``requested`` (or ``$SHAPLEY_RESEARCH_KERNEL``) is used as given. Otherwise
+    the first kernel spec among ``shapley-research``, ``python3`` and the
+    others that starts this very interpreter, so the notebook imports the
+    same ``shapley_research``; failing that, a private spec (see module docs).
+
+    Raises
+    ------
+    ProjectError
+        If the requested kernel is not installed.
+    """
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    specs = KernelSpecManager().get_all_specs()
+    requested = requested or os.environ.get(KERNEL_ENV)
+    if requested:
+        if requested not in specs:
+            raise ProjectError(f"no Jupyter kernel named {requested!r}; installed: {', '.join(sorted(specs))}.")
+        return requested
+    for name in (KERNEL_NAME, "python3", *sorted(specs)):
+        spec = specs.get(name, {}).get("spec", {})
+        if spec.get("language", "python") == "python" and _runs_this_python(spec.get("argv", [])):
+            return name
+    return _private_kernel()
+
+
+def local_kernel_manager() -> type:
+    """A kernel manager talking to its kernel over local IPC sockets, that shuts a kernel down without interrupting it.
+
+    The kernel runs on this machine, so the sockets need no network; over TCP
+    ipykernel warns on every run that the traffic is unencrypted, a warning
+    the user can do nothing about. jupyter_client interrupts a kernel before
+    asking it to shut down; a kernel still handling a message then logs
+    "ERROR | KeyboardInterrupt caught in kernel" at the end of a run that
+    succeeded. The shutdown request alone stops it (and a kernel that does
+    not stop is killed).
+    """
+    from jupyter_client.manager import AsyncKernelManager
+    from traitlets import default
+
+    class LocalKernelManager(AsyncKernelManager):
+        async def _async_interrupt_kernel(self) -> None:
+            if not getattr(self, "shutting_down", False):  # jupyter_client sets it as shutdown begins
+                await super()._async_interrupt_kernel()
+
+        @default("transport")
+        def _default_transport(self) -> str:
+            return "ipc"
+
+        @default("ip")
+        def _default_ip(self) -> str:
+            # the sockets' path prefix: jupyter_client's default, "kernel-ipc" in the working directory, is
+            # shared by two runs started there at once, whose kernels then read each other's messages
+            directory = tempfile.mkdtemp(prefix="shapley-research-kernel-")
+            atexit.register(shutil.rmtree, directory, ignore_errors=True)
+            return os.path.join(directory, "ipc")
+
+    return LocalKernelManager
+
+
+def import_papermill() -> Any:
+    """papermill, imported without jsonschema's optional IRI format checker.
+
+    papermill imports nbformat, which imports jsonschema, which imports
+    ``rfc3987_syntax`` when it is installed (it comes with Jupyter's
+    ``jsonschema[format-nongpl]``). That package compiles a lark grammar at
+    import: 2.5 s of a run's start-up, as long as the rest of papermill. No
+    notebook schema checks an IRI format, so blocking the import (a ``None``
+    in ``sys.modules`` reads as absent) changes no validation.
+    """
+    sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
+    import papermill
+
+    return papermill
