@@ -40,7 +40,7 @@ from .._threads import Pinned, pinned_threads
 from .._validation import (check_bool, check_choice, check_class_labels, check_features, check_int, check_n_jobs,
                            check_real_array, check_seed, check_target_vector, check_two_classes, is_frame)
 from ..result import ValuationResult
-from ..utilities import check_table, is_raw_table
+from ..utilities import check_table, estimator_kind, is_raw_table
 from ..utilities.learners import check_fast
 
 if TYPE_CHECKING:
@@ -80,12 +80,7 @@ def negative_squared_error(y_true: np.ndarray, y_pred: np.ndarray) -> np.ndarray
 
 
 def _is_classifier(model) -> bool:
-    from sklearn.base import is_classifier
-
-    try:
-        return bool(is_classifier(model))
-    except Exception:  # noqa: BLE001 - objects outside scikit-learn's tag system
-        return getattr(model, "_estimator_type", None) == "classifier"
+    return estimator_kind(model) == "classifier"
 
 
 def _fresh_copy(model):

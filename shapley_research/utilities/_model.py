@@ -28,7 +28,8 @@ from numpy.typing import ArrayLike, NDArray
 # _model_data, below this module and the batched learners; their names are re-exported here.
 from ._model_data import (CLASSIFICATION_METRICS, DEGENERATE_MODES, LOG_EPS, LOG_ONE_MINUS_EPS,  # noqa: F401
                           REGRESSION_METRICS, ConstantPredictor, Metric, TargetInfo, check_dataset,
-                          check_degenerate_options, clipped_mean_log_probability, constant_utilities,
+                          check_degenerate_options, check_metric_suits_model, clipped_mean_log_probability,
+                          constant_utilities, estimator_kind,
                           degenerate_rows, degenerate_utilities, is_frame, r2_from_sums, regression_scores,
                           resolve_metric, split_degenerate, take_rows)
 from ._cache import CoalitionCache
@@ -50,15 +51,6 @@ __all__ = ["ModelUtility", "ConstantPredictor", "CLASSIFICATION_METRICS", "REGRE
 # --------------------------------------------------------------------------------------------
 # ModelUtility
 # --------------------------------------------------------------------------------------------
-
-def _is_classifier(model: Any) -> bool:
-    from sklearn.base import is_classifier
-
-    try:
-        return bool(is_classifier(model))
-    except Exception:  # noqa: BLE001 - objects outside sklearn's tag system
-        return getattr(model, "_estimator_type", None) == "classifier"
-
 
 def _fresh_copy(model: Any) -> Any:
     """``sklearn.base.clone`` for estimators, ``copy.deepcopy`` for other fit/predict objects."""
@@ -106,6 +98,8 @@ class ModelUtility(Game):
         (``"neg_mse"``), ``"neg_mean_absolute_error"`` (``"neg_mae"``), ``"r2"``,
         or ``scorer(model, X_test, y_test) -> float``, such as any scorer of
         ``sklearn.metrics.get_scorer`` (see Notes for coalitions that miss a class).
+        A string metric of the other task than a scikit-learn classifier's or
+        regressor's is a ``ValueError``.
     task : {"auto", "classification", "regression"}, default "auto"
         With a string metric the task follows from it; with a callable it is
         ``"classification"`` for scikit-learn classifiers, else ``"regression"``.
@@ -312,9 +306,10 @@ class ModelUtility(Game):
             raise TypeError(f"model must be an estimator with fit and predict methods, got {type(model).__name__}.")
         self.model = model
         self.metric, metric_task = resolve_metric(metric)
+        check_metric_suits_model(model, metric, metric_task)
         check_choice(task, "task", ("auto", "classification", "regression"))
         if task == "auto":
-            task = metric_task or ("classification" if _is_classifier(model) else "regression")
+            task = metric_task or ("classification" if estimator_kind(model) == "classifier" else "regression")
         elif metric_task is not None and metric_task != task:
             raise ValueError(f"metric={metric!r} is a {metric_task} metric but task={task!r}.")
         self.task = task

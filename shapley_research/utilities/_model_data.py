@@ -137,6 +137,33 @@ def resolve_metric(metric: Metric) -> tuple[Metric, Task | None]:
                      f"got {metric!r}.")
 
 
+def estimator_kind(model: Any) -> str | None:
+    """"classifier" or "regressor" by scikit-learn's tags (or ``_estimator_type``), else None."""
+    from sklearn.base import is_classifier, is_regressor
+
+    try:
+        return "classifier" if is_classifier(model) else "regressor" if is_regressor(model) else None
+    except Exception:  # noqa: BLE001 - objects outside sklearn's tag system
+        kind = getattr(model, "_estimator_type", None)
+        return kind if kind in ("classifier", "regressor") else None
+
+
+def check_metric_suits_model(model: Any, metric: Metric, metric_task: str | None) -> None:
+    """Refuse a string metric of the other task than a scikit-learn classifier's or regressor's.
+
+    ``r2`` on a classifier would score class labels as numbers, ``accuracy``
+    on a regressor would count exact real-valued hits: never what is meant.
+    A scorer callable (with ``task=``) still scores anything deliberately.
+    """
+    kind = estimator_kind(model)
+    expected = {"classifier": "classification", "regressor": "regression"}.get(kind or "")
+    if metric_task is None or expected is None or expected == metric_task:
+        return
+    names = "'accuracy' or 'neg_log_loss'" if expected == "classification" else "'r2', 'neg_mse' or 'neg_mae'"
+    raise ValueError(f"metric={metric!r} is a {metric_task} metric, but {type(model).__name__} is a {kind}; "
+                     f"use {names}, or a scorer callable with task= to score its predictions otherwise.")
+
+
 def check_degenerate_options(degenerate: Any, default_utility: float | None,
                              min_samples: int) -> tuple[str, float | None, int]:
     """Validate ``degenerate`` (a mode or a :class:`~._options.DegeneratePolicy`) with its two settings."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.linear_model import LogisticRegression
+from sklearn.linear_model import LogisticRegression, Ridge
 from sklearn.neighbors import KNeighborsClassifier
 
 from games import flipped_label_task, logistic_game_on_cpu_device
@@ -282,8 +282,7 @@ def test_games_that_train_no_classifier_are_refused():
     for game in (as_game(lambda m: float(m.sum()), 7), KNNUtility(X, y, X_test, y_test, 1)):
         with pytest.raises(TypeError, match="game must be a ModelUtility"):
             class_wise_shapley(game, 100)
-    regression = ModelUtility(LogisticRegression(), X, y.astype(float), X_test, y_test.astype(float),
-                              metric="r2", fast=False)
+    regression = ModelUtility(Ridge(), X, y.astype(float), X_test, y_test.astype(float), metric="r2", fast=False)
     with pytest.raises(ValueError, match="classification"):
         class_wise_shapley(regression, 100)
 

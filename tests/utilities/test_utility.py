@@ -9,6 +9,7 @@ from __future__ import annotations
 import inspect
 import itertools
 import math
+import re
 import warnings
 
 import numpy as np
@@ -96,6 +97,22 @@ def test_regression_matches_direct_fit(diabetes, metric):
     masks = random_masks(np.random.default_rng(3), 10, len(y_train))
     expected = [direct_score(model, X_train, y_train, X_test, y_test, m, metric) for m in masks]
     np.testing.assert_allclose(game.evaluate(masks), expected, rtol=1e-12)
+
+
+@pytest.mark.parametrize("model, metric, message", [
+    (LogisticRegression(), "r2", "metric='r2' is a regression metric, but LogisticRegression is a classifier; use "
+                                 "'accuracy' or 'neg_log_loss'"),
+    (KNeighborsClassifier(), "neg_mse", "but KNeighborsClassifier is a classifier"),
+    (Ridge(), "accuracy", "metric='accuracy' is a classification metric, but Ridge is a regressor; use 'r2'"),
+    (DecisionTreeRegressor(), "neg_log_loss", "but DecisionTreeRegressor is a regressor"),
+])
+def test_a_metric_of_the_other_task_than_the_model_is_refused(iris, model, metric, message):
+    """r2 on a classifier scored class labels as numbers, silently; a scorer callable still may, deliberately."""
+    X_train, y_train, X_test, y_test = iris
+    with pytest.raises(ValueError, match=re.escape(message)):
+        ModelUtility(model, X_train, y_train, X_test, y_test, metric)
+    scorer = get_scorer("r2" if metric in ("r2", "neg_mse") else "accuracy")
+    assert ModelUtility(model, X_train, y_train, X_test, y_test, scorer, task="regression").task == "regression"
 
 
 def test_metric_aliases_and_callable_scorer(iris, diabetes):
