@@ -46,7 +46,7 @@ MSR_MIN_BUDGET = 2
 
 
 def exact_banzhaf(game: GameLike, *, max_players: int = 20, chunk_size: int = 2**16,
-                  empty_utility: float | None = None) -> ValuationResult:
+                  empty_utility: float | None = None, progress: bool | None = None) -> ValuationResult:
     r"""Exact Banzhaf values by evaluating all :math:`2^N` coalitions.
 
     .. math::
@@ -70,6 +70,10 @@ def exact_banzhaf(game: GameLike, *, max_players: int = 20, chunk_size: int = 2*
     empty_utility : float, optional
         Use this value as ``U(empty)`` instead of evaluating the game on the
         empty coalition.
+    progress : bool, optional
+        A progress bar over the utility evaluations (default: in terminals and
+        notebooks, and in logs once the run has lasted 30 s; ``False``: none).
+        It never changes a number.
 
     Returns
     -------
@@ -82,7 +86,7 @@ def exact_banzhaf(game: GameLike, *, max_players: int = 20, chunk_size: int = 2*
     chunk_size, empty_utility = check_enumeration(
         n, max_players, chunk_size, empty_utility, method="exact_banzhaf",
         alternative="Use the sampling estimator msr_banzhaf, or raise max_players deliberately.")
-    utilities, n_evaluations = utility_table(game, n, chunk_size, empty_utility)
+    utilities, n_evaluations = utility_table(game, n, chunk_size, empty_utility, progress, "exact Banzhaf")
     values = _banzhaf_from_table(utilities, n)
     return ValuationResult(values=values, n_evaluations=n_evaluations, method="exact_banzhaf",
                            wall_time=time.perf_counter() - start,

@@ -103,7 +103,8 @@ def beta_weights(n_players: int, alpha: float, beta: float, *, log: bool = False
 
 
 def exact_beta_shapley(game: GameLike, alpha: float = 16.0, beta: float = 1.0, *, max_players: int = 20,
-                       chunk_size: int = 2**16, empty_utility: float | None = None) -> ValuationResult:
+                       chunk_size: int = 2**16, empty_utility: float | None = None,
+                       progress: bool | None = None) -> ValuationResult:
     r"""Exact Beta(alpha, beta) Shapley values by evaluating all :math:`2^N` coalitions.
 
     .. math::
@@ -128,6 +129,10 @@ def exact_beta_shapley(game: GameLike, alpha: float = 16.0, beta: float = 1.0, *
     empty_utility : float, optional
         Use this value as ``U(empty)`` instead of evaluating the game on the
         empty coalition.
+    progress : bool, optional
+        A progress bar over the utility evaluations (default: in terminals and
+        notebooks, and in logs once the run has lasted 30 s; ``False``: none).
+        It never changes a number.
 
     Returns
     -------
@@ -142,7 +147,7 @@ def exact_beta_shapley(game: GameLike, alpha: float = 16.0, beta: float = 1.0, *
     chunk_size, empty_utility = check_enumeration(
         n, max_players, chunk_size, empty_utility, method="exact_beta_shapley",
         alternative="Use beta_shapley (sampling), or raise max_players deliberately.")
-    utilities, n_evaluations = utility_table(game, n, chunk_size, empty_utility)
+    utilities, n_evaluations = utility_table(game, n, chunk_size, empty_utility, progress, "exact Beta Shapley")
     values = semivalues_from_table(utilities, n, beta_weights(n, alpha, beta))
     return ValuationResult(values=values, n_evaluations=n_evaluations, method="exact_beta_shapley",
                            wall_time=time.perf_counter() - start,

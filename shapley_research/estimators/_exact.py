@@ -8,7 +8,8 @@ import numpy as np
 from scipy.special import comb
 
 from ._sampling._loop import evaluate_coalitions
-from .._validation import check_float, check_game, check_int, check_utilities
+from ._sampling._progress import evaluation_bar
+from .._validation import check_bool, check_float, check_game, check_int, check_utilities
 from ..games import GameLike
 from ..result import ValuationResult
 
@@ -40,32 +41,39 @@ def check_enumeration(n: int, max_players, chunk_size, empty_utility, *, method:
     return chunk_size, empty_utility
 
 
-def evaluate_in_chunks(game, n_rows: int, chunk_size: int, masks_of, empty_utility: float | None
-                       ) -> tuple[np.ndarray, int]:
+def evaluate_in_chunks(game, n_rows: int, chunk_size: int, masks_of, empty_utility: float | None,
+                       progress: bool | None = None, desc: str = "evaluations") -> tuple[np.ndarray, int]:
     """Utilities of a listed family of coalitions, ``chunk_size`` per call, and the evaluations made.
 
     ``masks_of(start, stop)`` builds the masks of rows ``start..stop-1``; the
-    empty coalition is not evaluated when ``empty_utility`` is given.
+    empty coalition is not evaluated when ``empty_utility`` is given. A
+    progress bar (:func:`~._sampling._progress.evaluation_bar`, ``desc``)
+    follows the rows.
     """
     utilities = np.empty(n_rows)
     n_evaluations = 0
-    for lo in range(0, n_rows, chunk_size):
-        hi = min(lo + chunk_size, n_rows)
-        masks = masks_of(lo, hi)
-        if empty_utility is None:
-            utilities[lo:hi], made = check_utilities(game.evaluate(masks), hi - lo), hi - lo
-        else:
-            utilities[lo:hi], made = evaluate_coalitions(game, masks, empty_utility)
-        n_evaluations += made
+    progress = None if progress is None else check_bool(progress, "progress")
+    with evaluation_bar(progress, n_rows, desc) as advance:
+        for lo in range(0, n_rows, chunk_size):
+            hi = min(lo + chunk_size, n_rows)
+            masks = masks_of(lo, hi)
+            if empty_utility is None:
+                utilities[lo:hi], made = check_utilities(game.evaluate(masks), hi - lo), hi - lo
+            else:
+                utilities[lo:hi], made = evaluate_coalitions(game, masks, empty_utility)
+            n_evaluations += made
+            advance(hi - lo)
     return utilities, n_evaluations
 
 
-def utility_table(game, n: int, chunk_size: int, empty_utility: float | None) -> tuple[np.ndarray, int]:
+def utility_table(game, n: int, chunk_size: int, empty_utility: float | None, progress: bool | None = None,
+                  desc: str = "all coalitions") -> tuple[np.ndarray, int]:
     """Utilities of all ``2^N`` coalitions, indexed by bit code (bit ``i``: player ``i``), and the evaluations made.
 
     Evaluated ``chunk_size`` coalitions per call; ``U(empty)`` is not evaluated when ``empty_utility`` is given.
     """
-    return evaluate_in_chunks(game, 1 << n, chunk_size, lambda lo, hi: _coalition_masks(lo, hi, n), empty_utility)
+    return evaluate_in_chunks(game, 1 << n, chunk_size, lambda lo, hi: _coalition_masks(lo, hi, n), empty_utility,
+                              progress, desc)
 
 
 def semivalues_from_table(utilities: np.ndarray, n: int, weights: np.ndarray) -> np.ndarray:
@@ -82,7 +90,7 @@ def semivalues_from_table(utilities: np.ndarray, n: int, weights: np.ndarray) ->
 
 
 def exact_shapley(game: GameLike, *, max_players: int = 20, chunk_size: int = 2**16,
-                  empty_utility: float | None = None) -> ValuationResult:
+                  empty_utility: float | None = None, progress: bool | None = None) -> ValuationResult:
     r"""Exact Shapley values by evaluating all :math:`2^N` coalitions.
 
     .. math::
@@ -106,6 +114,10 @@ def exact_shapley(game: GameLike, *, max_players: int = 20, chunk_size: int = 2*
     empty_utility : float, optional
         Use this value as ``U(empty)`` instead of evaluating the game on the
         empty coalition. Efficiency then reads ``sum(s) = U(D) - empty_utility``.
+    progress : bool, optional
+        A progress bar over the utility evaluations (default: in terminals and
+        notebooks, and in logs once the run has lasted 30 s; ``False``: none).
+        It never changes a number.
 
     Returns
     -------
@@ -118,7 +130,7 @@ def exact_shapley(game: GameLike, *, max_players: int = 20, chunk_size: int = 2*
         n, max_players, chunk_size, empty_utility, method="exact_shapley",
         alternative="Use a sampling estimator such as permutation_shapley or group_testing_shapley, or raise "
                     "max_players deliberately.")
-    utilities, n_evaluations = utility_table(game, n, chunk_size, empty_utility)
+    utilities, n_evaluations = utility_table(game, n, chunk_size, empty_utility, progress, "exact Shapley")
     # weight of a coalition S not containing i: |S|! (N-|S|-1)! / N! = 1 / (N * C(N-1, |S|))
     values = semivalues_from_table(utilities, n, 1.0 / (n * comb(n - 1, np.arange(n), exact=False)))
     return ValuationResult(values=values, n_evaluations=n_evaluations, method="exact",

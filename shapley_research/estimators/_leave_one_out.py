@@ -26,7 +26,7 @@ def _leave_one_out_masks(start: int, stop: int, n: int) -> np.ndarray:
 
 
 def leave_one_out(game: GameLike, *, chunk_size: int | None = None,
-                  empty_utility: float | None = None) -> ValuationResult:
+                  empty_utility: float | None = None, progress: bool | None = None) -> ValuationResult:
     r"""Leave-one-out values :math:`\phi_i = U(D) - U(D \setminus \{i\})`.
 
     The marginal contribution of each player to the grand coalition only: the
@@ -53,6 +53,10 @@ def leave_one_out(game: GameLike, *, chunk_size: int | None = None,
     empty_utility : float, optional
         Only used when ``N = 1``, where :math:`D \setminus \{i\}` is the empty
         coalition: use this value as ``U(empty)`` instead of evaluating it.
+    progress : bool, optional
+        A progress bar over the utility evaluations (default: in terminals and
+        notebooks, and in logs once the run has lasted 30 s; ``False``: none).
+        It never changes a number.
 
     Returns
     -------
@@ -73,7 +77,8 @@ def leave_one_out(game: GameLike, *, chunk_size: int | None = None,
 
     # with N = 1 and empty_utility given, the row D - {0} is the empty coalition and is not evaluated
     utilities, n_evaluations = evaluate_in_chunks(game, rows, chunk_size,
-                                                  lambda lo, hi: _leave_one_out_masks(lo, hi, n), empty_utility)
+                                                  lambda lo, hi: _leave_one_out_masks(lo, hi, n), empty_utility,
+                                                  progress, "leave-one-out")
     full = float(utilities[n])
     info = {"full_utility": full}
     if n == 1:

@@ -216,10 +216,22 @@ def test_corrupted_checkpoint_is_refused_and_never_overwritten(corruption, tmp_p
     damaged = CORRUPTIONS[corruption](_bytes(path))
     path.write_bytes(damaged)
     counting = CountingGame(GAME)
-    with pytest.raises(sr.CheckpointError, match="checkpoint=.*(not a readable|corrupted|unknown format)"):
+    with pytest.raises(sr.CheckpointError, match="checkpoint=.*(not a checkpoint|corrupted|unknown format)") as err:
         RUNS["permutation"](counting, seed=1, checkpoint=path)
     assert counting.rows == 0, "nothing may be evaluated before the checkpoint is validated"
     assert _bytes(path) == damaged
+    assert "allow_pickle" not in str(err.value)  # numpy's advice on pickles is no reason for a user
+    if corruption == "text":
+        assert "is not a checkpoint file" in str(err.value)
+
+
+def test_a_smaller_budget_names_the_units_the_file_holds(tmp_path):
+    """An antithetic run holds pairs (its result counts permutations): the refusal says which."""
+    path = tmp_path / "pairs.ckpt"
+    first = sr.permutation_shapley(GAME, 1 + 16 * 10, seed=2, antithetic=True, batch_size=2, checkpoint=path)
+    assert first.n_samples == 20
+    with pytest.raises(sr.CheckpointError, match="holds 10 pairs in 5 batches, but this call's budget plans 4 pairs"):
+        sr.permutation_shapley(GAME, 1 + 16 * 4, seed=2, antithetic=True, batch_size=2, checkpoint=path)
 
 
 def test_corruption_inside_valid_archive_is_caught_by_the_checksum(tmp_path):

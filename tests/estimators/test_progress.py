@@ -7,7 +7,8 @@ import io
 import numpy as np
 import pytest
 
-from shapley_research import (compressive_shapley, group_testing_shapley, msr_banzhaf, permutation_shapley,
+from shapley_research import (compressive_shapley, exact_banzhaf, exact_beta_shapley, exact_shapley,
+                              group_testing_shapley, leave_one_out, msr_banzhaf, permutation_shapley,
                               stratified_svarm_shapley)
 from shapley_research.estimators import PROGRESS_ENV
 from shapley_research.estimators._sampling import _loop, _progress
@@ -82,6 +83,7 @@ def bars(monkeypatch):
 
     monkeypatch.setattr(_loop, "progress_bar", factory)
     monkeypatch.setattr(_svarm, "progress_bar", factory)
+    monkeypatch.setattr(_progress, "progress_bar", factory)  # the enumerations' evaluation_bar
     return opened
 
 
@@ -130,6 +132,25 @@ def test_progress_changes_no_number(estimator, budget):
         np.testing.assert_array_equal(shown.values, plain.values)
         np.testing.assert_array_equal(shown.stderr, plain.stderr)
         assert shown.n_evaluations == plain.n_evaluations
+
+
+@pytest.mark.parametrize("estimator, rows, desc", [
+    (lambda g, **kw: exact_shapley(g, chunk_size=1000, **kw), 2**N, "exact Shapley"),
+    (lambda g, **kw: exact_banzhaf(g, chunk_size=1000, **kw), 2**N, "exact Banzhaf"),
+    (lambda g, **kw: exact_beta_shapley(g, chunk_size=1000, **kw), 2**N, "exact Beta Shapley"),
+    (lambda g, **kw: leave_one_out(g, chunk_size=5, **kw), N + 1, "leave-one-out"),
+])
+def test_the_enumerations_show_a_bar_over_their_evaluations(bars, estimator, rows, desc):
+    """exact_shapley can mean 2^20 model fits: the same progress option as the samplers, changing no number."""
+    plain = estimator(RowGame(every=0), progress=False)
+    assert bars[-1].disable and sum(bars[-1].updates) == rows
+    shown = estimator(RowGame(every=7, bars=bars), progress=True)
+    bar = bars[-1]
+    assert not bar.disable and bar.desc == desc and bar.total == rows and bar.n == rows
+    assert sum(bar.updates) == rows and all(u >= 0 for u in bar.updates)
+    np.testing.assert_array_equal(shown.values, plain.values)
+    with pytest.raises(TypeError, match="progress must be"):
+        estimator(RowGame(), progress="yes")
 
 
 def test_svarm_pilot_moves_row_by_row(bars):

@@ -192,8 +192,12 @@ class Checkpoint:
             with np.load(self.path, allow_pickle=False) as archive:
                 meta = json.loads(str(archive["meta"][()]))
                 mean, m2 = np.array(archive["mean"], dtype=float), np.array(archive["m2"], dtype=float)
-        except Exception as exc:  # any unreadable file is refused the same way
-            raise self.refuse(f"is not a readable checkpoint ({type(exc).__name__}: {exc})") from exc
+        except (KeyError, json.JSONDecodeError) as exc:
+            raise self.refuse(f"is an .npz archive but not a checkpoint of this package ({type(exc).__name__}: "
+                              f"{exc})") from exc
+        except Exception as exc:  # any other unreadable file; numpy's reasons (pickles) do not apply to it
+            raise self.refuse(f"is not a checkpoint file (not an .npz archive this package wrote: "
+                              f"{type(exc).__name__})") from exc
         if not isinstance(meta, dict) or meta.get("format") != FORMAT:
             raise self.refuse(f"has an unknown format (expected format {FORMAT})")
         digest = meta.pop("sha256", None)

@@ -411,7 +411,7 @@ def merged_in_order(results: Iterable[tuple[object, int]], state: MeanState,
 
 
 def resumed_state(checkpoint: LoopStore | None, dim: int, n_units: int | None,
-                  batch_size: int) -> tuple[MeanState, LoopSnapshot]:
+                  batch_size: int, unit: str = "sample") -> tuple[MeanState, LoopSnapshot]:
     """The state a run starts from: empty, or the one a loaded ``checkpoint`` holds, if it fits this call.
 
     A file resumes where its batches hold the samples this call plans in as
@@ -434,8 +434,8 @@ def resumed_state(checkpoint: LoopStore | None, dim: int, n_units: int | None,
         planned = held.count
     if planned != held.count:
         raise checkpoint.refuse(
-            f"holds {held.count} samples in {held.batches} batches, but this call's budget plans "
-            f"{planned} samples in its first {held.batches} batches (a smaller budget than the file's run)")
+            f"holds {held.count} {unit}s in {held.batches} batches, but this call's budget plans "
+            f"{planned} {unit}s in its first {held.batches} batches (a smaller budget than the file's run)")
     state = MeanState(dim, held.count, held.mean, held.m2)
     return state, LoopSnapshot.of(state, held.n_evaluations, held.batches, closed)
 
@@ -520,7 +520,7 @@ def run_sampling(
     does the bar change any number.
     """
 
-    state, snapshot = resumed_state(checkpoint, dim, n_units, batch_size)
+    state, snapshot = resumed_state(checkpoint, dim, n_units, batch_size, unit)
     judged = StateEstimates(state, estimates_of=estimates_of, watch=watch,
                             rank_correlation_of=expected_rank_correlation)
     rules = stopping_rules(n_units, target_stderr, target_rank_correlation)
