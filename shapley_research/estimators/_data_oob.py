@@ -34,13 +34,14 @@ from numpy.typing import ArrayLike, NDArray
 from ._data_oob_batched import (batched_learner, batched_results, check_learner, is_batched_learner,
                                 learner_task)
 from ._sampling._batches import close_batches
+from ._sampling._batches import model_seed
 from ._sampling._loop import batch_rng
 from .._device import check_game_jobs
 from .._threads import Pinned, pinned_threads
 from .._validation import (check_bool, check_choice, check_class_labels, check_features, check_int, check_n_jobs,
                            check_real_array, check_seed, check_target_vector, check_two_classes, is_frame)
 from ..result import ValuationResult
-from ..utilities import check_table, estimator_kind, is_raw_table
+from ..utilities import check_table, estimator_kind, is_raw_table, unseeded_random_states
 from ..utilities.learners import check_fast
 
 if TYPE_CHECKING:
@@ -146,6 +147,9 @@ def _fit_one(model, X: Any, y: np.ndarray, seed: int, estimator: int, classifica
         if classes.size == 1:  # most classifiers refuse one class; the only sensible prediction is that class
             return oob, _scores(score, y[oob], np.full(oob.size, classes[0], dtype=y.dtype), "model"), False
     fitted = _fresh_copy(model)
+    unseeded = unseeded_random_states(fitted)
+    if unseeded:  # the bag's own randomness, from the seed: the same seed repeats the values
+        fitted.set_params(**dict.fromkeys(unseeded, model_seed(seed, estimator)))
     try:
         fitted.fit(take(rows), y[rows])
     except Exception as exc:
@@ -258,6 +262,10 @@ def data_oob(model: Any, X_train: ArrayLike, y_train: ArrayLike, n_estimators: i
         samples) of model fits.
     seed : int or numpy.random.SeedSequence, optional
         Seed of the bootstrap streams; ``None`` draws one (kept on the result).
+        A model (or pipeline step) left at ``random_state=None`` gets, for bag
+        ``b``, a ``random_state`` drawn from the seed and ``b``, as a random
+        forest seeds its trees, so the same seed repeats the values; a
+        ``random_state`` set on the model is kept (every bag then uses it).
     task : {"auto", "classification", "regression"}, default "auto"
         ``"auto"``: a batched learner's ``task`` attribute; else
         classification for scikit-learn classifiers (or objects with

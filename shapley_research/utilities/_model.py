@@ -29,7 +29,7 @@ from numpy.typing import ArrayLike, NDArray
 from ._model_data import (CLASSIFICATION_METRICS, DEGENERATE_MODES, LOG_EPS, LOG_ONE_MINUS_EPS,  # noqa: F401
                           REGRESSION_METRICS, ConstantPredictor, Metric, TargetInfo, check_dataset,
                           check_degenerate_options, check_metric_suits_model, clipped_mean_log_probability,
-                          constant_utilities, estimator_kind,
+                          constant_utilities, estimator_kind, unseeded_randomness,
                           degenerate_rows, degenerate_utilities, is_frame, r2_from_sums, regression_scores,
                           resolve_metric, split_degenerate, take_rows)
 from ._cache import CoalitionCache
@@ -59,6 +59,16 @@ def _fresh_copy(model: Any) -> Any:
 
         return clone(model)
     return copy.deepcopy(model)
+
+
+def _warn_unseeded(model: Any) -> None:
+    """Warn where fits of ``model`` draw fresh randomness: the utility is then no function of the coalition."""
+    random = unseeded_randomness(model)
+    if random:
+        warnings.warn(f"{' and '.join(random)} has random_state=None: each fit may draw fresh randomness, so a "
+                      "coalition's utility can differ between calls and an estimator's seed does not repeat the "
+                      "values. Set random_state to an integer on the model for values that repeat.",
+                      UserWarning, stacklevel=3)
 
 
 class ModelUtility(Game):
@@ -306,7 +316,6 @@ class ModelUtility(Game):
             raise TypeError(f"model must be an estimator with fit and predict methods, got {type(model).__name__}.")
         self.model = model
         self.metric, metric_task = resolve_metric(metric)
-        check_metric_suits_model(model, metric, metric_task)
         check_choice(task, "task", ("auto", "classification", "regression"))
         if task == "auto":
             task = metric_task or ("classification" if estimator_kind(model) == "classifier" else "regression")
@@ -316,6 +325,7 @@ class ModelUtility(Game):
         if self.metric == "neg_log_loss" and not hasattr(model, "predict_proba"):
             raise TypeError(f"metric='neg_log_loss' needs a model with predict_proba; "
                             f"{type(model).__name__} has none.")
+        check_metric_suits_model(model, metric, metric_task)
         self.X_train, self.y_train, self.X_test, self.y_test = check_dataset(
             X_train, y_train, X_test, y_test, task, tables=True)
         self.degenerate, self.default_utility, self.min_samples = check_degenerate_options(
@@ -346,6 +356,8 @@ class ModelUtility(Game):
             routing = "not routed" if self.learner_ is None else "routed to " + type(self.learner_).__name__
             raise ValueError(f"warm_prefixes=True needs a LogisticRegression routed to the batched learner "
                              f"(fast='auto' or True); this {type(model).__name__} with fast={fast!r} is {routing}.")
+        if self.learner_ is None:  # a routed model is fitted by the batched learner, which draws nothing
+            _warn_unseeded(model)
 
     # -- routing to the batched learners ------------------------------------------------------
     def _route(self, fast: object) -> Any:

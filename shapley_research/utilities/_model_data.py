@@ -148,6 +148,43 @@ def estimator_kind(model: Any) -> str | None:
         return kind if kind in ("classifier", "regressor") else None
 
 
+# Estimators whose random_state matters only with some parameters: the test of those (on get_params()).
+_RANDOM_ONLY_WHEN: dict[str, Callable[[dict], bool]] = {
+    "LogisticRegression": lambda params: params.get("solver") in ("liblinear", "sag", "saga"),
+    "Ridge": lambda params: params.get("solver") in ("sag", "saga"),
+    "RidgeClassifier": lambda params: params.get("solver") in ("sag", "saga"),
+    "SVC": lambda params: params.get("probability") is True,
+    "NuSVC": lambda params: params.get("probability") is True,
+}
+
+
+def unseeded_random_states(model: Any) -> list[str]:
+    """The ``get_params(deep=True)`` keys of ``model``'s ``random_state`` parameters left at None (steps too)."""
+    try:
+        params = model.get_params(deep=True)
+    except Exception:  # noqa: BLE001 - an object without scikit-learn's parameters has none to read
+        return []
+    return sorted(key for key, value in params.items()
+                  if value is None and (key == "random_state" or key.endswith("__random_state")))
+
+
+def unseeded_randomness(model: Any) -> list[str]:
+    """Names of the estimators in ``model`` (itself, or a pipeline's steps) that draw fresh randomness at each fit.
+
+    Those with ``random_state=None``, but for the cases of :data:`_RANDOM_ONLY_WHEN`
+    whose parameters use no randomness (``LogisticRegression``'s lbfgs, say).
+    """
+    params = model.get_params(deep=True) if unseeded_random_states(model) else {}
+    names = []
+    for key in unseeded_random_states(model):
+        step = model if key == "random_state" else params[key.rsplit("__", 1)[0]]
+        name = type(step).__name__
+        rule = _RANDOM_ONLY_WHEN.get(name)
+        if rule is None or rule(step.get_params(deep=False)):
+            names.append(name)
+    return names
+
+
 def check_metric_suits_model(model: Any, metric: Metric, metric_task: str | None) -> None:
     """Refuse a string metric of the other task than a scikit-learn classifier's or regressor's.
 

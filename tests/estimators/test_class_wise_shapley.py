@@ -192,7 +192,7 @@ def test_a_checkpoint_of_another_call_is_refused_before_any_fit(tmp_path):
     written = path.read_bytes()
     for kwargs in ({"budget": 60}, {"normalize": False}, {"seed": 1}, {"batch_size": 1}):
         StoppedKNN.fits = 0
-        with pytest.raises(CheckpointError, match="different run|plans 1 samples"):
+        with pytest.raises(CheckpointError, match="different run|plans 1 rounds"):
             class_wise_shapley(game, **{"budget": 100, "seed": 0, **kwargs}, checkpoint=path)
         assert StoppedKNN.fits == 0 and path.read_bytes() == written
 

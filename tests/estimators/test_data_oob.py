@@ -208,6 +208,30 @@ def test_same_seed_same_values_other_seed_other_values():
     assert not hasattr(model, "classes_")  # the user's model is never fitted
 
 
+def test_a_random_model_left_unseeded_is_seeded_per_bag_from_the_seed():
+    """A forest at random_state=None drew fresh trees at every call: the same seed gave other values."""
+    from sklearn.ensemble import RandomForestClassifier
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = blobs(60, seed=7)
+    noisy, _ = flip(y, 0.1, seed=5)
+    for model in (RandomForestClassifier(n_estimators=3, max_depth=3),
+                  make_pipeline(StandardScaler(), RandomForestClassifier(n_estimators=3, max_depth=3))):
+        first = data_oob(model, X, noisy, n_estimators=20, seed=3, n_jobs=1)
+        np.testing.assert_array_equal(first.values, data_oob(model, X, noisy, n_estimators=20, seed=3, n_jobs=2).values)
+        assert not np.array_equal(first.values, data_oob(model, X, noisy, n_estimators=20, seed=4).values)
+    # a random_state the user set is kept: every bag's forest is the same forest of its sample
+    fixed = RandomForestClassifier(n_estimators=3, max_depth=3, random_state=11)
+    rows = bootstrap_indices(3, 0, len(y))
+    oob = np.setdiff1d(np.arange(len(y)), rows)
+    by_hand = fixed.fit(X[rows], noisy[rows]).predict(X[oob]) == noisy[oob]
+    with pytest.warns(RuntimeWarning, match="no out-of-bag prediction"):  # one bag: its sample is never out
+        result = data_oob(RandomForestClassifier(n_estimators=3, max_depth=3, random_state=11), X, noisy,
+                          n_estimators=1, seed=3)
+    np.testing.assert_array_equal(result.values[oob], by_hand.astype(float))
+
+
 # ----------------------------------------------------------------------------- never out of bag
 
 def test_points_never_out_of_bag_get_nan_with_a_warning():

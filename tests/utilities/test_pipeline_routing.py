@@ -217,7 +217,7 @@ def test_model_utility_routes_a_pipeline_and_agrees_with_per_subset_fits(model, 
 
 
 @pytest.mark.parametrize("model, reason", [
-    (make_pipeline(PCA(2), LogisticRegression()),
+    (make_pipeline(PCA(2, random_state=0), LogisticRegression()),
      "step 'pca' (PCA) is not a per-coalition scaler the batched learners can express"),
     (make_pipeline(MinMaxScaler(clip=True), LogisticRegression()),
      "step 'minmaxscaler' (MinMaxScaler) has clip=True, which is not affine on the test set"),

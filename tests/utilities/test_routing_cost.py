@@ -107,7 +107,7 @@ def test_warm_prefixes_keep_auto_on_the_learner(digits):
 
 
 def test_unsupported_model_states_its_reason(iris):
-    game = ModelUtility(DecisionTreeClassifier(), *iris, fast="auto")
+    game = ModelUtility(DecisionTreeClassifier(random_state=0), *iris, fast="auto")
     assert game.learner_ is None and "no batched learner" in str(game.route_)
 
 

@@ -104,7 +104,7 @@ def test_regression_matches_direct_fit(diabetes, metric):
                                  "'accuracy' or 'neg_log_loss'"),
     (KNeighborsClassifier(), "neg_mse", "but KNeighborsClassifier is a classifier"),
     (Ridge(), "accuracy", "metric='accuracy' is a classification metric, but Ridge is a regressor; use 'r2'"),
-    (DecisionTreeRegressor(), "neg_log_loss", "but DecisionTreeRegressor is a regressor"),
+    (DecisionTreeRegressor(random_state=0), "accuracy", "but DecisionTreeRegressor is a regressor"),
 ])
 def test_a_metric_of_the_other_task_than_the_model_is_refused(iris, model, metric, message):
     """r2 on a classifier scored class labels as numbers, silently; a scorer callable still may, deliberately."""
@@ -113,6 +113,27 @@ def test_a_metric_of_the_other_task_than_the_model_is_refused(iris, model, metri
         ModelUtility(model, X_train, y_train, X_test, y_test, metric)
     scorer = get_scorer("r2" if metric in ("r2", "neg_mse") else "accuracy")
     assert ModelUtility(model, X_train, y_train, X_test, y_test, scorer, task="regression").task == "regression"
+
+
+def test_a_model_that_draws_fresh_randomness_at_each_fit_is_named_in_a_warning(iris):
+    """Its utility is no function of the coalition, and no estimator's seed repeats it."""
+    from sklearn.ensemble import RandomForestClassifier
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+    from sklearn.svm import SVC
+
+    X_train, y_train, X_test, y_test = iris
+    for model, name in [(RandomForestClassifier(), "RandomForestClassifier"),
+                        (make_pipeline(StandardScaler(), DecisionTreeClassifier()), "DecisionTreeClassifier"),
+                        (LogisticRegression(solver="saga"), "LogisticRegression"),
+                        (SVC(probability=True), "SVC")]:
+        with pytest.warns(UserWarning, match=f"^{name} has random_state=None: each fit may draw fresh randomness"):
+            ModelUtility(model, X_train, y_train, X_test, y_test, fast=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for quiet in (RandomForestClassifier(random_state=0), LogisticRegression(), SVC(), KNeighborsClassifier(),
+                      make_pipeline(StandardScaler(), LogisticRegression())):
+            ModelUtility(quiet, X_train, y_train, X_test, y_test, fast=False)
 
 
 def test_metric_aliases_and_callable_scorer(iris, diabetes):
@@ -170,7 +191,8 @@ def test_degenerate_constant_convention_classification(iris):
 
 def test_degenerate_constant_convention_regression(diabetes):
     X_train, y_train, X_test, y_test = diabetes
-    game = ModelUtility(DecisionTreeRegressor(), X_train, y_train, X_test, y_test, "neg_mse", min_samples=3)
+    game = ModelUtility(DecisionTreeRegressor(random_state=0), X_train, y_train, X_test, y_test, "neg_mse",
+                        min_samples=3)
     masks = np.zeros((3, len(y_train)), dtype=bool)
     masks[1, 0] = True
     masks[2, :2] = True
@@ -427,10 +449,11 @@ def test_a_default_logistic_game_on_iris_is_batched_and_agrees_with_scikit_learn
 
 
 @pytest.mark.parametrize("model, reason", [
-    (LogisticRegression(solver="liblinear"), "liblinear penalises the intercept"),
+    (LogisticRegression(solver="liblinear", random_state=0), "liblinear penalises the intercept"),
     (LogisticRegression(l1_ratio=0.5), "only the L2 penalty is supported"),
     (LogisticRegression(class_weight="balanced"), "class_weight is not supported"),
-    (DecisionTreeClassifier(), "only sklearn.linear_model.LogisticRegression and Ridge have batched learners"),
+    (DecisionTreeClassifier(random_state=0),
+     "only sklearn.linear_model.LogisticRegression and Ridge have batched learners"),
 ])
 def test_unsupported_models_are_fitted_themselves(iris, model, reason):
     X_train, y_train, X_test, y_test = iris

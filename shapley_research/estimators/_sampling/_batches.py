@@ -35,6 +35,7 @@ BATCH_STREAM = 0  # spawn_key prefix of the per-batch sample streams
 AUX_STREAM = 1  # spawn_key prefix of auxiliary streams (e.g. a measurement matrix)
 SIZE_STREAM = 2  # spawn_key prefix of the planned coalition sizes (._without_replacement)
 ORDER_STREAM = 3  # spawn_key prefix of the random orders of the size strata (likewise)
+MODEL_STREAM = 4  # spawn_key prefix of the random_state given to a model fitted per batch (data_oob's bags)
 CHUNK_CELLS = 2**22  # mask cells of one call to game.evaluate, about (4 MiB of booleans)
 
 
@@ -45,6 +46,11 @@ def batch_rng(entropy: int, batch: int) -> np.random.Generator:
     batch's index only, never on the process that runs the batch.
     """
     return np.random.default_rng(np.random.SeedSequence(entropy, spawn_key=(BATCH_STREAM, batch)))
+
+
+def model_seed(entropy: int, index: int) -> int:
+    """The ``random_state`` of the model fitted for batch ``index`` (a bag): from the seed and the index only."""
+    return int(np.random.SeedSequence(entropy, spawn_key=(MODEL_STREAM, index)).generate_state(1)[0] >> 1)
 
 
 def aux_rng(entropy: int, index: int = 0) -> np.random.Generator:
