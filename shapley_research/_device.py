@@ -105,12 +105,17 @@ def available_bytes(device: Any) -> int:
 
 
 def _room_bytes(device: Any) -> int | None:
-    """Half the free memory of a GPU (the headroom the per-item estimates need), None elsewhere."""
+    """Half the memory of a GPU free for this process (the headroom the per-item estimates need), None elsewhere.
+
+    Free memory, plus what this process's allocator caches unused (earlier
+    chunks'): only memory other processes hold can shrink the chunks.
+    """
     if device is None or device.type != "cuda":
         return None
     import torch
 
-    return int(torch.cuda.mem_get_info(device)[0] // 2)
+    cached = torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
+    return int((torch.cuda.mem_get_info(device)[0] + max(cached, 0)) // 2)
 
 
 def chunk_capacity(device: Any, item_bytes: Any, cap: int, owner: str) -> np.ndarray:
@@ -118,7 +123,7 @@ def chunk_capacity(device: Any, item_bytes: Any, cap: int, owner: str) -> np.nda
 
     ``item_bytes`` may be an array (one capacity each). Where a GPU's free
     memory is short of the planned chunks (memory held by other processes),
-    the chunks shrink to what fits and a ``ResourceWarning`` says that the
+    the chunks shrink to what fits and a ``RuntimeWarning`` says that the
     utilities may then differ in their last bits from a run on a free card,
     and which fixed chunk size would repeat them.
     """
@@ -128,11 +133,14 @@ def chunk_capacity(device: Any, item_bytes: Any, cap: int, owner: str) -> np.nda
     if room is None:
         return planned
     fits = np.clip(room // item_bytes, 1, cap).astype(np.int64)
-    if (fits < planned).any():
-        warnings.warn(f"{owner}: memory held elsewhere on {device} leaves room for {int(fits.min())} items a "
-                      f"chunk where this card plans {int(planned.min())}; the chunks shrink, so the utilities "
-                      "can differ in their last bits from a run on a free card. Pass a chunk size (batch_size "
-                      "or chunk_size) that fits both for reruns that repeat.", ResourceWarning, stacklevel=3)
+    shrunk = np.flatnonzero(np.atleast_1d(fits < planned))
+    if shrunk.size:
+        first = shrunk[0]
+        warnings.warn(f"{owner}: memory held elsewhere on {device} leaves room for "
+                      f"{int(np.atleast_1d(fits)[first])} items a chunk where this card plans "
+                      f"{int(np.atleast_1d(planned)[first])}; the chunks shrink, so the utilities can differ in "
+                      "their last bits from a run on a free card. Pass a chunk size (batch_size or chunk_size) "
+                      "that fits both for reruns that repeat.", RuntimeWarning, stacklevel=3)
     return np.minimum(planned, fits)
 
 

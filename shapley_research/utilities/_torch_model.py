@@ -149,7 +149,7 @@ class TorchModelUtility(Game):
         saved, :func:`._torch_training.size_ordered_chunks`). Utilities agree
         across chunk sizes to rounding, and one card plans the same chunks on
         every run; where memory held by other processes leaves no room for
-        them, they shrink with a ``ResourceWarning`` (the last bits can then
+        them, they shrink with a ``RuntimeWarning`` (the last bits can then
         differ): an integer the memory rule does not lower repeats a run.
     reinitialize : bool, default False
         ``False``: every coalition starts from ``model``'s parameters.

@@ -54,13 +54,23 @@ def test_a_gpu_plans_its_chunks_from_its_total_memory_and_warns_where_they_do_no
     from shapley_research._device import chunk_capacity  # Internal: no GPU here to reach it through a learner
 
     cuda, item = torch.device("cuda"), 2**20  # a coalition of 1 MiB
+    monkeypatch.setattr(torch.cuda, "memory_reserved", lambda device=None: 0)
+    monkeypatch.setattr(torch.cuda, "memory_allocated", lambda device=None: 0)
     for free in (29 * 2**30, 21 * 2**30):  # a free card, and one with a third of it taken: the same plan
         monkeypatch.setattr(torch.cuda, "mem_get_info", _FakeCudaMemory(free))
         assert chunk_capacity(cuda, item, 100_000, "owner") == 10 * 1024  # a third of 30 GiB
         assert list(chunk_capacity(cuda, np.array([item, 4 * item]), 100_000, "owner")) == [10 * 1024, 2560]
         assert chunk_capacity(cuda, item, 16, "owner") == 16  # the cap
     monkeypatch.setattr(torch.cuda, "mem_get_info", _FakeCudaMemory(8 * 2**30))  # others hold 22 GiB
-    with pytest.warns(ResourceWarning, match="owner: memory held elsewhere on cuda leaves room for 4096 items"):
+    with pytest.warns(RuntimeWarning, match="owner: memory held elsewhere on cuda leaves room for 4096 items a chunk "
+                                            "where this card plans 10240"):
         assert chunk_capacity(cuda, item, 100_000, "owner") == 4096  # half the free memory
+        # several sizes: the numbers are those of an item whose chunks shrank
+        sizes = chunk_capacity(cuda, np.array([20 * 2**30, item]), 100_000, "owner")
+    assert list(sizes) == [1, 4096]
     assert chunk_capacity(cuda, item, 4096, "owner") == 4096  # a cap that fits: nothing changes, no warning
+    # what this process's allocator caches unused (earlier chunks') is room, not memory held elsewhere
+    monkeypatch.setattr(torch.cuda, "memory_reserved", lambda device=None: 14 * 2**30)
+    monkeypatch.setattr(torch.cuda, "memory_allocated", lambda device=None: 2**30)
+    assert chunk_capacity(cuda, item, 100_000, "owner") == 10 * 1024
     assert chunk_capacity(torch.device("cpu"), item, 100_000, "owner") == 256  # torch's CPU device: 256 MiB

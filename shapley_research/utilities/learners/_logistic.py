@@ -89,7 +89,7 @@ class LogisticRegressionUtility(_BatchedLearner):
         third of its total memory, at most 16,384, so one card plans the same
         chunks on every run); a ``batch_size`` replaces that cap, above or
         below it, within the memory bound. Where a GPU's free memory is short
-        of the plan, chunks shrink with a ``ResourceWarning``.
+        of the plan, chunks shrink with a ``RuntimeWarning``.
     prefix_refit_ratio : float or None, default 1.5
         One-pass path: prefixes of sizes ``ceil(ratio^i)`` are refitted exactly
         (``None``: only when the prefix's classes change).
