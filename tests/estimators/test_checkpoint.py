@@ -225,6 +225,27 @@ def test_corrupted_checkpoint_is_refused_and_never_overwritten(corruption, tmp_p
         assert "is not a checkpoint file" in str(err.value)
 
 
+def test_a_checkpoint_that_cannot_be_read_is_not_called_damaged(tmp_path, monkeypatch):
+    """An OS error (permissions, say) gives its reason and no advice to delete what may be a good run."""
+    path = _good_checkpoint(tmp_path)
+
+    def refused(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(np, "load", refused)
+    with pytest.raises(sr.CheckpointError, match=r"could not be read \(PermissionError: Permission denied\)") as err:
+        RUNS["permutation"](GAME, seed=1, checkpoint=path)
+    assert "delete" not in str(err.value)
+
+
+def test_a_damaged_archive_says_so_with_its_reason(tmp_path):
+    path = _good_checkpoint(tmp_path)
+    data = _bytes(path)
+    path.write_bytes(data[: len(data) - 30])  # the archive's directory cut off
+    with pytest.raises(sr.CheckpointError, match=r"is damaged or not a checkpoint \(BadZipFile: "):
+        RUNS["permutation"](GAME, seed=1, checkpoint=path)
+
+
 def test_a_smaller_budget_names_the_units_the_file_holds(tmp_path):
     """An antithetic run holds pairs (its result counts permutations): the refusal says which."""
     path = tmp_path / "pairs.ckpt"

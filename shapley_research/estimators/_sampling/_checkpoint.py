@@ -36,6 +36,7 @@ import hashlib
 import json
 import os
 import time
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -192,10 +193,15 @@ class Checkpoint:
             with np.load(self.path, allow_pickle=False) as archive:
                 meta = json.loads(str(archive["meta"][()]))
                 mean, m2 = np.array(archive["mean"], dtype=float), np.array(archive["m2"], dtype=float)
+        except OSError as exc:  # permissions, a folder: the file may hold a good run, so no advice to delete it
+            raise CheckpointError(f"checkpoint={str(self.path)!r} could not be read ({type(exc).__name__}: "
+                                  f"{exc.strerror or exc}). Nothing was changed.") from exc
+        except zipfile.BadZipFile as exc:
+            raise self.refuse(f"is damaged or not a checkpoint (BadZipFile: {exc})") from exc
         except (KeyError, json.JSONDecodeError) as exc:
             raise self.refuse(f"is an .npz archive but not a checkpoint of this package ({type(exc).__name__}: "
                               f"{exc})") from exc
-        except Exception as exc:  # any other unreadable file; numpy's reasons (pickles) do not apply to it
+        except Exception as exc:  # numpy's refusals (no archive, pickled data): its advice on pickles does not apply
             raise self.refuse(f"is not a checkpoint file (not an .npz archive this package wrote: "
                               f"{type(exc).__name__})") from exc
         if not isinstance(meta, dict) or meta.get("format") != FORMAT:
