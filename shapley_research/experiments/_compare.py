@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 
@@ -243,7 +244,7 @@ def compare_runs(first: str | os.PathLike, second: str | os.PathLike) -> list[st
     ValueError
         If either argument names no run (:func:`run_directory`).
     """
-    runs = [run_directory(first, "first"), run_directory(second, "second")]
+    runs = _same_experiment(first, second)
     metrics = [without_timings(json.loads((run / METRICS_FILE).read_text())) for run in runs]
     differences = [f"{METRICS_FILE}: {line}" for line in _differences(*metrics)]
     for pattern in ("*.csv", "*.npz"):
@@ -258,12 +259,12 @@ def compare_runs(first: str | os.PathLike, second: str | os.PathLike) -> list[st
     return differences
 
 
-def run_directory(path: str | os.PathLike, name: str) -> Path:
+def run_directory(path: str | os.PathLike, name: str, experiment: str | None = None) -> Path:
     """The experiment directory ``path`` names: itself, or the one experiment directory in an ``output_dir``.
 
     A run writes ``OUTPUT_DIR/NAME/metrics.json``; given ``OUTPUT_DIR``
-    holding one such directory, that one is meant. ``name`` ("first",
-    "second") labels the argument in errors.
+    holding one such directory (or one named ``experiment``), that one is
+    meant. ``name`` ("first", "second") labels the argument in errors.
 
     Raises
     ------
@@ -275,12 +276,51 @@ def run_directory(path: str | os.PathLike, name: str) -> Path:
     if (path / METRICS_FILE).is_file():
         return path
     inside = sorted(child for child in path.glob(f"*/{METRICS_FILE}")) if path.is_dir() else []
-    if len(inside) == 1:
-        return inside[0].parent
+    named = [run for run in inside if run.parent.name == experiment]
+    if len(inside) == 1 or named:
+        return (named or inside)[0].parent
     hint = (" It holds several runs; name one: " + ", ".join(str(run.parent) for run in inside) + "."
             if inside else "")
     raise ValueError(f"{name}: expected an experiment's output directory with a {METRICS_FILE} (OUTPUT_DIR/NAME, "
                      f"or an OUTPUT_DIR holding one run), got {str(path)!r}.{hint}")
+
+
+def _experiment_of(run: Path) -> str | None:
+    """The experiment a run directory holds, by its ``run_info.json`` (None without one)."""
+    from ._report import RUN_INFO_FILE
+
+    try:
+        return str(json.loads((run / RUN_INFO_FILE).read_text())["experiment"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _same_experiment(first: str | os.PathLike, second: str | os.PathLike) -> list[Path]:
+    """The two run directories (:func:`run_directory`), refused when they hold runs of different experiments.
+
+    An ``output_dir`` holding several runs stands for the one named as the
+    other side's run.
+    """
+    given, labels = [Path(first), Path(second)], ("first", "second")
+    runs: list[Path | None] = [None, None]
+    errors: list[ValueError | None] = [None, None]
+    for i in (0, 1):
+        try:
+            runs[i] = run_directory(given[i], labels[i])
+        except ValueError as err:
+            errors[i] = err
+    for i in (0, 1):
+        if runs[i] is None:
+            other = runs[1 - i]
+            if other is None:
+                raise cast(ValueError, errors[i])
+            runs[i] = run_directory(given[i], labels[i], other.name)
+    found = cast("list[Path]", runs)
+    experiments = [_experiment_of(run) for run in found]
+    if None not in experiments and experiments[0] != experiments[1]:
+        raise ValueError(f"first is a run of {experiments[0]}, second of {experiments[1]}: compare two runs of "
+                         f"one experiment ({found[0]}, {found[1]}).")
+    return found
 
 
 def comparison_report(first: str | os.PathLike, second: str | os.PathLike) -> tuple[list[str], bool]:
@@ -297,7 +337,7 @@ def comparison_report(first: str | os.PathLike, second: str | os.PathLike) -> tu
     ValueError
         If either argument names no run (:func:`run_directory`).
     """
-    first, second = run_directory(first, "first"), run_directory(second, "second")
+    first, second = _same_experiment(first, second)
     differences = compare_runs(first, second)
     lines = []
     for title, found in (("settings that differ", setting_differences(first, second)),

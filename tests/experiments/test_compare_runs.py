@@ -77,8 +77,18 @@ def test_the_output_dir_given_to_run_names_its_one_run(run, tmp_path, capsys):
     assert main(["compare", str(tmp_path / "out_a"), str(tmp_path / "out_b" / "sparsity")]) == 0
     assert "agree on every number" in capsys.readouterr().out
     shutil.copytree(tmp_path / "out_b" / "sparsity", tmp_path / "out_b" / "iris_accuracy")
+    assert compare_runs(tmp_path / "out_a", tmp_path / "out_b") == []  # the run of the other side's name
+    shutil.move(tmp_path / "out_a" / "sparsity", tmp_path / "out_a" / "other")
     with pytest.raises(ValueError, match=r"second: .* It holds several runs; name one: .*iris_accuracy, .*sparsity\."):
         compare_runs(tmp_path / "out_a", tmp_path / "out_b")
+
+
+def test_runs_of_two_experiments_are_not_compared(run):
+    first, second = run
+    for folder, name in ((first, "sparsity"), (second, "iris_accuracy")):
+        (folder / "run_info.json").write_text(json.dumps({"experiment": name}))
+    with pytest.raises(ValueError, match="first is a run of sparsity, second of iris_accuracy"):
+        compare_runs(first, second)
 
 
 def test_every_differing_field_is_sized(run, capsys):
