@@ -34,7 +34,7 @@ from numpy.typing import ArrayLike, NDArray
 from ._data_oob_batched import (batched_learner, batched_results, check_learner, is_batched_learner,
                                 learner_task)
 from ._sampling._batches import close_batches
-from ._sampling._batches import model_seed
+from ._sampling._batches import model_seeds
 from ._sampling._loop import batch_rng
 from .._device import check_game_jobs
 from .._threads import Pinned, pinned_threads
@@ -147,10 +147,10 @@ def _fit_one(model, X: Any, y: np.ndarray, seed: int, estimator: int, classifica
         if classes.size == 1:  # most classifiers refuse one class; the only sensible prediction is that class
             return oob, _scores(score, y[oob], np.full(oob.size, classes[0], dtype=y.dtype), "model"), False
     fitted = _fresh_copy(model)
-    unseeded = unseeded_random_states(fitted)
-    if unseeded:  # the bag's own randomness, from the seed: the same seed repeats the values
-        fitted.set_params(**dict.fromkeys(unseeded, model_seed(seed, estimator)))
+    unseeded = unseeded_random_states(fitted) if callable(getattr(fitted, "set_params", None)) else []
     try:
+        if unseeded:  # the bag's own randomness, from the seed (one per parameter): the same seed repeats values
+            fitted.set_params(**dict(zip(unseeded, model_seeds(seed, estimator, len(unseeded)))))
         fitted.fit(take(rows), y[rows])
     except Exception as exc:
         if hasattr(exc, "add_note"):
@@ -262,9 +262,10 @@ def data_oob(model: Any, X_train: ArrayLike, y_train: ArrayLike, n_estimators: i
         samples) of model fits.
     seed : int or numpy.random.SeedSequence, optional
         Seed of the bootstrap streams; ``None`` draws one (kept on the result).
-        A model (or pipeline step) left at ``random_state=None`` gets, for bag
-        ``b``, a ``random_state`` drawn from the seed and ``b``, as a random
-        forest seeds its trees, so the same seed repeats the values; a
+        A model (or pipeline step, or ensemble member) left at
+        ``random_state=None`` gets, for bag ``b``, a ``random_state`` drawn
+        from the seed and ``b`` (one per such parameter), as a random forest
+        seeds its trees, so the same seed repeats the values; a
         ``random_state`` set on the model is kept (every bag then uses it).
     task : {"auto", "classification", "regression"}, default "auto"
         ``"auto"``: a batched learner's ``task`` attribute; else

@@ -109,7 +109,7 @@ class ModelUtility(Game):
         or ``scorer(model, X_test, y_test) -> float``, such as any scorer of
         ``sklearn.metrics.get_scorer`` (see Notes for coalitions that miss a class).
         A string metric of the other task than a scikit-learn classifier's or
-        regressor's is a ``ValueError``.
+        regressor's is a ``ValueError`` unless ``task`` says so.
     task : {"auto", "classification", "regression"}, default "auto"
         With a string metric the task follows from it; with a callable it is
         ``"classification"`` for scikit-learn classifiers, else ``"regression"``.
@@ -317,6 +317,7 @@ class ModelUtility(Game):
         self.model = model
         self.metric, metric_task = resolve_metric(metric)
         check_choice(task, "task", ("auto", "classification", "regression"))
+        task_given = task
         if task == "auto":
             task = metric_task or ("classification" if estimator_kind(model) == "classifier" else "regression")
         elif metric_task is not None and metric_task != task:
@@ -325,7 +326,8 @@ class ModelUtility(Game):
         if self.metric == "neg_log_loss" and not hasattr(model, "predict_proba"):
             raise TypeError(f"metric='neg_log_loss' needs a model with predict_proba; "
                             f"{type(model).__name__} has none.")
-        check_metric_suits_model(model, metric, metric_task)
+        if task_given == "auto":
+            check_metric_suits_model(model, metric, metric_task)
         self.X_train, self.y_train, self.X_test, self.y_test = check_dataset(
             X_train, y_train, X_test, y_test, task, tables=True)
         self.degenerate, self.default_utility, self.min_samples = check_degenerate_options(

@@ -155,6 +155,12 @@ _RANDOM_ONLY_WHEN: dict[str, Callable[[dict], bool]] = {
     "RidgeClassifier": lambda params: params.get("solver") in ("sag", "saga"),
     "SVC": lambda params: params.get("probability") is True,
     "NuSVC": lambda params: params.get("probability") is True,
+    "Lasso": lambda params: params.get("selection") == "random",
+    "ElasticNet": lambda params: params.get("selection") == "random",
+    "MultiTaskLasso": lambda params: params.get("selection") == "random",
+    "MultiTaskElasticNet": lambda params: params.get("selection") == "random",
+    "LinearSVC": lambda params: params.get("dual") is not False,
+    "LinearSVR": lambda params: params.get("dual") is not False,
 }
 
 
@@ -172,16 +178,27 @@ def unseeded_randomness(model: Any) -> list[str]:
     """Names of the estimators in ``model`` (itself, or a pipeline's steps) that draw fresh randomness at each fit.
 
     Those with ``random_state=None``, but for the cases of :data:`_RANDOM_ONLY_WHEN`
-    whose parameters use no randomness (``LogisticRegression``'s lbfgs, say).
+    whose parameters use no randomness (``LogisticRegression``'s lbfgs, say). A
+    heuristic for a warning: a search over a grid of solvers is judged by its
+    base estimator's, and an object it cannot read is named by its key.
     """
-    params = model.get_params(deep=True) if unseeded_random_states(model) else {}
+    unseeded = unseeded_random_states(model)
+    if not unseeded:
+        return []
+    params = model.get_params(deep=True)
     names = []
-    for key in unseeded_random_states(model):
-        step = model if key == "random_state" else params[key.rsplit("__", 1)[0]]
-        name = type(step).__name__
-        rule = _RANDOM_ONLY_WHEN.get(name)
-        if rule is None or rule(step.get_params(deep=False)):
-            names.append(name)
+    for key in unseeded:
+        step = model if key == "random_state" else params.get(key.rsplit("__", 1)[0])
+        if step is None:
+            names.append(key)
+            continue
+        rule = _RANDOM_ONLY_WHEN.get(type(step).__name__)
+        try:
+            random = rule is None or rule(step.get_params(deep=False))
+        except Exception:  # noqa: BLE001 - a step without readable parameters: assume it draws
+            random = True
+        if random:
+            names.append(type(step).__name__)
     return names
 
 
@@ -189,16 +206,20 @@ def check_metric_suits_model(model: Any, metric: Metric, metric_task: str | None
     """Refuse a string metric of the other task than a scikit-learn classifier's or regressor's.
 
     ``r2`` on a classifier would score class labels as numbers, ``accuracy``
-    on a regressor would count exact real-valued hits: never what is meant.
-    A scorer callable (with ``task=``) still scores anything deliberately.
+    on a regressor would count exact real-valued hits: never what is meant
+    by default. An explicit ``task=`` (checked by the caller against the
+    metric) or a scorer callable still scores anything deliberately.
     """
     kind = estimator_kind(model)
     expected = {"classifier": "classification", "regressor": "regression"}.get(kind or "")
     if metric_task is None or expected is None or expected == metric_task:
         return
-    names = "'accuracy' or 'neg_log_loss'" if expected == "classification" else "'r2', 'neg_mse' or 'neg_mae'"
+    if expected == "classification":
+        names = "'accuracy' or 'neg_log_loss'" if hasattr(model, "predict_proba") else "'accuracy'"
+    else:
+        names = "'r2', 'neg_mse' or 'neg_mae'"
     raise ValueError(f"metric={metric!r} is a {metric_task} metric, but {type(model).__name__} is a {kind}; "
-                     f"use {names}, or a scorer callable with task= to score its predictions otherwise.")
+                     f"use {names}, or pass task={metric_task!r} to score its predictions as such deliberately.")
 
 
 def check_degenerate_options(degenerate: Any, default_utility: float | None,

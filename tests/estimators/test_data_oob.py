@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from sklearn.datasets import make_classification
+from sklearn.ensemble import RandomForestClassifier
 from sklearn.linear_model import LinearRegression, LogisticRegression
 from sklearn.metrics import roc_auc_score
 from sklearn.neighbors import KNeighborsClassifier
@@ -230,6 +231,45 @@ def test_a_random_model_left_unseeded_is_seeded_per_bag_from_the_seed():
         result = data_oob(RandomForestClassifier(n_estimators=3, max_depth=3, random_state=11), X, noisy,
                           n_estimators=1, seed=3)
     np.testing.assert_array_equal(result.values[oob], by_hand.astype(float))
+
+
+def test_every_unseeded_member_of_an_ensemble_gets_its_own_seed(monkeypatch):
+    """One seed for every random_state key made a voting ensemble's two unseeded members one model."""
+    from sklearn.ensemble import VotingClassifier
+
+    X, y = blobs(40, seed=2)
+    members = [("a", RandomForestClassifier(n_estimators=2)), ("b", RandomForestClassifier(n_estimators=2))]
+    seen, original = [], VotingClassifier.fit
+
+    def fit(self, X, y, **kw):
+        seen.append((self.estimators[0][1].random_state, self.estimators[1][1].random_state))
+        return original(self, X, y, **kw)
+
+    monkeypatch.setattr(VotingClassifier, "fit", fit)
+    first = data_oob(VotingClassifier(members), X, y, n_estimators=20, seed=1)
+    np.testing.assert_array_equal(first.values, data_oob(VotingClassifier(members), X, y, n_estimators=20,
+                                                         seed=1).values)
+    assert all(a is not None and b is not None and a != b for a, b in seen)
+    assert seen[:20] == seen[20:] and len(set(seen[:20])) == 20  # repeated by the seed, one pair per bag
+
+
+def test_a_model_without_set_params_is_fitted_as_it_is():
+    class NoSetParams:  # cloneable (its parameters are its constructor's), without set_params
+        def __init__(self, random_state=None):
+            self.random_state = random_state
+
+        def get_params(self, deep=True):
+            return {"random_state": self.random_state}
+
+        def fit(self, X, y):
+            self.mean_ = float(np.mean(y))
+            return self
+
+        def predict(self, X):
+            return np.full(len(X), self.mean_)
+
+    X, y = blobs(40, seed=2)
+    assert np.isfinite(data_oob(NoSetParams(), X, y, n_estimators=20, seed=0).values).any()
 
 
 # ----------------------------------------------------------------------------- never out of bag

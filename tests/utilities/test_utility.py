@@ -136,6 +136,40 @@ def test_a_model_that_draws_fresh_randomness_at_each_fit_is_named_in_a_warning(i
             ModelUtility(quiet, X_train, y_train, X_test, y_test, fast=False)
 
 
+def test_the_randomness_check_never_stops_a_game_from_being_built(iris):
+    """A wrapper whose get_params names a nested key without its parent is named by that key."""
+    class Flat:
+        _estimator_type = "regressor"
+
+        def __init__(self, **params):
+            self.params = params
+
+        def get_params(self, deep=True):
+            return {"booster__random_state": None}
+
+        def fit(self, X, y):
+            self.mean_ = float(np.mean(y))
+            return self
+
+        def predict(self, X):
+            return np.full(len(X), self.mean_)
+
+    X_train, y_train, X_test, y_test = iris
+    with pytest.warns(UserWarning, match="^booster__random_state has random_state=None"):
+        game = ModelUtility(Flat(), X_train, y_train.astype(float), X_test, y_test.astype(float), "r2")
+    assert np.isfinite(game.evaluate(np.ones((1, len(y_train)), dtype=bool))).all()
+
+
+def test_the_metric_advice_suits_the_model_and_an_explicit_task_is_honoured(iris):
+    from sklearn.linear_model import RidgeClassifier
+
+    X_train, y_train, X_test, y_test = iris
+    with pytest.raises(ValueError, match="RidgeClassifier is a classifier; use 'accuracy', or pass task='regression'"):
+        ModelUtility(RidgeClassifier(), X_train, y_train, X_test, y_test, "r2")
+    game = ModelUtility(LogisticRegression(), X_train, y_train, X_test, y_test, "r2", task="regression", fast=False)
+    assert game.task == "regression"  # labels scored as numbers, deliberately
+
+
 def test_metric_aliases_and_callable_scorer(iris, diabetes):
     X_train, y_train, X_test, y_test = diabetes
     a = ModelUtility(Ridge(), X_train, y_train, X_test, y_test, "neg_mse", fast=False)

@@ -48,9 +48,10 @@ def batch_rng(entropy: int, batch: int) -> np.random.Generator:
     return np.random.default_rng(np.random.SeedSequence(entropy, spawn_key=(BATCH_STREAM, batch)))
 
 
-def model_seed(entropy: int, index: int) -> int:
-    """The ``random_state`` of the model fitted for batch ``index`` (a bag): from the seed and the index only."""
-    return int(np.random.SeedSequence(entropy, spawn_key=(MODEL_STREAM, index)).generate_state(1)[0] >> 1)
+def model_seeds(entropy: int, index: int, count: int) -> list[int]:
+    """``count`` ``random_state`` values for the model fitted for batch ``index`` (a bag): from the seed and index."""
+    words = np.random.SeedSequence(entropy, spawn_key=(MODEL_STREAM, index)).generate_state(count)
+    return [int(word >> 1) for word in words]
 
 
 def aux_rng(entropy: int, index: int = 0) -> np.random.Generator:
