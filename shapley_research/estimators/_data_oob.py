@@ -22,7 +22,6 @@ fit, where a semivalue needs thousands.
 
 from __future__ import annotations
 
-import copy
 import time
 import warnings
 from dataclasses import dataclass
@@ -41,7 +40,7 @@ from .._threads import Pinned, pinned_threads
 from .._validation import (check_bool, check_choice, check_class_labels, check_features, check_int, check_n_jobs,
                            check_real_array, check_seed, check_target_vector, check_two_classes, is_frame)
 from ..result import ValuationResult
-from ..utilities import check_table, estimator_kind, is_raw_table, unseeded_random_states
+from ..utilities import check_table, estimator_kind, fresh_copy, is_raw_table, unseeded_random_states
 from ..utilities.learners import check_fast
 
 if TYPE_CHECKING:
@@ -82,15 +81,6 @@ def negative_squared_error(y_true: np.ndarray, y_pred: np.ndarray) -> np.ndarray
 
 def _is_classifier(model) -> bool:
     return estimator_kind(model) == "classifier"
-
-
-def _fresh_copy(model):
-    """``sklearn.base.clone`` for scikit-learn estimators, a deep copy for other fit/predict objects."""
-    if hasattr(model, "get_params"):
-        from sklearn.base import clone
-
-        return clone(model)
-    return copy.deepcopy(model)
 
 
 def _check_model(model) -> None:
@@ -146,7 +136,7 @@ def _fit_one(model, X: Any, y: np.ndarray, seed: int, estimator: int, classifica
         classes = np.unique(y[rows])
         if classes.size == 1:  # most classifiers refuse one class; the only sensible prediction is that class
             return oob, _scores(score, y[oob], np.full(oob.size, classes[0], dtype=y.dtype), "model"), False
-    fitted = _fresh_copy(model)
+    fitted = fresh_copy(model)
     unseeded = unseeded_random_states(fitted) if callable(getattr(fitted, "set_params", None)) else []
     try:
         if unseeded:  # the bag's own randomness, from the seed (one per parameter): the same seed repeats values

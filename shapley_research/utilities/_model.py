@@ -29,7 +29,7 @@ from numpy.typing import ArrayLike, NDArray
 from ._model_data import (CLASSIFICATION_METRICS, DEGENERATE_MODES, LOG_EPS, LOG_ONE_MINUS_EPS,  # noqa: F401
                           REGRESSION_METRICS, ConstantPredictor, Metric, TargetInfo, check_dataset,
                           check_degenerate_options, check_metric_suits_model, clipped_mean_log_probability,
-                          constant_utilities, estimator_kind, unseeded_randomness,
+                          constant_utilities, estimator_kind, fresh_copy, unseeded_randomness,
                           degenerate_rows, degenerate_utilities, is_frame, r2_from_sums, regression_scores,
                           resolve_metric, split_degenerate, take_rows)
 from ._cache import CoalitionCache
@@ -51,15 +51,6 @@ __all__ = ["ModelUtility", "ConstantPredictor", "CLASSIFICATION_METRICS", "REGRE
 # --------------------------------------------------------------------------------------------
 # ModelUtility
 # --------------------------------------------------------------------------------------------
-
-def _fresh_copy(model: Any) -> Any:
-    """``sklearn.base.clone`` for estimators, ``copy.deepcopy`` for other fit/predict objects."""
-    if hasattr(model, "get_params"):
-        from sklearn.base import clone
-
-        return clone(model)
-    return copy.deepcopy(model)
-
 
 def _warn_unseeded(model: Any) -> None:
     """Warn where fits of ``model`` draw fresh randomness: the utility is then no function of the coalition."""
@@ -508,7 +499,7 @@ class ModelUtility(Game):
                  else thread_controller().limit(limits=self.blas_threads))
         with collected_warnings() as tally, limit:
             for row, mask in enumerate(masks):
-                model = _fresh_copy(self.model)
+                model = fresh_copy(self.model)
                 try:
                     model.fit(take_rows(self.X_train, mask), self.y_train[mask])
                     n_fitted += 1

@@ -11,6 +11,7 @@ both so that imports point one way: ``utility -> learners -> _model_data``.
 
 from __future__ import annotations
 
+import copy
 from typing import Any, Callable, Literal, Union, cast
 
 import numpy as np
@@ -135,6 +136,15 @@ def resolve_metric(metric: Metric) -> tuple[Metric, Task | None]:
     known = sorted(CLASSIFICATION_METRICS + REGRESSION_METRICS + tuple(_METRIC_ALIASES))
     raise ValueError(f"metric must be one of {known} or a callable scorer(model, X_test, y_test); "
                      f"got {metric!r}.")
+
+
+def fresh_copy(model: Any) -> Any:
+    """An unfitted copy of ``model``: ``sklearn.base.clone`` for estimators, ``copy.deepcopy`` for other objects."""
+    if hasattr(model, "get_params"):
+        from sklearn.base import clone
+
+        return clone(model)
+    return copy.deepcopy(model)
 
 
 def estimator_kind(model: Any) -> str | None:
