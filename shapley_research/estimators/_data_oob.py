@@ -32,8 +32,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ._data_oob_batched import (batched_learner, batched_results, check_learner, is_batched_learner,
                                 learner_task)
-from ._sampling._batches import close_batches
-from ._sampling._batches import model_seeds
+from ._sampling._batches import close_batches, model_seeds
 from ._sampling._loop import batch_rng
 from .._device import check_game_jobs
 from .._threads import Pinned, pinned_threads

@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import cast
 
 import numpy as np
 
@@ -301,21 +300,17 @@ def _same_experiment(first: str | os.PathLike, second: str | os.PathLike) -> lis
     An ``output_dir`` holding several runs stands for the one named as the
     other side's run.
     """
-    given, labels = [Path(first), Path(second)], ("first", "second")
-    runs: list[Path | None] = [None, None]
-    errors: list[ValueError | None] = [None, None]
-    for i in (0, 1):
+    try:
+        first_run = run_directory(first, "first")
+    except ValueError as err:
         try:
-            runs[i] = run_directory(given[i], labels[i])
-        except ValueError as err:
-            errors[i] = err
-    for i in (0, 1):
-        if runs[i] is None:
-            other = runs[1 - i]
-            if other is None:
-                raise cast(ValueError, errors[i])
-            runs[i] = run_directory(given[i], labels[i], other.name)
-    found = cast("list[Path]", runs)
+            second_run = run_directory(second, "second")
+        except ValueError:
+            raise err from None
+        first_run = run_directory(first, "first", second_run.name)
+    else:
+        second_run = run_directory(second, "second", first_run.name)
+    found = [first_run, second_run]
     experiments = [_experiment_of(run) for run in found]
     if None not in experiments and experiments[0] != experiments[1]:
         raise ValueError(f"first is a run of {experiments[0]}, second of {experiments[1]}: compare two runs of "

@@ -174,14 +174,22 @@ _RANDOM_ONLY_WHEN: dict[str, Callable[[dict], bool]] = {
 }
 
 
-def unseeded_random_states(model: Any) -> list[str]:
-    """The ``get_params(deep=True)`` keys of ``model``'s ``random_state`` parameters left at None (steps too)."""
+def _deep_params(model: Any) -> dict:
+    """``model.get_params(deep=True)``, or an empty dict for an object without scikit-learn's parameters."""
     try:
-        params = model.get_params(deep=True)
+        return dict(model.get_params(deep=True))
     except Exception:  # noqa: BLE001 - an object without scikit-learn's parameters has none to read
-        return []
+        return {}
+
+
+def _unset_random_states(params: dict) -> list[str]:
     return sorted(key for key, value in params.items()
                   if value is None and (key == "random_state" or key.endswith("__random_state")))
+
+
+def unseeded_random_states(model: Any) -> list[str]:
+    """The ``get_params(deep=True)`` keys of ``model``'s ``random_state`` parameters left at None (steps too)."""
+    return _unset_random_states(_deep_params(model))
 
 
 def unseeded_randomness(model: Any) -> list[str]:
@@ -192,12 +200,9 @@ def unseeded_randomness(model: Any) -> list[str]:
     heuristic for a warning: a search over a grid of solvers is judged by its
     base estimator's, and an object it cannot read is named by its key.
     """
-    unseeded = unseeded_random_states(model)
-    if not unseeded:
-        return []
-    params = model.get_params(deep=True)
+    params = _deep_params(model)
     names = []
-    for key in unseeded:
+    for key in _unset_random_states(params):
         step = model if key == "random_state" else params.get(key.rsplit("__", 1)[0])
         if step is None:
             names.append(key)

@@ -163,6 +163,14 @@ def batched_logistic_solver(n_samples: int, n_features: int, n_classes: int, fit
     return "newton" if small and params <= NEWTON_MAX_PARAMS else "lbfgs"
 
 
+def model_max_iter(params: dict, default: int) -> int:
+    """A ``LogisticRegression``'s ``max_iter`` from its ``get_params()``: a positive integer, else ``default``."""
+    value = params.get("max_iter")
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value >= 1:
+        return int(value)
+    return default
+
+
 def logistic_costs(n_samples: int, n_features: int, n_classes: int, *, fit_intercept: bool = True,
                    max_iter: int = 100, factors: dict[str, float] | None = None) -> tuple[float, float, str]:
     r"""Predicted seconds per coalition: ``(batched, one scikit-learn fit, batched solver)``.
@@ -223,11 +231,9 @@ def route_by_cost(model: Any, n_samples: int, n_features: int, n_classes: int | 
     if type(model) is LogisticRegression:
         if n_classes is None:
             raise ValueError("n_classes is needed to cost a LogisticRegression.")
-        max_iter = params.get("max_iter", 100)
-        usable = isinstance(max_iter, (int, np.integer)) and not isinstance(max_iter, bool) and max_iter >= 1
         batched, per_subset, solver = logistic_costs(n_samples, n_features, n_classes,
                                                      fit_intercept=params.get("fit_intercept", True),
-                                                     max_iter=int(max_iter) if usable else 100,
+                                                     max_iter=model_max_iter(params, 100),
                                                      factors=costs.factors)
     elif type(model) is Ridge:
         batched, per_subset, solver = ridge_costs(n_samples, n_features,

@@ -22,7 +22,7 @@ from .._model_data import CLASSIFICATION_METRICS, REGRESSION_METRICS, Metric
 if TYPE_CHECKING:
     import torch
 from ._calibration import calibration
-from ._cost import RouteDecision, batched_logistic_solver, route_by_cost
+from ._cost import RouteDecision, batched_logistic_solver, model_max_iter, route_by_cost
 from ._logistic import LogisticRegressionUtility
 from ._ridge import RidgeUtility
 from ._scalers import is_pipeline, pipeline_parts, shift_reason
@@ -190,17 +190,15 @@ def routed_tolerance(model_tol: float, newton: bool) -> float:
     return min(model_tol, 1e-6) if newton else model_tol
 
 
-def routed_max_iter(model_max_iter: object) -> int:
-    """The iteration cap of a routed ``LogisticRegression``: the model's, at least 500.
+def routed_max_iter(params: dict) -> int:
+    """The iteration cap of a routed ``LogisticRegression`` (its ``get_params()``): the model's, at least 500.
 
     A larger ``max_iter`` (set for a hard problem) is kept. A smaller one, such
     as scikit-learn's default 100, is raised to the learner's own default,
     because the routed fit is meant to reach the tolerance a scikit-learn fit
     reaches when it converges, and the two solvers' iterations differ.
     """
-    if isinstance(model_max_iter, (int, np.integer)) and not isinstance(model_max_iter, bool):
-        return max(int(model_max_iter), 500)
-    return 500
+    return max(model_max_iter(params, 500), 500)
 
 
 def learner_for(model: Any, X_train: ArrayLike, y_train: ArrayLike, X_test: ArrayLike, y_test: ArrayLike,
@@ -223,6 +221,6 @@ def learner_for(model: Any, X_train: ArrayLike, y_train: ArrayLike, X_test: Arra
         tol = routed_tolerance(float(params.get("tol", 1e-4)), solver == "newton")
         return LogisticRegressionUtility(X_train, y_train, X_test, y_test, name, C=float(params["C"]),
                                          fit_intercept=bool(params["fit_intercept"]), tol=tol,
-                                         max_iter=routed_max_iter(params.get("max_iter", 100)), **options)
+                                         max_iter=routed_max_iter(params), **options)
     return RidgeUtility(X_train, y_train, X_test, y_test, name, alpha=float(params["alpha"]),
                         fit_intercept=bool(params["fit_intercept"]), **options)
