@@ -1,11 +1,15 @@
 """Warnings collected per thread instead of shown: a thread-safe ``warnings.catch_warnings``.
 
-``warnings.catch_warnings`` saves and restores the process-wide filters, so two
-threads using it at once can restore each other's state (a worker thread's
-exit drops a filter the main thread set meanwhile). :func:`collected_warnings`
-is the one mechanism the package uses instead: the first collection in the
-process installs a hook, the last one restores the filters, and each thread
-collects into its own :class:`WarningTally`.
+``warnings.catch_warnings`` saves and restores the process-wide filters and
+display hooks, so two threads using it at once can restore each other's state
+(a worker thread's exit drops a filter or hook the main thread set meanwhile).
+:func:`collected_warnings` is the one mechanism the package uses instead: the
+first collection in the process installs a hook, the last one restores it, and
+each thread collects into its own :class:`WarningTally`. The hook replaces
+``warnings._showwarnmsg``, through which every shown warning passes and which
+``catch_warnings`` neither saves nor restores: a third-party
+``catch_warnings`` left in another thread meanwhile (scikit-learn runs each
+of its joblib tasks in one) cannot undo it.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import re
 import sys
 import threading
 import warnings
-from typing import Any, Iterator, TextIO
+from typing import Any, Iterator
 
 
 #: A number in a message (counted alike whatever its value).
@@ -62,17 +66,18 @@ class WarningTally:
 
 
 _lock = threading.Lock()
-_active: dict[str, Any] = {"depth": 0, "saved": None}  # collections running; the saved hook
+_active: dict[str, Any] = {"depth": 0, "context": None, "shown_by": None}  # collections; what they replaced
 _local = threading.local()
+_SHOWN_BY = warnings._showwarnmsg  # type: ignore[attr-defined]  # how the warnings module shows one
 
 
-def _show(message: Warning | str, category: type[Warning], filename: str, lineno: int, file: TextIO | None = None,
-          line: str | None = None) -> None:
+def _collect_or_show(message: warnings.WarningMessage) -> None:
+    """The hook: a warning of a collecting thread goes to its tally, any other is shown as it would have been."""
     tally = getattr(_local, "tally", None)
     if tally is not None:
-        tally.add(message, category, filename, lineno)
-    elif _active["saved"] is not None:  # another thread's warning while this thread collects: shown as before
-        _active["saved"][1](message, category, filename, lineno, file, line)
+        tally.add(message.message, message.category, message.filename, message.lineno)
+    else:
+        (_active["shown_by"] or _SHOWN_BY)(message)  # the hook restored meanwhile: the original
 
 
 @contextlib.contextmanager
@@ -80,17 +85,18 @@ def collected_warnings() -> Iterator[WarningTally]:
     """Collect every warning raised in this thread into a :class:`WarningTally` instead of showing it.
 
     Thread-safe: the first collection in the process installs the hook (every
-    warning recorded, ``"always"``) and the last one restores the filters; a
-    thread collects into its own tally.
+    warning recorded, ``"always"``) and the last one restores the filters and
+    the hook; a thread collects into its own tally.
     """
     tally, outer = WarningTally(), getattr(_local, "tally", None)
     with _lock:
         if _active["depth"] == 0:
             context = warnings.catch_warnings()
             context.__enter__()
-            _active["saved"] = (context, warnings.showwarning)
+            _active["context"] = context
             warnings.simplefilter("always")
-            warnings.showwarning = _show
+            _active["shown_by"] = warnings._showwarnmsg  # type: ignore[attr-defined]
+            warnings._showwarnmsg = _collect_or_show  # type: ignore[attr-defined]
         _active["depth"] += 1
     _local.tally = tally
     try:
@@ -100,6 +106,6 @@ def collected_warnings() -> Iterator[WarningTally]:
         with _lock:
             _active["depth"] -= 1
             if _active["depth"] == 0:
-                context, _ = _active["saved"]
-                _active["saved"] = None
-                context.__exit__(None, None, None)
+                warnings._showwarnmsg = _active["shown_by"]  # type: ignore[attr-defined]
+                _active["context"].__exit__(None, None, None)
+                _active["context"] = _active["shown_by"] = None

@@ -45,3 +45,22 @@ def test_joblibs_warning_is_dropped_when_a_worker_thread_leaves_its_collection_m
     close_batches(_ResultsClosedWhileAWorkerLeavesItsCollection(may_leave, left))
     thread.join(10)
     assert not [str(w.message) for w in recwarn.list if "cancelled" in str(w.message)]
+
+
+def test_joblibs_warning_is_dropped_when_a_worker_thread_leaves_a_plain_catch_warnings_meanwhile(recwarn):
+    """scikit-learn's joblib wrapper runs each task inside ``warnings.catch_warnings()``: a worker thread that
+    entered one before the stop and leaves it during ``close`` restores the warning hook it saw on entry."""
+    entered, may_leave, left = threading.Event(), threading.Event(), threading.Event()
+
+    def worker():
+        with warnings.catch_warnings():
+            entered.set()
+            may_leave.wait(10)
+        left.set()
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    assert entered.wait(10)
+    close_batches(_ResultsClosedWhileAWorkerLeavesItsCollection(may_leave, left))
+    thread.join(10)
+    assert not [str(w.message) for w in recwarn.list if "cancelled" in str(w.message)]

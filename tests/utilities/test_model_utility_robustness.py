@@ -272,10 +272,10 @@ def test_collecting_warnings_in_threads_counts_each_thread_and_restores_the_filt
     game = ModelUtility(LogisticRegression(max_iter=1), X_train, y_train, X_test, y_test, fast=False)
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
-        before = list(warnings.filters), warnings.showwarning
+        before = list(warnings.filters), warnings.showwarning, warnings._showwarnmsg
         with ThreadPoolExecutor(4) as pool:
             list(pool.map(lambda _: game.evaluate(masks), range(8)))
-        assert (list(warnings.filters), warnings.showwarning) == before
+        assert (list(warnings.filters), warnings.showwarning, warnings._showwarnmsg) == before
     counts = [int(re.search(r"raised (\d+) time", str(w.message)).group(1)) for w in record
               if issubclass(w.category, ConvergenceWarning)]
     assert sum(counts) == 8 * len(masks) and len(counts) <= 8
