@@ -42,13 +42,15 @@ from pathlib import Path
 
 from .experiments import (CITED_PAPERS_EXPERIMENTS, EXPERIMENT_NAMES, FIGURES_ENV, METRICS_FILE, RESULTS_DIR,
                           RUN_INFO_FILE, RUNNER_ENV, UPDATE_RESULTS_ENV, Project, ProjectError, check_declared,
-                          check_name, check_notebook_in_sync, check_parameters, dvc_stage, held_count,
-                          notebook_parameters, profile_key_problems, project_relative, read_metrics,
+                          check_name, check_notebook_in_sync, check_parameters, clear_earlier_run, counts_as_evidence,
+                          dvc_stage,
+                          held_count, notebook_parameters, profile_key_problems, project_relative, read_metrics,
                           results_guard, run_info, run_profile, shown_path, undecided_count, user_sets, verdict_of,
-                          working_directory, write_dvc_stage, write_report)
+                          working_directory, write_dvc_stage, write_report, written_since)
 from ._kernel import KERNEL_ENV, import_papermill, local_kernel_manager, select_kernel
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_INTERRUPTED = 130  # as a shell reports a command stopped by Ctrl-C (128 + SIGINT)
 
 
 # --- commands ---------------------------------------------------------------------------------------------
@@ -108,7 +110,13 @@ def summarize(name: str, profile: str, run_dir: Path, metrics: dict, seconds: fl
         undecided = ", ".join(f"{n} {verdict}" for verdict, n in undecided_count(claims, source).items())
         if total:
             counts.append(f"{held} of {total} {label} hold" + (f" ({undecided})" if undecided else ""))
+    aside = sum(1 for c in claims if not counts_as_evidence(c))
+    if aside:
+        counts.append(f"{aside} sanity or by-construction checks aside")
     lines = [f"{name} (profile={profile}): {'; '.join(counts)} [{seconds:.1f} s]", f"  results: {shown_path(run_dir)}"]
+    if profile != "paper":
+        lines.append("  (a quick or custom run checks that the pipeline runs: only the paper profile's verdicts are "
+                     "evidence, and a smaller run's can change with the seed)")
     for c in claims:
         stat = c["statistic"]
         verdict = verdict_of(c).upper() if verdict_of(c) != "holds" else "holds"
@@ -176,18 +184,22 @@ def cmd_run(args: argparse.Namespace) -> int:
     kernel = select_kernel(args.kernel)
     run_dir = Path(params["output_dir"])
     run_dir.mkdir(parents=True, exist_ok=True)
-    # A metrics.json left by an earlier run must not pass for this run's.
-    (run_dir / METRICS_FILE).unlink(missing_ok=True)
+    # Nothing an earlier run left here (its metrics.json, figures) must pass for this run's.
+    replaced = clear_earlier_run(run_dir)
     executed = run_dir / f"{name}.ipynb"
 
-    print(f"Running {name} (profile={params['profile']}) -> {shown_path(run_dir)}", file=sys.stderr, flush=True)
+    outside = not Path.cwd().resolve().is_relative_to(project.root)  # the project found by --project-dir, or the
+    print(f"Running {name} (profile={params['profile']})"  # checkout holding this package: name it
+          + (f" of the project in {project.root}" if outside else "") + f" -> {shown_path(run_dir)}"
+          + (f", replacing the earlier run there ({len(replaced)} files)" if replaced else ""),
+          file=sys.stderr, flush=True)
     _configure_logging(args.quiet)
     papermill = import_papermill()
     from papermill.exceptions import PapermillExecutionError
 
     from .estimators import PROGRESS_ENV
 
-    start, cpu_start = time.perf_counter(), _children_cpu_seconds()
+    start, started_at, cpu_start = time.perf_counter(), time.time(), _children_cpu_seconds()
     kernel_environment = {
         PROGRESS_ENV: os.environ.get(PROGRESS_ENV, "off"),  # no estimator bars in a committed executed notebook
         RUNNER_ENV: "cli",  # this command records the run
@@ -202,6 +214,12 @@ def cmd_run(args: argparse.Namespace) -> int:
                                        project_relative(project.root, executed), parameters=recorded,
                                        kernel_name=kernel, cwd=".", progress_bar=False, log_output=not args.quiet,
                                        kernel_manager_class=local_kernel_manager())
+    except KeyboardInterrupt:
+        # the cell's task, stopped with the kernel, would log its error (the kernel's traceback) at exit
+        logging.getLogger("asyncio").disabled = True
+        print(f"\ninterrupted: {name} stopped after {time.perf_counter() - start:.0f} s; {executed} holds the cells "
+              "run so far. A new run starts the notebook over.", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except PapermillExecutionError as err:
         print(f"error: {name} failed in cell {err.cell_index + 1}: {err.ename}: {err.evalue}\n"
               f"The executed notebook with the traceback is {executed}", file=sys.stderr)
@@ -218,7 +236,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         return EXIT_FAILED
     # The run's times (the notebook runs in a child kernel process), for the report, with the versions and the
     # CPU it ran on (provenance: never compared between runs).
-    info = run_info(name, params["profile"], seconds, _children_cpu_seconds() - cpu_start, args.overrides)
+    info = run_info(name, params["profile"], seconds, _children_cpu_seconds() - cpu_start, args.overrides,
+                    outputs=written_since(run_dir, started_at))
     (run_dir / RUN_INFO_FILE).write_text(json.dumps(info, indent=2) + "\n")
     print(summarize(name, params["profile"], run_dir, metrics, seconds))
     return EXIT_OK

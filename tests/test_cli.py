@@ -61,14 +61,16 @@ def test_run_writes_all_results(quick_run):
     assert [c["source"] for c in metrics["claims"]] == ["paper", "reproduction"]
     assert all({"claim", "statistic", "holds", "source", "criterion", "timing"} <= set(c) for c in metrics["claims"])
     info = json.loads((run_dir / "run_info.json").read_text())
-    assert list(info) == ["experiment", "profile", "overrides", "wall_seconds", "cpu_seconds", "python",
+    assert list(info) == ["experiment", "profile", "overrides", "wall_seconds", "cpu_seconds", "outputs", "python",
                           "libraries", "cpu"]
+    assert info["outputs"] == ["histogram.pdf", "histogram.png", "metrics.json", "samples.csv"]  # a rerun removes
     assert info["experiment"] == "iris_accuracy" and info["profile"] == "custom"
     assert info["overrides"] == ["profile=quick", f"output_dir={run_dir.parent}", "experiment.true_mean=5"]
     assert 0 < info["wall_seconds"] and 0 < info["cpu_seconds"]
     # provenance (issue 34): the versions the bit-for-bit promise depends on, and the CPU
     assert info["python"] == platform.python_version()
-    assert list(info["libraries"]) == ["numpy", "scipy", "scikit-learn", "torch", "foolbox", "cvxpy"]
+    assert list(info["libraries"]) == ["shapley-research", "numpy", "scipy", "scikit-learn", "torch", "foolbox",
+                                       "cvxpy"]
     assert info["libraries"]["numpy"] == np.__version__
     assert set(info["cpu"]) == {"model", "logical_cores", "usable_cores"} and info["cpu"]["logical_cores"] >= 1
 
@@ -93,14 +95,38 @@ def test_run_prints_verdicts_and_streams_progress(quick_run):
 @pytest.mark.slow  # executes a notebook
 def test_failing_notebook_exits_1_and_leaves_no_metrics(project, tmp_path, capsys):
     run_dir = tmp_path / "iris_accuracy"
-    # must not pass for this run's
+    # an earlier run's files must not pass for this run's; a file of the user's stays
     write_metrics(run_dir, {}, [claim("Stale.", "s", 1, True, source="reproduction", criterion="c")])
+    for name in ("histogram.png", "samples.csv", "notes.txt"):
+        (run_dir / name).write_text("earlier")
+    (run_dir / "run_info.json").write_text(json.dumps({"experiment": "iris_accuracy", "outputs": [
+        "histogram.png", "metrics.json", "samples.csv", "../outside.txt"]}))
+    (tmp_path / "outside.txt").write_text("not the run's")
     code, _, err = run_main(capsys, "--project-dir", project, "run", "iris_accuracy", "profile=quick",
                             f"output_dir={tmp_path}", "experiment.n_samples=-4", "--quiet")
     assert code == 1
     assert "failed in cell" in err and "ValueError" in err
-    assert not (run_dir / "metrics.json").exists()
-    assert (run_dir / "iris_accuracy.ipynb").exists()  # kept, with the traceback
+    assert "replacing the earlier run there (4 files)" in err
+    assert sorted(p.name for p in run_dir.iterdir()) == ["iris_accuracy.ipynb", "notes.txt"]  # the notebook kept,
+    assert (tmp_path / "outside.txt").exists()  # with its traceback; nothing outside the folder is touched
+
+
+def test_an_interrupted_run_says_so_and_exits_130(project, tmp_path, capsys, monkeypatch):
+    """Ctrl-C: one line naming what is left, not papermill's traceback nor the stopped cell's logged error."""
+    import logging
+    import types
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("shapley_research.cli.import_papermill",
+                        lambda: types.SimpleNamespace(execute_notebook=interrupted))
+    monkeypatch.setattr(logging.getLogger("asyncio"), "disabled", False)
+    code, _, err = run_main(capsys, "--project-dir", project, "run", "iris_accuracy", "profile=quick",
+                            f"output_dir={tmp_path}", "--quiet")
+    assert code == 130
+    assert "interrupted: iris_accuracy stopped after" in err and "A new run starts the notebook over." in err
+    assert "Traceback" not in err and logging.getLogger("asyncio").disabled
 
 
 def test_list_prints_the_six_names(capsys, tmp_path, monkeypatch):
@@ -282,6 +308,18 @@ def test_summary_names_cited_papers_claims_as_such(tmp_path):
     cleaning = summarize("data_cleaning", "quick", tmp_path, {"claims": claims}, 1.0)
     assert "1 of 1 claims of the papers it cites hold" in cleaning and "(Kwon & Zou (2023))" in cleaning
     assert "1 of 1 claims of the paper hold" in summarize("sparsity", "quick", tmp_path, {"claims": claims}, 1.0)
+
+
+def test_summary_counts_the_checks_set_aside_and_says_a_quick_run_is_no_evidence(tmp_path):
+    from shapley_research.cli import summarize
+    from shapley_research.experiments import claim
+
+    claims = [claim("c", "s", 1.0, True, source="paper", section="Section 5", criterion="s > 0").to_dict(),
+              claim("d", "s", 1.0, True, source="paper", section="Section 5", criterion="s > 0", sanity=True).to_dict()]
+    quick = summarize("sparsity", "quick", tmp_path, {"claims": claims}, 1.0)
+    assert "1 of 1 claims of the paper hold; 1 sanity or by-construction checks aside" in quick
+    assert "only the paper profile's verdicts are evidence" in quick
+    assert "evidence" not in summarize("sparsity", "paper", tmp_path, {"claims": claims[:1]}, 1.0)
 
 
 @pytest.mark.slow  # starts a kernel

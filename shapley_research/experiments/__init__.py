@@ -22,17 +22,18 @@ notebook builder (:func:`build_notebook`, :func:`write_notebook`,
 EXPERIMENT_NAMES = ("iris_accuracy", "runtime_scaling", "sparsity", "ridge_stability", "privacy_noise",
                     "adversarial", "data_cleaning", "mlp_cleaning")
 
-from ._common import (CLAIM_SOURCES, METRICS_FILE, Claim, claim, experiment_dir, held_count,  # noqa: E402
-                      is_timing_key, progress, read_metrics, set_blas_threads, to_jsonable, undecided_count,
-                      validate_metrics, verdict_of, without_timings, write_metrics, write_table)
+from ._common import (CLAIM_SOURCES, METRICS_FILE, Claim, claim, counts_as_evidence, experiment_dir,  # noqa: E402
+                      held_count, is_timing_key, progress, read_metrics, set_blas_threads, to_jsonable,
+                      undecided_count, validate_metrics, verdict_of, without_timings, write_metrics, write_table)
 from ._figures import FIGURES_ENV, figures_enabled, save_figure, setup_matplotlib  # noqa: E402
 from ._budgets import all_s_minimum, budget_problems, smallest_budget  # noqa: E402
 from ._compare import (comparison_report, compare_runs, provenance_differences, setting_differences,  # noqa: E402
                        verdict_changes)
 from ._methods import (Method, MethodCall, get_method, method_defaults, method_names,  # noqa: E402
                        register_method, unregister_method)
-from ._notebook import (build_notebook, notebook_defaults, parameters_cell, parameters_source,  # noqa: E402
-                        provenance, run_info, write_notebook, write_parameters_cell)
+from ._notebook import (build_notebook, clear_earlier_run, notebook_defaults, parameters_cell,  # noqa: E402
+                        parameters_source, provenance, run_info, write_notebook, write_parameters_cell,
+                        written_since)
 from ._parallel import check_n_jobs, parallel_map  # noqa: E402
 from ._paths import project_relative, results_guard, shown_path, working_directory  # noqa: E402
 from ._project import (CUSTOM_PROFILE, RESULTS_DIR, RUNNER_ENV, SCRATCH_DIR, UPDATE_RESULTS_ENV,  # noqa: E402
@@ -51,9 +52,10 @@ __all__ = [
     "validate_metrics", "without_timings", "write_metrics", "write_table", "check_notebook_parameters",
     # what the command line (shapley_research.cli) drives: verdict counts, comparison, parameters cells, the
     # project layout and DVC stages, the report, the parameter checks
-    "held_count", "undecided_count", "verdict_of", "compare_runs", "provenance_differences",
+    "held_count", "undecided_count", "verdict_of", "counts_as_evidence", "compare_runs", "provenance_differences",
     "setting_differences", "verdict_changes", "comparison_report",
     "parameters_cell", "parameters_source", "write_parameters_cell", "provenance", "run_info",
+    "written_since", "clear_earlier_run",
     "results_guard", "shown_path", "project_relative", "working_directory", "RESULTS_DIR", "SCRATCH_DIR",
     "UPDATE_RESULTS_ENV", "user_sets", "FIGURES_ENV", "figures_enabled",
     "RUNNER_ENV", "Project", "ProjectError", "check_declared", "check_name", "check_notebook_in_sync", "dvc_stage",

@@ -321,8 +321,9 @@ def _same_experiment(first: str | os.PathLike, second: str | os.PathLike) -> lis
 def comparison_report(first: str | os.PathLike, second: str | os.PathLike) -> tuple[list[str], bool]:
     """What ``shapley-research compare`` prints, and whether the runs differ in any number but measured times.
 
-    First the headline: the settings that differ (:func:`setting_differences`)
-    and the verdicts that moved (:func:`verdict_changes`), each under a title
+    First the headline: a line naming a run whose settings are unknown (no
+    executed notebook to read them from), the settings that differ
+    (:func:`setting_differences`) and the verdicts that moved (:func:`verdict_changes`), each under a title
     with its count, where there are any; then every difference
     (:func:`compare_runs`), or a line saying the runs agree; last, as
     information, how their provenance differs (:func:`provenance_differences`).
@@ -334,7 +335,9 @@ def comparison_report(first: str | os.PathLike, second: str | os.PathLike) -> tu
     """
     first, second = _same_experiment(first, second)
     differences = compare_runs(first, second)
-    lines = []
+    unknown = [str(run) for run in (first, second) if _run_settings(Path(run)) is None]
+    lines = [f"settings unknown for {' and '.join(unknown)} (no executed notebook with papermill's parameters "
+             "cell): not compared"] if unknown else []
     for title, found in (("settings that differ", setting_differences(first, second)),
                          ("verdicts that differ", verdict_changes(first, second))):
         if found:

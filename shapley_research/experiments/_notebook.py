@@ -28,7 +28,8 @@ LANGUAGE_INFO = {"name": "python", "file_extension": ".py", "mimetype": "text/x-
 
 __all__ = ["PARAMETERS_TAG", "LANGUAGE_INFO", "build_notebook", "write_notebook", "parameters_cell",
            "notebook_defaults", "parameters_source", "write_parameters_cell", "RunRecorder", "PROVENANCE_KEYS",
-           "PAPERMILL_HEADER", "injected_names", "LIBRARIES", "provenance", "run_info"]
+           "PAPERMILL_HEADER", "injected_names", "LIBRARIES", "provenance", "run_info", "written_since",
+           "clear_earlier_run"]
 
 
 def build_notebook(parameters: str, cells: Iterable[str | tuple[str, str]], title: str | None = None,
@@ -226,7 +227,7 @@ def injected_names() -> list[str] | None:
 
 
 #: The distributions whose versions ``run_info.json`` records (the bit-for-bit promise depends on them).
-LIBRARIES = ("numpy", "scipy", "scikit-learn", "torch", "foolbox", "cvxpy")
+LIBRARIES = ("shapley-research", "numpy", "scipy", "scikit-learn", "torch", "foolbox", "cvxpy")
 #: The fields of ``run_info.json`` that describe where a run ran, not what it found: ``shapley-research
 #: compare`` and the rerun tests never compare them (nor the measured times beside them).
 PROVENANCE_KEYS = ("python", "libraries", "cpu")
@@ -264,19 +265,64 @@ def provenance() -> dict[str, Any]:
 
 
 def run_info(name: str, profile: str, wall_seconds: float, cpu_seconds: float,
-             overrides: Sequence[str] = ()) -> dict[str, Any]:
-    """The content of ``run_info.json``: the run, its measured times, then its :func:`provenance`.
+             overrides: Sequence[str] = (), outputs: Sequence[str] = ()) -> dict[str, Any]:
+    """The content of ``run_info.json``: the run, its measured times and files, then its :func:`provenance`.
 
     ``experiment``, ``profile``, then ``overrides`` where the command line
     gave any (``KEY=VALUE`` as typed: what made a ``"custom"`` profile),
-    ``wall_seconds`` and ``cpu_seconds`` (rounded to 0.1 s) come first; the
-    provenance fields (:data:`PROVENANCE_KEYS`) follow. Two runs of one
-    configuration differ in this file only;
+    ``wall_seconds`` and ``cpu_seconds`` (rounded to 0.1 s), then
+    ``outputs`` where given (the files the run wrote into its folder, which
+    the next run into that folder removes: :func:`clear_earlier_run`) come
+    first; the provenance fields (:data:`PROVENANCE_KEYS`) follow. Two runs of
+    one configuration differ in this file only;
     :func:`~shapley_research.experiments.compare_runs` does not compare it.
     """
     given = {"overrides": list(overrides)} if overrides else {}
+    written = {"outputs": sorted(outputs)} if outputs else {}
     return {"experiment": name, "profile": profile, **given, "wall_seconds": round(wall_seconds, 1),
-            "cpu_seconds": round(cpu_seconds, 1), **provenance()}
+            "cpu_seconds": round(cpu_seconds, 1), **written, **provenance()}
+
+
+def written_since(run_dir: Path, started: float) -> list[str]:
+    """The files of ``run_dir`` (relative, ``/``-separated) written since ``started`` (``time.time()``).
+
+    The outputs a run records: ``run_info.json`` itself and executed
+    notebooks (``*.ipynb``: papermill writes its output notebook wherever it
+    is asked to, and a rerun overwrites it) are left out.
+    """
+    from ._report import RUN_INFO_FILE
+
+    return sorted(path.relative_to(run_dir).as_posix() for path in run_dir.rglob("*")
+                  if path.is_file() and path.suffix != ".ipynb" and path.name != RUN_INFO_FILE
+                  and path.stat().st_mtime >= started - MTIME_SLACK_S)
+
+
+def clear_earlier_run(run_dir: Path) -> list[str]:
+    """Remove what an earlier run wrote into ``run_dir``, so that none of it passes for the coming run's.
+
+    Those are the files its ``run_info.json`` lists as ``outputs`` (a run
+    without figures leaves no earlier run's figures beside its results), its
+    ``metrics.json`` and ``run_info.json``; anything else in the folder stays.
+
+    Returns
+    -------
+    list of str
+        The files removed, relative to ``run_dir``.
+    """
+    from ._common import METRICS_FILE
+    from ._report import RUN_INFO_FILE
+
+    try:
+        listed = json.loads((run_dir / RUN_INFO_FILE).read_text()).get("outputs", [])
+    except (OSError, ValueError, AttributeError):  # none, unreadable, or not a run's: nothing listed
+        listed = []
+    root, removed = run_dir.resolve(), []
+    for name in [*(item for item in listed if isinstance(item, str)), METRICS_FILE, RUN_INFO_FILE]:
+        path = (run_dir / name).resolve()
+        if path.parent.is_relative_to(root) and path.is_file() and name not in removed:
+            path.unlink()
+            removed.append(name)
+    return removed
 
 
 #: How much older than the run's start a ``metrics.json`` may look and still be the run's (file-time granularity).
@@ -313,7 +359,7 @@ class RunRecorder:
         if not metrics.is_file() or metrics.stat().st_mtime < self.started - MTIME_SLACK_S:
             return
         info = run_info(self.info["experiment"], self.info["profile"], time.time() - self.started,
-                        _cpu_seconds() - self.cpu_started)
+                        _cpu_seconds() - self.cpu_started, outputs=written_since(self.run_dir, self.started))
         (self.run_dir / RUN_INFO_FILE).write_text(json.dumps(info, indent=2) + "\n")
 
     def install(self) -> None:

@@ -391,9 +391,10 @@ def record_notebook_run(name: str, namespace: dict[str, Any]) -> None:
 
     Sets ``namespace["profile"]`` to :func:`profile_of` the parameters (the
     notebook's default says ``"paper"`` whatever papermill passed), so the
-    results name the profile that ran, and writes ``OUTPUT_DIR/run_info.json``
-    with the fields the command writes once the run has written its
-    ``metrics.json``. Does nothing under ``shapley-research run``
+    results name the profile that ran, removes what an earlier run left in
+    ``OUTPUT_DIR`` (:func:`~shapley_research.experiments.clear_earlier_run`),
+    and writes ``OUTPUT_DIR/run_info.json`` with the fields the command writes
+    once the run has written its ``metrics.json``. Does nothing under ``shapley-research run``
     (:data:`RUNNER_ENV`), which records its runs itself.
     """
     if os.environ.get(RUNNER_ENV) == "cli":
@@ -406,9 +407,13 @@ def record_notebook_run(name: str, namespace: dict[str, Any]) -> None:
         match = "match no profile of conf/" if profile == CUSTOM_PROFILE else f"are conf/'s {profile} profile"
         print(f"The parameters {match}: recorded as profile = {profile!r}.")
         namespace["profile"] = profile
-    from ._notebook import RunRecorder
+    from ._notebook import RunRecorder, clear_earlier_run
 
-    RunRecorder(name, profile, Path(str(namespace["output_dir"]))).install()
+    run_dir = Path(str(namespace["output_dir"]))
+    replaced = clear_earlier_run(run_dir)
+    if replaced:
+        print(f"Replacing the earlier run in {run_dir} ({len(replaced)} files removed).")
+    RunRecorder(name, profile, run_dir).install()
 
 
 # --- DVC --------------------------------------------------------------------------------------------------
@@ -464,7 +469,8 @@ def dvc_stage(project: Project, name: str, results_dir: str | os.PathLike | None
     run_dir = results / check_name(name)
     if not (run_dir / METRICS_FILE).is_file():
         raise ProjectError(f"no {METRICS_FILE} in {run_dir}; run `shapley-research run {name} profile=quick` "
-                           "first, so the stage can list the files the experiment writes.")
+                           f"first (it writes {SCRATCH_DIR}/{name}/), then give `--results {SCRATCH_DIR}`, so the "
+                           "stage can list the files the experiment writes.")
     prefix = f"{RESULTS_DIR}/{name}"
     from ._report import RUN_INFO_FILE
 

@@ -104,7 +104,7 @@ def test_every_differing_field_is_sized(run, capsys):
                      "metrics.json: nested.name: 'a' against 'b'",
                      "t.csv: column n: 1 of 2 entries differ, max abs diff 1, max rel diff 0.333"]
     assert main(["compare", str(first), str(second)]) == 1
-    assert capsys.readouterr().out.splitlines() == found
+    assert capsys.readouterr().out.splitlines()[1:] == found  # after the line on the unknown settings
 
 
 def test_tables_of_other_shapes_and_nan_are_reported(run):
@@ -171,3 +171,15 @@ def test_runs_without_executed_notebooks_or_claims_in_common_have_no_headline(ru
     assert setting_differences(first, second) == []  # the second run has none: nothing to set beside
     _edit_metrics(second, claims=[{"claim": "other", "holds": False}])
     assert verdict_changes(first, second) == []
+
+
+def test_a_run_whose_settings_are_unknown_is_named_in_the_headline(run, capsys):
+    first, second = run
+    _executed_notebook(first, budget=1)
+    assert main(["compare", str(first), str(second)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"settings unknown for {second} (no executed notebook with papermill's parameters cell): " \
+                     "not compared"
+    _executed_notebook(second, budget=1)
+    assert main(["compare", str(first), str(second)]) == 0
+    assert "settings unknown" not in capsys.readouterr().out

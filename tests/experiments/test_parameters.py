@@ -166,13 +166,36 @@ def test_check_cell_records_a_run_that_the_command_did_not_start(tmp_path, monke
         RunRecorder.active = None
     info = json.loads((run_dir / "run_info.json").read_text())
     # as the command writes it: the run, its times, then its provenance (versions, CPU)
-    assert list(info) == ["experiment", "profile", "wall_seconds", "cpu_seconds", "python", "libraries", "cpu"]
-    assert info["experiment"] == "sparsity" and info["profile"] == "quick"
+    assert list(info) == ["experiment", "profile", "wall_seconds", "cpu_seconds", "outputs", "python", "libraries",
+                          "cpu"]
+    assert info["experiment"] == "sparsity" and info["profile"] == "quick" and info["outputs"] == ["metrics.json"]
     # Under `shapley-research run` the command records the run: the check leaves everything as it is.
     monkeypatch.setenv(RUNNER_ENV, "cli")
     namespace["profile"] = "paper"
     check_notebook_parameters("sparsity", namespace)
     assert namespace["profile"] == "paper" and RunRecorder.active is None
+
+
+def test_a_notebook_run_outside_the_command_replaces_the_earlier_run_in_its_folder(tmp_path, monkeypatch, capsys):
+    """Jupyter or plain papermill: the check cell removes the files the earlier run listed, and only those."""
+    import atexit
+
+    monkeypatch.delenv(RUNNER_ENV, raising=False)
+    monkeypatch.chdir(REPO)
+    run_dir = tmp_path / "sparsity"
+    run_dir.mkdir()
+    for name in ("metrics.json", "errors.png", "notes.txt"):
+        (run_dir / name).write_text("earlier")
+    (run_dir / "run_info.json").write_text(json.dumps({"outputs": ["errors.png", "metrics.json"]}))
+    namespace = dict(notebook_parameters(REAL.compose("sparsity", ["profile=quick"]), "sparsity"),
+                     output_dir=str(run_dir))
+    try:
+        check_notebook_parameters("sparsity", namespace)
+    finally:
+        atexit.unregister(RunRecorder.active)
+        RunRecorder.active = None
+    assert "Replacing the earlier run in" in capsys.readouterr().out
+    assert [p.name for p in run_dir.iterdir()] == ["notes.txt"]
 
 
 def test_the_recorder_takes_a_metrics_file_timed_just_before_the_start_and_leaves_an_older_one(tmp_path):
