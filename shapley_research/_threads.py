@@ -105,3 +105,33 @@ class Pinned:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         with pinned_threads():
             return self.fn(*args, **kwargs)
+
+
+_torch_pin: dict[str, Any] = {"depth": 0, "before": None}  # pinned torch sections running in this process
+
+
+@contextmanager
+def pinned_torch_threads(count: int) -> Iterator[None]:
+    """torch's intra-op threads held at ``count`` while the block runs, counted per process.
+
+    ``torch.set_num_threads`` sets the calling thread's OpenMP count and the
+    process's MKL count. Threads training at once (the threading backend)
+    each set it on entry, and only the last one to leave restores the count
+    found by the first: a thread leaving early must not give the others' MKL
+    products more threads, which sum in another order. A thread that leaves
+    early keeps ``count`` for its own later OpenMP work.
+    """
+    import torch
+
+    with _pin_lock:
+        if _torch_pin["depth"] == 0:
+            _torch_pin["before"] = torch.get_num_threads()
+        _torch_pin["depth"] += 1
+        torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        with _pin_lock:
+            _torch_pin["depth"] -= 1
+            if _torch_pin["depth"] == 0:
+                torch.set_num_threads(_torch_pin["before"])

@@ -24,6 +24,7 @@ Any other module keeps the generic ``vmap`` path.
 
 from __future__ import annotations
 
+import threading
 import weakref
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -95,13 +96,17 @@ def mlp_gradient(layers: list[MLPLayer], task: str) -> Callable[..., dict[str, T
     import torch
 
     # the (scale, offset) of one (weights, y) pair, held only while that weights tensor lives: a chunk's
-    # terms leave with its weights, so no device memory stays held between calls
-    cache: dict[str, Any] = {}
+    # terms leave with its weights, so no device memory stays held between calls. One per thread: threads
+    # training chunks of one game at once (the threading backend) each keep their own pair's.
+    per_thread = threading.local()
 
     def gradient(params: dict[str, Tensor], constants: dict[str, Tensor], weights: Tensor, X: Tensor,
                  y: Tensor) -> dict[str, Tensor]:
         count = weights.shape[0]
         inputs = X if X.dim() == 3 else X.unsqueeze(0).expand(count, *X.shape)
+        if not hasattr(per_thread, "cache"):
+            per_thread.cache = {}
+        cache: dict[str, Any] = per_thread.cache
         if not cache or cache["weights"]() is not weights or cache["y"]() is not y:
             cache.clear()
             cache.update(weights=weakref.ref(weights), y=weakref.ref(y),

@@ -26,6 +26,7 @@ from ._torch_training import (MAX_CHUNK, TrainingPlan, activations_per_row, byte
                               own_rows, redrawn_parameters, reinitialization_seed, size_ordered_chunks,
                               stacked_copies, stacked_forward, stacked_gradient, train_chunk)
 from .._device import check_dtype, chunk_capacity, import_torch, release, resolve_device, torch_dtype
+from .._threads import pinned_torch_threads
 from .._validation import check_bool, check_choice, check_features, check_float, check_int, check_weights
 from ..games import Game, content_digest, report_evaluated
 
@@ -306,10 +307,26 @@ class TorchModelUtility(Game):
                 raise ValueError(f"{_OWNER}: reinitialize=True needs a submodule with reset_parameters() "
                                  f"(such as nn.Linear); {type(model).__name__} has none.")
             self._scratch = copy.deepcopy(model).to("cpu")  # drawn on the host, then copied per chunk
-        layers = mlp_layers(template, trained)
+        self._training_functions()
+
+    def _training_functions(self) -> None:
+        """The batched gradient and forward of the template (closures: rebuilt, not pickled)."""
+        layers = mlp_layers(self._template, list(self._initial))
         self._hand_written = layers is not None  # a plain MLP: gradients without torch.func (far fewer ops)
-        self._gradient = stacked_gradient(template, self.task) if layers is None else mlp_gradient(layers, self.task)
-        self._forward = stacked_forward(template)
+        self._gradient = (stacked_gradient(self._template, self.task) if layers is None
+                          else mlp_gradient(layers, self.task))
+        self._forward = stacked_forward(self._template)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The game without its training closures (they hold per-thread state), for joblib's workers."""
+        state = self.__dict__.copy()
+        for name in ("_gradient", "_forward"):
+            state.pop(name, None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._training_functions()
 
     def _check_module_output(self) -> None:
         """One forward pass on two training rows, plain and batched, before any training."""
@@ -448,16 +465,11 @@ class TorchModelUtility(Game):
     @contextmanager
     def _pinned_threads(self) -> Iterator[None]:
         """torch on :data:`CPU_THREADS` threads while training on the CPU; the caller's count restored after."""
-        torch = import_torch(_OWNER)
         if self.device.type != "cpu":
             yield
             return
-        before = torch.get_num_threads()
-        torch.set_num_threads(CPU_THREADS)
-        try:
+        with pinned_torch_threads(CPU_THREADS):  # counted per process: threads training at once share it
             yield
-        finally:
-            torch.set_num_threads(before)
 
     # -- the game ---------------------------------------------------------------------------------
     def _evaluate(self, masks: NDArray[np.bool_]) -> NDArray[np.float64]:

@@ -24,8 +24,10 @@ Torch is imported inside the functions: this module imports without it.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import math
+import threading
 from dataclasses import dataclass
 from typing import Any, Callable, cast
 
@@ -62,20 +64,40 @@ class TrainingPlan:
 # The loss of one model, and the gradients of a stack of them
 # --------------------------------------------------------------------------------------------
 
+def per_thread_copies(template: Any) -> Callable[[], Any]:
+    """A function returning this thread's copy of the module ``template`` (made on the thread's first call).
+
+    ``torch.func.functional_call`` swaps a module's parameters in place while
+    it runs: threads training chunks of one game at once (joblib's threading
+    backend) would read each other's parameters through a shared module.
+    """
+    copies = threading.local()
+
+    def module() -> Any:
+        if not hasattr(copies, "module"):
+            copies.module = copy.deepcopy(template)
+        return copies.module
+
+    return module
+
+
 def per_model_loss(template: Any, task: str) -> Callable[..., Tensor]:
     """``loss(params, constants, weights, X, y)``: the weighted mean loss of one model (no batch axis).
 
     ``template`` is the module whose forward ``torch.func.functional_call``
     runs with ``params`` (the trained parameters) and ``constants`` (buffers
-    and frozen parameters). Weights are integers, so a total of 0 (a
-    minibatch holding none of the coalition) is clamped to 1: loss and
-    gradient are then 0, and :func:`train_chunk` skips the step.
+    and frozen parameters), on a copy per thread (:func:`per_thread_copies`).
+    Weights are integers, so a total of 0 (a minibatch holding none of the
+    coalition) is clamped to 1: loss and gradient are then 0, and
+    :func:`train_chunk` skips the step.
     """
     import torch
     from torch.func import functional_call
 
+    module = per_thread_copies(template)
+
     def loss(params: dict[str, Tensor], constants: dict[str, Tensor], weights: Tensor, X: Tensor, y: Tensor) -> Tensor:
-        outputs = functional_call(template, (params, constants), (X,))
+        outputs = functional_call(module(), (params, constants), (X,))
         if task == "classification":
             losses = torch.nn.functional.cross_entropy(outputs, y, reduction="none")
         else:
@@ -105,11 +127,16 @@ def stacked_gradient(template: Any, task: str) -> Callable[..., dict[str, Tensor
 
 
 def stacked_forward(template: Any) -> Callable[..., Tensor]:
-    """``forward(params, constants, X)``: outputs (B, n, ...) of every model of a stack on the same rows."""
+    """``forward(params, constants, X)``: outputs (B, n, ...) of every model of a stack on the same rows.
+
+    On a copy of ``template`` per thread (:func:`per_thread_copies`).
+    """
     from torch.func import functional_call, vmap
 
+    module = per_thread_copies(template)
+
     def forward(params: dict[str, Tensor], constants: dict[str, Tensor], X: Tensor) -> Tensor:
-        return functional_call(template, (params, constants), (X,))
+        return functional_call(module(), (params, constants), (X,))
 
     return vmap(forward, in_dims=(0, None, None))
 
@@ -356,17 +383,24 @@ def reinitialization_seed(seed: int, weights_row: np.ndarray) -> int:
     return (int(state[0]) << 32 | int(state[1])) >> 1  # torch.manual_seed takes at most 2**63 - 1
 
 
+#: Held while torch's global generator draws initial parameters (:func:`redrawn_parameters`).
+_GLOBAL_GENERATOR = threading.Lock()
+
+
 def redrawn_parameters(scratch: Any, names: list[str], seeds: list[int], dtype: Any, device: Any) -> dict[str, Tensor]:
     """Stacked parameters ``names`` of ``scratch`` after ``reset_parameters()`` under each seed.
 
     ``scratch`` is a host copy of the module, re-initialised in place under
     ``torch.manual_seed(s)`` (the global generator is forked and restored, so
-    the caller's random state is untouched).
+    the caller's random state is untouched). One draw at a time in the
+    process: threads sharing a game (joblib's threading backend) would
+    otherwise interleave their draws on torch's one global generator and on
+    ``scratch``.
     """
     import torch
 
     drawn: dict[str, list[Any]] = {name: [] for name in names}
-    with torch.random.fork_rng(devices=[]):
+    with _GLOBAL_GENERATOR, torch.random.fork_rng(devices=[]):
         for seed in seeds:
             torch.manual_seed(seed)
             for module in scratch.modules():

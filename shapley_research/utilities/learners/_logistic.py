@@ -272,7 +272,12 @@ class LogisticRegressionUtility(_BatchedLearner):
         return self._full_hessian[backend.dtype_name]
 
     def _warm_start(self) -> np.ndarray:
-        """Start of every fit: the full-data solution when ``warm_start`` (fitted once), else 0."""
+        """Start of every fit: the full-data solution when ``warm_start`` (fitted once), else 0.
+
+        Published only once fitted: threads sharing the learner (joblib's
+        threading backend) that find it unset fit it too, to the same bits,
+        and none starts from a half-made one.
+        """
         K, q = self.targets.n_classes, self.design.q
         backend = self._backend
         if not self.warm_start:
@@ -280,10 +285,11 @@ class LogisticRegressionUtility(_BatchedLearner):
         if getattr(self, "_full_theta", None) is None:
             full = np.ones((1, self.n_players), dtype=bool)
             counts = self.targets.class_counts(full)
-            self._full_theta = backend.zeros((K, q))
+            theta = backend.zeros((K, q))
             if not degenerate_rows(full, self.targets, self.min_samples, counts)[0]:
-                self._full_theta = self._fit_thetas(full, counts, theta0=backend.zeros((1, K, q)),
-                                                    precondition=False, start=True)[0]
+                theta = self._fit_thetas(full, counts, theta0=backend.zeros((1, K, q)), precondition=False,
+                                         start=True)[0]
+            self._full_theta = theta
         return self._full_theta
 
     @property
