@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, TypeVar
@@ -173,7 +174,17 @@ class ValuationResult:
         return np.asarray(self.values, dtype=dtype)
 
     def ranking(self) -> np.ndarray:
-        """Player indices from most to least valuable (ties by index)."""
+        """Player indices from most to least valuable (ties by index).
+
+        Players without an estimate (``NaN``: Data-OOB's points never out of
+        bag, say) come last, with a ``RuntimeWarning``: they are not the least
+        valuable, so drop or estimate them before removing the lowest-ranked.
+        """
+        missing = int(np.isnan(self.values).sum())
+        if missing:
+            warnings.warn(f"{missing} of {self.n_players} players have no value (NaN) and rank last; they are not "
+                          f"the least valuable: drop or estimate them before acting on the lowest ranks.",
+                          RuntimeWarning, stacklevel=2)
         return np.argsort(-self.values, kind="stable")
 
     def to_dataframe(self) -> pd.DataFrame:
@@ -270,10 +281,15 @@ def _mergeable_records(results: tuple[ValuationResult, ...]) -> list[SamplingRec
             raise TypeError(f"results[{i}] must be a ValuationResult, got {type(result).__name__}.")
     first = results[0]
     records = [r.record for r in results]
-    if first.method not in _FINALIZERS or any(r.state is None for r in results) or None in records:
-        mergeable = ", ".join(sorted(_FINALIZERS))
-        raise ValueError(f"results of method {first.method!r} cannot be merged: only sampling runs that carry "
-                         f"their sample statistics can ({mergeable}).")
+    mergeable = ", ".join(sorted(_FINALIZERS))
+    for i, result in enumerate(results):
+        if result.method not in _FINALIZERS:
+            raise ValueError(f"results[{i}] is a {result.method!r} run, which cannot be merged: only sampling runs "
+                             f"that carry their sample statistics can ({mergeable}).")
+        if result.state is None or result.record is None:
+            raise ValueError(f"results[{i}] (a {result.method!r} run) carries no sample statistics (it enumerated "
+                             "every coalition, or was built by hand), so it cannot be merged: only sampling runs "
+                             f"that carry them can ({mergeable}).")
     known = [record for record in records if record is not None]
     for i, (result, record) in enumerate(zip(results[1:], known[1:]), start=1):
         if result.method != first.method:

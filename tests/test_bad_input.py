@@ -538,6 +538,8 @@ def test_evaluate_accepts_zero_one_and_no_rows(game):
     row("string_index", ["a"], TypeError, "coalition must be a boolean mask or integer player indices"),
     row("nan_index", [np.nan], TypeError, "coalition must be a boolean mask or integer player indices"),
     row("mask_too_short", [True, False], ValueError, "masks must have shape"),
+    row("repeated_index", [2, 0, 2], ValueError, r"repeated player indices \(\[2\]\)"),
+    row("zero_one_integers", np.array([1, 0, 1]), ValueError, r"a 0/1 integer array reads as indices here"),
 ])
 def test_game_call_rejects_bad_coalition(coalition, error, match):
     game = as_game(additive, N, vectorized=True)
@@ -547,7 +549,7 @@ def test_game_call_rejects_bad_coalition(coalition, error, match):
 def test_game_call_conventions():
     game = as_game(additive, N, vectorized=True)
     assert game([]) == 0.0  # the empty coalition
-    assert game([2, 0, 2]) == 4.0  # indices, repeats ignored
+    assert game([2, 0]) == 4.0  # indices
     assert game(np.array([1.0, 2.0])) == 5.0  # integral floats are indices
     assert game([True, False, True]) == 4.0  # a boolean mask
 
@@ -834,6 +836,8 @@ PARAMETER_ROWS = [
     utility_row("default_utility_unused", {"default_utility": 0.0}, ValueError, "only used with degenerate='default'"),
     utility_row("min_samples_zero", {"min_samples": 0}, ValueError, "min_samples must be >= 1"),
     utility_row("min_samples_fraction", {"min_samples": 1.5}, TypeError, "min_samples must be an integer"),
+    utility_row("min_samples_above_n", {"min_samples": 10 ** 6}, ValueError,
+                "min_samples=1000000 exceeds the .* training points"),
     utility_row("cache_string", {"cache": "yes"}, TypeError, "cache must be True or False"),
     utility_row("cache_int", {"cache": 1}, TypeError, "cache must be True or False"),
     utility_row("cache_size_zero", {"cache": True, "cache_size": 0}, ValueError, "cache_size must be >= 1"),
@@ -870,6 +874,7 @@ PARAMETER_ROWS = [
         ("batch_size_fraction", {"batch_size": 1.5}, TypeError, "batch_size must be an integer"),
         ("degenerate_unknown", {"degenerate": "skip"}, ValueError, "degenerate must be one of"),
         ("min_samples_zero", {"min_samples": 0}, ValueError, "min_samples must be >= 1"),
+        ("min_samples_above_n", {"min_samples": 10 ** 6}, ValueError, "exceeds the .* training points"),
     ]],
     *[utility_row(case_id, kwargs, error, match, "RidgeUtility") for case_id, kwargs, error, match in [
         ("alpha_zero", {"alpha": 0.0}, ValueError, "alpha must be > 0"),

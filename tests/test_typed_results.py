@@ -127,8 +127,8 @@ def test_refusals_are_unchanged():
                  "stratified_svarm")
     cases = [
         ((), "merge_results needs at least one result."),
-        ((perm(1), sr.compressive_shapley(GAME, 600, 2)),
-         f"results of method 'permutation' cannot be merged: only sampling runs that carry their sample "
+        ((perm(1), sr.compressive_shapley(GAME, 600, 2)),  # the offending run is named, not the first
+         f"results[1] is a 'compressive' run, which cannot be merged: only sampling runs that carry their sample "
          f"statistics can ({mergeable})."),
         ((perm(1), sr.group_testing_shapley(GAME, 500, 2)),
          "results[1] is a 'group_testing[improved]' run, results[0] a 'permutation' run."),
@@ -229,3 +229,14 @@ def test_tables_of_every_method_have_the_same_columns_and_concatenate():
     np.testing.assert_array_equal(tables[0]["value"], sampled.values)
     np.testing.assert_array_equal(tables[0]["stderr"], sampled.stderr)
     assert tables[1]["stderr"].isna().all()
+
+
+def test_players_without_a_value_rank_last_with_a_warning():
+    result = sr.permutation_shapley(GAME, 600, 1)
+    values = result.values.copy()
+    values[[0, 3]] = np.nan
+    unknown = dataclasses.replace(result, values=values)
+    with pytest.warns(RuntimeWarning, match="2 of 10 players have no value"):
+        ranking = unknown.ranking()
+    kept = np.flatnonzero(~np.isnan(values))
+    assert ranking.tolist() == kept[np.argsort(-values[kept], kind="stable")].tolist() + [0, 3]

@@ -131,8 +131,10 @@ class Game:
     def __call__(self, coalition: ArrayLike) -> float:
         """Utility of one coalition: a boolean mask, or an iterable of player indices.
 
-        Indices must be integers (or integral floats) in ``range(n_players)``;
-        negative indices are refused rather than counted from the end.
+        Indices must be distinct integers (or integral floats) in
+        ``range(n_players)``; negative indices are refused rather than counted
+        from the end. A 0/1 integer array is read as indices, not as a mask
+        (unlike :meth:`evaluate`): pass booleans.
         """
         array = np.asarray(coalition)
         if array.dtype == np.bool_:
@@ -264,6 +266,11 @@ def _check_indices(coalition: np.ndarray, n_players: int) -> NDArray[np.intp]:
     if (indices < 0).any() or (indices >= n_players).any():
         raise ValueError(f"coalition holds player indices outside range({n_players}): "
                          f"{indices[(indices < 0) | (indices >= n_players)][:5].tolist()}.")
+    unique, counts = np.unique(indices, return_counts=True)
+    if (counts > 1).any():  # most likely a 0/1 mask of integers, which evaluate() reads as a mask
+        raise ValueError(f"coalition holds repeated player indices ({unique[counts > 1][:5].tolist()}); give each "
+                         f"player once, or a boolean mask (a 0/1 integer array reads as indices here: "
+                         f"convert it with .astype(bool)).")
     return indices.astype(np.intp)
 
 

@@ -322,7 +322,7 @@ class ModelUtility(Game):
         self.X_train, self.y_train, self.X_test, self.y_test = check_dataset(
             X_train, y_train, X_test, y_test, task, tables=True)
         self.degenerate, self.default_utility, self.min_samples = check_degenerate_options(
-            degenerate, default_utility, min_samples)
+            degenerate, default_utility, min_samples, self.X_train.shape[0])
         self.n_players = self.X_train.shape[0]
         self._fit_limit = fit_size_limit(model)
         if self._fit_limit is not None and self.min_samples <= self.n_players < self._fit_limit[0]:

@@ -207,7 +207,9 @@ def unseeded_randomness(model: Any) -> list[str]:
         if step is None:
             names.append(key)
             continue
-        rule = _RANDOM_ONLY_WHEN.get(type(step).__name__)
+        # a subclass (a LogisticRegression with a custom fit, say) follows its scikit-learn base's rule
+        rule = next((_RANDOM_ONLY_WHEN[cls.__name__] for cls in type(step).__mro__
+                     if cls.__name__ in _RANDOM_ONLY_WHEN), None)
         try:
             random = rule is None or rule(step.get_params(deep=False))
         except Exception:  # noqa: BLE001 - a step without readable parameters: assume it draws
@@ -237,10 +239,18 @@ def check_metric_suits_model(model: Any, metric: Metric, metric_task: str | None
                      f"use {names}, or pass task={metric_task!r} to score its predictions as such deliberately.")
 
 
-def check_degenerate_options(degenerate: Any, default_utility: float | None,
-                             min_samples: int) -> tuple[str, float | None, int]:
-    """Validate ``degenerate`` (a mode or a :class:`~._options.DegeneratePolicy`) with its two settings."""
-    return resolve_degenerate(degenerate, default_utility, min_samples)
+def check_degenerate_options(degenerate: Any, default_utility: float | None, min_samples: int,
+                             n_players: int) -> tuple[str, float | None, int]:
+    """Validate ``degenerate`` (a mode or a :class:`~._options.DegeneratePolicy`) with its two settings.
+
+    ``min_samples`` may be at most ``n_players``: above, every coalition, the
+    full training set too, would be degenerate and no model ever trained.
+    """
+    mode, default_utility, min_samples = resolve_degenerate(degenerate, default_utility, min_samples)
+    if min_samples > n_players:
+        raise ValueError(f"min_samples={min_samples} exceeds the {n_players} training points: every coalition, "
+                         "the full training set too, would be degenerate and no model would be trained.")
+    return mode, default_utility, min_samples
 
 
 # --------------------------------------------------------------------------------------------

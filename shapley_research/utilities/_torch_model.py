@@ -262,7 +262,7 @@ class TorchModelUtility(Game):
         self.targets = TargetInfo(self.y_train, self.y_test, self.task)
         self.n_players = self.X_train.shape[0]
         self.degenerate, self.default_utility, self.min_samples = check_degenerate_options(
-            degenerate, default_utility, min_samples)
+            degenerate, default_utility, min_samples, self.n_players)
         self._check_training_options(recipe_keywords(recipe, {
             "optimizer": optimizer, "learning_rate": learning_rate, "steps": steps, "epochs": epochs,
             "batch_size": batch_size, "weight_decay": weight_decay, "seed": seed, "reinitialize": reinitialize}),

@@ -129,10 +129,13 @@ def test_a_model_that_draws_fresh_randomness_at_each_fit_is_named_in_a_warning(i
                         (SVC(probability=True), "SVC")]:
         with pytest.warns(UserWarning, match=f"^{name} has random_state=None: each fit may draw fresh randomness"):
             ModelUtility(model, X_train, y_train, X_test, y_test, fast=False)
+    class MyLogisticRegression(LogisticRegression):  # a subclass follows its base's rule
+        pass
+
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         for quiet in (RandomForestClassifier(random_state=0), LogisticRegression(), SVC(), KNeighborsClassifier(),
-                      make_pipeline(StandardScaler(), LogisticRegression())):
+                      make_pipeline(StandardScaler(), LogisticRegression()), MyLogisticRegression()):
             ModelUtility(quiet, X_train, y_train, X_test, y_test, fast=False)
 
 

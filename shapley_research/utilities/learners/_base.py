@@ -105,7 +105,7 @@ class _BatchedLearner(Game):
         self.X_train, self.y_train, self.X_test, self.y_test = check_dataset(X_train, y_train, X_test, y_test, task)
         check_bool(fit_intercept, "fit_intercept")
         self.degenerate, self.default_utility, self.min_samples = check_degenerate_options(
-            degenerate, default_utility, min_samples)
+            degenerate, default_utility, min_samples, self.X_train.shape[0])
         self.batch_size = None if batch_size is None else check_int(batch_size, "batch_size", minimum=1)
         self.n_players = self.X_train.shape[0]
         self.targets = TargetInfo(self.y_train, self.y_test, task)
