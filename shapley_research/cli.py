@@ -42,11 +42,11 @@ from pathlib import Path
 
 from .experiments import (CITED_PAPERS_EXPERIMENTS, EXPERIMENT_NAMES, FIGURES_ENV, METRICS_FILE, RESULTS_DIR,
                           RUN_INFO_FILE, RUNNER_ENV, UPDATE_RESULTS_ENV, Project, ProjectError, check_declared,
-                          check_name, check_notebook_in_sync, check_parameters, clear_earlier_run, counts_as_evidence,
-                          dvc_stage,
-                          held_count, notebook_parameters, profile_key_problems, project_relative, read_metrics,
-                          results_guard, run_info, run_profile, shown_path, undecided_count, user_sets, verdict_of,
-                          working_directory, write_dvc_stage, write_report, written_since)
+                          check_name, check_notebook_in_sync, check_parameters, claim_line, clear_earlier_run,
+                          counts_as_evidence, dvc_stage, held_count, notebook_parameters, profile_key_problems,
+                          project_relative, read_metrics, results_guard, run_info, run_profile, shown_path,
+                          undecided_count, user_sets, working_directory, write_dvc_stage, write_report,
+                          written_since)
 from ._kernel import KERNEL_ENV, import_papermill, local_kernel_manager, select_kernel
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -92,14 +92,6 @@ def _configure_logging(quiet: bool) -> None:
     logger.propagate = False
 
 
-def _format_value(value: object) -> str:
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    if isinstance(value, list) and len(value) > 6:
-        return f"[{', '.join(map(_format_value, value[:6]))}, ... ({len(value)} values)]"
-    return str(value)
-
-
 def summarize(name: str, profile: str, run_dir: Path, metrics: dict, seconds: float) -> str:
     """The verdict lines printed after a run."""
     claims = metrics["claims"]
@@ -117,15 +109,7 @@ def summarize(name: str, profile: str, run_dir: Path, metrics: dict, seconds: fl
     if profile != "paper":
         lines.append("  (a quick or custom run checks that the pipeline runs: only the paper profile's verdicts are "
                      "evidence, and a smaller run's can change with the seed)")
-    for c in claims:
-        stat = c["statistic"]
-        verdict = verdict_of(c).upper() if verdict_of(c) != "holds" else "holds"
-        if c.get("sanity"):
-            verdict += ", sanity check"
-        elif c.get("by_construction"):
-            verdict += ", by construction"
-        where = c.get("section") or "reproduction"
-        lines.append(f"  [{verdict}] ({where}) {c['claim']} ({stat['name']} = {_format_value(stat['value'])})")
+    lines += [f"  {claim_line(c)}" for c in claims]
     return "\n".join(lines)
 
 
@@ -157,7 +141,7 @@ def run_parameters(project: Project, name: str, overrides: list[str], update_res
     problems = profile_key_problems(project, name)
     if problems:
         raise ProjectError("\n".join(problems))
-    check_notebook_in_sync(project, name)
+    check_notebook_in_sync(project, name, overrides)
     check_declared(project.notebook(name), params)
     params["profile"] = run_profile(project, name, params, overrides)  # "custom" unless a profile's values
     if update_results:

@@ -40,7 +40,8 @@ from ._project import (CUSTOM_PROFILE, RESULTS_DIR, RUNNER_ENV, SCRATCH_DIR, UPD
                        Project, ProjectError, check_declared, check_name, check_notebook_in_sync, dvc_stage,
                        find_project_dir, generated_parameters, notebook_parameters, notebook_sync_problems,
                        profile_key_problems, profile_of, run_profile, user_sets, write_dvc_stage)
-from ._report import CITED_PAPERS_EXPERIMENTS, RUN_INFO_FILE, write_report  # noqa: E402
+from ._report import (CITED_PAPERS_EXPERIMENTS, RUN_INFO_FILE, claim_line, print_claims,  # noqa: E402
+                      write_report)
 from ._schema import (check_notebook_parameters, check_parameters, declaration_problems,  # noqa: E402
                       unknown_parameter_problems)
 from ._verdicts import (combine, describe, family_verdicts, holm, holm_adjusted, interval_verdict,  # noqa: E402
@@ -52,8 +53,8 @@ __all__ = [
     "validate_metrics", "without_timings", "write_metrics", "write_table", "check_notebook_parameters",
     # what the command line (shapley_research.cli) drives: verdict counts, comparison, parameters cells, the
     # project layout and DVC stages, the report, the parameter checks
-    "held_count", "undecided_count", "verdict_of", "counts_as_evidence", "compare_runs", "provenance_differences",
-    "setting_differences", "verdict_changes", "comparison_report",
+    "held_count", "undecided_count", "verdict_of", "counts_as_evidence", "claim_line", "print_claims",
+    "compare_runs", "provenance_differences", "setting_differences", "verdict_changes", "comparison_report",
     "parameters_cell", "parameters_source", "write_parameters_cell", "provenance", "run_info",
     "written_since", "clear_earlier_run",
     "results_guard", "shown_path", "project_relative", "working_directory", "RESULTS_DIR", "SCRATCH_DIR",

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -324,16 +325,19 @@ def _cell_against_conf(project: Project, name: str) -> tuple[list[str], list[str
     return problems, overrides
 
 
-def check_notebook_in_sync(project: Project, name: str) -> None:
+def check_notebook_in_sync(project: Project, name: str, given: Sequence[str] = ()) -> None:
     """Raise :class:`ProjectError` unless the notebook's ``parameters`` cell holds the configuration's values.
 
     The message says what to do in both cases, since either side may have been edited: the cell (restore it,
-    then pass its values as overrides) or conf/ (regenerate the cell).
+    then pass its values as overrides, after the refused command's own ``given`` overrides) or conf/
+    (regenerate the cell).
     """
     problems, overrides = _cell_against_conf(project, name)
     if problems:
+        cell_keys = {override.split("=", 1)[0] for override in overrides}
+        command = [o for o in given if o.split("=", 1)[0].lstrip("+~") not in cell_keys] + overrides
         once = (f"To run the cell's values once: `shapley-research params {name} --write` restores the cell "
-                f"(the run refuses an edited one), then `shapley-research run {name} {' '.join(overrides)}`. "
+                f"(the run refuses an edited one), then `shapley-research run {name} {' '.join(command)}`. "
                 if overrides else "")
         raise ProjectError(f"the parameters cell of {NOTEBOOK_DIR}/{name}.ipynb differs from conf/ (the one "
                            "source of parameters):\n  " + "\n  ".join(problems) + f"\n{once}After an edit of "

@@ -418,6 +418,24 @@ COMMON: dict[str, Spec] = _specs(Common)
 SCHEMAS: dict[str, dict[str, Spec]] = {name: _specs(declaration) for name, declaration in DECLARATIONS.items()}
 
 
+#: Experiment name -> ``(low, high, strict)``: parameter ``low`` must be below ``high`` (or equal, unless strict).
+ORDERED: dict[str, list[tuple[str, str, bool]]] = {
+    "runtime_scaling": [("theory_n_min", "theory_n_max", False)],
+    "ridge_stability": [("lambda_min", "lambda_max", True)],
+}
+
+
+def _order_problems(name: str, params: dict[str, Any]) -> list[str]:
+    """One line per pair of :data:`ORDERED` whose values, each valid alone, are in the wrong order."""
+    problems = []
+    for low, high, strict in ORDERED.get(name, []):
+        if low in params and high in params and (params[low] >= params[high] if strict
+                                                 else params[low] > params[high]):
+            problems.append(f"experiment.{high}={params[high]!r}: expected {'more than' if strict else 'at least'} "
+                            f"experiment.{low}={params[low]!r}.")
+    return problems
+
+
 def _declaration_name(name: str) -> str:
     declaration = DECLARATIONS.get(name)
     return f"{TYPES_FILE}, class {declaration.__name__}" if declaration else TYPES_FILE
@@ -425,6 +443,9 @@ def _declaration_name(name: str) -> str:
 
 def parameter_problems(name: str, params: dict[str, Any], *, require_specs: bool = False) -> list[str]:
     """One line per parameter of experiment ``name`` that breaks its spec (empty when all are fine).
+
+    Once each value passes its own spec, pairs that must be ordered
+    (:data:`ORDERED`: ``lambda_min`` below ``lambda_max``) are checked too.
 
     With ``require_specs``, a key without a spec is a problem too (the test
     suite asks this of ``conf/``, so every parameter is typed); otherwise it is
@@ -440,7 +461,7 @@ def parameter_problems(name: str, params: dict[str, Any], *, require_specs: bool
                 problems.append(f"{where}: no type is declared for it in {_declaration_name(name)}.")
         elif not spec.accepts(value):
             problems.append(f"{where}={value!r}: expected {spec.describe()}.")
-    return problems
+    return problems or _order_problems(name, params)
 
 
 def check_parameters(name: str, params: dict[str, Any]) -> None:

@@ -112,7 +112,8 @@ def test_an_edited_notebook_cell_is_refused_saying_where_the_parameter_lives(tmp
     assert "`shapley-research params sparsity --write` regenerates the cell" in err
     # the way to run the cell's values once, which works as written: restore the cell, then override
     assert ("To run the cell's values once: `shapley-research params sparsity --write` restores the cell (the run "
-            "refuses an edited one), then `shapley-research run sparsity experiment.null_draws=100`.") in err
+            f"refuses an edited one), then `shapley-research run sparsity profile=quick output_dir={tmp_path / 'out'} "
+            "experiment.null_draws=100`.") in err  # the refused command's own overrides kept
     assert not (tmp_path / "out").exists()  # refused before the kernel starts
     # --check finds it; --write restores the file byte for byte (every other cell untouched).
     assert main(["--project-dir", str(tmp_path), "params", "sparsity", "--check"]) == 1
@@ -264,3 +265,22 @@ def test_run_info_lists_the_overrides_of_a_custom_run():
     assert list(info)[:3] == ["experiment", "profile", "overrides"]
     assert info["overrides"] == ["profile=quick", "experiment.budget=5"] and info["wall_seconds"] == 1.0
     assert "overrides" not in run_info("x", "paper", 1.0, 2.0)  # the committed runs' files keep their keys
+
+
+def test_the_recorders_cpu_time_counts_worker_processes_still_alive():
+    """Jupyter and plain papermill keep joblib's workers alive: their CPU time is the run's too."""
+    import subprocess
+    import sys
+
+    from shapley_research.experiments._notebook import _cpu_seconds
+
+    before = _cpu_seconds()
+    worker = subprocess.Popen([sys.executable, "-c", "import time\nt = time.process_time()\n"
+                               "while time.process_time() - t < 0.5: pass\nprint(flush=True)\ntime.sleep(30)"],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        worker.stdout.readline()  # it has burnt its 0.5 s and sleeps, alive
+        assert _cpu_seconds() - before >= 0.4
+    finally:
+        worker.kill()
+        worker.wait()

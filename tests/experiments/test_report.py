@@ -130,3 +130,21 @@ def test_a_report_of_other_runs_says_how_it_was_made(tmp_path):
         committed = "Regenerate with `dvc repro`" in text
         assert committed == (results == "results")
         assert committed or "`shapley-research report --results my_runs`" in text
+
+
+def test_notebooks_print_each_claim_as_the_command_does(capsys):
+    """One format for every notebook: the verdict (an undecided one is no failure), where, value, criterion, note."""
+    from shapley_research.experiments import claim, claim_line, print_claims
+
+    claims = [claim("A holds.", "ratio", [0.26925, 2.0], True, source="paper", section="Section 5",
+                    criterion="ratio > 1"),
+              claim("B is undecided.", "mean", 0.5, False, source="reproduction", criterion="mean > 0",
+                    note="the interval straddles 0", undecided="inconclusive"),
+              claim("C is a sanity check.", "n", 3, True, source="reproduction", criterion="n = 3", sanity=True)]
+    print_claims(claims)
+    assert capsys.readouterr().out.splitlines() == [
+        "[holds] (Section 5) A holds. (ratio = [0.2692, 2])", "    criterion: ratio > 1",
+        "[INCONCLUSIVE] (reproduction) B is undecided. (mean = 0.5)", "    criterion: mean > 0",
+        "    note: the interval straddles 0",
+        "[holds, sanity check] (reproduction) C is a sanity check. (n = 3)", "    criterion: n = 3"]
+    assert claim_line(claims[1].to_dict()) == claim_line(claims[1])  # a metrics.json entry alike

@@ -119,6 +119,20 @@ def test_unknown_names_are_named_with_a_close_match():
     assert "n_sedes" not in names
 
 
+def test_values_valid_alone_but_in_the_wrong_order_are_refused_before_the_kernel_starts():
+    from shapley_research.experiments._schema import parameter_problems
+
+    ridge = notebook_parameters(REAL.compose("ridge_stability", ["profile=quick"]), "ridge_stability")
+    assert parameter_problems("ridge_stability", ridge) == []
+    assert parameter_problems("ridge_stability", {**ridge, "lambda_min": 10.0, "lambda_max": 1.0}) == [
+        "experiment.lambda_max=1.0: expected more than experiment.lambda_min=10.0."]
+    assert parameter_problems("ridge_stability", {**ridge, "lambda_max": ridge["lambda_min"]})  # strictly
+    scaling = notebook_parameters(REAL.compose("runtime_scaling", ["profile=quick"]), "runtime_scaling")
+    assert parameter_problems("runtime_scaling", {**scaling, "theory_n_max": scaling["theory_n_min"]}) == []
+    assert parameter_problems("runtime_scaling", {**scaling, "theory_n_min": 100, "theory_n_max": 10}) == [
+        "experiment.theory_n_max=10: expected at least experiment.theory_n_min=100."]
+
+
 def _stand_in_project(tmp_path):
     """A copy of conf/ and a stand-in sparsity notebook (check cell, then metrics and the path written)."""
     root = tmp_path / "project"

@@ -30,7 +30,9 @@ def _shape_note(shape: dict, factor: float) -> str | None:
         return f"the minimum of the variance is at the edge of the grid (lambda = {shape['lambda_argmin']:.3g})."
     if shape["min_variance"] <= 0:
         return "the debiased variance at the minimum is <= 0 (Monte Carlo noise dominates there)."
-    return f"the ends are {shape['left_ratio']:.3g}x and {shape['right_ratio']:.3g}x the minimum, not {factor:g}x."
+    # four digits: a ratio of 1.9955 must not read as the 2x it falls short of
+    return (f"the ends are {shape['left_ratio']:.4g}x and {shape['right_ratio']:.4g}x the minimum; both must be at "
+            f"least {factor:g}x.")
 
 
 def _trend(rho: float, threshold: float, n_points: int, what: str) -> tuple[bool, str | None]:

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 # Claims
 # --------------------------------------------------------------------------------------------
 
-_SECTION = "Section 4.1 (Theorems 2-3) and Section 5 ('Runtime comparison', Figure 3b, fig:comp)"
+_SECTION = "Section 4.1 and Theorem 3 (Section 4.2); Section 5 ('Runtime comparison', Figure 3b, fig:comp)"
 ADVANTAGE = 1.0  # group testing needs fewer evaluations: permutation / group testing above this
 
 
@@ -185,7 +185,8 @@ def _advantage_claim(records, target: float, predicted: dict | None):
                    f"{target:g} and the comparison is decided (a group testing variant reached it too, or every "
                    f"variant stopped at a cap with permutation / cap <= {ADVANTAGE:g}): permutation's evaluations / "
                    f"group testing's (best variant) > {ADVANTAGE:g}; outside its scope where, at that N, the "
-                   "theorems' own counts (Theorem 2 over Theorem 3 or the improved bound, the larger) predict a "
+                   "bounds' own counts (Section 4.1's for permutation sampling over Theorem 3's or the improved "
+                   "bound's, the larger) predict a "
                    f"ratio <= {ADVANTAGE:g}"),
         note=note, undecided=undecided), advantage
 

@@ -1,6 +1,6 @@
 r"""Runtime scaling, measured: utility evaluations to a target error as N grows to 10,000 and beyond.
 
-The paper's headline (Section 4, Theorems 2-3; Section 5, Figure 3b) compares
+The paper's headline (Section 4.1 and Theorem 3 of Section 4.2; Section 5, Figure 3b) compares
 *bounds*: permutation sampling needs :math:`O(N^2 \log N)` evaluations for an
 :math:`(\epsilon, \delta)` approximation, group testing
 :math:`O(N (\log N)^2)`. This module measures the behaviour instead: for each
