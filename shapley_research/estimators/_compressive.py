@@ -27,6 +27,10 @@ def bernoulli_matrix(rng: np.random.Generator, n_measurements: int, n_players: i
     return signs / np.sqrt(n_measurements)
 
 
+#: Relative size of a residual that rounding alone explains (to ``|y|``): the centre is then the answer.
+ROUNDING_RESIDUAL = 1e-10
+
+
 def l1_recovery(matrix: np.ndarray, measurements: np.ndarray, centre: np.ndarray, epsilon: float,
                 solver: str = "CLARABEL", *,
                 method: Literal["homotopy", "cvxpy"] = "homotopy") -> tuple[np.ndarray, str]:
@@ -40,12 +44,20 @@ def l1_recovery(matrix: np.ndarray, measurements: np.ndarray, centre: np.ndarray
     for the homotopy, cvxpy's status otherwise. Where the homotopy cannot
     certify its answer (degenerate columns, as repeated columns of a tiny
     ``A``, make the solution non-unique) cvxpy solves the problem instead and
-    the status says so.
+    the status says so. Where the centre's residual is within
+    :data:`ROUNDING_RESIDUAL` of the measurements' norm (rounding alone
+    explains it), the centre is the answer.
     """
     method = cast(Literal["homotopy", "cvxpy"], check_choice(method, "method", {"homotopy", "cvxpy"}))
+    # A residual at the rounding of the measurements is no signal: a game whose measurements do not vary (an
+    # additive one) gets epsilon 0, and an exact fit would chase rounding noise to the end of the path.
+    predicted = matrix @ centre
+    scale = max(float(np.linalg.norm(measurements)), float(np.linalg.norm(predicted)))
+    if float(np.linalg.norm(measurements - predicted)) <= ROUNDING_RESIDUAL * scale:
+        return centre.copy(), "optimal"
     if method == "homotopy":
         try:
-            delta, _ = l1_homotopy(matrix, measurements - matrix @ centre, epsilon)
+            delta, _ = l1_homotopy(matrix, measurements - predicted, epsilon)
             return centre + delta, "optimal"
         except HomotopyError as exc:
             if exc.infeasible:
