@@ -66,15 +66,26 @@ class WarningTally:
 
 
 _lock = threading.Lock()
-_active: dict[str, Any] = {"depth": 0, "context": None, "shown_by": None}  # collections; what they replaced
+# collections running; the hook they replaced; the display functions when the first began
+_active: dict[str, Any] = {"depth": 0, "context": None, "shown_by": None, "display": None}
 _local = threading.local()
 _SHOWN_BY = warnings._showwarnmsg  # type: ignore[attr-defined]  # how the warnings module shows one
 
 
+def _display() -> tuple[Any, Any]:
+    """The functions a ``catch_warnings(record=True)`` (or numpy's ``suppress_warnings``) replaces to record."""
+    return warnings.showwarning, warnings._showwarnmsg_impl  # type: ignore[attr-defined]
+
+
 def _collect_or_show(message: warnings.WarningMessage) -> None:
-    """The hook: a warning of a collecting thread goes to its tally, any other is shown as it would have been."""
+    """The hook: a warning of a collecting thread goes to its tally, any other is shown as it would have been.
+
+    So does a warning raised inside a recording ``catch_warnings(record=True)``
+    entered within the collection (the display functions differ from those
+    found when it began): that block asked to see it.
+    """
     tally = getattr(_local, "tally", None)
-    if tally is not None:
+    if tally is not None and _display() == _active["display"]:
         tally.add(message.message, message.category, message.filename, message.lineno)
     else:
         (_active["shown_by"] or _SHOWN_BY)(message)  # the hook restored meanwhile: the original
@@ -95,7 +106,7 @@ def collected_warnings() -> Iterator[WarningTally]:
             context.__enter__()
             _active["context"] = context
             warnings.simplefilter("always")
-            _active["shown_by"] = warnings._showwarnmsg  # type: ignore[attr-defined]
+            _active["shown_by"], _active["display"] = warnings._showwarnmsg, _display()  # type: ignore[attr-defined]
             warnings._showwarnmsg = _collect_or_show  # type: ignore[attr-defined]
         _active["depth"] += 1
     _local.tally = tally
@@ -108,4 +119,4 @@ def collected_warnings() -> Iterator[WarningTally]:
             if _active["depth"] == 0:
                 warnings._showwarnmsg = _active["shown_by"]  # type: ignore[attr-defined]
                 _active["context"].__exit__(None, None, None)
-                _active["context"] = _active["shown_by"] = None
+                _active["context"] = _active["shown_by"] = _active["display"] = None

@@ -39,13 +39,14 @@ import sys
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 from .experiments import (CITED_PAPERS_EXPERIMENTS, EXPERIMENT_NAMES, FIGURES_ENV, METRICS_FILE, RESULTS_DIR,
                           RUN_INFO_FILE, RUNNER_ENV, UPDATE_RESULTS_ENV, Project, ProjectError, check_declared,
                           check_name, check_notebook_in_sync, check_parameters, claim_line, clear_earlier_run,
-                          counts_as_evidence, dvc_stage, held_count, notebook_parameters, profile_key_problems,
-                          project_relative, read_metrics, results_guard, run_info, run_profile, shown_path,
-                          undecided_count, user_sets, working_directory, write_dvc_stage, write_report,
+                          counts_as_evidence, dvc_stage, folder_state, held_count, notebook_parameters,
+                          profile_key_problems, project_relative, read_metrics, results_guard, run_info, run_profile,
+                          shown_path, undecided_count, user_sets, working_directory, write_dvc_stage, write_report,
                           written_since)
 from ._kernel import KERNEL_ENV, import_papermill, local_kernel_manager, select_kernel
 
@@ -164,26 +165,57 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise ProjectError("--update-results writes the committed results/, figures included; drop --no-figures.")
     project = _project(args)
     params = run_parameters(project, name, args.overrides, args.update_results)
-    notebook = project.notebook(name)
     kernel = select_kernel(args.kernel)
+    papermill = import_papermill()
     run_dir = Path(params["output_dir"])
     run_dir.mkdir(parents=True, exist_ok=True)
-    # Nothing an earlier run left here (its metrics.json, figures) must pass for this run's.
-    replaced = clear_earlier_run(run_dir)
-    executed = run_dir / f"{name}.ipynb"
-
+    try:  # nothing an earlier run left here (its metrics.json, figures) must pass for this run's
+        replaced = clear_earlier_run(run_dir)
+    except OSError as err:
+        print(f"error: could not remove the earlier run's {err.filename} ({err.strerror}); remove it, or give "
+              "another output_dir.", file=sys.stderr)
+        return EXIT_FAILED
     outside = not Path.cwd().resolve().is_relative_to(project.root)  # the project found by --project-dir, or the
     print(f"Running {name} (profile={params['profile']})"  # checkout holding this package: name it
           + (f" of the project in {project.root}" if outside else "") + f" -> {shown_path(run_dir)}"
           + (f", replacing the earlier run there ({len(replaced)} files)" if replaced else ""),
           file=sys.stderr, flush=True)
     _configure_logging(args.quiet)
-    papermill = import_papermill()
+    start, before, cpu_start = time.perf_counter(), folder_state(run_dir), _children_cpu_seconds()
+    failed = _execute(papermill, project, name, params, kernel, args)
+    seconds = time.perf_counter() - start
+    if failed is not None:  # what the stopped run wrote is listed, so the next run into the folder removes it
+        info = {"experiment": name, "profile": params["profile"], "finished": False,
+                "outputs": written_since(run_dir, before)}
+        (run_dir / RUN_INFO_FILE).write_text(json.dumps(info, indent=2) + "\n")
+        return failed
+    try:
+        metrics = read_metrics(run_dir)
+    except (FileNotFoundError, ValueError) as err:
+        print(f"error: {name} finished but its {METRICS_FILE} is unusable: {err}", file=sys.stderr)
+        return EXIT_FAILED
+    # The run's times (the notebook runs in a child kernel process), for the report, with the versions and the
+    # CPU it ran on (provenance: never compared between runs).
+    info = run_info(name, params["profile"], seconds, _children_cpu_seconds() - cpu_start, args.overrides,
+                    outputs=written_since(run_dir, before))
+    (run_dir / RUN_INFO_FILE).write_text(json.dumps(info, indent=2) + "\n")
+    print(summarize(name, params["profile"], run_dir, metrics, seconds))
+    return EXIT_OK
+
+
+def _execute(papermill: Any, project: Project, name: str, params: dict, kernel: str,
+             args: argparse.Namespace) -> int | None:
+    """Execute ``notebooks/NAME.ipynb`` into ``OUTPUT_DIR/NAME.ipynb``: None, or the exit status of a failure.
+
+    A failing cell, a kernel that cannot start and Ctrl-C each end with a
+    message naming what is left, not papermill's traceback.
+    """
     from papermill.exceptions import PapermillExecutionError
 
     from .estimators import PROGRESS_ENV
 
-    start, started_at, cpu_start = time.perf_counter(), time.time(), _children_cpu_seconds()
+    notebook, run_dir = project.notebook(name), Path(params["output_dir"])
+    executed, start = run_dir / f"{name}.ipynb", time.perf_counter()
     kernel_environment = {
         PROGRESS_ENV: os.environ.get(PROGRESS_ENV, "off"),  # no estimator bars in a committed executed notebook
         RUNNER_ENV: "cli",  # this command records the run
@@ -212,19 +244,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"error: could not execute {notebook} with kernel {kernel!r}: {type(err).__name__}: {err}",
               file=sys.stderr)
         return EXIT_FAILED
-    seconds = time.perf_counter() - start
-    try:
-        metrics = read_metrics(run_dir)
-    except (FileNotFoundError, ValueError) as err:
-        print(f"error: {name} finished but its {METRICS_FILE} is unusable: {err}", file=sys.stderr)
-        return EXIT_FAILED
-    # The run's times (the notebook runs in a child kernel process), for the report, with the versions and the
-    # CPU it ran on (provenance: never compared between runs).
-    info = run_info(name, params["profile"], seconds, _children_cpu_seconds() - cpu_start, args.overrides,
-                    outputs=written_since(run_dir, started_at))
-    (run_dir / RUN_INFO_FILE).write_text(json.dumps(info, indent=2) + "\n")
-    print(summarize(name, params["profile"], run_dir, metrics, seconds))
-    return EXIT_OK
+    return None
 
 
 def _put_environment(values: Mapping[str, str | None]) -> None:

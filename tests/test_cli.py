@@ -107,8 +107,11 @@ def test_failing_notebook_exits_1_and_leaves_no_metrics(project, tmp_path, capsy
     assert code == 1
     assert "failed in cell" in err and "ValueError" in err
     assert "replacing the earlier run there (4 files)" in err
-    assert sorted(p.name for p in run_dir.iterdir()) == ["iris_accuracy.ipynb", "notes.txt"]  # the notebook kept,
-    assert (tmp_path / "outside.txt").exists()  # with its traceback; nothing outside the folder is touched
+    # the notebook kept, with its traceback; a run_info.json listing what the stopped run wrote, for the next
+    assert sorted(p.name for p in run_dir.iterdir()) == ["iris_accuracy.ipynb", "notes.txt", "run_info.json"]
+    assert json.loads((run_dir / "run_info.json").read_text()) == {
+        "experiment": "iris_accuracy", "profile": "custom", "finished": False, "outputs": []}
+    assert (tmp_path / "outside.txt").exists()  # nothing outside the folder is touched
 
 
 def test_an_interrupted_run_says_so_and_exits_130(project, tmp_path, capsys, monkeypatch):

@@ -49,8 +49,9 @@ def l1_recovery(matrix: np.ndarray, measurements: np.ndarray, centre: np.ndarray
     explains it), the centre is the answer.
     """
     method = cast(Literal["homotopy", "cvxpy"], check_choice(method, "method", {"homotopy", "cvxpy"}))
-    # A residual at the rounding of the measurements is no signal: a game whose measurements do not vary (an
-    # additive one) gets epsilon 0, and an exact fit would chase rounding noise to the end of the path.
+    # A residual at the rounding of the measurements is no signal: where every player is worth the mean value
+    # (U(S) = c |S|) the centre explains the measurements, they do not vary, epsilon is 0, and an exact fit
+    # would chase rounding noise to the end of the path.
     predicted = matrix @ centre
     scale = max(float(np.linalg.norm(measurements)), float(np.linalg.norm(predicted)))
     if float(np.linalg.norm(measurements - predicted)) <= ROUNDING_RESIDUAL * scale:

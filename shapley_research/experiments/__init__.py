@@ -31,9 +31,9 @@ from ._compare import (comparison_report, compare_runs, provenance_differences, 
                        verdict_changes)
 from ._methods import (Method, MethodCall, get_method, method_defaults, method_names,  # noqa: E402
                        register_method, unregister_method)
-from ._notebook import (build_notebook, clear_earlier_run, notebook_defaults, parameters_cell,  # noqa: E402
-                        parameters_source, provenance, run_info, write_notebook, write_parameters_cell,
-                        written_since)
+from ._notebook import (build_notebook, clear_earlier_run, folder_state, notebook_defaults,  # noqa: E402
+                        parameters_cell, parameters_source, provenance, run_info, write_notebook,
+                        write_parameters_cell, written_since)
 from ._parallel import check_n_jobs, parallel_map  # noqa: E402
 from ._paths import project_relative, results_guard, shown_path, working_directory  # noqa: E402
 from ._project import (CUSTOM_PROFILE, RESULTS_DIR, RUNNER_ENV, SCRATCH_DIR, UPDATE_RESULTS_ENV,  # noqa: E402
@@ -56,7 +56,7 @@ __all__ = [
     "held_count", "undecided_count", "verdict_of", "counts_as_evidence", "claim_line", "print_claims",
     "compare_runs", "provenance_differences", "setting_differences", "verdict_changes", "comparison_report",
     "parameters_cell", "parameters_source", "write_parameters_cell", "provenance", "run_info",
-    "written_since", "clear_earlier_run",
+    "folder_state", "written_since", "clear_earlier_run",
     "results_guard", "shown_path", "project_relative", "working_directory", "RESULTS_DIR", "SCRATCH_DIR",
     "UPDATE_RESULTS_ENV", "user_sets", "FIGURES_ENV", "figures_enabled",
     "RUNNER_ENV", "Project", "ProjectError", "check_declared", "check_name", "check_notebook_in_sync", "dvc_stage",

@@ -28,8 +28,8 @@ LANGUAGE_INFO = {"name": "python", "file_extension": ".py", "mimetype": "text/x-
 
 __all__ = ["PARAMETERS_TAG", "LANGUAGE_INFO", "build_notebook", "write_notebook", "parameters_cell",
            "notebook_defaults", "parameters_source", "write_parameters_cell", "RunRecorder", "PROVENANCE_KEYS",
-           "PAPERMILL_HEADER", "injected_names", "LIBRARIES", "provenance", "run_info", "written_since",
-           "clear_earlier_run"]
+           "PAPERMILL_HEADER", "injected_names", "LIBRARIES", "provenance", "run_info", "folder_state",
+           "written_since", "clear_earlier_run"]
 
 
 def build_notebook(parameters: str, cells: Iterable[str | tuple[str, str]], title: str | None = None,
@@ -283,18 +283,33 @@ def run_info(name: str, profile: str, wall_seconds: float, cpu_seconds: float,
             "cpu_seconds": round(cpu_seconds, 1), **written, **provenance()}
 
 
-def written_since(run_dir: Path, started: float) -> list[str]:
-    """The files of ``run_dir`` (relative, ``/``-separated) written since ``started`` (``time.time()``).
+def folder_state(run_dir: Path) -> dict[str, tuple[int, int]]:
+    """Each file of ``run_dir`` (relative, ``/``-separated) with its modification time (ns) and size.
 
-    The outputs a run records: ``run_info.json`` itself and executed
-    notebooks (``*.ipynb``: papermill writes its output notebook wherever it
-    is asked to, and a rerun overwrites it) are left out.
+    Taken before a run, so that :func:`written_since` finds what the run
+    wrote by comparison, not by a clock (a file saved just before the run
+    is not the run's).
+    """
+    if not run_dir.is_dir():
+        return {}
+    return {path.relative_to(run_dir).as_posix(): (path.stat().st_mtime_ns, path.stat().st_size)
+            for path in run_dir.rglob("*") if path.is_file() and not path.is_symlink()}
+
+
+def written_since(run_dir: Path, before: dict[str, tuple[int, int]]) -> list[str]:
+    """The files of ``run_dir`` new or changed since :func:`folder_state` gave ``before``: a run's outputs.
+
+    Left out: ``run_info.json`` itself, executed notebooks (``*.ipynb``:
+    papermill writes its output notebook wherever it is asked to, and a
+    rerun overwrites it), symbolic links, and a ``cache/`` folder (the
+    adversarial quick profile keeps its generated images there for the next
+    run).
     """
     from ._report import RUN_INFO_FILE
 
-    return sorted(path.relative_to(run_dir).as_posix() for path in run_dir.rglob("*")
-                  if path.is_file() and path.suffix != ".ipynb" and path.name != RUN_INFO_FILE
-                  and path.stat().st_mtime >= started - MTIME_SLACK_S)
+    return sorted(name for name, state in folder_state(run_dir).items()
+                  if before.get(name) != state and not name.endswith(".ipynb")
+                  and name.split("/")[-1] != RUN_INFO_FILE and name.split("/")[0] != CACHE_FOLDER)
 
 
 def clear_earlier_run(run_dir: Path) -> list[str]:
@@ -303,11 +318,18 @@ def clear_earlier_run(run_dir: Path) -> list[str]:
     Those are the files its ``run_info.json`` lists as ``outputs`` (a run
     without figures leaves no earlier run's figures beside its results), its
     ``metrics.json`` and ``run_info.json``; anything else in the folder stays.
+    A listed name outside the folder is left alone, and a symbolic link is
+    removed, never what it points to.
 
     Returns
     -------
     list of str
         The files removed, relative to ``run_dir``.
+
+    Raises
+    ------
+    OSError
+        If a file cannot be removed (held open, or without permission).
     """
     from ._common import METRICS_FILE
     from ._report import RUN_INFO_FILE
@@ -316,15 +338,19 @@ def clear_earlier_run(run_dir: Path) -> list[str]:
         listed = json.loads((run_dir / RUN_INFO_FILE).read_text()).get("outputs", [])
     except (OSError, ValueError, AttributeError):  # none, unreadable, or not a run's: nothing listed
         listed = []
+    names = [item for item in listed if isinstance(item, str)] if isinstance(listed, list) else []
     root, removed = run_dir.resolve(), []
-    for name in [*(item for item in listed if isinstance(item, str)), METRICS_FILE, RUN_INFO_FILE]:
-        path = (run_dir / name).resolve()
-        if path.parent.is_relative_to(root) and path.is_file() and name not in removed:
-            path.unlink()
-            removed.append(name)
+    for name in dict.fromkeys([*names, METRICS_FILE, RUN_INFO_FILE]):
+        path = run_dir / name
+        if not path.parent.resolve().is_relative_to(root) or not (path.is_symlink() or path.is_file()):
+            continue
+        path.unlink()
+        removed.append(name)
     return removed
 
 
+#: A run's folder for what it keeps for the next run (generated data): never an output a rerun removes.
+CACHE_FOLDER = "cache"
 #: How much older than the run's start a ``metrics.json`` may look and still be the run's (file-time granularity).
 MTIME_SLACK_S = 2.0
 
@@ -345,7 +371,7 @@ class RunRecorder:
 
         self.info = {"experiment": name, "profile": profile}
         self.run_dir = run_dir
-        self.started, self.cpu_started = time.time(), _cpu_seconds()
+        self.started, self.cpu_started, self.before = time.time(), _cpu_seconds(), folder_state(run_dir)
 
     def __call__(self, *_: Any) -> None:
         import time
@@ -359,7 +385,7 @@ class RunRecorder:
         if not metrics.is_file() or metrics.stat().st_mtime < self.started - MTIME_SLACK_S:
             return
         info = run_info(self.info["experiment"], self.info["profile"], time.time() - self.started,
-                        _cpu_seconds() - self.cpu_started, outputs=written_since(self.run_dir, self.started))
+                        _cpu_seconds() - self.cpu_started, outputs=written_since(self.run_dir, self.before))
         (self.run_dir / RUN_INFO_FILE).write_text(json.dumps(info, indent=2) + "\n")
 
     def install(self) -> None:

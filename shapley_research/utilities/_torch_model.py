@@ -464,7 +464,8 @@ class TorchModelUtility(Game):
 
     @contextmanager
     def _pinned_threads(self) -> Iterator[None]:
-        """torch on :data:`CPU_THREADS` threads while training on the CPU; the caller's count restored after."""
+        """torch on :data:`CPU_THREADS` threads while training on the CPU (:func:`~.._threads.pinned_torch_threads`:
+        the count found by the first thread training is restored when the last one leaves)."""
         if self.device.type != "cpu":
             yield
             return

@@ -64,3 +64,21 @@ def test_joblibs_warning_is_dropped_when_a_worker_thread_leaves_a_plain_catch_wa
     close_batches(_ResultsClosedWhileAWorkerLeavesItsCollection(may_leave, left))
     thread.join(10)
     assert not [str(w.message) for w in recwarn.list if "cancelled" in str(w.message)]
+
+
+def test_a_recording_catch_warnings_inside_a_collection_still_records():
+    """A model's own ``catch_warnings(record=True)`` (scikit-learn's PowerTransformer, say) sees its warnings;
+    the collection counts only the rest."""
+    import numpy as np
+
+    with collected_warnings() as tally:
+        warnings.warn("collected", UserWarning, stacklevel=1)
+        with warnings.catch_warnings(record=True) as recorded:
+            warnings.simplefilter("always")
+            warnings.warn("recorded", UserWarning, stacklevel=1)
+        with np.testing.suppress_warnings() as suppressed:
+            caught = suppressed.record(UserWarning, "suppressed")
+            warnings.warn("suppressed", UserWarning, stacklevel=1)
+    assert [str(w.message) for w in recorded] == ["recorded"]
+    assert [str(w.message) for w in caught] == ["suppressed"]
+    assert [text for _, name, text in tally.kinds if name == "UserWarning"] == ["collected"]

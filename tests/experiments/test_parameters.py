@@ -284,3 +284,30 @@ def test_the_recorders_cpu_time_counts_worker_processes_still_alive():
     finally:
         worker.kill()
         worker.wait()
+
+
+def test_clearing_an_earlier_run_removes_links_not_their_targets_nor_anything_unlisted(tmp_path):
+    import os
+
+    from shapley_research.experiments import clear_earlier_run, folder_state, written_since
+
+    run_dir, elsewhere = tmp_path / "run", tmp_path / "data"
+    (run_dir / "cache").mkdir(parents=True)
+    elsewhere.mkdir()
+    (elsewhere / "keep.csv").write_text("the user's")
+    (elsewhere / "metrics.json").write_text("a DVC cache file")
+    os.symlink(elsewhere / "keep.csv", run_dir / "fig.png")
+    os.symlink(elsewhere / "metrics.json", run_dir / "metrics.json")
+    (run_dir / "cache" / "fgsm.npz").write_text("kept for the next run")
+    before = folder_state(run_dir)
+    (run_dir / "table.csv").write_text("this run's")
+    (run_dir / "cache" / "cw.npz").write_text("kept for the next run")
+    assert written_since(run_dir, before) == ["table.csv"]  # new or changed; no link, nothing in cache/
+    (run_dir / "run_info.json").write_text(json.dumps({"outputs": ["fig.png", "table.csv", "../data/keep.csv"]}))
+    assert clear_earlier_run(run_dir) == ["fig.png", "table.csv", "metrics.json", "run_info.json"]
+    assert sorted(p.name for p in run_dir.iterdir()) == ["cache"]
+    assert (elsewhere / "keep.csv").read_text() == "the user's"
+    assert (elsewhere / "metrics.json").read_text() == "a DVC cache file"
+    (run_dir / "a").write_text("not listed")
+    (run_dir / "run_info.json").write_text(json.dumps({"outputs": "a"}))  # a string is no list of files
+    assert clear_earlier_run(run_dir) == ["run_info.json"] and (run_dir / "a").exists()

@@ -79,27 +79,34 @@ def test_a_torch_game_pickles_without_its_training_closures_and_gives_the_same_v
     np.testing.assert_array_equal(copy.evaluate(masks), game.evaluate(masks))
 
 
-def test_the_torch_thread_pin_is_restored_by_the_last_thread_to_leave_not_the_first():
+def test_the_torch_thread_pin_is_restored_by_the_last_thread_to_leave_not_the_first(monkeypatch):
+    """torch's count reaches other threads (MKL's, and OpenMP's outside the main thread): a thread leaving while
+    another trains must not set it back under it."""
     before = torch.get_num_threads()
+    calls = []
+    set_num_threads = torch.set_num_threads
+
+    def recorded(count):
+        calls.append((threading.current_thread().name, count))
+        set_num_threads(count)
+
+    monkeypatch.setattr(torch, "set_num_threads", recorded)
     inside, may_leave = threading.Event(), threading.Event()
-    seen = []
 
     def long_section():
         with pinned_torch_threads(1):
             inside.set()
             may_leave.wait(10)
-            seen.append(torch.get_num_threads())
-        seen.append(torch.get_num_threads())
 
-    thread = threading.Thread(target=long_section)
+    thread = threading.Thread(target=long_section, name="trainer")
     thread.start()
     try:
         assert inside.wait(10)
         with pinned_torch_threads(1):  # enters and leaves while the other thread is still inside
             pass
+        assert calls == [("trainer", 1), ("MainThread", 1)]  # no restore while the trainer trains
         may_leave.set()
         thread.join(10)
-        # the early leaver did not give the other thread's products more threads; the last one restored the count
-        assert seen == [1, before]
+        assert calls[2:] == [("trainer", before)]  # the last to leave restores the count found by the first
     finally:
-        torch.set_num_threads(before)  # the early leaver (this thread) kept the pinned count, as documented
+        set_num_threads(before)  # the early leaver (this thread) kept the pinned count, as documented

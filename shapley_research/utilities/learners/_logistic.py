@@ -258,18 +258,23 @@ class LogisticRegressionUtility(_BatchedLearner):
         kept beside them.
         """
         own, xp = self._backend, self._backend.xp
-        if getattr(self, "_full_hessian", None) is None:
+        # built locally and published whole (a new dict for a new float type): threads sharing the learner
+        # never see one half made, nor lose a type another thread added
+        curvature = getattr(self, "_full_hessian", None)
+        if curvature is None:
             X = self._softmax_data.X
             Z = self._warm_start() @ xp.permute_dims(X, (1, 0))  # (K, N); every class is present in D
             P = xp.exp(Z - xp.max(Z, axis=0, keepdims=True))
             P /= xp.sum(P, axis=0, keepdims=True)
-            self._full_hessian = {own.dtype_name: (*hessian_eigen(_data_hessian(X, P), own), class_blocks(X, P, own))}
-        if backend.dtype_name not in self._full_hessian:
-            eigenvalues, vectors, blocks = self._full_hessian[own.dtype_name]
-            self._full_hessian[backend.dtype_name] = (
+            curvature = {own.dtype_name: (*hessian_eigen(_data_hessian(X, P), own), class_blocks(X, P, own))}
+            self._full_hessian = curvature
+        if backend.dtype_name not in curvature:
+            eigenvalues, vectors, blocks = curvature[own.dtype_name]
+            curvature = {**curvature, backend.dtype_name: (
                 backend.asarray(eigenvalues), backend.asarray(vectors),
-                ClassBlocks(backend.asarray(blocks.vectors), backend.asarray(blocks.eigenvalues)))
-        return self._full_hessian[backend.dtype_name]
+                ClassBlocks(backend.asarray(blocks.vectors), backend.asarray(blocks.eigenvalues)))}
+            self._full_hessian = curvature
+        return curvature[backend.dtype_name]
 
     def _warm_start(self) -> np.ndarray:
         """Start of every fit: the full-data solution when ``warm_start`` (fitted once), else 0.
