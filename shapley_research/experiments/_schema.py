@@ -212,7 +212,6 @@ class IrisAccuracy:
     budget_permutations: Count
     n_repetitions: int_in(2)
     n_repetitions_all_s: Count
-    first_order_all_s: bool
     n_utility_checks: int_in(0)
     spearman_threshold: Correlation
     error_threshold: Positive

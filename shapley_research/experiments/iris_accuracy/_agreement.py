@@ -21,13 +21,13 @@ METHODS = {
     "gt_paper": "(b) group testing, Alg. 1 as published (independent tests)",
     "gt_paper_wor": "(b*) group testing, Alg. 1 + this package's tests without replacement",
     "gt_improved": "(b') group testing, Wang & Jia + this package's centering (tests without replacement)",
-    "all_s": "(c) all-S influence",
+    "all_s_first_order": "(c) all-S influence, the paper's influence function",
+    "all_s": "(c') all-S influence, one Newton step (this package's update)",
     "largest_s": "(d) largest-S influence",
-    "all_s_first_order": "(c*) all-S, first-order influence",
     "loo_exact": "(d*) largest-S scheme, exact LOO",
 }
-#: Methods drawn in the figure (the paper's four, and this package's two group-testing refinements).
-MAIN_METHODS = ("permutation", "gt_paper", "gt_paper_wor", "gt_improved", "all_s", "largest_s")
+#: Methods drawn in the figure (the paper's four, and this package's group-testing and all-S refinements).
+MAIN_METHODS = ("permutation", "gt_paper", "gt_paper_wor", "gt_improved", "all_s_first_order", "all_s", "largest_s")
 #: Methods with random draws (run once per repetition); the others are deterministic.
 RANDOM_METHODS = ("permutation", "gt_paper", "gt_paper_wor", "gt_improved", "all_s", "all_s_first_order")
 

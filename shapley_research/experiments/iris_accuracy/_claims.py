@@ -13,13 +13,15 @@ if TYPE_CHECKING:
     import pandas as pd
     from .._common import Claim
 
-#: The methods the paper says agree closely: (a)-(c), with Wang & Jia's group testing (b') beside (b).
-CLOSE_METHODS = ("permutation", "gt_paper", "gt_improved", "all_s")
+#: The methods the paper says agree closely: (a)-(c), (c) with the paper's influence function, and Wang &
+#: Jia's group testing (b') beside (b).
+CLOSE_METHODS = ("permutation", "gt_paper", "gt_improved", "all_s_first_order")
 #: The methods whose recovery of the SV is judged, in the order of the claims: (a), (b) (Algorithm 1 as
-#: published, the paper's claim), (b') and (b*) (this package's group-testing refinements, its own checks), (c).
-RECOVERY_METHODS = ("permutation", "gt_paper", "gt_improved", "gt_paper_wor", "all_s")
+#: published, the paper's claim), (b') and (b*) (this package's group-testing refinements, its own checks),
+#: (c) (all-S with the paper's influence function, the paper's claim) and (c') (this package's Newton update).
+RECOVERY_METHODS = ("permutation", "gt_paper", "gt_improved", "gt_paper_wor", "all_s_first_order", "all_s")
 #: This package's own methods: their recovery is a check of the reproduction, not a claim of the paper.
-_OWN_METHODS = ("gt_improved", "gt_paper_wor")
+_OWN_METHODS = ("gt_improved", "gt_paper_wor", "all_s")
 _SAMPLERS = {
     "gt_paper": ("Sampler: Algorithm 1 as published, every test drawn independently "
                  "(group_testing_shapley(variant='paper', sampling='independent'), no centering)."),
@@ -29,6 +31,12 @@ _SAMPLERS = {
                      "likely sizes); the paper's claim is judged on (b), independent tests."),
     "gt_improved": ("Wang & Jia's null player plus this package's linear centering, on the tests drawn without "
                     "replacement (the library's defaults)."),
+    "all_s_first_order": ("The paper's formula (Section 4.5, after Koh & Liang): the parameters after adding a "
+                          "point by the influence function with the base set's Hessian, the utility change "
+                          "linearised (all_s_influence(approximation='influence', utility_change='linear'))."),
+    "all_s": ("Not the paper's formula: this package's update, one Newton step with the Hessian of the changed "
+              "set and the utility evaluated at the updated parameters (all_s_influence's defaults); the "
+              "paper's claim is judged on (c)."),
 }
 _SECTION = ("Section 5, 'Comparing Approximation Accuracy'; Figure 3(a) (fig:comp, the data values of each method; "
             "the text cites it as fig:adv(d))")
@@ -56,12 +64,13 @@ def evaluate_claims(summary: pd.DataFrame, distances: pd.DataFrame, *, uniform_e
     r"""The claims, decided from the run on intervals fixed before running (see the package docstring).
 
     1. (a), (b), (c) recover the SV (and, as this package's own checks, its
-       group-testing refinements (b') and (b*)): the ``level`` t-interval of
+       group-testing refinements (b') and (b*) and its all-S update (c')): the ``level`` t-interval of
        the mean Spearman lies at or above ``spearman_threshold``, that of the
        mean relative l2 error at or below ``error_threshold`` and below the
        uniform split's error ``uniform_error``. (b) is Algorithm 1 as
-       published (independent tests); where it does not hold and ``summary``
-       has (b*), the note gives (b*)'s interval beside it.
+       published (independent tests), (c) all-S with the paper's influence
+       function; their notes give the interval of their refinement, (b*) and
+       (c'), beside it where ``summary`` has it.
     2. (a)-(c) are closest to each other: every interval of a mean distance
        within (a)-(c) lies below every interval of a distance from largest-S
        to one of them.
@@ -96,14 +105,19 @@ def _undecided(verdict: bool | None) -> str | None:
     return "inconclusive" if verdict is None else None
 
 
+#: The paper's method -> this package's refinement of it, and how the note names the refinement.
+_REFINED = {"gt_paper": ("gt_paper_wor", "The same estimator on this package's tests without replacement, (b*),"),
+            "all_s_first_order": ("all_s", "All-S with this package's Newton update, (c'),")}
+
+
 def _sampler_note(key: str, summary) -> str:
-    """How ``key`` draws its tests; for (b), also (b*)'s mean Spearman on the same budget."""
+    """How ``key`` computes its values; for (b) and (c), also their refinement's means on the same budget."""
     note = _SAMPLERS.get(key, "")
-    if key == "gt_paper" and "gt_paper_wor" in summary.index:
-        refined = summary.loc["gt_paper_wor"]
-        note += (f" The same estimator on this package's tests without replacement, (b*), has mean Spearman "
-                 f"{refined['spearman']:.3f} [{refined['spearman_ci_low']:.3f}, {refined['spearman_ci_high']:.3f}] "
-                 f"and mean relative l2 error {refined['rel_l2_error']:.3f} at the same budget.")
+    if key in _REFINED and _REFINED[key][0] in summary.index:
+        refined, name = summary.loc[_REFINED[key][0]], _REFINED[key][1]
+        note += (f" {name} has mean Spearman {refined['spearman']:.3f} [{refined['spearman_ci_low']:.3f}, "
+                 f"{refined['spearman_ci_high']:.3f}] and mean relative l2 error {refined['rel_l2_error']:.3f} at the "
+                 "same budget.")
     return note
 
 

@@ -22,7 +22,7 @@ IRIS_CLASSES = ("setosa", "versicolor", "virginica")
 SHORT_NAMES = {
     "permutation": "(a) permutation", "gt_paper": "(b) GT Alg. 1", "gt_paper_wor": "(b*) GT Alg. 1 w/o repl.",
     "gt_improved": "(b') GT W&J + centering",
-    "all_s": "(c) all-S", "largest_s": "(d) largest-S", "all_s_first_order": "(c*) all-S 1st order",
+    "all_s_first_order": "(c) all-S", "all_s": "(c') all-S Newton", "largest_s": "(d) largest-S",
     "loo_exact": "(d*) exact LOO scheme",
 }
 

@@ -116,9 +116,11 @@ def run_methods(game: GameLike, data: IrisSplit, *, C: float, budget: int, seed:
         independent tests, no centering), ``gt_paper_wor`` (Algorithm 1 on
         this package's tests drawn without replacement), ``gt_improved``
         (Wang & Jia's null player plus this package's linear centering, tests
-        without replacement: the library's defaults), ``all_s``,
-        ``all_s_first_order`` (all-S with the paper's first-order influence
-        formula: base-set Hessian, linearised utility change).
+        without replacement: the library's defaults), ``all_s_first_order``
+        (all-S with the paper's influence function: base-set Hessian, the
+        utility change linearised as Koh & Liang's influence on the loss),
+        ``all_s`` (this package's update: one Newton step, the utility
+        evaluated at the updated parameters).
 
     Returns
     -------
@@ -161,9 +163,10 @@ def _repetition_runs(game: GameLike, data: IrisSplit, C: float, budget: int, see
 
 
 def run_all(game: GameLike, data: IrisSplit, *, C: float, budget: int, seed: int, n_repetitions: int,
-            n_repetitions_all_s: int | None = None, first_order: bool = True, n_jobs: int = 1) -> list[MethodRun]:
+            n_repetitions_all_s: int | None = None, n_jobs: int = 1) -> list[MethodRun]:
     """Every method: the cheap randomised ones ``n_repetitions`` times, all-S in the first
-    ``n_repetitions_all_s`` of them (default all; its fits cost ~100x more), its first-order variant once.
+    ``n_repetitions_all_s`` of them (default all; its fits cost ~100x more), with the paper's influence
+    function (``all_s_first_order``) and with this package's Newton update (``all_s``).
 
     ``n_jobs`` worker processes share the repetitions (-1: every core); each
     method runs on one process and times its own CPU, and the values do not
@@ -177,9 +180,8 @@ def run_all(game: GameLike, data: IrisSplit, *, C: float, budget: int, seed: int
     seeds = repetition_seeds(seed, n_repetitions)
     tasks = []
     for repetition in range(n_repetitions):
-        methods = ["permutation", "gt_paper", "gt_paper_wor", "gt_improved"] + ["all_s"] * (repetition < n_all_s)
-        if first_order and repetition == 0:
-            methods.append("all_s_first_order")
+        methods = (["permutation", "gt_paper", "gt_paper_wor", "gt_improved"]
+                   + ["all_s_first_order", "all_s"] * (repetition < n_all_s))
         tasks.append((game, data, C, budget, seeds[repetition], repetition, methods))
     for part in parallel_map(_repetition_runs, tasks, n_jobs=n_jobs, progress=progress, desc="repetitions"):
         runs += part
