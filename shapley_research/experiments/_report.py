@@ -197,6 +197,8 @@ def build_report(results_dir: Path, link_prefix: str = "", descriptions: dict | 
     descriptions = descriptions or {}
     runs = _runs(results_dir)
     lines = _summary(runs, lambda name: f"[{name}](#{name})")
+    lines += ["Every criterion is fixed before the run; where one was revised after an earlier run, the departures "
+              "from the paper (docs/reproduction/departures.md) say so.", ""]
     for name, run_dir, claims, _ in runs:
         lines += [f"### {name}", ""]
         if descriptions.get(name):
@@ -216,7 +218,8 @@ def build_summary(results_dir: Path, report: str = "results/README.md") -> str:
     lines = _summary(_runs(results_dir), lambda name: f"[{name}]({report}#{name})")
     lines += [f"Each experiment's figures, claims (with the criterion fixed before the run, the statistic and, "
               f"where one does not hold, its cause), executed notebook and data: [{report}]({report}), and the "
-              "documentation site's reproduction pages.", ""]
+              "documentation site's reproduction pages. Where a criterion was revised after an earlier run, "
+              "[the departures from the paper](docs/reproduction/departures.md) say so.", ""]
     return "\n".join(lines).rstrip() + "\n"
 
 

@@ -220,6 +220,21 @@ def test_above_random_claim():
     assert verdict.holds and "beta_shapley" in verdict.note  # failed methods are named, not counted
 
 
+def test_a_ranking_reversed_by_its_normalisation_is_named_as_the_cause():
+    """Largest-S divides by C_U; where C_U < 0 its values flip: a bimodal AUROC that no number of seeds decides."""
+    detection = fake_detection({**GOOD, "largest_s_influence": [0.97, 0.02, 0.94]})
+    detection["note"] = None
+    flipped = (detection["method"] == "largest_s_influence") & (detection["repetition"] == 1)
+    detection.loc[flipped, "note"] = ("UserWarning: C_U = -735 < 0: the marginal contributions sum to the opposite "
+                                      "sign of U(I) - U(empty), so normalising reverses the ranking of the points.")
+    verdict = dc.above_random_claim(detection)
+    assert verdict.verdict != "holds"
+    assert ("Reversed rankings (a normalising constant C_U < 0 flips the values; the AUROC is then bimodal, and no "
+            "number of seeds decides its interval): largest_s_influence on a: 1 of 3 runs (AUROC 0.02-0.02 there, "
+            "0.94-0.97 in the others)") in verdict.note
+    assert "Reversed" not in dc.above_random_claim(fake_detection(GOOD)).note
+
+
 def test_banzhaf_claim_is_outside_its_scope_on_a_deterministic_utility():
     verdict = dc.banzhaf_claim(fake_detection(GOOD))
     assert verdict.verdict == "outside its scope" and not verdict.holds and "deterministic" in verdict.note

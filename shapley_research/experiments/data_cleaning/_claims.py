@@ -206,6 +206,7 @@ def above_random_claim(detection: pd.DataFrame) -> Claim:
     main = detection[detection["main"]]
     failed = sorted(set(main.loc[main["error"].notna(), "method"]))
     note = ("Methods that failed to run (excluded): " + ", ".join(failed) + ". ") if failed else ""
+    note += _reversed_rankings(main[main["budget"] == budget])
     note += sweep_note(sweep) if len(sweep) > 1 else ""
     return _decided_claim("Every valuation method ranks the flipped labels lower than random values do.",
                           "min over methods and data sets of mean AUROC(method) - AUROC(random), common budget",
@@ -216,6 +217,33 @@ def above_random_claim(detection: pd.DataFrame) -> Claim:
                                     "(holds), wholly below (does not hold), else inconclusive; the verdicts at the "
                                     "sweep's other budgets (the methods that ran there) are reported beside it. "
                                     + _family(len(entries)))
+
+
+#: The warning of a normalisation that reverses a method's ranking (largest-S influence's C_U < 0).
+REVERSED = "reverses the ranking"
+
+
+def _reversed_rankings(runs: pd.DataFrame) -> str:
+    r"""Where a method's normalisation reversed its ranking in some runs: a bimodal AUROC, which no interval decides.
+
+    Largest-S influence divides by :math:`C_U`; where the marginals sum to the
+    opposite sign of :math:`U(I) - U(\emptyset)`, its values flip, and so does
+    its AUROC: more seeds only split the runs further, and never decide.
+    """
+    if "note" not in runs:
+        return ""
+    parts = []
+    for (method, dataset), rows in runs.groupby(["method", "dataset"], sort=False):
+        flipped = rows["note"].fillna("").str.contains(REVERSED)
+        if flipped.any():
+            parts.append(f"{method} on {dataset}: {int(flipped.sum())} of {len(rows)} runs (AUROC "
+                         f"{rows.loc[flipped, 'auroc'].min():.2f}-{rows.loc[flipped, 'auroc'].max():.2f} there, "
+                         f"{rows.loc[~flipped, 'auroc'].min():.2f}-{rows.loc[~flipped, 'auroc'].max():.2f} in the "
+                         "others)")
+    if not parts:
+        return ""
+    return ("Reversed rankings (a normalising constant C_U < 0 flips the values; the AUROC is then bimodal, and no "
+            "number of seeds decides its interval): " + "; ".join(parts) + ". ")
 
 
 def _probe_note(detection, probe, method: str, baseline: str) -> str:
