@@ -292,8 +292,12 @@ def folder_state(run_dir: Path) -> dict[str, tuple[int, int]]:
     """
     if not run_dir.is_dir():
         return {}
-    return {path.relative_to(run_dir).as_posix(): (path.stat().st_mtime_ns, path.stat().st_size)
-            for path in run_dir.rglob("*") if path.is_file() and not path.is_symlink()}
+    state = {}
+    for path in run_dir.rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            stat = path.stat()
+            state[path.relative_to(run_dir).as_posix()] = (stat.st_mtime_ns, stat.st_size)
+    return state
 
 
 def written_since(run_dir: Path, before: dict[str, tuple[int, int]]) -> list[str]:

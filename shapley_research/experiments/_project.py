@@ -334,8 +334,8 @@ def check_notebook_in_sync(project: Project, name: str, given: Sequence[str] = (
     """
     problems, overrides = _cell_against_conf(project, name)
     if problems:
-        cell_keys = {override.split("=", 1)[0] for override in overrides}
-        command = [o for o in given if o.split("=", 1)[0].lstrip("+~") not in cell_keys] + overrides
+        cell_keys = [override.split("=", 1)[0] for override in overrides]
+        command = [o for o in given if not any(user_sets([o], key) for key in cell_keys)] + overrides
         once = (f"To run the cell's values once: `shapley-research params {name} --write` restores the cell "
                 f"(the run refuses an edited one), then `shapley-research run {name} {' '.join(command)}`. "
                 if overrides else "")

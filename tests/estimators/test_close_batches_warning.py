@@ -8,6 +8,8 @@
 import threading
 import warnings
 
+import pytest
+
 from shapley_research._warnings import collected_warnings
 from shapley_research.estimators._sampling._batches import close_batches
 
@@ -30,30 +32,16 @@ class _ResultsClosedWhileAWorkerLeavesItsCollection:
         warnings.warn("4 tasks which were still being processed by the workers have been cancelled.", stacklevel=2)
 
 
-def test_joblibs_warning_is_dropped_when_a_worker_thread_leaves_its_collection_meanwhile(recwarn):
+@pytest.mark.parametrize("context", [collected_warnings, warnings.catch_warnings],
+                         ids=["its-own-collection", "a-plain-catch_warnings"])
+def test_joblibs_warning_is_dropped_when_a_worker_thread_leaves_a_warnings_context_meanwhile(recwarn, context):
+    """A worker thread leaves its own collection (ModelUtility's tally), or a plain ``catch_warnings()`` entered
+    before the stop (scikit-learn's joblib wrapper runs each task in one), during ``close``: either used to
+    restore the warning state it saw on entry."""
     entered, may_leave, left = threading.Event(), threading.Event(), threading.Event()
 
     def worker():
-        with collected_warnings():
-            entered.set()
-            may_leave.wait(10)
-        left.set()
-
-    thread = threading.Thread(target=worker)
-    thread.start()
-    assert entered.wait(10)
-    close_batches(_ResultsClosedWhileAWorkerLeavesItsCollection(may_leave, left))
-    thread.join(10)
-    assert not [str(w.message) for w in recwarn.list if "cancelled" in str(w.message)]
-
-
-def test_joblibs_warning_is_dropped_when_a_worker_thread_leaves_a_plain_catch_warnings_meanwhile(recwarn):
-    """scikit-learn's joblib wrapper runs each task inside ``warnings.catch_warnings()``: a worker thread that
-    entered one before the stop and leaves it during ``close`` restores the warning hook it saw on entry."""
-    entered, may_leave, left = threading.Event(), threading.Event(), threading.Event()
-
-    def worker():
-        with warnings.catch_warnings():
+        with context():
             entered.set()
             may_leave.wait(10)
         left.set()
