@@ -43,10 +43,16 @@ FAMILY_RULE = ("'Does not hold' is corrected for the claim's {k} intervals by Ho
                "side (an intersection-union test: no correction needed).")
 
 
-def mean_interval(samples: ArrayLike, level: float = 0.95) -> tuple[float, float, float]:
+def mean_interval(samples: ArrayLike, level: float = 0.95,
+                  bounds: tuple[float, float] | None = None) -> tuple[float, float, float]:
     r"""Mean and two-sided t-interval :math:`\bar x \pm t_{(1+\ell)/2,\,n-1}\, s / \sqrt n` of the samples.
 
     Returns ``(mean, low, high)``; with a single sample the ends are NaN (nothing can be decided).
+    ``bounds = (lower, upper)`` is the range the statistic cannot leave (an
+    AUROC's ``(0, 1)``, a correlation's ``(-1, 1)``, an error's ``(0, inf)``):
+    the interval is cut to it. The cut keeps the coverage, since the mean lies
+    in the range, and changes no decision against a threshold inside it; it
+    only stops a report such as "AUROC 0.98 [0.96, 1.006]".
     """
     from scipy import stats
 
@@ -55,11 +61,27 @@ def mean_interval(samples: ArrayLike, level: float = 0.95) -> tuple[float, float
         raise ValueError(f"samples must be a non-empty array of finite numbers, got {x!r}.")
     if not 0 < level < 1:
         raise ValueError(f"level must be in (0, 1), got {level!r}.")
+    lower, upper = _checked_bounds(bounds, x)
     mean = float(x.mean())
     if x.size < 2:
         return mean, float("nan"), float("nan")
     half = float(stats.t.ppf((1 + level) / 2, x.size - 1) * x.std(ddof=1) / math.sqrt(x.size))
-    return mean, mean - half, mean + half
+    return mean, max(mean - half, lower), min(mean + half, upper)
+
+
+def _checked_bounds(bounds: tuple[float, float] | None, x: np.ndarray) -> tuple[float, float]:
+    """``bounds`` as ``(lower, upper)`` (``(-inf, inf)`` for None), refused unless every sample lies in it."""
+    if bounds is None:
+        return -math.inf, math.inf
+    try:
+        lower, upper = (float(b) for b in bounds)
+    except (TypeError, ValueError):
+        raise TypeError(f"bounds must be a pair (lower, upper) of numbers or None, got {bounds!r}.") from None
+    if not lower < upper:
+        raise ValueError(f"bounds must satisfy lower < upper, got {bounds!r}.")
+    if ((x < lower) | (x > upper)).any():
+        raise ValueError(f"samples must lie within bounds {bounds!r}; got values from {x.min()!r} to {x.max()!r}.")
+    return lower, upper
 
 
 def decide(low: float, high: float, threshold: float, side: str = "above") -> bool | None:
@@ -93,7 +115,7 @@ def repetitions_to_decide(sd: float, distance: float, level: float = 0.95, n_max
 
 
 def interval_verdict(samples: ArrayLike, threshold: float, side: str = "above", level: float = 0.95,
-                     strict: bool = False) -> dict[str, Any]:
+                     strict: bool = False, bounds: tuple[float, float] | None = None) -> dict[str, Any]:
     """``{n, mean, low, high, verdict, seeds_to_decide, p_wrong_side}``: the mean of ``samples`` against ``threshold``.
 
     ``verdict`` is :func:`decide`'s (None: undecided; also with fewer than two
@@ -102,14 +124,15 @@ def interval_verdict(samples: ArrayLike, threshold: float, side: str = "above", 
     ``seeds_to_decide`` is the repetitions that would decide an undecided one
     at the observed spread (None if decided or unknown); ``p_wrong_side`` is
     :func:`wrong_side_p` (0 for a miss with no spread; NaN below two samples),
-    for :func:`family_verdicts`.
+    for :func:`family_verdicts`. ``bounds``: the statistic's range, as in
+    :func:`mean_interval`.
     """
     x = np.asarray(samples, dtype=float)
     x = x[np.isfinite(x)]
     if x.size == 0:
         return {"n": 0, "mean": float("nan"), "low": float("nan"), "high": float("nan"), "verdict": None,
                 "seeds_to_decide": None, "p_wrong_side": float("nan")}
-    mean, low, high = mean_interval(x, level)
+    mean, low, high = mean_interval(x, level, bounds)
     verdict = decide(low, high, threshold, side)
     if strict and side == "above" and np.isfinite(low):
         verdict = True if low > threshold else False if high <= threshold else None
@@ -210,7 +233,11 @@ def combine(verdicts: Iterable[bool | None]) -> bool | None:
 
 
 def describe(name: str, entry: dict) -> str:
-    """``name +0.012 [-0.010, +0.034] (n 8, inconclusive; about 20 seeds would decide)``."""
+    """``name +0.012 [-0.010, +0.034] (n 8, inconclusive; about 20 seeds would decide)``.
+
+    An entry whose ``undecidable`` names why more seeds would not decide it
+    (a bimodal statistic, say) gives that reason instead of the count.
+    """
     if entry["n"] == 0:
         return f"{name}: did not run"
     text = f"{name} {entry['mean']:+.3f} [{entry['low']:+.3f}, {entry['high']:+.3f}] (n {entry['n']}, " \
@@ -218,7 +245,9 @@ def describe(name: str, entry: dict) -> str:
     if entry.get("uncorrected") is False and entry["verdict"] is None:
         return text + f": wholly on the wrong side at 95%, not after Holm's correction over {entry['family']} " \
                       f"intervals, adjusted one-sided p {entry['holm_p']:.3f} > 0.025)"
-    if entry["verdict"] is None:
+    if entry["verdict"] is None and entry.get("undecidable"):
+        text += f"; {entry['undecidable']}"
+    elif entry["verdict"] is None:
         text += (f"; about {entry['seeds_to_decide']} seeds would decide" if entry["seeds_to_decide"]
                  else "; no practical number of seeds would decide")
     return text + ")"

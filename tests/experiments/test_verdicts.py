@@ -125,3 +125,28 @@ def test_family_correction_turns_a_marginal_miss_inconclusive():
     clear = interval_verdict([-0.3, -0.31, -0.29, -0.3], 0.0)  # far on the wrong side: still a miss
     assert family_verdicts({"a": clear, "b": held, "c": held})["a"]["verdict"] is False
     assert np.isnan(family_verdicts({"a": interval_verdict([], 0.0)})["a"]["holm_p"])
+
+
+def test_bounded_intervals_stay_in_the_statistics_range():
+    import numpy as np
+
+    from shapley_research.experiments import interval_verdict, mean_interval
+
+    auroc = [0.99, 0.95, 1.0, 0.99]  # the plain t-interval reaches past 1
+    mean, low, high = mean_interval(auroc)
+    assert high > 1.0
+    cut = mean_interval(auroc, bounds=(0.0, 1.0))
+    assert cut == (mean, low, 1.0)  # only the end outside the range moves
+    assert mean_interval([0.01, 0.0, 0.02], bounds=(0.0, np.inf))[1] == 0.0
+    assert mean_interval([0.5], bounds=(0.0, 1.0))[1:] != mean_interval([0.5], bounds=(0.0, 1.0))[1:]  # NaN ends
+    # the cut moves no decision against a threshold inside the range
+    for threshold in (0.5, 0.97, 0.99):
+        plain, bounded = interval_verdict(auroc, threshold), interval_verdict(auroc, threshold, bounds=(0.0, 1.0))
+        assert plain["verdict"] is bounded["verdict"] and plain["p_wrong_side"] == bounded["p_wrong_side"]
+    assert interval_verdict(auroc, 0.5, bounds=(0.0, 1.0))["high"] == 1.0
+    with pytest.raises(ValueError, match="within bounds"):
+        mean_interval([0.5, 1.2], bounds=(0.0, 1.0))
+    with pytest.raises(ValueError, match="lower < upper"):
+        mean_interval([0.5, 0.6], bounds=(1.0, 0.0))
+    with pytest.raises(TypeError, match="bounds must be a pair"):
+        mean_interval([0.5, 0.6], bounds=0.0)

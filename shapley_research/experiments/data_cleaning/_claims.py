@@ -41,8 +41,9 @@ from .._verdicts import (FAMILY_RULE, VERDICT_WORDS, combine, describe, family_v
 from ._methods import RANDOM, SEMIVALUES
 from ._noisy import NOISY_GAME, NOISY_UTILITY
 from ._probe import probe_comparison_note, rise_past_sweep, trajectory_note
-from ._sweeps import (above_random_sweep, budget_sweep, claim_budget, main_budget, paired_difference,  # noqa: F401
-                      paired_samples, ran_at, removal_sweep, sweep_note, wall_time_ratios, wall_time_sweep)
+from ._sweeps import (DIFFERENCE_RANGE, RATIO_RANGE, above_random_sweep, budget_sweep,  # noqa: F401
+                      claim_budget, main_budget, paired_difference, paired_samples, ran_at, removal_sweep, sweep_note,
+                      wall_time_ratios, wall_time_sweep)
 from ._sweeps import removal_gain as _removal_gain
 from ._sweeps import removal_samples as _removal_samples
 
@@ -201,12 +202,17 @@ def above_random_claim(detection: pd.DataFrame) -> Claim:
     budget = main_budget(detection)
     sweep = above_random_sweep(detection, ABOVE_RANDOM_MARGIN)
     methods = [m for m in dict.fromkeys(ran_at(detection)["method"]) if m != RANDOM]
-    entries = {f"{m} on {d}": interval_verdict(x, ABOVE_RANDOM_MARGIN)
+    entries = {f"{m} on {d}": interval_verdict(x, ABOVE_RANDOM_MARGIN, bounds=DIFFERENCE_RANGE)
                for m in methods for d, x in paired_samples(detection, m, RANDOM).items()}
     main = detection[detection["main"]]
     failed = sorted(set(main.loc[main["error"].notna(), "method"]))
     note = ("Methods that failed to run (excluded): " + ", ".join(failed) + ". ") if failed else ""
-    note += _reversed_rankings(main[main["budget"] == budget])
+    reversed_runs = _reversed_runs(main[main["budget"] == budget])
+    for label in reversed_runs.keys() & entries.keys():  # the t-interval's count of seeds assumes one mode
+        entries[label] = {**entries[label], "seeds_to_decide": None, "undecidable": BIMODAL}
+    if reversed_runs:
+        note += ("Reversed rankings (a normalising constant C_U < 0 flips the values; the AUROC is then bimodal, "
+                 "and no number of seeds decides its interval): " + "; ".join(reversed_runs.values()) + ". ")
     note += sweep_note(sweep) if len(sweep) > 1 else ""
     return _decided_claim("Every valuation method ranks the flipped labels lower than random values do.",
                           "min over methods and data sets of mean AUROC(method) - AUROC(random), common budget",
@@ -221,29 +227,28 @@ def above_random_claim(detection: pd.DataFrame) -> Claim:
 
 #: The warning of a normalisation that reverses a method's ranking (largest-S influence's C_U < 0).
 REVERSED = "reverses the ranking"
+#: In place of "about n seeds would decide" for an interval over runs some of which were reversed.
+BIMODAL = "bimodal (reversed rankings in some runs): more seeds would not decide"
 
 
-def _reversed_rankings(runs: pd.DataFrame) -> str:
-    r"""Where a method's normalisation reversed its ranking in some runs: a bimodal AUROC, which no interval decides.
+def _reversed_runs(runs: pd.DataFrame) -> dict[str, str]:
+    r"""``{"METHOD on DATASET": description}`` where a method's normalisation reversed its ranking in some runs.
 
     Largest-S influence divides by :math:`C_U`; where the marginals sum to the
     opposite sign of :math:`U(I) - U(\emptyset)`, its values flip, and so does
-    its AUROC: more seeds only split the runs further, and never decide.
+    its AUROC: a bimodal AUROC, which more seeds only split further and never decide.
     """
     if "note" not in runs:
-        return ""
-    parts = []
+        return {}
+    out = {}
     for (method, dataset), rows in runs.groupby(["method", "dataset"], sort=False):
         flipped = rows["note"].fillna("").str.contains(REVERSED)
         if flipped.any():
-            parts.append(f"{method} on {dataset}: {int(flipped.sum())} of {len(rows)} runs (AUROC "
-                         f"{rows.loc[flipped, 'auroc'].min():.2f}-{rows.loc[flipped, 'auroc'].max():.2f} there, "
-                         f"{rows.loc[~flipped, 'auroc'].min():.2f}-{rows.loc[~flipped, 'auroc'].max():.2f} in the "
-                         "others)")
-    if not parts:
-        return ""
-    return ("Reversed rankings (a normalising constant C_U < 0 flips the values; the AUROC is then bimodal, and no "
-            "number of seeds decides its interval): " + "; ".join(parts) + ". ")
+            out[f"{method} on {dataset}"] = (
+                f"{method} on {dataset}: {int(flipped.sum())} of {len(rows)} runs (AUROC "
+                f"{rows.loc[flipped, 'auroc'].min():.2f}-{rows.loc[flipped, 'auroc'].max():.2f} there, "
+                f"{rows.loc[~flipped, 'auroc'].min():.2f}-{rows.loc[~flipped, 'auroc'].max():.2f} in the others)")
+    return out
 
 
 def _probe_note(detection, probe, method: str, baseline: str) -> str:
@@ -363,7 +368,7 @@ def oob_wall_time_claim(detection: pd.DataFrame, semivalues: Sequence[str] = SEM
                         same_learner: bool = True) -> Claim:
     """Data-OOB takes far less wall time than the fastest semivalue estimator (a timed claim)."""
     budget = claim_budget(detection, ("data_oob",) + tuple(semivalues)) if budget is None else budget
-    entries = {d: interval_verdict(x, WALL_TIME_RATIO, side="below")
+    entries = {d: interval_verdict(x, WALL_TIME_RATIO, side="below", bounds=RATIO_RANGE)
                for d, x in wall_time_ratios(detection, semivalues, budget).items()}
     sweep = wall_time_sweep(detection, semivalues, WALL_TIME_RATIO)
     table = ran_at(detection, budget)
@@ -393,7 +398,8 @@ def removal_claim(curves: pd.DataFrame, method: str = REMOVAL_METHOD, fraction: 
 
     Decided at the common budget; ``method``'s ranking at every budget of the sweep in the note.
     """
-    entries = {d: interval_verdict(x, 0.0, strict=True) for d, x in removal_samples(curves, method, fraction).items()}
+    entries = {d: interval_verdict(x, 0.0, strict=True, bounds=DIFFERENCE_RANGE)
+               for d, x in removal_samples(curves, method, fraction).items()}
     sweep = removal_sweep(curves, method, fraction)
     return _decided_claim(f"Removing the {fraction:.0%} lowest-valued training points ({method}) leaves a model with "
                           f"higher test accuracy than removing {fraction:.0%} chosen at random.",
@@ -413,8 +419,8 @@ def settled_claim(detection: pd.DataFrame, probe: pd.DataFrame, semivalues: Sequ
     for method in semivalues:
         sweep_top, probe_top, rises = rise_past_sweep(detection, probe, method)
         budgets.add((sweep_top, probe_top))
-        entries.update({f"{method} on {d}": interval_verdict(x, SETTLED_TOLERANCE, side="below")
-                        for d, x in rises.items()})
+        entries.update({f"{method} on {d}": interval_verdict(x, SETTLED_TOLERANCE, side="below",
+                                                             bounds=DIFFERENCE_RANGE) for d, x in rises.items()})
     (sweep_top, probe_top), = budgets if len(budgets) == 1 else {(None, None)}
     seeds = int(probe["repetition"].nunique()) if len(probe) else 0
     return _decided_claim(f"The semivalues' detection AUROC has settled by the largest budget of the sweep "

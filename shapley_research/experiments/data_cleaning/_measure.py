@@ -297,7 +297,13 @@ def run_data_cleaning(*, datasets: Sequence[str], n_train: int, n_test: int, fli
             pd.concat(values, ignore_index=True) if values else pd.DataFrame(), info)
 
 
-def mean_interval(samples: ArrayLike, confidence: float = 0.95) -> tuple[float, float, float]:
+#: The range of each column :func:`summarise` knows: its intervals are cut to it.
+COLUMN_RANGES = {"auroc": (0.0, 1.0), "f1": (0.0, 1.0), "accuracy": (0.0, 1.0), "wall_time_s": (0.0, math.inf),
+                 "n_evaluations": (0.0, math.inf)}
+
+
+def mean_interval(samples: ArrayLike, confidence: float = 0.95,
+                  bounds: tuple[float, float] | None = None) -> tuple[float, float, float]:
     """``(mean, low, high)``: the mean and its Student-t interval over the samples (NaN ignored).
 
     The shared :func:`~shapley_research.experiments._verdicts.mean_interval`
@@ -305,6 +311,7 @@ def mean_interval(samples: ArrayLike, confidence: float = 0.95) -> tuple[float, 
     leaves NaN rows (which the shared one refuses), and one sample gives an
     interval of zero width here (a point in a table) where the shared one
     gives NaN ends (nothing to decide). The claims use the shared one.
+    ``bounds``: the statistic's range, which the interval is cut to.
     """
     from .._verdicts import mean_interval as shared_interval
 
@@ -314,14 +321,15 @@ def mean_interval(samples: ArrayLike, confidence: float = 0.95) -> tuple[float, 
         return math.nan, math.nan, math.nan
     if x.size == 1:
         return float(x[0]), float(x[0]), float(x[0])
-    return shared_interval(x, confidence)
+    return shared_interval(x, confidence, bounds)
 
 
 def summarise(table: pd.DataFrame, by: Sequence[str], columns: Sequence[str],
               confidence: float = 0.95) -> pd.DataFrame:
     """Mean and ``confidence`` interval over repetitions of every column, per group ``by``.
 
-    Returns a tidy frame with ``by`` plus ``COLUMN_mean, COLUMN_low, COLUMN_high`` and ``n_repetitions``.
+    Returns a tidy frame with ``by`` plus ``COLUMN_mean, COLUMN_low, COLUMN_high`` and ``n_repetitions``;
+    the intervals of the columns in :data:`COLUMN_RANGES` are cut to their range.
     """
     import pandas as pd
 
@@ -329,8 +337,8 @@ def summarise(table: pd.DataFrame, by: Sequence[str], columns: Sequence[str],
     for key, group in table.groupby(list(by), sort=False, dropna=False):
         row = dict(zip(by, key if isinstance(key, tuple) else (key,)))
         for column in columns:
-            row[f"{column}_mean"], row[f"{column}_low"], row[f"{column}_high"] = mean_interval(group[column],
-                                                                                               confidence)
+            row[f"{column}_mean"], row[f"{column}_low"], row[f"{column}_high"] = mean_interval(
+                group[column], confidence, COLUMN_RANGES.get(column))
         row["n_repetitions"] = int(group[columns[0]].notna().sum())
         rows.append(row)
     return pd.DataFrame(rows)

@@ -24,6 +24,7 @@ from .._parallel import check_n_jobs
 from .._verdicts import describe, interval_verdict
 from ._measure import EXPERIMENT_OPTIONS, detection_fields, map_problems, problem_settings, task_problem
 from ._methods import SEMIVALUES, run_methods
+from ._sweeps import DIFFERENCE_RANGE
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -126,7 +127,7 @@ def probe_comparison_note(detection: pd.DataFrame, probe: pd.DataFrame, method: 
     datasets = list(dict.fromkeys(detection["dataset"]))
     samples = paired_across(auroc_by_repetition(source, method, at), auroc_by_repetition(probe, baseline, top),
                             datasets)
-    parts = "; ".join(describe(d, interval_verdict(x, threshold)) for d, x in samples.items())
+    parts = "; ".join(describe(d, interval_verdict(x, threshold, bounds=DIFFERENCE_RANGE)) for d, x in samples.items())
     seeds = int(probe.loc[probe["method"] == baseline, "repetition"].nunique())
     return f"Past the sweep (probe, {seeds} seeds, not the verdict's data), {method} - {baseline} at {top}: {parts}."
 

@@ -13,6 +13,7 @@ they are paired as they ran (:func:`ran_at`).
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -29,6 +30,9 @@ __all__ = ["ran_at", "paired_samples", "paired_difference", "claim_budget", "mai
            "removal_sweep", "sweep_note"]
 
 Sweep = dict  # {budget: {label: interval_verdict entry}}
+#: The range of a difference of two AUROCs or accuracies, and of a ratio of times: intervals are cut to it.
+DIFFERENCE_RANGE = (-1.0, 1.0)
+RATIO_RANGE = (0.0, math.inf)
 
 
 def ran_at(table: pd.DataFrame, budget: int | None = None) -> pd.DataFrame:
@@ -93,7 +97,7 @@ def budget_sweep(detection: pd.DataFrame, method: str, baseline: str, threshold:
                  side: str = "above") -> Sweep:
     """Per budget both ran at: per data set, the :func:`interval_verdict` of the paired AUROC difference."""
     budgets = sorted(_budgets_of(detection, method) & _budgets_of(detection, baseline))
-    return {b: {d: interval_verdict(x, threshold, side)
+    return {b: {d: interval_verdict(x, threshold, side, bounds=DIFFERENCE_RANGE)
                 for d, x in paired_samples(detection, method, baseline, budget=b).items()} for b in budgets}
 
 
@@ -102,7 +106,7 @@ def above_random_sweep(detection: pd.DataFrame, margin: float) -> Sweep:
     sweep = {}
     for budget in sorted(set(detection["budget"].dropna().astype(int))):
         methods = [m for m in dict.fromkeys(ran_at(detection, budget)["method"]) if m != RANDOM]
-        sweep[budget] = {f"{m} on {d}": interval_verdict(x, margin)
+        sweep[budget] = {f"{m} on {d}": interval_verdict(x, margin, bounds=DIFFERENCE_RANGE)
                          for m in methods for d, x in paired_samples(detection, m, RANDOM, budget=budget).items()}
     return sweep
 
@@ -124,7 +128,7 @@ def wall_time_sweep(detection: pd.DataFrame, semivalues: Sequence[str], ratio: f
     """Per budget Data-OOB and a semivalue ran at: per data set, the wall-time ratio against ``ratio`` (below)."""
     semivalue_budgets = set().union(*(_budgets_of(detection, m) for m in semivalues)) if semivalues else set()
     budgets = sorted(_budgets_of(detection, "data_oob") & semivalue_budgets)
-    return {b: {d: interval_verdict(x, ratio, side="below")
+    return {b: {d: interval_verdict(x, ratio, side="below", bounds=RATIO_RANGE)
                 for d, x in wall_time_ratios(detection, semivalues, b).items()} for b in budgets}
 
 
@@ -166,7 +170,7 @@ def removal_sweep(curves: pd.DataFrame, method: str, fraction: float) -> Sweep:
     curves = _with_budget(curves)
     budgets = sorted(set(curves.loc[curves["method"] == method, "budget"].dropna().astype(int)))
     keys: list[Any] = budgets or [None]
-    return {b: {d: interval_verdict(x, 0.0, strict=True)
+    return {b: {d: interval_verdict(x, 0.0, strict=True, bounds=DIFFERENCE_RANGE)
                 for d, x in removal_samples(curves, method, fraction, b).items()} for b in keys}
 
 

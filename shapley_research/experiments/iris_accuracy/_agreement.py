@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -153,7 +154,7 @@ def pairwise_distances(runs: Sequence[MethodRun], reference: ValuationResult, me
             distances = [np.linalg.norm(v[a] - v[b]) / norm
                          for v in ({**fixed, **rep} for rep in by_rep.values()) if a in v and b in v]
             if distances:
-                mean, low, high = mean_interval(distances, level)
+                mean, low, high = mean_interval(distances, level, bounds=(0.0, math.inf))
                 rows.append({"method_a": a, "method_b": b, "rel_distance": mean, "ci_low": low, "ci_high": high,
                              "n_repetitions": len(distances)})
     return pd.DataFrame(rows)
@@ -161,7 +162,8 @@ def pairwise_distances(runs: Sequence[MethodRun], reference: ValuationResult, me
 
 def summarise(table: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
     """Per method: mean over repetitions of agreement and cost, and the t-interval at ``level`` of the
-    mean Spearman and mean relative error (``*_ci_low``, ``*_ci_high``; NaN with one repetition).
+    mean Spearman and mean relative error (``*_ci_low``, ``*_ci_high``; NaN with one repetition), cut to
+    the statistic's range ([-1, 1] and [0, inf)).
 
     Parameters
     ----------
@@ -184,8 +186,8 @@ def summarise(table: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
     summary = grouped[columns].mean()
     for column in ("spearman", "pearson", "rel_l2_error"):
         summary[f"{column}_sd"] = grouped[column].std(ddof=1).fillna(0.0)
-    for column in ("spearman", "rel_l2_error"):
-        intervals = grouped[column].apply(lambda x: mean_interval(x, level))
+    for column, bounds in (("spearman", (-1.0, 1.0)), ("rel_l2_error", (0.0, math.inf))):
+        intervals = grouped[column].apply(lambda x, b=bounds: mean_interval(x, level, b))
         summary[f"{column}_ci_low"] = intervals.map(lambda t: t[1])
         summary[f"{column}_ci_high"] = intervals.map(lambda t: t[2])
     summary["n_repetitions"] = grouped.size()
