@@ -49,6 +49,29 @@ def test_above_random_claim_fails_on_one_data_set_or_without_runs():
     assert mc.verdict_of(verdict) == "does not hold" and "did not run" in verdict.note
 
 
+def test_above_random_claim_asks_for_a_margin_and_corrects_for_the_data_sets():
+    barely = fake_detection({**GOOD, ("mlp", "msr_banzhaf"): [0.51, 0.52, 0.53, 0.52]})  # above 0.5, not by 0.05
+    verdict = mc.above_random_claim(barely, "msr_banzhaf")
+    assert mc.verdict_of(verdict) == "does not hold" and "below 0.55" in verdict.note
+    assert "Holm" in verdict.criterion and "0.55" in verdict.criterion
+    table = fake_detection(GOOD)
+    for row in table:  # wholly below 0.55 on data set b at 95%, but not after Holm's correction over two
+        if row["dataset"] == "b" and row["model"] == "mlp" and row["method"] == "data_oob":
+            row["auroc"] = {0: 0.51, 1: 0.54, 2: 0.52, 3: 0.50}[row["repetition"]]
+    verdict = mc.above_random_claim(table, "data_oob")
+    assert mc.verdict_of(verdict) == "inconclusive" and "not after Holm's correction over 2" in verdict.note
+    single = [row for row in table if row["dataset"] == "b"]
+    assert mc.verdict_of(mc.above_random_claim(single, "data_oob")) == "does not hold"  # one interval: no correction
+
+
+def test_auroc_intervals_stay_in_their_range():
+    near_one = fake_detection({**GOOD, ("mlp", "data_oob"): [0.99, 0.95, 1.0, 0.99]})
+    verdict = mc.above_random_claim(near_one, "data_oob")
+    assert verdict.holds and verdict.value[2] == 1.0  # the plain t interval ends at 1.007
+    summary = [s for s in mc.summarise_detection(near_one) if s["model"] == "mlp" and s["method"] == "data_oob"]
+    assert all(s["auroc_high"] == 1.0 for s in summary)
+
+
 def test_mlp_vs_logistic_claim_holds_fails_and_is_inconclusive():
     verdict = mc.mlp_vs_logistic_claim(fake_detection(GOOD), "beta_shapley")
     assert verdict.holds and verdict.value[0] == pytest.approx(0.015)

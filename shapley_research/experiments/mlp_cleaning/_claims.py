@@ -6,20 +6,27 @@ threshold, *does not hold* if it lies wholly on the other side, and is
 *inconclusive* if it straddles the threshold (or fewer than two seeds ran),
 written as ``holds=False`` with the verdict ``"inconclusive"``
 (:func:`~shapley_research.experiments._common.verdict_of` reads it back). Over several
-data sets a claim holds if it holds on each, fails if it fails on one.
+data sets a claim holds if it holds on each and fails if it fails on one, with
+"fails" corrected for the data sets by Holm's procedure
+(:func:`~shapley_research.experiments._verdicts.family_verdicts`), as data_cleaning's claims are.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
 
 from .._common import Claim, claim, verdict_of  # noqa: F401  (verdict_of re-exported)
-from .._verdicts import combine, decide, repetitions_to_decide
-from ._measure import LABELS, METHODS, paired_differences, summarise_detection
+from .._verdicts import FAMILY_RULE, combine, describe, family_verdicts, interval_verdict
+from ._measure import AUROC_RANGE, DIFFERENCE_RANGE, LABELS, METHODS, auroc_samples, paired_auroc_samples
 
-#: Random values' expected detection AUROC: the threshold of "better than random".
+#: Random values' expected detection AUROC.
 RANDOM_AUROC = 0.5
+#: "Better than random" asks for an AUROC above random's by this margin, as data_cleaning's check does.
+ABOVE_RANDOM_MARGIN = 0.05
 #: "At least as good": AUROC(MLP) - AUROC(logistic) down to minus this margin counts as at least as good.
 DIFFERENCE_MARGIN = 0.05
 #: Level of the Student-t intervals over seeds.
@@ -27,83 +34,73 @@ CONFIDENCE = 0.95
 OWN = "This package's own check, not the paper's."
 
 
-def _verdict(low: float, high: float, threshold: float, n: int) -> bool | None:
-    """``_verdicts.decide(low, high, threshold, "above")``; None with fewer than two seeds (no spread)."""
-    return decide(low, high, threshold, "above") if n >= 2 else None
+def _decided(samples: dict[str, np.ndarray], threshold: float, bounds: tuple[float, float],
+             ) -> tuple[bool | None, dict[str, dict[str, Any]]]:
+    """Per data set the interval verdict of the mean against ``threshold``, Holm-corrected; the combined verdict.
+
+    False when nothing ran on any data set (no seed to decide on).
+    """
+    entries = family_verdicts({d: interval_verdict(x, threshold, "above", CONFIDENCE, bounds=bounds)
+                               for d, x in samples.items()}, CONFIDENCE)
+    ran = [e for e in entries.values() if e["n"]]
+    return (combine(e["verdict"] for e in entries.values()) if ran else False), entries
 
 
-def _describe(name: str, mean: float, low: float, high: float, n: int, threshold: float, sd: float,
-              verdict: bool | None) -> str:
-    relation = {True: ">=", False: "<", None: "straddles"}[verdict]
-    text = f"{name}: {mean:.3f} [{low:.3f}, {high:.3f}] over {n} seeds {relation} {threshold:g}"
-    if verdict is None and n >= 2 and math.isfinite(sd):
-        needed = repetitions_to_decide(sd, mean - threshold, CONFIDENCE)
-        text += f" (about {needed} seeds would decide)" if needed else " (no practical number of seeds would decide)"
-    return text
+def _worst(entries: dict[str, dict[str, Any]]) -> list[float]:
+    """``[mean, low, high]`` of the data set with the lowest interval end (NaN end first; NaN if none ran)."""
+    ran = [e for e in entries.values() if e["n"]]
+    worst = min(ran, key=lambda e: e["low"] if math.isfinite(e["low"]) else -math.inf, default=None)
+    return [worst[k] for k in ("mean", "low", "high")] if worst else [math.nan] * 3
 
 
-def _undecided(verdict: bool | None) -> str | None:
-    return "inconclusive" if verdict is None else None
-
-
-def _note(verdict: bool | None, parts: list[str], cause: str) -> str:
-    body = "; ".join(parts) + "."
+def _note(verdict: bool | None, entries: dict[str, dict[str, Any]], prefix: str, cause: str) -> str:
+    body = "; ".join(describe(f"{prefix}{d}", e) for d, e in entries.items()) or "no run"
     if verdict is None:
-        return "inconclusive: the interval straddles the threshold on some data set. " + body
-    return body if verdict else f"does not hold: {cause}. {body}"
+        return f"inconclusive: an interval straddles the threshold on some data set. {body}."
+    return f"{body}." if verdict else f"does not hold: {cause}. {body}."
 
 
-def above_random_claim(detection: Sequence[dict], method: str, model: str = "mlp") -> Claim:
-    """On ``model``'s utility, ``method`` ranks flipped labels lower than random: AUROC interval above 0.5."""
-    rows = [s for s in summarise_detection(detection, CONFIDENCE) if s["model"] == model and s["method"] == method]
-    verdicts, parts = [], []
-    for s in rows:
-        verdicts.append(_verdict(s["auroc_low"], s["auroc_high"], RANDOM_AUROC, s["n_repetitions"]))
-        parts.append(_describe(s["dataset"], s["auroc_mean"], s["auroc_low"], s["auroc_high"], s["n_repetitions"],
-                               RANDOM_AUROC, s["auroc_sd"], verdicts[-1]))
-    ran = [s for s in rows if s["n_repetitions"]]
-    verdict = combine(verdicts) if ran else False
-    worst = min(ran, key=lambda s: s["auroc_low"] if math.isfinite(s["auroc_low"]) else -math.inf, default=None)
-    value = [worst[k] for k in ("auroc_mean", "auroc_low", "auroc_high")] if worst else [math.nan] * 3
+def _criterion(statistic: str, threshold: str, n_datasets: int, who: str) -> str:
+    rule = (f"On every data set, the {CONFIDENCE:.0%} Student-t interval over seeds of the {statistic} lies at or "
+            f"above {threshold} (holds); does not hold if it lies wholly below {threshold} on some data set; "
+            f"inconclusive if it straddles {threshold} or fewer than 2 {who}.")
+    return rule + (" " + FAMILY_RULE.format(k=n_datasets) if n_datasets > 1 else "")
+
+
+def above_random_claim(detection: Sequence[dict], method: str, model: str = "mlp",
+                       margin: float = ABOVE_RANDOM_MARGIN) -> Claim:
+    """On ``model``'s utility, ``method`` ranks flipped labels lower than random: AUROC interval >= 0.5 + margin."""
+    threshold = RANDOM_AUROC + margin
+    verdict, entries = _decided(auroc_samples(detection, model, method), threshold, AUROC_RANGE)
+    ran = any(e["n"] for e in entries.values())
     cause = (f"{method} did not run on the {model} utility" if not ran
-             else "the AUROC interval lies below 0.5: worse than random on some data set")
+             else f"the AUROC interval lies below {threshold:g} (random values' {RANDOM_AUROC:g} + {margin:g}) "
+                  "on some data set")
     return claim(f"On the {model.upper() if model == 'mlp' else model} utility, {LABELS.get(method, method)} detects "
-                 f"flipped labels better than random values. {OWN}",
-                 "[mean AUROC, CI low, CI high] over seeds, data set with the lowest CI low", value,
+                 f"flipped labels better than random values (by at least {margin:g} AUROC). {OWN}",
+                 "[mean AUROC, CI low, CI high] over seeds, data set with the lowest CI low", _worst(entries),
                  verdict is True, source="reproduction",
-                 criterion=(f"On every data set, the {CONFIDENCE:.0%} Student-t interval over seeds of the mean "
-                            f"detection AUROC (lowest value flagged) lies at or above {RANDOM_AUROC} (holds); "
-                            f"does not hold if it lies wholly below {RANDOM_AUROC} on some data set; inconclusive "
-                            "if it straddles 0.5 or fewer than 2 seeds ran."),
-                 note=_note(verdict, parts or ["no run"], cause), undecided=_undecided(verdict))
+                 criterion=_criterion(f"mean detection AUROC (lowest value flagged; random values: {RANDOM_AUROC:g} "
+                                      "in expectation)", f"{threshold:g}", len(entries), "seeds ran"),
+                 note=_note(verdict, entries, "", cause),
+                 undecided="inconclusive" if verdict is None else None)
 
 
 def mlp_vs_logistic_claim(detection: Sequence[dict], method: str, margin: float = DIFFERENCE_MARGIN) -> Claim:
     """On the same problems, ``method`` on the MLP utility detects at least as well as on the logistic one."""
-    rows = [d for d in paired_differences(detection, "mlp", "logistic", CONFIDENCE) if d["method"] == method]
-    verdicts, parts = [], []
-    for d in rows:
-        verdicts.append(_verdict(d["difference_low"], d["difference_high"], -margin, d["n_pairs"]))
-        parts.append(_describe(f"{d['dataset']} AUROC(MLP) - AUROC(logistic)", d["difference_mean"],
-                               d["difference_low"], d["difference_high"], d["n_pairs"], -margin,
-                               d["difference_sd"], verdicts[-1]))
-    paired = [d for d in rows if d["n_pairs"]]
-    verdict = combine(verdicts) if paired else False
-    worst = min(paired, key=lambda d: d["difference_low"] if math.isfinite(d["difference_low"]) else -math.inf,
-                default=None)
-    value = [worst[k] for k in ("difference_mean", "difference_low", "difference_high")] if worst else [math.nan] * 3
+    verdict, entries = _decided(paired_auroc_samples(detection, method), -margin, DIFFERENCE_RANGE)
+    paired = any(e["n"] for e in entries.values())
     cause = ("no seed where both utilities ran" if not paired
              else f"the MLP's AUROC is below the logistic regression's by more than {margin:g} on some data set")
     return claim(f"{LABELS.get(method, method)} detects flipped labels at least as well on the MLP utility as on the "
                  f"logistic-regression utility, on the same data, splits and flips (within {margin:g} AUROC). "
                  f"{OWN}",
                  "[mean paired AUROC difference MLP - logistic, CI low, CI high], data set with the lowest CI low",
-                 value, verdict is True, source="reproduction",
-                 criterion=(f"On every data set, the {CONFIDENCE:.0%} Student-t interval over seeds of the mean "
-                            f"paired difference AUROC(MLP) - AUROC(logistic) (same seed, same method seed) lies at "
-                            f"or above -{margin:g} (holds); does not hold if it lies wholly below -{margin:g} on "
-                            f"some data set; inconclusive if it straddles -{margin:g} or fewer than 2 seeds paired."),
-                 note=_note(verdict, parts or ["no pair"], cause), undecided=_undecided(verdict))
+                 _worst(entries), verdict is True, source="reproduction",
+                 criterion=_criterion("mean paired difference AUROC(MLP) - AUROC(logistic) (same seed, same method "
+                                      "seed)", f"-{margin:g}", len(entries), "seeds paired"),
+                 note=_note(verdict, entries, "AUROC(MLP) - AUROC(logistic) on ", cause),
+                 undecided="inconclusive" if verdict is None else None)
 
 
 def mlp_cleaning_claims(detection: Sequence[dict], methods: Sequence[str] = METHODS) -> list[Claim]:

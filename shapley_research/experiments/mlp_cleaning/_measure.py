@@ -29,6 +29,9 @@ METHODS = ("msr_banzhaf", "beta_shapley", "truncated_permutation", "data_oob")
 MODELS = ("mlp", "logistic")
 LABELS = {m: registry.get_method(m).label for m in METHODS}
 MODEL_LABELS = {"mlp": "MLP (TorchModelUtility)", "logistic": "logistic regression (ModelUtility)"}
+#: The range of an AUROC and of a difference of two: the t intervals are cut to it.
+AUROC_RANGE = (0.0, 1.0)
+DIFFERENCE_RANGE = (-1.0, 1.0)
 
 #: The MLP's options, the methods' (the registry's defaults, but Data-OOB's cap: this experiment's
 #: ``oob_estimators``, fewer models than data_cleaning's as each is an MLP); conf/experiment/mlp_cleaning.yaml agrees.
@@ -163,13 +166,35 @@ def summarise_detection(detection: Sequence[dict], confidence: float = 0.95) -> 
     out = []
     for (dataset, model, method), rows in _groups(detection, ("dataset", "model", "method")).items():
         auroc = np.array([r["auroc"] for r in rows], dtype=float)
-        mean, low, high = mean_interval(auroc, confidence)
+        mean, low, high = mean_interval(auroc, confidence, AUROC_RANGE)
         out.append({"dataset": dataset, "model": model, "method": method, "auroc_mean": mean, "auroc_low": low,
                     "auroc_high": high, "n_repetitions": int(np.isfinite(auroc).sum()),
                     "auroc_sd": float(np.nanstd(auroc, ddof=1)) if np.isfinite(auroc).sum() > 1 else math.nan,
                     "f1_mean": float(np.nanmean([r["f1"] for r in rows])) if np.isfinite(auroc).any() else math.nan,
                     "wall_time_s_mean": float(np.mean([r["wall_time_s"] for r in rows])),
                     "n_evaluations_mean": float(np.mean([r["n_evaluations"] for r in rows]))})
+    return out
+
+
+def auroc_samples(detection: Sequence[dict], model: str, method: str) -> dict[str, np.ndarray]:
+    """Per data set, ``method``'s finite detection AUROCs on ``model``'s utility, one per seed."""
+    out = {}
+    for (dataset,), rows in _groups(detection, ("dataset",)).items():
+        auroc = np.array([r["auroc"] for r in rows if r["model"] == model and r["method"] == method], dtype=float)
+        out[dataset] = auroc[np.isfinite(auroc)]
+    return out
+
+
+def paired_auroc_samples(detection: Sequence[dict], method: str, model: str = "mlp",
+                         baseline: str = "logistic") -> dict[str, np.ndarray]:
+    """Per data set, AUROC(``model``) - AUROC(``baseline``) of ``method`` paired by seed (seeds both ran)."""
+    out = {}
+    for (dataset,), rows in _groups(detection, ("dataset",)).items():
+        by_model = {m: {r["repetition"]: r["auroc"] for r in group if r["method"] == method}
+                    for (m,), group in _groups(rows, ("model",)).items()}
+        first, second = by_model.get(model, {}), by_model.get(baseline, {})
+        out[dataset] = np.array([first[r] - second[r] for r in first if r in second
+                                 and np.isfinite(first[r]) and np.isfinite(second[r])], dtype=float)
     return out
 
 
@@ -181,12 +206,8 @@ def paired_differences(detection: Sequence[dict], model: str = "mlp", baseline: 
     """
     out = []
     for (dataset, method), rows in _groups(detection, ("dataset", "method")).items():
-        by_model = {m: {r["repetition"]: r["auroc"] for r in group}
-                    for (m,), group in _groups(rows, ("model",)).items()}
-        first, second = by_model.get(model, {}), by_model.get(baseline, {})
-        diffs = np.array([first[r] - second[r] for r in first if r in second
-                          and np.isfinite(first[r]) and np.isfinite(second[r])], dtype=float)
-        mean, low, high = mean_interval(diffs, confidence)
+        diffs = paired_auroc_samples(rows, method, model, baseline)[dataset]
+        mean, low, high = mean_interval(diffs, confidence, DIFFERENCE_RANGE)
         out.append({"dataset": dataset, "method": method, "difference_mean": mean, "difference_low": low,
                     "difference_high": high, "difference_sd": float(diffs.std(ddof=1)) if diffs.size > 1 else math.nan,
                     "n_pairs": int(diffs.size)})
