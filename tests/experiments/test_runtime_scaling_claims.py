@@ -77,6 +77,38 @@ def test_advantage_is_outside_its_scope_where_the_theorems_predict_permutation_c
     assert c.verdict == "does not hold"
 
 
+def test_advantage_scope_is_set_by_theorem_3_not_by_the_improved_bound():
+    """The committed KNN case: at N = 300 Theorem 3 predicts 0.555 and the improved bound (not the paper's) 1.95.
+    A case in scope only by the improved bound is outside the paper's claim's scope."""
+    only_improved = {n: {"algorithm_1": 0.555, "improved_bound": 1.95} for n in (1000, 10000)}
+    c, _ = judge(records_for(lambda n: n, lambda n: 4 * n), predicted=only_improved)
+    assert c.verdict == "outside its scope" and not c.holds
+    assert "predict 0.555 with Theorem 3: outside the claim's scope" in c.note
+    assert "the improved bound, not the paper's, predicts 1.95 and does not set the scope" in c.note
+    assert "Theorem 3's) predict a ratio <= 1" in c.criterion and "does not set the scope" in c.criterion
+    # the same data with Theorem 3 predicting an advantage: judged, and it fails
+    c, _ = judge(records_for(lambda n: n, lambda n: 4 * n),
+                 predicted={n: {"algorithm_1": 1.47, "improved_bound": 0.5} for n in (1000, 10000)})
+    assert c.verdict == "does not hold"
+
+
+def test_advantage_does_not_hold_on_the_game_in_scope_and_reports_its_ratio():
+    """The committed data's shape: KNN decided at N = 300 (outside the scope by Theorem 3), unanimity at N = 3,000
+    (Theorem 3 predicts 3.7) with a cap bounding the ratio by 0.5: the claim does not hold, on unanimity's ratio."""
+    records = []
+    for game, n, perm, cap in (("knn", 300, 77101, 309248), ("unanimity", 3000, 192001, 384256)):
+        records.append({"method": "permutation", "game": game, "n_players": n, "target_relative_error": 0.1,
+                        "evaluations": perm, "cap_evaluations": 10 ** 9})
+        records += [{"method": m, "game": game, "n_players": n, "target_relative_error": 0.1,
+                     "evaluations": None, "cap_evaluations": cap} for m in rsl.GROUP_TESTING]
+    predicted = {300: {"algorithm_1": 0.555, "improved_bound": 1.95},
+                 3000: {"algorithm_1": 3.70, "improved_bound": 13.4}}
+    c, _ = judge(records, predicted=predicted)
+    assert c.verdict == "does not hold"
+    assert c.statistic.endswith("_upper_bound") and c.value == pytest.approx(192001 / 384256)
+    assert "knn at N = 300" in c.note and "outside the claim's scope" in c.note
+
+
 def test_advantage_table_puts_measured_beside_predicted_ratios():
     records = records_for(lambda n: 3 * n, lambda n: None if n > 1000 else n, cap=10 ** 6)
     rows = rsl.advantage_table(records, 0.1, PREDICTED_LARGE)
@@ -160,6 +192,69 @@ def test_exponent_claim_is_inconclusive_without_exponents_and_uses_every_group_t
                                              "group_testing_paper": {"knn": 2.5, "unanimity": 2.5}}, BASIS,
                                    {"permutation": 2.2}, target=0.1, predicted=PREDICTED_LARGE)
     assert claims[1].verdict == "does not hold"
+
+
+EXPONENTS = {"permutation": {"knn": 1.9, "unanimity": 1.0},
+             "group_testing_paper": {"knn": 2.1, "unanimity": 2.1},
+             "group_testing_improved": {"knn": 2.5, "unanimity": 2.0}}
+
+
+def exponent_claim(basis, exponents=EXPONENTS, records=None):
+    records = records or records_for(lambda n: 3 * n, lambda n: n)
+    claims, _ = rsl.large_n_claims(records, exponents, basis, {"permutation": 2.2}, target=0.1,
+                                   predicted=PREDICTED_LARGE)
+    return claims[1]
+
+
+def with_basis(**bases):
+    """Permutation measured; each group testing variant's basis on both games as given."""
+    return {"permutation": {"knn": "measured", "unanimity": "measured"},
+            **{m: {"knn": b, "unanimity": b} for m, b in bases.items()}}
+
+
+def test_exponent_claim_does_not_hold_where_measured_exponents_decide():
+    c = exponent_claim(with_basis(group_testing_paper="measured", group_testing_improved="measured"))
+    assert c.verdict == "does not hold" and not c.holds and c.value == pytest.approx(1.0 - 2.0)
+    assert "undecided" not in c.note
+    # one game decided by measured exponents suffices, whatever the other game's basis
+    basis = with_basis(group_testing_paper="extrapolated", group_testing_improved="extrapolated")
+    basis["group_testing_paper"]["knn"] = basis["group_testing_improved"]["knn"] = "measured"
+    assert exponent_claim(basis).verdict == "does not hold"
+
+
+def test_exponent_claim_is_inconclusive_where_only_extrapolated_exponents_would_decide():
+    """The committed data's case: permutation measured, every group testing exponent extrapolated and above it."""
+    records = records_for(lambda n: 3 * n, lambda n: None, cap=1000, ns=(100, 300, 1000))
+    for r in records:
+        if r["method"] in rsl.GROUP_TESTING:
+            r["extrapolated_evaluations"] = r["n_players"] ** 2 * (10 if r["method"] == "group_testing_paper" else 3)
+    c = exponent_claim(with_basis(group_testing_paper="extrapolated", group_testing_improved="extrapolated"),
+                       records=records)
+    assert c.verdict == "inconclusive" and not c.holds and c.value == pytest.approx(1.0 - 2.0)
+    assert c.note.startswith("undecided (inconclusive): the decision rests on extrapolated exponents (knn: group "
+                             "testing Algorithm 1, Wang & Jia + this package's centering")
+    assert "B^(-1/2) beyond the cap" in c.note and "up to 10,000 times the cap" in c.note
+    assert "the cheapest variant needs about 3,000,000 evaluations at N = 1,000 on knn" in c.note
+    assert "decided only by measured exponents" in c.criterion
+    # a measured variant above permutation does not decide while an extrapolated one might be below it
+    mixed = exponent_claim(with_basis(group_testing_paper="measured", group_testing_improved="extrapolated"))
+    assert mixed.verdict == "inconclusive"
+    # an advantage resting on extrapolated exponents is inconclusive too
+    below = {"permutation": {"knn": 2.0, "unanimity": 2.0}, "group_testing_paper": {"knn": 1.2, "unanimity": 1.2}}
+    assert exponent_claim(with_basis(group_testing_paper="extrapolated"), below).verdict == "inconclusive"
+    assert exponent_claim(with_basis(group_testing_paper="measured"), below).verdict == "holds"
+
+
+def test_exponent_decision_per_game():
+    basis = with_basis(group_testing_paper="measured", group_testing_improved="extrapolated")
+    d = rsl.exponent_decision(EXPONENTS, basis, "unanimity")
+    assert d["decided"] is None and d["gap"] == pytest.approx(-1.0) and d["extrapolated"] == ["group_testing_improved"]
+    # a measured variant below permutation decides "holds" whatever the others' basis
+    d = rsl.exponent_decision({**EXPONENTS, "group_testing_paper": {"knn": 1.5}}, basis, "knn")
+    assert d["decided"] == "holds" and d["gap"] == pytest.approx(0.4)
+    basis["permutation"]["knn"] = "extrapolated"
+    d = rsl.exponent_decision({**EXPONENTS, "group_testing_paper": {"knn": 1.5}}, basis, "knn")
+    assert d["decided"] is None and d["extrapolated"] == ["permutation", "group_testing_improved"]
 
 
 # ---------------------------------------------------------------------------------- the plateau rule

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ._large_n_measure import GROUP_TESTING, MIN_POINTS_FOR_EXPONENT
+from ._large_n_measure import GROUP_TESTING, MIN_POINTS_FOR_EXPONENT, PLATEAU_SLOPE, PLATEAU_WINDOW
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -19,6 +19,8 @@ if TYPE_CHECKING:
 
 _SECTION = "Section 4.1 and Theorem 3 (Section 4.2); Section 5 ('Runtime comparison', Figure 3b, fig:comp)"
 ADVANTAGE = 1.0  # group testing needs fewer evaluations: permutation / group testing above this
+#: The bound that sets the paper claim's scope: the paper's Theorem 3 (Algorithm 1), not the improved bound.
+SCOPE_BOUND = "algorithm_1"
 
 
 def _record(records, method, game, n, target):
@@ -148,9 +150,9 @@ def _advantage_claim(records, target: float, predicted: dict | None):
     def predicted_at(n):
         return (predicted or {}).get(n)
 
-    def in_scope(a):  # the theorems themselves predict an advantage at the deciding N (the better bound)
+    def in_scope(a):  # the paper's own bounds (Section 4.1 over Theorem 3) predict an advantage at the deciding N
         p = predicted_at(a["n_players"])
-        return p is None or max(p.values()) > ADVANTAGE
+        return p is None or p[SCOPE_BOUND] > ADVANTAGE
 
     decided = {g: a for g, a in advantage.items() if a is not None and a["decided"]}
     judged = {g: a for g, a in decided.items() if in_scope(a)}
@@ -158,7 +160,8 @@ def _advantage_claim(records, target: float, predicted: dict | None):
     holds = not failing and len(judged) == len(games)
     undecided = (None if holds or failing else
                  "outside its scope" if len(decided) == len(games) else "inconclusive")
-    shown = [a for a in advantage.values() if a is not None]
+    # the statistic is the worst ratio among the games judged (in scope); among all decided ones if none is
+    shown = list(judged.values()) or [a for a in advantage.values() if a is not None]
     worst = min(shown, key=value) if shown else None
     bound = worst is not None and worst["ratio"] is None
 
@@ -166,9 +169,10 @@ def _advantage_claim(records, target: float, predicted: dict | None):
         if a is None:
             return f"{g}: permutation sampling never reached {target:g}"
         p = predicted_at(a["n_players"])
-        theory = ("" if p is None else f" (the theorems' counts predict {p['algorithm_1']:.3g} with Theorem 3, "
-                  f"{p['improved_bound']:.3g} with the improved bound"
-                  + ("" if in_scope(a) else ": outside the claim's scope") + ")")
+        theory = ("" if p is None else f" (the theorems' counts predict {p[SCOPE_BOUND]:.3g} with Theorem 3"
+                  + ("" if in_scope(a) else ": outside the claim's scope")
+                  + f"; the improved bound, not the paper's, predicts {p['improved_bound']:.3g} and does not set "
+                  "the scope)")
         above = _undecided_text(undecided_above(records, g, target, a["n_players"])) if a["decided"] else ""
         if a["ratio"] is not None:
             return f"{g} at N = {a['n_players']:,}: measured ratio {a['ratio']:.3g}{theory}{above}"
@@ -185,10 +189,130 @@ def _advantage_claim(records, target: float, predicted: dict | None):
                    f"{target:g} and the comparison is decided (a group testing variant reached it too, or every "
                    f"variant stopped at a cap with permutation / cap <= {ADVANTAGE:g}): permutation's evaluations / "
                    f"group testing's (best variant) > {ADVANTAGE:g}; outside its scope where, at that N, the "
-                   "bounds' own counts (Section 4.1's for permutation sampling over Theorem 3's or the improved "
-                   "bound's, the larger) predict a "
-                   f"ratio <= {ADVANTAGE:g}"),
+                   "paper's own counts (Section 4.1's for permutation sampling over Theorem 3's) predict a ratio "
+                   f"<= {ADVANTAGE:g} (the improved bound, not the paper's, is reported beside it and does not set "
+                   "the scope)"),
         note=note, undecided=undecided), advantage
+
+
+_VARIANT_NAMES = {"group_testing_paper": "group testing Algorithm 1",
+                  "group_testing_wang_jia": "Wang & Jia as published",
+                  "group_testing_improved": "Wang & Jia + this package's centering"}
+_NAMES = {"permutation": "permutation sampling", **_VARIANT_NAMES}
+
+
+def _shown(exponents, basis, method, game):
+    """``"2.12 (extrapolated)"``: an exponent and its basis, or ``"missing"``."""
+    value = exponents.get(method, {}).get(game)
+    return "missing" if value is None else f"{value:.2f} ({basis[method][game]})"
+
+
+def exponent_decision(exponents: dict[str, Any], basis: dict[str, Any], game: str) -> dict[str, Any]:
+    """One game of the exponent check: the fitted gap and what the measured exponents alone decide.
+
+    ``gap`` is permutation sampling's exponent minus group testing's best
+    (every variant with an exponent, measured or extrapolated; None if one
+    side has none). ``decided`` is ``"holds"`` where permutation sampling's
+    exponent and a group testing variant's below it are both measured,
+    ``"does not hold"`` where permutation sampling's and every variant's are
+    measured and none is below, None otherwise. ``extrapolated`` names the
+    exponents fitted to extrapolated counts.
+    """
+    def get(method):
+        return exponents.get(method, {}).get(game), basis.get(method, {}).get(game)
+
+    perm, perm_basis = get("permutation")
+    variants = {m: v for m in GROUP_TESTING if (v := get(m))[0] is not None}
+    extrapolated = (([] if perm is None or perm_basis == "measured" else ["permutation"])
+                    + [m for m, (_, b) in variants.items() if b != "measured"])
+    if perm is None or not variants:
+        return {"gap": None, "decided": None, "extrapolated": extrapolated}
+    gap = perm - min(e for e, _ in variants.values())
+    decided = None
+    if perm_basis == "measured":
+        if any(perm - e > 0 for e, b in variants.values() if b == "measured"):
+            decided = "holds"
+        elif all(b == "measured" for _, b in variants.values()) and gap <= 0:
+            decided = "does not hold"
+    return {"gap": gap, "decided": decided, "extrapolated": extrapolated}
+
+
+def _deciding_run(records, game, target):
+    """``(variant, n, evaluations)``: the cheapest cap that would let a variant reach ``target`` at
+    :data:`MIN_POINTS_FOR_EXPONENT` N by its extrapolated counts (None if no variant has them)."""
+    options = []
+    for m in GROUP_TESTING:
+        rows = sorted((r for r in records if (r["method"], r["game"], r["target_relative_error"])
+                       == (m, game, target)), key=lambda r: r["n_players"])[:MIN_POINTS_FOR_EXPONENT]
+        counts = [(r["evaluations"] if r["evaluations"] is not None else r.get("extrapolated_evaluations"),
+                   r["n_players"]) for r in rows]
+        if len(counts) == MIN_POINTS_FOR_EXPONENT and all(c is not None for c, _ in counts):
+            count, n = max(counts)
+            options.append((count, m, n))
+    if not options:
+        return None
+    count, m, n = min(options)
+    return m, n, count
+
+
+def _round(x: float) -> str:
+    """``x`` to two significant digits, written out: ``"330,000,000"``."""
+    return f"{float(f'{x:.2g}'):,.0f}"
+
+
+def _extrapolation_text(records, decisions, target):
+    """The note's account of an exponent check that rests on extrapolated exponents."""
+    games = [g for g, d in decisions.items() if d["decided"] is None and d["gap"] is not None]
+    factors = [r["extrapolated_evaluations"] / r["cap_evaluations"] for r in records
+               if r["game"] in games and r["method"] in GROUP_TESTING and r["evaluations"] is None
+               and r.get("extrapolated_evaluations") is not None and r["target_relative_error"] == target]
+    runs = []
+    for g in games:
+        found = _deciding_run(records, g, target)
+        if found is not None:
+            m, n, count = found
+            runs.append(f"about {_round(count)} evaluations at N = {n:,} on {g} ({_VARIANT_NAMES[m]})")
+    return ("undecided (inconclusive): the decision rests on extrapolated exponents ("
+            + "; ".join(f"{g}: " + ", ".join(_NAMES[m] for m in decisions[g]["extrapolated"]) for g in games)
+            + f"), fitted to B_cap (e / {target:g})^2 where the median seed stopped at its cap"
+            + (f", up to {_round(max(factors))} times the cap" if factors else "")
+            + ". That assumes the error keeps falling as B^(-1/2) beyond the cap, as an unbiased mean's would and "
+            f"a biased estimator's would not (the run checks only that the error's slope over its last "
+            f"{PLATEAU_WINDOW} budgets is at most {PLATEAU_SLOPE:g}). Measured exponents would decide it: a run "
+            f"whose caps let group testing reach {target:g} at {MIN_POINTS_FOR_EXPONENT} N (every variant, for a "
+            "'does not hold')"
+            + ("; by the extrapolation the cheapest variant needs " + ", ".join(runs) if runs else "") + ". ")
+
+
+def _exponent_claim(records, exponents, basis, games, target):
+    """The exponent check: decided only by measured exponents, inconclusive where extrapolated ones decide."""
+    from .._common import claim
+
+    decisions = {g: exponent_decision(exponents, basis, g) for g in games}
+    gap = min([d["gap"] for d in decisions.values() if d["gap"] is not None] or [np.nan])
+    fails = any(d["decided"] == "does not hold" for d in decisions.values())
+    holds = all(d["decided"] == "holds" for d in decisions.values())
+    missing = any(d["gap"] is None for d in decisions.values())
+    prefix = ("" if holds or fails else
+              "undecided (inconclusive): an exponent has fewer than "
+              f"{MIN_POINTS_FOR_EXPONENT} N where the target was reached. " if missing else
+              _extrapolation_text(records, decisions, target))
+    text = "; ".join(f"{g}: permutation {_shown(exponents, basis, 'permutation', g)}, "
+                     + ", ".join(f"{name} {_shown(exponents, basis, m, g)}" for m, name in _VARIANT_NAMES.items())
+                     for g in games)
+    return claim(
+        "Group testing's evaluations to the target grow more slowly in N than permutation sampling's (the "
+        "asymptotic advantage the theorems predict)", "exponent_gap_permutation_minus_group_testing", gap,
+        holds, source="reproduction",
+        criterion=(f"on every game, fitted exponent of permutation sampling minus that of group testing (best "
+                   f"variant) > 0; an exponent is the slope of median evaluations to {target:g} over at least "
+                   f"{MIN_POINTS_FOR_EXPONENT} N, measured where that many N reached the target, else fitted to "
+                   f"the extrapolated counts B_cap (e / {target:g})^2, which assume a B^(-1/2) decay beyond the cap; "
+                   "decided only by measured exponents (holds: on every game a measured group testing exponent "
+                   "below permutation sampling's measured one; does not hold: on a game permutation sampling's "
+                   "and every group testing variant's exponents measured and none below), inconclusive where the "
+                   "decision rests on an extrapolated or missing exponent"),
+        note=prefix + f"Exponents: {text}.", undecided=None if holds or fails else "inconclusive")
 
 
 def large_n_claims(records: Sequence[dict[str, Any]], exponents: dict[str, Any], basis: dict[str, Any],
@@ -199,15 +323,17 @@ def large_n_claims(records: Sequence[dict[str, Any]], exponents: dict[str, Any],
 
     * P: group testing (best variant) needs fewer evaluations than
       permutation sampling at the largest N decided on every game
-      (:func:`group_testing_advantage`), judged only where the theorems'
-      counts (``predicted``, :func:`predicted_ratios`) predict an advantage
-      at that N ("outside its scope" otherwise; "inconclusive" where only
-      caps bound the ratio, above 1).
+      (:func:`group_testing_advantage`), judged only where the paper's own
+      counts (``predicted["algorithm_1"]``, Section 4.1 over Theorem 3,
+      :func:`predicted_ratios`) predict an advantage at that N ("outside its
+      scope" otherwise, whatever the improved bound predicts; "inconclusive"
+      where only caps bound the ratio, above 1).
     * R: group testing's exponent is below permutation sampling's on every
       game (the theorems' asymptotic prediction), each exponent from measured
       counts where at least three N reached the target and from the
-      extrapolated counts otherwise (:func:`scaling_exponents`); undecided
-      where an exponent is missing.
+      extrapolated counts otherwise (:func:`scaling_exponents`); decided only
+      by measured exponents (:func:`exponent_decision`), inconclusive where
+      the decision rests on an extrapolated or missing exponent.
     * R: permutation sampling's measured exponent is below its theorem's local
       slope on every game (the Hoeffding count is loose in its growth, not
       only in its constant).
@@ -216,38 +342,10 @@ def large_n_claims(records: Sequence[dict[str, Any]], exponents: dict[str, Any],
 
     games = sorted({r["game"] for r in records})
     first, advantage = _advantage_claim(records, target, predicted)
-    claims = [first]
+    claims = [first, _exponent_claim(records, exponents, basis, games, target)]
 
-    def exponent(method, game):
-        return exponents.get(method, {}).get(game)
-
-    pairs = {g: (exponent("permutation", g),
-                 min([e for m in GROUP_TESTING if (e := exponent(m, g)) is not None], default=None)) for g in games}
-    measurable = all(p is not None and gt is not None for p, gt in pairs.values())
-    gap = min([p - gt for p, gt in pairs.values() if p is not None and gt is not None] or [np.nan])
-
-    def shown(method, game):
-        value = exponent(method, game)
-        return "missing" if value is None else f"{value:.2f} ({basis[method][game]})"
-
-    text = "; ".join(f"{g}: permutation {shown('permutation', g)}, group testing Algorithm 1 "
-                     f"{shown('group_testing_paper', g)}, Wang & Jia as published {shown('group_testing_wang_jia', g)}"
-                     f", Wang & Jia + this package's centering {shown('group_testing_improved', g)}"
-                     for g in games)
-    claims.append(claim(
-        "Group testing's evaluations to the target grow more slowly in N than permutation sampling's (the "
-        "asymptotic advantage the theorems predict)", "exponent_gap_permutation_minus_group_testing", gap,
-        measurable and gap > 0, source="reproduction",
-        criterion=(f"on every game, fitted exponent of permutation sampling minus that of group testing (best "
-                   f"variant) > 0; an exponent is the slope of median evaluations to {target:g} over at least "
-                   f"{MIN_POINTS_FOR_EXPONENT} N, from the extrapolated counts B_cap (e / target)^2 when fewer N "
-                   "reached the target"),
-        note=("" if measurable else "undecided (inconclusive): an exponent has fewer than "
-              f"{MIN_POINTS_FOR_EXPONENT} N where the target was reached. ") + f"Exponents: {text}.",
-        undecided=None if measurable or gap <= 0 else "inconclusive"))
-
-    slack = min([theorem["permutation"] - e for g in games if (e := exponent("permutation", g)) is not None]
-                or [np.nan])
+    slack = min([theorem["permutation"] - e for g in games
+                 if (e := exponents.get("permutation", {}).get(g)) is not None] or [np.nan])
     complete = all(basis.get("permutation", {}).get(g) == "measured" for g in games)
     claims.append(claim(
         "Permutation sampling's measured evaluations grow more slowly in N than its theorem's count "
@@ -258,6 +356,6 @@ def large_n_claims(records: Sequence[dict[str, Any]], exponents: dict[str, Any],
                    f"{target:g} > 0"),
         note=("" if complete else "undecided (inconclusive): permutation sampling's exponent is not measured on "
               "every game. ")
-        + "Exponents: " + ", ".join(f"{g} {shown('permutation', g)}" for g in games) + ".",
+        + "Exponents: " + ", ".join(f"{g} {_shown(exponents, basis, 'permutation', g)}" for g in games) + ".",
         undecided=None if complete or slack <= 0 else "inconclusive"))
     return claims, {"group_testing_advantage": advantage}

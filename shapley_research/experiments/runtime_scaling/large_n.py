@@ -39,11 +39,16 @@ stopped at its cap, ``B_cap (e(B_cap) / target)^2`` (the ``1/sqrt(B)`` decay
 of an unbiased Monte Carlo mean) is reported beside it as an extrapolation,
 unless its error had reached a plateau (slope of log error on log budget over
 its last :data:`PLATEAU_WINDOW` runs above :data:`PLATEAU_SLOPE`). The
-extrapolated counts *are* used by a claim: the exponent check (group testing's
-exponent below permutation sampling's) fits them where fewer than
-:data:`MIN_POINTS_FOR_EXPONENT` N reached the target, and says so (``basis``).
-The paper's claim on counts uses measured counts only; a cap gives an upper
-bound on the ratio, named as such (``..._upper_bound``). Where the caps are
+exponent check (group testing's exponent below permutation sampling's) fits
+the extrapolated counts where fewer than :data:`MIN_POINTS_FOR_EXPONENT` N
+reached the target and says so (``basis``), but only measured exponents decide
+it: where the decision rests on an extrapolated exponent it is inconclusive,
+its note naming the extrapolation and the run that would measure it
+(:func:`exponent_decision`). The paper's claim on counts uses measured counts
+only; a cap gives an upper bound on the ratio, named as such
+(``..._upper_bound``). Its scope is set by the paper's own counts (Section
+4.1's over Theorem 3's, :data:`SCOPE_BOUND`); the improved bound's prediction
+is reported beside it. Where the caps are
 below permutation sampling's counts (at N above the deciding one), the bound
 exceeds 1 and decides nothing: the claim's note says "undecided at N >= ..."
 (:func:`undecided_above`), and ``permutation_over_group_testing.csv`` tells a
@@ -51,8 +56,8 @@ blank count of a variant that was not run from one that did not reach the
 target within its cap (``{method}_status``, ``{method}_cap_evaluations``).
 """
 
-from ._large_n_claims import (ADVANTAGE, NOT_REACHED, NOT_RUN, REACHED, advantage_table, group_testing_advantage,
-                              large_n_claims, undecided_above)
+from ._large_n_claims import (ADVANTAGE, NOT_REACHED, NOT_RUN, REACHED, SCOPE_BOUND, advantage_table,
+                              exponent_decision, group_testing_advantage, large_n_claims, undecided_above)
 from ._large_n_figure import LABELS, STYLE, plot_measured_scaling
 from ._large_n_games import SCALING_GAMES, knn_master_set, scaling_game
 from ._large_n_measure import (DECAY_RATIO, GROUP_TESTING, MIN_POINTS_FOR_EXPONENT, PLATEAU_SLOPE, PLATEAU_WINDOW,
@@ -67,4 +72,5 @@ __all__ = ["SCALING_METHODS", "SCALING_GAMES", "knn_master_set", "scaling_game",
            "MIN_POINTS_FOR_EXPONENT", "LABELS", "STYLE", "relative_error", "largest_budget", "DECAY_RATIO",
            "ADVANTAGE", "group_testing_advantage", "advantage_table", "GROUP_TESTING", "PLATEAU_SLOPE",
            "PLATEAU_WINDOW", "PUBLISHED_MAX_PLAYERS", "error_slope", "predicted_ratios", "with_published_variant",
-           "undecided_above", "REACHED", "NOT_REACHED", "NOT_RUN", "scaling_estimate"]
+           "undecided_above", "REACHED", "NOT_REACHED", "NOT_RUN", "scaling_estimate", "SCOPE_BOUND",
+           "exponent_decision"]
