@@ -28,6 +28,7 @@ import copy
 import hashlib
 import math
 import threading
+import weakref
 from dataclasses import dataclass
 from typing import Any, Callable, cast
 
@@ -64,14 +65,24 @@ class TrainingPlan:
 # The loss of one model, and the gradients of a stack of them
 # --------------------------------------------------------------------------------------------
 
+#: Per template module, its copies per thread: the loss and the forward of one game share them.
+_COPIES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_COPIES_LOCK = threading.Lock()
+
+
 def per_thread_copies(template: Any) -> Callable[[], Any]:
     """A function returning this thread's copy of the module ``template`` (made on the thread's first call).
 
     ``torch.func.functional_call`` swaps a module's parameters in place while
     it runs: threads training chunks of one game at once (joblib's threading
     backend) would read each other's parameters through a shared module.
+    Every function made for one template returns the same copy in a thread
+    (one copy per thread and template, dropped with the template).
     """
-    copies = threading.local()
+    with _COPIES_LOCK:
+        copies = _COPIES.get(template)
+        if copies is None:
+            copies = _COPIES[template] = threading.local()
 
     def module() -> Any:
         if not hasattr(copies, "module"):

@@ -110,3 +110,22 @@ def test_the_torch_thread_pin_is_restored_by_the_last_thread_to_leave_not_the_fi
         assert calls[2:] == [("trainer", before)]  # the last to leave restores the count found by the first
     finally:
         set_num_threads(before)  # the early leaver (this thread) kept the pinned count, as documented
+
+
+def test_one_copy_of_the_module_per_thread_serves_the_loss_and_the_forward():
+    import gc
+
+    from shapley_research.utilities._torch_training import _COPIES, per_thread_copies
+
+    template = torch.nn.Linear(3, 2)
+    loss_module, forward_module = per_thread_copies(template), per_thread_copies(template)
+    here = loss_module()
+    assert forward_module() is here and here is not template
+    with ThreadPoolExecutor(1) as pool:
+        there = pool.submit(forward_module).result()
+    assert there is not here and there is not template
+    assert per_thread_copies(torch.nn.Linear(3, 2))() is not here  # another template, another copy
+    count = len(_COPIES)
+    del template, loss_module, forward_module
+    gc.collect()
+    assert len(_COPIES) < count  # dropped with the template
