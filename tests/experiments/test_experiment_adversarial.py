@@ -235,6 +235,8 @@ def test_build_claims_lists_the_papers_two_claims_first():
     claims = adv.build_claims(_trends(), {"fgsm": match, "cw": match}, TOTALS, {"fgsm": 2.7, "cw": 2.8})
     assert [c.source for c in claims] == ["paper", "paper", "reproduction", "reproduction", "reproduction"]
     assert all(c.holds for c in claims) and all(c.criterion for c in claims)
+    # every z is over permutation pairs on one draw of the data and attacks: the criteria say so
+    assert [c.criterion.endswith(adv._claims.ONE_DRAW) for c in claims] == [True] * 4 + [False]
     entries = [c.to_dict() for c in claims]
     assert all(e["statistic"]["name"] and not e["timing"] for e in entries)
     # the CW confidence was calibrated to match FGSM's shift: the size check is decided by construction

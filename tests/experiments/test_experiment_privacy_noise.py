@@ -252,33 +252,53 @@ def _verdicts(levels):
 
     claims, summary = pn.privacy_claims(levels, spearman_threshold=-0.8, excess_drop_min_se=2.0)
     validate_metrics({"claims": [c.to_dict() for c in claims]})
-    assert [c.source for c in claims] == ["paper", "reproduction", "reproduction"]
+    assert [c.source for c in claims] == ["paper", "reproduction"]
     assert "fig:stable_noise" in claims[0].section and not any(c.timing for c in claims)
+    assert "one draw of the data" in claims[0].criterion  # the SE is Monte Carlo precision, not data variation
+    assert claims[0].value == {"spearman": summary["spearman_sigma_vs_noisy_sum"],
+                               "excess_drop_in_se": summary["excess_drop_in_se"]}
     return claims, [c.holds for c in claims]
 
 
 def test_privacy_claims_hold_when_the_noisy_half_loses_its_value():
     claims, verdicts = _verdicts(synthetic_levels((-0.2, 0.0, 0.1, 0.3, 0.31), (0.61, 0.6, 0.6, 0.6, 0.6)))
-    assert verdicts == [True, True, True]
+    assert verdicts == [True, True]
     assert "uniform split" in claims[0].note and "Cause" not in claims[0].note
 
 
 def test_privacy_claims_fail_when_the_value_rises_with_the_noise():
     claims, verdicts = _verdicts(synthetic_levels((0.3, 0.1, 0.0, -0.2, -0.2), (0.6, 0.6, 0.6, 0.6, 0.6)))
-    assert verdicts == [False, False, False]
+    assert verdicts == [False, False]
     assert all("Cause of the miss" in c.note for c in claims)
-    assert "rises by 0.2 from sigma = 0.3 to 1" in claims[0].note
+    assert "the Spearman part fails: it rises by 0.2 from sigma = 0.3 to 1" in claims[0].note
+    assert "the baseline comparison fails: the SV lowers the noisy half no more" in claims[0].note
 
 
-def test_privacy_claims_compare_with_the_uniform_split():
-    # the SV of the noisy half only follows U(D) down (exactly its uniform share): it falls with the noise,
-    # so the paper's monotone claim holds, but it does not single out the noisy data
-    acc = (0.3, 0.4, 0.5, 0.6, 0.6)
-    levels = synthetic_levels([0.5 * (a - 0.1) for a in acc], acc)
+def test_paper_claim_fails_on_the_spearman_alone():
+    # the noisy half loses 0.5 (7 SE beyond its uniform share) from the least to the most noise, but not
+    # monotonically: Spearman -0.4
+    claims, verdicts = _verdicts(synthetic_levels((-0.2, 0.35, 0.0, 0.3, 0.31), (0.61, 0.6, 0.6, 0.6, 0.6)))
+    assert verdicts[0] is False
+    assert claims[0].value["spearman"] == pytest.approx(-0.4) and claims[0].value["excess_drop_in_se"] > 7
+    assert "the Spearman part fails" in claims[0].note and "baseline comparison fails" not in claims[0].note
+
+
+@pytest.mark.parametrize("case", ["uniform share", "within the error"])
+def test_paper_claim_fails_when_the_sv_drop_does_not_beat_the_uniform_split(case):
+    if case == "uniform share":
+        # the SV of the noisy half only follows U(D) down (exactly its uniform share): Spearman -1, no excess
+        acc = (0.3, 0.4, 0.5, 0.6, 0.6)
+        levels, cause = synthetic_levels([0.5 * (a - 0.1) for a in acc], acc), "no more than the uniform split"
+    else:
+        # the SV falls monotonically and beyond its uniform share, but by 1.8 SE only
+        levels = synthetic_levels((-0.2, 0.0, 0.1, 0.3, 0.31), (0.61, 0.6, 0.6, 0.6, 0.6), se=0.2)
+        cause = "within the Monte Carlo error"
     claims, verdicts = _verdicts(levels)
-    assert verdicts == [True, False, True]
-    assert claims[1].value == pytest.approx(0.0, abs=1e-12)
-    assert pn.privacy_summary(levels)["spearman_sigma_vs_uniform_noisy"] == pytest.approx(-1.0)
+    assert verdicts == [False, True]
+    assert claims[0].value["spearman"] == pytest.approx(-1.0) and claims[0].value["excess_drop_in_se"] < 2
+    assert f"the baseline comparison fails: the {'SV lowers' if case == 'uniform share' else 'excess'}" in \
+        claims[0].note and cause in claims[0].note and "Spearman part fails" not in claims[0].note
+    assert pn.privacy_summary(levels)["monotone_holds"]
 
 
 @pytest.mark.slow  # over a second
@@ -303,12 +323,17 @@ def test_quick_profile_end_to_end(quick_run):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     out = tmp_path / "privacy_noise"
     metrics = json.loads((out / "metrics.json").read_text())
-    assert len(metrics["claims"]) == 3
-    assert [entry["source"] for entry in metrics["claims"]] == ["paper", "reproduction", "reproduction"]
+    assert len(metrics["claims"]) == 2
+    assert [entry["source"] for entry in metrics["claims"]] == ["paper", "reproduction"]
     for entry in metrics["claims"]:
         assert isinstance(entry["holds"], bool) and entry["claim"] and entry["statistic"]["name"]
-        assert math.isfinite(entry["statistic"]["value"]) and entry["criterion"] and entry["timing"] is False
+        assert entry["criterion"] and entry["timing"] is False
         assert entry["holds"] or "Cause of the miss" in entry["note"]
+    paper, two_player = (entry["statistic"]["value"] for entry in metrics["claims"])
+    assert paper == {"spearman": metrics["spearman_sigma_vs_noisy_sum"],
+                     "excess_drop_in_se": metrics["excess_drop_in_se"]}
+    assert metrics["claims"][0]["holds"] == (metrics["monotone_holds"] and metrics["excess_drop_holds"])
+    assert math.isfinite(two_player)
     assert math.isfinite(metrics["uniform_drop"]) and math.isfinite(metrics["excess_drop_in_se"])
     assert -1.0 <= metrics["spearman_sigma_vs_noisy_sum"] <= 1.0
     assert len(metrics["sigma"]) == len(metrics["epsilon"]) == 9 and math.isfinite(metrics["reference_noisy_sv_sum"])

@@ -15,6 +15,10 @@ if TYPE_CHECKING:
 Z_THRESHOLD = 2.0  # a change "holds" when it exceeds this many standard errors
 SPEARMAN_THRESHOLD = 0.8
 SHIFT_FACTOR = 1.5  # CW's median PCA-space shift must be within this factor of FGSM's
+#: what a z over permutation pairs measures: the standard errors come from the permutations alone
+ONE_DRAW = ("z measures the Monte Carlo precision of the Shapley estimate on one draw of the data and attacks (one "
+            "training set, one trained model, one set of adversarial examples, one test set); it says nothing of "
+            "another draw.")
 
 
 # --------------------------------------------------------------------------------------------
@@ -73,7 +77,8 @@ def claim_trend(trends: dict, what: str, totals: dict, z_threshold: float = Z_TH
         {"z": [t["z"] for t in stats], "spearman": [t["spearman"] for t in stats]}, not failing,
         source=source, section=SECTION if source == "paper" else None, note=note,
         criterion=f"in all four cases z {'>' if sign > 0 else '<'} {sign * z_threshold:g} (paired over permutation "
-                  f"pairs) and Spearman(value, ratio) {'>=' if sign > 0 else '<='} {sign * spearman_threshold:g}")
+                  f"pairs) and Spearman(value, ratio) {'>=' if sign > 0 else '<='} {sign * spearman_threshold:g}. "
+                  + ONE_DRAW)
 
 
 def claim_attack_match(matches: dict, z_threshold: float = Z_THRESHOLD) -> Claim:
@@ -96,7 +101,7 @@ def claim_attack_match(matches: dict, z_threshold: float = Z_THRESHOLD) -> Claim
         f"(train {', train '.join(ATTACKS)})",
         [matches[tr]["z"] for tr in ATTACKS], not failing, source="paper", section=SECTION, note=note,
         criterion=f"in both panels z > {z_threshold:g} (paired over permutation pairs; gap = mean value(adversarial) "
-                  f"- mean value(benign), which the different totals of the two test sets do not move)")
+                  f"- mean value(benign), which the different totals of the two test sets do not move). {ONE_DRAW}")
 
 
 def claim_comparable_attacks(shifts: dict, factor: float = SHIFT_FACTOR) -> Claim:
