@@ -294,11 +294,27 @@ def test_paper_claim_fails_when_the_sv_drop_does_not_beat_the_uniform_split(case
         levels = synthetic_levels((-0.2, 0.0, 0.1, 0.3, 0.31), (0.61, 0.6, 0.6, 0.6, 0.6), se=0.2)
         cause = "within the Monte Carlo error"
     claims, verdicts = _verdicts(levels)
-    assert verdicts == [False, True]
+    assert verdicts[0] is False
     assert claims[0].value["spearman"] == pytest.approx(-1.0) and claims[0].value["excess_drop_in_se"] < 2
     assert f"the baseline comparison fails: the {'SV lowers' if case == 'uniform share' else 'excess'}" in \
         claims[0].note and cause in claims[0].note and "Spearman part fails" not in claims[0].note
     assert pn.privacy_summary(levels)["monotone_holds"]
+
+
+def test_two_player_check_fails_when_it_only_follows_the_uniform_split_down():
+    # the two-player SV of the noisy half falls with U(D) (Spearman -1) but only as fast as half of U(D) - U(empty)
+    acc = (0.3, 0.4, 0.5, 0.6, 0.6)
+    levels = synthetic_levels([0.5 * (a - 0.1) for a in acc], acc)
+    levels.loc[levels["half"] == "noisy", "two_player_sv"] = (levels["accuracy_all"] - 0.1) / 2
+    claims, verdicts = _verdicts(levels)
+    summary = pn.privacy_summary(levels)
+    assert summary["two_player_holds"] and not summary["two_player_excess_holds"]
+    assert verdicts[1] is False and claims[1].value["spearman"] == pytest.approx(-1.0)
+    assert claims[1].value["excess_drop"] == pytest.approx(0.0)
+    assert "the baseline comparison fails: the two-player SV drops no more than the uniform share" in claims[1].note
+    assert "Spearman part fails" not in claims[1].note
+    levels.loc[levels["half"] == "noisy", "two_player_sv"] += np.array([-0.1, 0, 0, 0, 0])  # now it drops 0.1 more
+    assert _verdicts(levels)[1][1] is True
 
 
 @pytest.mark.slow  # over a second
@@ -333,7 +349,8 @@ def test_quick_profile_end_to_end(quick_run):
     assert paper == {"spearman": metrics["spearman_sigma_vs_noisy_sum"],
                      "excess_drop_in_se": metrics["excess_drop_in_se"]}
     assert metrics["claims"][0]["holds"] == (metrics["monotone_holds"] and metrics["excess_drop_holds"])
-    assert math.isfinite(two_player)
+    assert all(math.isfinite(v) for v in two_player.values())
+    assert metrics["claims"][1]["holds"] == (metrics["two_player_holds"] and metrics["two_player_excess_holds"])
     assert math.isfinite(metrics["uniform_drop"]) and math.isfinite(metrics["excess_drop_in_se"])
     assert -1.0 <= metrics["spearman_sigma_vs_noisy_sum"] <= 1.0
     assert len(metrics["sigma"]) == len(metrics["epsilon"]) == 9 and math.isfinite(metrics["reference_noisy_sv_sum"])
