@@ -29,26 +29,19 @@ REPRODUCIBILITY = ("A verdict marked \"(timed)\" rests on measured times, so a r
                    "\"What reproduces\").")
 
 
-def _format(value) -> str:
+def _format(value: Any, digits: int = 3, count: bool = False) -> str:
+    """A statistic's value on one line: floats to ``digits`` significant digits, lists cut after 6 entries
+    (``count``: saying how many there are), dicts as ``key: value; ...``, booleans in lower case."""
     if isinstance(value, bool):
         return str(value).lower()
     if isinstance(value, float):
-        return f"{value:.3g}"
+        return f"{value:.{digits}g}"
     if isinstance(value, list):
-        shown = ", ".join(_format(v) for v in value[:6])
-        return f"[{shown}{', ...' if len(value) > 6 else ''}]"
+        shown = ", ".join(_format(v, digits, count) for v in value[:6])
+        more = "" if len(value) <= 6 else f", ... ({len(value)} values)" if count else ", ..."
+        return f"[{shown}{more}]"
     if isinstance(value, dict):
-        return "; ".join(f"{key}: {_format(item)}" for key, item in value.items())
-    return str(value)
-
-
-def _value_text(value: Any) -> str:
-    """A statistic's value on one line: floats to 4 digits, long lists cut after 6 entries."""
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    if isinstance(value, list):
-        more = f", ... ({len(value)} values)" if len(value) > 6 else ""
-        return f"[{', '.join(map(_value_text, value[:6]))}{more}]"
+        return "; ".join(f"{key}: {_format(item, digits, count)}" for key, item in value.items())
     return str(value)
 
 
@@ -68,7 +61,7 @@ def claim_line(entry: Claim | Mapping[str, Any]) -> str:
         shown += ", by construction"
     stat = entry["statistic"]
     return (f"[{shown}] ({entry.get('section') or 'reproduction'}) {entry['claim']} "
-            f"({stat['name']} = {_value_text(stat['value'])})")
+            f"({stat['name']} = {_format(stat['value'], digits=4, count=True)})")
 
 
 def print_claims(claims: Iterable[Claim | Mapping[str, Any]], file: TextIO | None = None) -> None:

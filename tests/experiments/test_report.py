@@ -148,3 +148,7 @@ def test_notebooks_print_each_claim_as_the_command_does(capsys):
         "    note: the interval straddles 0",
         "[holds, sanity check] (reproduction) C is a sanity check. (n = 3)", "    criterion: n = 3"]
     assert claim_line(claims[1].to_dict()) == claim_line(claims[1])  # a metrics.json entry alike
+    nested = claim("D has two parts.", "rho and z", {"rho": -1.0, "z": [36.52738268996076] * 7}, True,
+                   source="reproduction", criterion="both")
+    assert claim_line(nested).endswith("(rho and z = rho: -1; z: [36.53, 36.53, 36.53, 36.53, 36.53, 36.53, ... "
+                                       "(7 values)])")
