@@ -23,8 +23,8 @@ from ._options import TrainingRecipe, recipe_keywords
 from ._torch_checks import OWNER as _OWNER, check_output_shape, metric_and_task, resolve_steps
 from ._torch_mlp import mlp_gradient, mlp_layers
 from ._torch_training import (MAX_CHUNK, TrainingPlan, activations_per_row, bytes_per_model, epoch_batches,
-                              own_rows, redrawn_parameters, reinitialization_seed, size_ordered_chunks,
-                              stacked_copies, stacked_forward, stacked_gradient, train_chunk)
+                              own_rows, per_thread_copies, redrawn_parameters, reinitialization_seed,
+                              size_ordered_chunks, stacked_copies, stacked_forward, stacked_gradient, train_chunk)
 from .._device import check_dtype, chunk_capacity, import_torch, release, resolve_device, torch_dtype
 from .._threads import pinned_torch_threads
 from .._validation import check_bool, check_choice, check_features, check_float, check_int, check_weights
@@ -313,9 +313,10 @@ class TorchModelUtility(Game):
         """The batched gradient and forward of the template (closures: rebuilt, not pickled)."""
         layers = mlp_layers(self._template, list(self._initial))
         self._hand_written = layers is not None  # a plain MLP: gradients without torch.func (far fewer ops)
-        self._gradient = (stacked_gradient(self._template, self.task) if layers is None
+        copies = per_thread_copies(self._template)  # one per thread, for the gradient and the forward
+        self._gradient = (stacked_gradient(self._template, self.task, copies) if layers is None
                           else mlp_gradient(layers, self.task))
-        self._forward = stacked_forward(self._template)
+        self._forward = stacked_forward(self._template, copies)
 
     def __getstate__(self) -> dict[str, Any]:
         """The game without its training closures (they hold per-thread state), for joblib's workers."""

@@ -28,7 +28,6 @@ import copy
 import hashlib
 import math
 import threading
-import weakref
 from dataclasses import dataclass
 from typing import Any, Callable, cast
 
@@ -65,24 +64,17 @@ class TrainingPlan:
 # The loss of one model, and the gradients of a stack of them
 # --------------------------------------------------------------------------------------------
 
-#: Per template module, its copies per thread: the loss and the forward of one game share them.
-_COPIES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-_COPIES_LOCK = threading.Lock()
-
-
 def per_thread_copies(template: Any) -> Callable[[], Any]:
     """A function returning this thread's copy of the module ``template`` (made on the thread's first call).
 
     ``torch.func.functional_call`` swaps a module's parameters in place while
     it runs: threads training chunks of one game at once (joblib's threading
     backend) would read each other's parameters through a shared module.
-    Every function made for one template returns the same copy in a thread
-    (one copy per thread and template, dropped with the template).
+    A game makes one such function and hands it to its loss and its forward
+    (``module=`` of :func:`stacked_gradient` and :func:`stacked_forward`), so
+    that each thread holds one copy.
     """
-    with _COPIES_LOCK:
-        copies = _COPIES.get(template)
-        if copies is None:
-            copies = _COPIES[template] = threading.local()
+    copies = threading.local()
 
     def module() -> Any:
         if not hasattr(copies, "module"):
@@ -92,20 +84,20 @@ def per_thread_copies(template: Any) -> Callable[[], Any]:
     return module
 
 
-def per_model_loss(template: Any, task: str) -> Callable[..., Tensor]:
+def per_model_loss(template: Any, task: str, module: Callable[[], Any] | None = None) -> Callable[..., Tensor]:
     """``loss(params, constants, weights, X, y)``: the weighted mean loss of one model (no batch axis).
 
     ``template`` is the module whose forward ``torch.func.functional_call``
     runs with ``params`` (the trained parameters) and ``constants`` (buffers
-    and frozen parameters), on a copy per thread (:func:`per_thread_copies`).
-    Weights are integers, so a total of 0 (a minibatch holding none of the
+    and frozen parameters), on a copy per thread (``module``, else a new
+    :func:`per_thread_copies`). Weights are integers, so a total of 0 (a minibatch holding none of the
     coalition) is clamped to 1: loss and gradient are then 0, and
     :func:`train_chunk` skips the step.
     """
     import torch
     from torch.func import functional_call
 
-    module = per_thread_copies(template)
+    module = module or per_thread_copies(template)
 
     def loss(params: dict[str, Tensor], constants: dict[str, Tensor], weights: Tensor, X: Tensor, y: Tensor) -> Tensor:
         outputs = functional_call(module(), (params, constants), (X,))
@@ -118,15 +110,17 @@ def per_model_loss(template: Any, task: str) -> Callable[..., Tensor]:
     return loss
 
 
-def stacked_gradient(template: Any, task: str) -> Callable[..., dict[str, Tensor]]:
+def stacked_gradient(template: Any, task: str,
+                     module: Callable[[], Any] | None = None) -> Callable[..., dict[str, Tensor]]:
     """``grad(params, constants, weights, X, y)``: per-model gradients of stacked ``params`` (dict of (B, ...)).
 
     ``weights`` is (B, n); ``X`` and ``y`` are the (n, d) and (n,) rows every
-    model shares, or (B, n, d) and (B, n): each model's own rows.
+    model shares, or (B, n, d) and (B, n): each model's own rows. ``module``:
+    the game's :func:`per_thread_copies` of ``template`` (None: its own).
     """
     from torch.func import grad, vmap
 
-    per_model = grad(per_model_loss(template, task))
+    per_model = grad(per_model_loss(template, task, module))
     shared_rows = vmap(per_model, in_dims=(0, None, 0, None, None))
     own_rows = vmap(per_model, in_dims=(0, None, 0, 0, 0))
 
@@ -137,14 +131,15 @@ def stacked_gradient(template: Any, task: str) -> Callable[..., dict[str, Tensor
     return gradient
 
 
-def stacked_forward(template: Any) -> Callable[..., Tensor]:
+def stacked_forward(template: Any, module: Callable[[], Any] | None = None) -> Callable[..., Tensor]:
     """``forward(params, constants, X)``: outputs (B, n, ...) of every model of a stack on the same rows.
 
-    On a copy of ``template`` per thread (:func:`per_thread_copies`).
+    On a copy of ``template`` per thread (``module``, the game's
+    :func:`per_thread_copies`; None: its own).
     """
     from torch.func import functional_call, vmap
 
-    module = per_thread_copies(template)
+    module = module or per_thread_copies(template)
 
     def forward(params: dict[str, Tensor], constants: dict[str, Tensor], X: Tensor) -> Tensor:
         return functional_call(module(), (params, constants), (X,))

@@ -112,20 +112,21 @@ def test_the_torch_thread_pin_is_restored_by_the_last_thread_to_leave_not_the_fi
         set_num_threads(before)  # the early leaver (this thread) kept the pinned count, as documented
 
 
-def test_one_copy_of_the_module_per_thread_serves_the_loss_and_the_forward():
-    import gc
+def test_one_copy_of_the_module_per_thread_serves_the_loss_and_the_forward(monkeypatch):
+    from shapley_research.utilities import _torch_training
 
-    from shapley_research.utilities._torch_training import _COPIES, per_thread_copies
-
-    template = torch.nn.Linear(3, 2)
-    loss_module, forward_module = per_thread_copies(template), per_thread_copies(template)
-    here = loss_module()
-    assert forward_module() is here and here is not template
+    made = []
+    deepcopy = _torch_training.copy.deepcopy
+    monkeypatch.setattr(_torch_training.copy, "deepcopy", lambda x: made.append(x) or deepcopy(x))
+    template = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 2))  # torch.func path
+    copies = _torch_training.per_thread_copies(template)
+    gradient = _torch_training.stacked_gradient(template, "classification", copies)
+    forward = _torch_training.stacked_forward(template, copies)
+    params = {k: v.detach().unsqueeze(0) for k, v in template.named_parameters()}
+    X, y = torch.randn(5, 3), torch.tensor([0, 1, 0, 1, 1])
+    gradient(params, {}, torch.ones(1, 5), X, y)
+    forward(params, {}, X)
+    assert made == [template]  # one copy for both, in this thread
     with ThreadPoolExecutor(1) as pool:
-        there = pool.submit(forward_module).result()
-    assert there is not here and there is not template
-    assert per_thread_copies(torch.nn.Linear(3, 2))() is not here  # another template, another copy
-    count = len(_COPIES)
-    del template, loss_module, forward_module
-    gc.collect()
-    assert len(_COPIES) < count  # dropped with the template
+        pool.submit(forward, params, {}, X).result()
+    assert made == [template, template] and copies() is not template  # another thread, another copy
