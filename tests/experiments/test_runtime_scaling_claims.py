@@ -188,10 +188,21 @@ def test_exponent_claim_is_inconclusive_without_exponents_and_uses_every_group_t
     claims, _ = rsl.large_n_claims(records, {"permutation": {"knn": 2.0, "unanimity": 2.0}}, BASIS,
                                    {"permutation": 2.2}, target=0.1, predicted=PREDICTED_LARGE)
     assert claims[1].verdict == "inconclusive"
-    claims, _ = rsl.large_n_claims(records, {"permutation": {"knn": 2.0, "unanimity": 2.0},
-                                             "group_testing_paper": {"knn": 2.5, "unanimity": 2.5}}, BASIS,
-                                   {"permutation": 2.2}, target=0.1, predicted=PREDICTED_LARGE)
+    # one variant measured above permutation sampling: the others, without exponents, could still be below it
+    one_variant = {"permutation": {"knn": 2.0, "unanimity": 2.0}, "group_testing_paper": {"knn": 2.5, "unanimity": 2.5}}
+    claims, _ = rsl.large_n_claims(records, one_variant, BASIS, {"permutation": 2.2}, target=0.1,
+                                   predicted=PREDICTED_LARGE)
+    assert claims[1].verdict == "inconclusive"
+    every_variant = {**one_variant, "group_testing_wang_jia": {"knn": 2.4, "unanimity": 2.4},
+                     "group_testing_improved": {"knn": 2.3, "unanimity": 2.3}}
+    claims, _ = rsl.large_n_claims(records, every_variant, BASIS, {"permutation": 2.2}, target=0.1,
+                                   predicted=PREDICTED_LARGE)
     assert claims[1].verdict == "does not hold"
+
+
+def test_exponent_claim_without_any_game_is_undecided():
+    claims, _ = rsl.large_n_claims([], {}, {}, {"permutation": 2.2}, target=0.1)
+    assert claims[1].verdict == "inconclusive" and not claims[1].holds
 
 
 EXPONENTS = {"permutation": {"knn": 1.9, "unanimity": 1.0},
@@ -213,13 +224,19 @@ def with_basis(**bases):
 
 
 def test_exponent_claim_does_not_hold_where_measured_exponents_decide():
-    c = exponent_claim(with_basis(group_testing_paper="measured", group_testing_improved="measured"))
+    every = {**EXPONENTS, "group_testing_wang_jia": {"knn": 2.6, "unanimity": 2.2}}
+    measured = dict(group_testing_paper="measured", group_testing_improved="measured",
+                    group_testing_wang_jia="measured")
+    c = exponent_claim(with_basis(**measured), every)
     assert c.verdict == "does not hold" and not c.holds and c.value == pytest.approx(1.0 - 2.0)
     assert "undecided" not in c.note
     # one game decided by measured exponents suffices, whatever the other game's basis
-    basis = with_basis(group_testing_paper="extrapolated", group_testing_improved="extrapolated")
-    basis["group_testing_paper"]["knn"] = basis["group_testing_improved"]["knn"] = "measured"
-    assert exponent_claim(basis).verdict == "does not hold"
+    basis = with_basis(**{m: "extrapolated" for m in measured})
+    for m in measured:
+        basis[m]["knn"] = "measured"
+    assert exponent_claim(basis, every).verdict == "does not hold"
+    # a variant without an exponent could be below permutation sampling's: undecided
+    assert exponent_claim(with_basis(**measured)).verdict == "inconclusive"
 
 
 def test_exponent_claim_is_inconclusive_where_only_extrapolated_exponents_would_decide():

@@ -214,9 +214,23 @@ def exponent_decision(exponents: dict[str, Any], basis: dict[str, Any], game: st
     (every variant with an exponent, measured or extrapolated; None if one
     side has none). ``decided`` is ``"holds"`` where permutation sampling's
     exponent and a group testing variant's below it are both measured,
-    ``"does not hold"`` where permutation sampling's and every variant's are
-    measured and none is below, None otherwise. ``extrapolated`` names the
+    ``"does not hold"`` where permutation sampling's and every variant's (all
+    of ``GROUP_TESTING``: a variant without an exponent leaves it undecided)
+    are measured and none is below, None otherwise. ``extrapolated`` names the
     exponents fitted to extrapolated counts.
+
+    Parameters
+    ----------
+    exponents : dict
+        ``{method: {game: exponent}}`` (:func:`scaling_exponents`).
+    basis : dict
+        ``{method: {game: "measured" | "extrapolated"}}``: what each exponent was fitted to.
+    game : str
+
+    Returns
+    -------
+    dict
+        ``{"gap": float | None, "decided": "holds" | "does not hold" | None, "extrapolated": list[str]}``.
     """
     def get(method):
         return exponents.get(method, {}).get(game), basis.get(method, {}).get(game)
@@ -232,7 +246,8 @@ def exponent_decision(exponents: dict[str, Any], basis: dict[str, Any], game: st
     if perm_basis == "measured":
         if any(perm - e > 0 for e, b in variants.values() if b == "measured"):
             decided = "holds"
-        elif all(b == "measured" for _, b in variants.values()) and gap <= 0:
+        elif len(variants) == len(GROUP_TESTING) and all(b == "measured" for _, b in variants.values()) \
+                and gap <= 0:
             decided = "does not hold"
     return {"gap": gap, "decided": decided, "extrapolated": extrapolated}
 
@@ -291,8 +306,8 @@ def _exponent_claim(records, exponents, basis, games, target):
     decisions = {g: exponent_decision(exponents, basis, g) for g in games}
     gap = min([d["gap"] for d in decisions.values() if d["gap"] is not None] or [np.nan])
     fails = any(d["decided"] == "does not hold" for d in decisions.values())
-    holds = all(d["decided"] == "holds" for d in decisions.values())
-    missing = any(d["gap"] is None for d in decisions.values())
+    holds = bool(decisions) and all(d["decided"] == "holds" for d in decisions.values())
+    missing = not decisions or any(d["gap"] is None for d in decisions.values())
     prefix = ("" if holds or fails else
               "undecided (inconclusive): an exponent has fewer than "
               f"{MIN_POINTS_FOR_EXPONENT} N where the target was reached. " if missing else
