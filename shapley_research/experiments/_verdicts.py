@@ -32,9 +32,16 @@ if TYPE_CHECKING:
     from numpy.typing import ArrayLike
 
 __all__ = ["mean_interval", "decide", "repetitions_to_decide", "interval_verdict", "combine", "describe",
-           "VERDICT_WORDS", "holm", "holm_adjusted", "wrong_side_p", "family_verdicts", "FAMILY_RULE"]
+           "VERDICT_WORDS", "holm", "holm_adjusted", "wrong_side_p", "family_verdicts", "FAMILY_RULE",
+           "AUROC_RANGE", "CORRELATION_RANGE", "DIFFERENCE_RANGE", "NONNEGATIVE_RANGE"]
 
 VERDICT_WORDS = {True: "holds", False: "does not hold", None: "inconclusive"}
+#: Ranges of bounded statistics, for ``bounds``: an AUROC or an accuracy; a correlation; a difference of two
+#: AUROCs or accuracies; an error, a distance, a time or a ratio of times.
+AUROC_RANGE = (0.0, 1.0)
+CORRELATION_RANGE = (-1.0, 1.0)
+DIFFERENCE_RANGE = (-1.0, 1.0)
+NONNEGATIVE_RANGE = (0.0, math.inf)
 #: The multiplicity rule in words, for the criterion of a claim decided on several intervals.
 FAMILY_RULE = ("'Does not hold' is corrected for the claim's {k} intervals by Holm's step-down procedure: an "
                "interval counts as wholly on the wrong side only if Holm rejects it at family-wise 2.5% on the "
@@ -48,11 +55,26 @@ def mean_interval(samples: ArrayLike, level: float = 0.95,
     r"""Mean and two-sided t-interval :math:`\bar x \pm t_{(1+\ell)/2,\,n-1}\, s / \sqrt n` of the samples.
 
     Returns ``(mean, low, high)``; with a single sample the ends are NaN (nothing can be decided).
-    ``bounds = (lower, upper)`` is the range the statistic cannot leave (an
-    AUROC's ``(0, 1)``, a correlation's ``(-1, 1)``, an error's ``(0, inf)``):
-    the interval is cut to it. The cut keeps the coverage, since the mean lies
-    in the range, and changes no decision against a threshold inside it; it
-    only stops a report such as "AUROC 0.98 [0.96, 1.006]".
+    ``bounds = (lower, upper)`` is the range the statistic cannot leave
+    (:data:`AUROC_RANGE`, :data:`CORRELATION_RANGE`, :data:`NONNEGATIVE_RANGE`,
+    ...): the interval is cut to it. The cut keeps the coverage, since the
+    mean lies in the range, and changes no decision against a threshold
+    strictly inside it (:func:`interval_verdict` refuses any other); it only
+    stops a report such as "AUROC 0.98 [0.96, 1.006]".
+
+    Parameters
+    ----------
+    samples : array-like
+        Finite numbers, one per repetition (within ``bounds`` if given).
+    level : float
+        Coverage of the two-sided interval, in (0, 1).
+    bounds : (float, float) or None
+        The statistic's range; None: unbounded.
+
+    Returns
+    -------
+    (float, float, float)
+        ``(mean, low, high)``.
     """
     from scipy import stats
 
@@ -125,8 +147,12 @@ def interval_verdict(samples: ArrayLike, threshold: float, side: str = "above", 
     at the observed spread (None if decided or unknown); ``p_wrong_side`` is
     :func:`wrong_side_p` (0 for a miss with no spread; NaN below two samples),
     for :func:`family_verdicts`. ``bounds``: the statistic's range, as in
-    :func:`mean_interval`.
+    :func:`mean_interval`; ``threshold`` must then lie strictly inside it
+    (at a bound the cut itself would decide: a "mean >= 0" of a statistic
+    that cannot be negative always holds).
     """
+    if bounds is not None and not bounds[0] < threshold < bounds[1]:
+        raise ValueError(f"threshold must lie strictly inside bounds {bounds!r}, got {threshold!r}.")
     x = np.asarray(samples, dtype=float)
     x = x[np.isfinite(x)]
     if x.size == 0:

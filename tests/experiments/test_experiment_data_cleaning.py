@@ -2,6 +2,7 @@
 
 import json
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -221,21 +222,24 @@ def test_above_random_claim():
 
 
 def test_a_ranking_reversed_by_its_normalisation_is_named_as_the_cause():
-    """Largest-S divides by C_U; where C_U < 0 its values flip: a bimodal AUROC that no number of seeds decides."""
-    detection = fake_detection({**GOOD, "largest_s_influence": [0.97, 0.02, 0.94]})
+    """Largest-S divides by C_U; where C_U < 0 its values flip: a bimodal AUROC, whose mean mixes the two modes."""
+    detection = fake_detection({**GOOD, "largest_s_influence": [0.97, 0.02, 0.94],
+                                "leave_one_out": [0.52, 0.5, 0.51]})  # undecided, not reversed
     detection["note"] = None
     flipped = (detection["method"] == "largest_s_influence") & (detection["repetition"] == 1)
     detection.loc[flipped, "note"] = ("UserWarning: C_U = -735 < 0: the marginal contributions sum to the opposite "
                                       "sign of U(I) - U(empty), so normalising reverses the ranking of the points.")
     verdict = dc.above_random_claim(detection)
     assert verdict.verdict != "holds"
-    assert ("Reversed rankings (a normalising constant C_U < 0 flips the values; the AUROC is then bimodal, and no "
-            "number of seeds decides its interval): largest_s_influence on a: 1 of 3 runs (AUROC 0.02-0.02 there, "
-            "0.94-0.97 in the others)") in verdict.note
-    # its entry gives no count of seeds (that count assumes one mode); the others keep theirs
-    # (its interval, cut to the range of an AUROC difference, spans it all)
+    assert ("Reversed rankings (a normalising constant C_U < 0 flips the values, so the AUROC is bimodal: its mean "
+            "weighs the reversed runs against the others, and more seeds would estimate how often C_U < 0, not how "
+            "well the method detects): largest_s_influence on a: 1 of 3 runs (AUROC 0.02-0.02 there, 0.94-0.97 in "
+            "the others)") in verdict.note
+    # the reversed entry gives no count of seeds (its interval cut to the range of an AUROC difference); the
+    # undecided one that is not reversed keeps its count
     assert ("largest_s_influence on a +0.143 [-1.000, +1.000] (n 3, inconclusive; bimodal (reversed rankings in "
-            "some runs): more seeds would not decide)") in verdict.note and "seeds would decide" not in verdict.note
+            "some runs): its mean mixes the two modes, so no count of seeds is given)") in verdict.note
+    assert re.search(r"leave_one_out on a [^;]*inconclusive; about \d+ seeds would decide\)", verdict.note)
     assert "Reversed" not in dc.above_random_claim(fake_detection(GOOD)).note
 
 

@@ -26,10 +26,10 @@ GOOD.update({("logistic", m): [0.78, 0.81, 0.82, 0.80] for m in mc.METHODS})
 def test_above_random_claim_holds_fails_and_is_inconclusive():
     verdict = mc.above_random_claim(fake_detection(GOOD), "msr_banzhaf")
     assert verdict.holds and mc.verdict_of(verdict) == "holds" and verdict.source == "reproduction"
-    assert verdict.value[1] > 0.5
+    assert verdict.value == pytest.approx(0.8175)  # the lowest mean over the data sets
     worse = fake_detection({**GOOD, ("mlp", "msr_banzhaf"): [0.40, 0.42, 0.38, 0.41]})  # below random
     verdict = mc.above_random_claim(worse, "msr_banzhaf")
-    assert not verdict.holds and mc.verdict_of(verdict) == "does not hold" and "below 0.5" in verdict.note
+    assert not verdict.holds and mc.verdict_of(verdict) == "does not hold" and "Cause of the miss: a, b" in verdict.note
     straddle = fake_detection({**GOOD, ("mlp", "msr_banzhaf"): [0.30, 0.70, 0.45, 0.65]})
     verdict = mc.above_random_claim(straddle, "msr_banzhaf")
     assert not verdict.holds and mc.verdict_of(verdict) == "inconclusive" and "seeds would decide" in verdict.note
@@ -47,13 +47,21 @@ def test_above_random_claim_fails_on_one_data_set_or_without_runs():
     failed = fake_detection({**GOOD, ("mlp", "beta_shapley"): [math.nan] * 4})
     verdict = mc.above_random_claim(failed, "beta_shapley")
     assert mc.verdict_of(verdict) == "does not hold" and "did not run" in verdict.note
+    half = fake_detection(GOOD)
+    for row in half:  # ran on data set a only: b counts as a miss, as in data_cleaning
+        if row["dataset"] == "b" and row["model"] == "mlp" and row["method"] == "beta_shapley":
+            row["auroc"] = math.nan
+    verdict = mc.above_random_claim(half, "beta_shapley")
+    assert mc.verdict_of(verdict) == "does not hold" and "b: did not run" in verdict.note
+    assert "Cause of the miss: b " in verdict.note and verdict.value is None  # NaN: a data set did not run
 
 
 def test_above_random_claim_asks_for_a_margin_and_corrects_for_the_data_sets():
     barely = fake_detection({**GOOD, ("mlp", "msr_banzhaf"): [0.51, 0.52, 0.53, 0.52]})  # above 0.5, not by 0.05
     verdict = mc.above_random_claim(barely, "msr_banzhaf")
-    assert mc.verdict_of(verdict) == "does not hold" and "below 0.55" in verdict.note
-    assert "Holm" in verdict.criterion and "0.55" in verdict.criterion
+    assert mc.verdict_of(verdict) == "does not hold"
+    assert "a +0.520 [+0.507, +0.533] (n 4, does not hold)" in verdict.note
+    assert "Holm" in verdict.criterion and "at or above 0.55" in verdict.criterion
     table = fake_detection(GOOD)
     for row in table:  # wholly below 0.55 on data set b at 95%, but not after Holm's correction over two
         if row["dataset"] == "b" and row["model"] == "mlp" and row["method"] == "data_oob":
@@ -67,18 +75,19 @@ def test_above_random_claim_asks_for_a_margin_and_corrects_for_the_data_sets():
 def test_auroc_intervals_stay_in_their_range():
     near_one = fake_detection({**GOOD, ("mlp", "data_oob"): [0.99, 0.95, 1.0, 0.99]})
     verdict = mc.above_random_claim(near_one, "data_oob")
-    assert verdict.holds and verdict.value[2] == 1.0  # the plain t interval ends at 1.007
+    assert verdict.holds and "a +0.982 [+0.947, +1.000]" in verdict.note  # the plain t interval ends at 1.018
     summary = [s for s in mc.summarise_detection(near_one) if s["model"] == "mlp" and s["method"] == "data_oob"]
     assert all(s["auroc_high"] == 1.0 for s in summary)
 
 
 def test_mlp_vs_logistic_claim_holds_fails_and_is_inconclusive():
     verdict = mc.mlp_vs_logistic_claim(fake_detection(GOOD), "beta_shapley")
-    assert verdict.holds and verdict.value[0] == pytest.approx(0.015)
+    assert verdict.holds and verdict.value == pytest.approx(0.015)
     worse = fake_detection({**GOOD, ("mlp", "beta_shapley"): [0.68, 0.70, 0.71, 0.69]})  # 0.11 below logistic
     verdict = mc.mlp_vs_logistic_claim(worse, "beta_shapley")
-    assert mc.verdict_of(verdict) == "does not hold" and "by more than 0.05" in verdict.note
-    assert verdict.value[2] < -mc.DIFFERENCE_MARGIN
+    assert mc.verdict_of(verdict) == "does not hold"
+    assert "a -0.108 [-0.115, -0.100] (n 4, does not hold)" in verdict.note
+    assert verdict.value < -mc.DIFFERENCE_MARGIN and "Cause of the miss: a, b" in verdict.note
     noisy = fake_detection({**GOOD, ("mlp", "beta_shapley"): [0.60, 0.95, 0.70, 0.90]})
     assert mc.verdict_of(mc.mlp_vs_logistic_claim(noisy, "beta_shapley")) == "inconclusive"
     within = fake_detection({**GOOD, ("mlp", "beta_shapley"): [0.76, 0.79, 0.80, 0.78]})  # 0.02 below: a tie

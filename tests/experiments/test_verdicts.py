@@ -150,3 +150,6 @@ def test_bounded_intervals_stay_in_the_statistics_range():
         mean_interval([0.5, 0.6], bounds=(1.0, 0.0))
     with pytest.raises(TypeError, match="bounds must be a pair"):
         mean_interval([0.5, 0.6], bounds=0.0)
+    # at a bound the cut itself would decide: "mean >= 0" of a statistic that cannot be negative
+    with pytest.raises(ValueError, match="strictly inside"):
+        interval_verdict([0.0, 0.1, 0.0], 0.0, bounds=(0.0, np.inf))

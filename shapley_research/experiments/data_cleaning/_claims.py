@@ -36,12 +36,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .._verdicts import (FAMILY_RULE, VERDICT_WORDS, combine, describe, family_verdicts,  # noqa: F401
-                         interval_verdict)
+from .._verdicts import (DIFFERENCE_RANGE, FAMILY_RULE, NONNEGATIVE_RANGE, VERDICT_WORDS, combine,  # noqa: F401
+                         describe, family_verdicts, interval_verdict)
+from .._family_claims import family_claim
 from ._methods import RANDOM, SEMIVALUES
 from ._noisy import NOISY_GAME, NOISY_UTILITY
 from ._probe import probe_comparison_note, rise_past_sweep, trajectory_note
-from ._sweeps import (DIFFERENCE_RANGE, RATIO_RANGE, above_random_sweep, budget_sweep,  # noqa: F401
+from ._sweeps import (above_random_sweep, budget_sweep,  # noqa: F401
                       claim_budget, main_budget, paired_difference, paired_samples, ran_at, removal_sweep, sweep_note,
                       wall_time_ratios, wall_time_sweep)
 from ._sweeps import removal_gain as _removal_gain
@@ -158,40 +159,9 @@ def _oob_sweep(detection, semivalues) -> dict:
     return dict(sorted(sweep.items()))
 
 
-def _decided_claim(text, statistic, entries: dict, *, source, criterion, section=None, note="", worst=min,
-                   timing=False, undecided=None):
-    """A claim from ``{label: interval_verdict}``: Holm-corrected combined verdict, worst mean as the statistic."""
-    from .. import claim
-
-    entries = family_verdicts(entries, LEVEL)
-    verdict = combine(e["verdict"] if e["n"] else False for e in entries.values())
-    means = [e["mean"] for e in entries.values() if e["n"]]
-    value = float(worst(means)) if means and len(means) == len(entries) else float("nan")
-    # many entries (a method per data set): name those that do not hold, and the worst of those that do
-    shown = entries if len(entries) <= 8 else {k: e for k, e in entries.items() if e["verdict"] is not True}
-    if len(shown) < len(entries) and means:
-        best = {k: e for k, e in entries.items() if e["verdict"] is True}
-        key = (min if worst is min else max)(best, key=lambda k: best[k]["mean"]) if best else None
-        shown = {**({key: best[key]} if key else {}), **shown}
-    rest = len(entries) - len(shown)
-    if len(shown) > 8:  # keep the note readable: the eight nearest the wrong side
-        order = sorted(shown, key=lambda k: shown[k]["mean"] if np.isfinite(shown[k]["mean"]) else -np.inf,
-                       reverse=worst is not min)
-        shown = {k: shown[k] for k in order[:8]}
-    body = "; ".join(describe(k, e) for k, e in shown.items()) + "."
-    if len(shown) < len(entries):
-        body += f" ({len(entries) - len(shown)} more: {rest} hold, the others are undecided or missed by less.)"
-    if verdict is False:
-        failing = [k for k, e in entries.items() if e["verdict"] is False or not e["n"]]
-        body += (" Cause of the miss: " + ", ".join(failing) + " (interval wholly on the wrong side after Holm's "
-                 "correction, or did not run).")
-    elif verdict is None:
-        body = ("Inconclusive: an interval straddles the threshold (or lies on the wrong side only before Holm's "
-                "correction). " + body)
-    full_note = " ".join(part for part in (note, body) if part)
-    return claim(text, statistic, value, verdict is True and not undecided, source=source, criterion=criterion,
-                 section=section, note=full_note, timing=timing,
-                 undecided=undecided if undecided else ("inconclusive" if verdict is None else None))
+def _decided_claim(text, statistic, entries: dict, **options) -> Claim:
+    """:func:`~.._family_claims.family_claim` at this experiment's level."""
+    return family_claim(text, statistic, entries, level=LEVEL, **options)
 
 
 def above_random_claim(detection: pd.DataFrame) -> Claim:
@@ -208,11 +178,13 @@ def above_random_claim(detection: pd.DataFrame) -> Claim:
     failed = sorted(set(main.loc[main["error"].notna(), "method"]))
     note = ("Methods that failed to run (excluded): " + ", ".join(failed) + ". ") if failed else ""
     reversed_runs = _reversed_runs(main[main["budget"] == budget])
-    for label in reversed_runs.keys() & entries.keys():  # the t-interval's count of seeds assumes one mode
-        entries[label] = {**entries[label], "seeds_to_decide": None, "undecidable": BIMODAL}
+    for label in reversed_runs.keys() & entries.keys():  # a count of seeds would decide a mixture's mean
+        if entries[label]["verdict"] is None:
+            entries[label] = {**entries[label], "seeds_to_decide": None, "undecidable": BIMODAL}
     if reversed_runs:
-        note += ("Reversed rankings (a normalising constant C_U < 0 flips the values; the AUROC is then bimodal, "
-                 "and no number of seeds decides its interval): " + "; ".join(reversed_runs.values()) + ". ")
+        note += ("Reversed rankings (a normalising constant C_U < 0 flips the values, so the AUROC is bimodal: its "
+                 "mean weighs the reversed runs against the others, and more seeds would estimate how often C_U < 0, "
+                 "not how well the method detects): " + "; ".join(reversed_runs.values()) + ". ")
     note += sweep_note(sweep) if len(sweep) > 1 else ""
     return _decided_claim("Every valuation method ranks the flipped labels lower than random values do.",
                           "min over methods and data sets of mean AUROC(method) - AUROC(random), common budget",
@@ -228,7 +200,7 @@ def above_random_claim(detection: pd.DataFrame) -> Claim:
 #: The warning of a normalisation that reverses a method's ranking (largest-S influence's C_U < 0).
 REVERSED = "reverses the ranking"
 #: In place of "about n seeds would decide" for an interval over runs some of which were reversed.
-BIMODAL = "bimodal (reversed rankings in some runs): more seeds would not decide"
+BIMODAL = "bimodal (reversed rankings in some runs): its mean mixes the two modes, so no count of seeds is given"
 
 
 def _reversed_runs(runs: pd.DataFrame) -> dict[str, str]:
@@ -236,7 +208,7 @@ def _reversed_runs(runs: pd.DataFrame) -> dict[str, str]:
 
     Largest-S influence divides by :math:`C_U`; where the marginals sum to the
     opposite sign of :math:`U(I) - U(\emptyset)`, its values flip, and so does
-    its AUROC: a bimodal AUROC, which more seeds only split further and never decide.
+    its AUROC: a bimodal AUROC, whose mean over seeds mixes the two modes.
     """
     if "note" not in runs:
         return {}
@@ -368,7 +340,7 @@ def oob_wall_time_claim(detection: pd.DataFrame, semivalues: Sequence[str] = SEM
                         same_learner: bool = True) -> Claim:
     """Data-OOB takes far less wall time than the fastest semivalue estimator (a timed claim)."""
     budget = claim_budget(detection, ("data_oob",) + tuple(semivalues)) if budget is None else budget
-    entries = {d: interval_verdict(x, WALL_TIME_RATIO, side="below", bounds=RATIO_RANGE)
+    entries = {d: interval_verdict(x, WALL_TIME_RATIO, side="below", bounds=NONNEGATIVE_RANGE)
                for d, x in wall_time_ratios(detection, semivalues, budget).items()}
     sweep = wall_time_sweep(detection, semivalues, WALL_TIME_RATIO)
     table = ran_at(detection, budget)

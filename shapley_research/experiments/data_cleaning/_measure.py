@@ -10,6 +10,7 @@ import numpy as np
 
 from ..._validation import check_int
 from .._parallel import check_n_jobs, parallel_map
+from .._verdicts import AUROC_RANGE, NONNEGATIVE_RANGE
 from ._data import make_game, make_problem
 from ._methods import BUDGETED, DEFAULT_OPTIONS, METHODS, run_methods
 
@@ -298,8 +299,8 @@ def run_data_cleaning(*, datasets: Sequence[str], n_train: int, n_test: int, fli
 
 
 #: The range of each column :func:`summarise` knows: its intervals are cut to it.
-COLUMN_RANGES = {"auroc": (0.0, 1.0), "f1": (0.0, 1.0), "accuracy": (0.0, 1.0), "wall_time_s": (0.0, math.inf),
-                 "n_evaluations": (0.0, math.inf)}
+COLUMN_RANGES = {"auroc": AUROC_RANGE, "f1": AUROC_RANGE, "accuracy": AUROC_RANGE, "wall_time_s": NONNEGATIVE_RANGE,
+                 "n_evaluations": NONNEGATIVE_RANGE}
 
 
 def mean_interval(samples: ArrayLike, confidence: float = 0.95,

@@ -21,10 +21,9 @@ import numpy as np
 
 from ..._validation import check_int
 from .._parallel import check_n_jobs
-from .._verdicts import describe, interval_verdict
+from .._verdicts import DIFFERENCE_RANGE, describe, interval_verdict
 from ._measure import EXPERIMENT_OPTIONS, detection_fields, map_problems, problem_settings, task_problem
 from ._methods import SEMIVALUES, run_methods
-from ._sweeps import DIFFERENCE_RANGE
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable

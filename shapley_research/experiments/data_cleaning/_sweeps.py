@@ -13,12 +13,12 @@ they are paired as they ran (:func:`ran_at`).
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._verdicts import VERDICT_WORDS, combine, family_verdicts, interval_verdict
+from .._verdicts import (DIFFERENCE_RANGE, NONNEGATIVE_RANGE, VERDICT_WORDS, combine, family_verdicts,
+                         interval_verdict)
 from ._methods import BUDGETED, RANDOM, SEMIVALUES
 
 if TYPE_CHECKING:
@@ -30,9 +30,6 @@ __all__ = ["ran_at", "paired_samples", "paired_difference", "claim_budget", "mai
            "removal_sweep", "sweep_note"]
 
 Sweep = dict  # {budget: {label: interval_verdict entry}}
-#: The range of a difference of two AUROCs or accuracies, and of a ratio of times: intervals are cut to it.
-DIFFERENCE_RANGE = (-1.0, 1.0)
-RATIO_RANGE = (0.0, math.inf)
 
 
 def ran_at(table: pd.DataFrame, budget: int | None = None) -> pd.DataFrame:
@@ -128,7 +125,7 @@ def wall_time_sweep(detection: pd.DataFrame, semivalues: Sequence[str], ratio: f
     """Per budget Data-OOB and a semivalue ran at: per data set, the wall-time ratio against ``ratio`` (below)."""
     semivalue_budgets = set().union(*(_budgets_of(detection, m) for m in semivalues)) if semivalues else set()
     budgets = sorted(_budgets_of(detection, "data_oob") & semivalue_budgets)
-    return {b: {d: interval_verdict(x, ratio, side="below", bounds=RATIO_RANGE)
+    return {b: {d: interval_verdict(x, ratio, side="below", bounds=NONNEGATIVE_RANGE)
                 for d, x in wall_time_ratios(detection, semivalues, b).items()} for b in budgets}
 
 

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ... import ValuationResult
-from .._verdicts import decide, mean_interval, repetitions_to_decide  # noqa: F401  (re-exported)
+from .._verdicts import CORRELATION_RANGE, NONNEGATIVE_RANGE, decide, mean_interval, repetitions_to_decide  # noqa: F401
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -154,7 +153,7 @@ def pairwise_distances(runs: Sequence[MethodRun], reference: ValuationResult, me
             distances = [np.linalg.norm(v[a] - v[b]) / norm
                          for v in ({**fixed, **rep} for rep in by_rep.values()) if a in v and b in v]
             if distances:
-                mean, low, high = mean_interval(distances, level, bounds=(0.0, math.inf))
+                mean, low, high = mean_interval(distances, level, bounds=NONNEGATIVE_RANGE)
                 rows.append({"method_a": a, "method_b": b, "rel_distance": mean, "ci_low": low, "ci_high": high,
                              "n_repetitions": len(distances)})
     return pd.DataFrame(rows)
@@ -186,7 +185,7 @@ def summarise(table: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
     summary = grouped[columns].mean()
     for column in ("spearman", "pearson", "rel_l2_error"):
         summary[f"{column}_sd"] = grouped[column].std(ddof=1).fillna(0.0)
-    for column, bounds in (("spearman", (-1.0, 1.0)), ("rel_l2_error", (0.0, math.inf))):
+    for column, bounds in (("spearman", CORRELATION_RANGE), ("rel_l2_error", NONNEGATIVE_RANGE)):
         intervals = grouped[column].apply(lambda x, b=bounds: mean_interval(x, level, b))
         summary[f"{column}_ci_low"] = intervals.map(lambda t: t[1])
         summary[f"{column}_ci_high"] = intervals.map(lambda t: t[2])

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .._verdicts import NONNEGATIVE_RANGE
 from ._agreement import MAIN_METHODS, METHODS, agreement, mean_interval
 from ._claims import RECOVERY_METHODS
 
@@ -108,7 +109,7 @@ def plot_comparison(values: pd.DataFrame, table: pd.DataFrame, *, error_threshol
     for i, key in enumerate(order):
         errors = table.loc[table.method == key, "rel_l2_error"].to_numpy()
         marker, colour = _STYLE[key]
-        mean, low, high = mean_interval(errors, level, bounds=(0.0, np.inf))
+        mean, low, high = mean_interval(errors, level, bounds=NONNEGATIVE_RANGE)
         ax_error.bar(i, mean, color=colour, alpha=0.6)
         ax_error.plot(i + rng.uniform(-0.25, 0.25, errors.size), errors, marker, color="k", ms=2, alpha=0.3, ls="none")
         if errors.size > 1:

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..._validation import check_choice, check_int
 from .. import _methods as registry
+from .._verdicts import AUROC_RANGE, DIFFERENCE_RANGE
 from ..data_cleaning import (detection_auroc, detection_f1, make_game, mean_interval, method_seed, problem_seed,
                              run_method)
 from ._data import make_mlp_game, make_problem
@@ -29,9 +30,6 @@ METHODS = ("msr_banzhaf", "beta_shapley", "truncated_permutation", "data_oob")
 MODELS = ("mlp", "logistic")
 LABELS = {m: registry.get_method(m).label for m in METHODS}
 MODEL_LABELS = {"mlp": "MLP (TorchModelUtility)", "logistic": "logistic regression (ModelUtility)"}
-#: The range of an AUROC and of a difference of two: the t intervals are cut to it.
-AUROC_RANGE = (0.0, 1.0)
-DIFFERENCE_RANGE = (-1.0, 1.0)
 
 #: The MLP's options, the methods' (the registry's defaults, but Data-OOB's cap: this experiment's
 #: ``oob_estimators``, fewer models than data_cleaning's as each is an MLP); conf/experiment/mlp_cleaning.yaml agrees.
@@ -177,7 +175,20 @@ def summarise_detection(detection: Sequence[dict], confidence: float = 0.95) -> 
 
 
 def auroc_samples(detection: Sequence[dict], model: str, method: str) -> dict[str, np.ndarray]:
-    """Per data set, ``method``'s finite detection AUROCs on ``model``'s utility, one per seed."""
+    """Per data set, ``method``'s finite detection AUROCs on ``model``'s utility, one per seed.
+
+    Parameters
+    ----------
+    detection : sequence of dict
+        Detection rows (``dataset, repetition, model, method, auroc, ...``).
+    model, method : str
+        The utility (``"mlp"``, ``"logistic"``) and the valuation method.
+
+    Returns
+    -------
+    dict
+        ``{dataset: array}``; an empty array where the method never ran (or only failed) on that data set.
+    """
     out = {}
     for (dataset,), rows in _groups(detection, ("dataset",)).items():
         auroc = np.array([r["auroc"] for r in rows if r["model"] == model and r["method"] == method], dtype=float)
@@ -187,7 +198,22 @@ def auroc_samples(detection: Sequence[dict], model: str, method: str) -> dict[st
 
 def paired_auroc_samples(detection: Sequence[dict], method: str, model: str = "mlp",
                          baseline: str = "logistic") -> dict[str, np.ndarray]:
-    """Per data set, AUROC(``model``) - AUROC(``baseline``) of ``method`` paired by seed (seeds both ran)."""
+    """Per data set, AUROC(``model``) - AUROC(``baseline``) of ``method`` paired by seed (seeds both ran).
+
+    Parameters
+    ----------
+    detection : sequence of dict
+        Detection rows, as :func:`auroc_samples` reads them.
+    method : str
+        The valuation method.
+    model, baseline : str
+        The two utilities compared on the same seeds.
+
+    Returns
+    -------
+    dict
+        ``{dataset: array}`` of the paired differences (empty where no seed has both).
+    """
     out = {}
     for (dataset,), rows in _groups(detection, ("dataset",)).items():
         by_model = {m: {r["repetition"]: r["auroc"] for r in group if r["method"] == method}
