@@ -10,7 +10,10 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, TypeVar
 import numpy as np
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     import pandas as pd
+    from numpy.typing import ArrayLike
 
 __all__ = ["ValuationResult", "merge_results", "SamplingRecord", "Finalizer"]
 
@@ -173,6 +176,15 @@ class ValuationResult:
     def __array__(self, dtype=None, copy=None):
         return np.asarray(self.values, dtype=dtype)
 
+    def __getitem__(self, index: Any) -> float | np.ndarray:
+        """``values[index]``: one player's value as a float, several (a slice, indices, a mask) as an array."""
+        value = self.values[index]
+        return float(value) if np.ndim(value) == 0 else value
+
+    def __iter__(self) -> Iterator[float]:
+        """The players' values, in player order."""
+        return iter(self.values.tolist())
+
     def ranking(self) -> np.ndarray:
         """Player indices from most to least valuable (ties by index).
 
@@ -187,17 +199,23 @@ class ValuationResult:
                           RuntimeWarning, stacklevel=2)
         return np.argsort(-self.values, kind="stable")
 
-    def to_dataframe(self) -> pd.DataFrame:
+    def to_dataframe(self, labels: ArrayLike | None = None) -> pd.DataFrame:
         """Tidy table: one row per player with value and standard error (NaN for methods without one).
 
         The columns are the same for every method (``player``, ``value``,
         ``stderr``, ``method``), so the tables of several methods concatenate.
+        ``player`` numbers the players 0 to N-1, or holds ``labels``: one per
+        player, in player order (the index of the training DataFrame, say:
+        ``result.to_dataframe(labels=X_train.index)``).
         """
         import pandas as pd
 
+        players = np.arange(self.n_players) if labels is None else np.asarray(labels)
+        if players.shape != (self.n_players,):
+            raise ValueError(f"labels must hold one label per player ({self.n_players}), got shape "
+                             f"{players.shape}.")
         stderr = np.full(self.n_players, np.nan) if self.stderr is None else self.stderr
-        return pd.DataFrame({"player": np.arange(self.n_players), "value": self.values, "stderr": stderr,
-                             "method": self.method})
+        return pd.DataFrame({"player": players, "value": self.values, "stderr": stderr, "method": self.method})
 
     def merge(self, *others: "ValuationResult") -> "ValuationResult":
         """This run merged with ``others``: see :func:`merge_results`."""

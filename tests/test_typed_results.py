@@ -231,6 +231,23 @@ def test_tables_of_every_method_have_the_same_columns_and_concatenate():
     assert tables[1]["stderr"].isna().all()
 
 
+def test_a_result_indexes_iterates_and_labels_its_players_like_its_values():
+    result = sr.permutation_shapley(AIRPORT, 2_001, seed=0)
+    assert isinstance(result[0], float) and result[0] == result.values[0] and result[-1] == result.values[-1]
+    np.testing.assert_array_equal(result[[2, 0]], result.values[[2, 0]])
+    np.testing.assert_array_equal(result[1:3], result.values[1:3])
+    np.testing.assert_array_equal(result[result.values > 0], result.values[result.values > 0])
+    assert list(result) == result.values.tolist() and len(list(result)) == len(result)
+    with pytest.raises(IndexError):
+        result[len(result)]
+    labels = [f"point {i}" for i in range(len(result))]
+    table = result.to_dataframe(labels=labels)
+    assert table["player"].tolist() == labels
+    np.testing.assert_array_equal(table["value"], result.values)
+    with pytest.raises(ValueError, match="one label per player"):
+        result.to_dataframe(labels=labels[:-1])
+
+
 def test_players_without_a_value_rank_last_with_a_warning():
     result = sr.permutation_shapley(GAME, 600, 1)
     values = result.values.copy()
