@@ -276,11 +276,11 @@ def test_pattern_note_says_where_the_pattern_holds_and_where_it_stops():
     assert info["baseline_lower_from_T"] == 50 and info["first_T_below_trivial"] == 50 and info["only_above_trivial"]
     note = sp.pattern_note(ratios)
     assert "below the baseline's at T = 5, 10, 20" in note and "from T = 50 on the baseline's" in note
-    assert note.endswith("holds only above the trivial error.")
+    assert note.endswith("appears only above the trivial error, where the uniform split's error is lower than both.")
     # P2 keeps its criterion (targets below the uniform split): it does not hold, and its note says where it would
     table = _table([2.3, 0.7407, 0.234], [0.871, 0.741, 0.646], uniform=0.748)
     claim = sp.large_sample_claim(table, ratios)
-    assert not claim.holds and "never superior" in claim.note and "holds only above the trivial error" in claim.note
+    assert not claim.holds and "never superior" in claim.note and "appears only above the trivial error" in claim.note
     # compressive lower also below the trivial error: said so
     other = sp.ratio_table(_seeded_errors([2.0, 1.0, 0.5], [0.9, 0.6, 0.4], (5, 50, 500)), 500, 0.748)
     assert sp.pattern_summary(other)["baseline_lower_from_T"] is None
@@ -293,6 +293,8 @@ def test_above_trivial_claim_holds_fails_and_is_undecided():
     claim = sp.above_trivial_claim(sp.ratio_table(_seeded_errors(REVIEW_BASE, REVIEW_COMP, REVIEW_GRID), 500, 0.748))
     assert claim.holds and claim.source == "reproduction" and claim.verdict == "holds"
     assert claim.value[:3] == pytest.approx(np.divide(REVIEW_COMP[:3], REVIEW_BASE[:3]), rel=1e-3)
+    # the constant U(D)/N, compressive's starting point, passes too: set aside, not evidence
+    assert claim.by_construction and "uniform split's error over the baseline's is 0.325-0.656" in claim.note
     # compressive higher than the baseline above the trivial error: does not hold
     worse = sp.ratio_table(_seeded_errors([1.0, 0.9, 0.85, 0.5], [1.3, 1.2, 1.1, 0.6], grid), 500, 0.748)
     claim = sp.above_trivial_claim(worse)
