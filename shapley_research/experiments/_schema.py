@@ -215,8 +215,6 @@ class IrisAccuracy:
     n_utility_checks: int_in(0)
     spearman_threshold: Correlation
     error_threshold: Positive
-    largest_error_threshold: Positive
-    ratio_threshold: Positive
     alpha: Fraction
     confidence_level: Fraction
 
