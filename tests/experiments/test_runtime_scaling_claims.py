@@ -107,6 +107,12 @@ def test_advantage_does_not_hold_on_the_game_in_scope_and_reports_its_ratio():
     assert c.verdict == "does not hold"
     assert c.statistic.endswith("_upper_bound") and c.value == pytest.approx(192001 / 384256)
     assert "knn at N = 300" in c.note and "outside the claim's scope" in c.note
+    # the same shape with unanimity showing the advantage: the game outside the scope does not keep it from holding
+    for r in records:
+        if r["game"] == "unanimity" and r["method"] in rsl.GROUP_TESTING:
+            r["evaluations"] = 64000
+    c, _ = judge(records, predicted=predicted)
+    assert c.verdict == "holds" and c.value == pytest.approx(192001 / 64000)
 
 
 def test_advantage_table_puts_measured_beside_predicted_ratios():

@@ -157,7 +157,9 @@ def _advantage_claim(records, target: float, predicted: dict | None):
     decided = {g: a for g, a in advantage.items() if a is not None and a["decided"]}
     judged = {g: a for g, a in decided.items() if in_scope(a)}
     failing = [g for g, a in judged.items() if value(a) <= ADVANTAGE]
-    holds = not failing and len(judged) == len(games)
+    # every game decided; those in scope (at least one) all show the advantage: a game outside scope
+    # neither confirms nor refutes the claim
+    holds = not failing and bool(judged) and len(decided) == len(games)
     undecided = (None if holds or failing else
                  "outside its scope" if len(decided) == len(games) else "inconclusive")
     # the statistic is the worst ratio among the games judged (in scope); among all decided ones if none is
@@ -191,7 +193,8 @@ def _advantage_claim(records, target: float, predicted: dict | None):
                    f"group testing's (best variant) > {ADVANTAGE:g}; outside its scope where, at that N, the "
                    "paper's own counts (Section 4.1's for permutation sampling over Theorem 3's) predict a ratio "
                    f"<= {ADVANTAGE:g} (the improved bound, not the paper's, is reported beside it and does not set "
-                   "the scope)"),
+                   "the scope): holds if every game in scope (at least one) shows the advantage, outside its scope "
+                   "if none is"),
         note=note, undecided=undecided), advantage
 
 
