@@ -185,30 +185,41 @@ def _trends(override=None, gap=(50.0, 1.0), adversarial=(30.0, 1.0), benign=(-30
 
 
 TOTALS = {c: (1.1, 0.7) for c in adv.CASES}
+N = 200  # players: the uniform share of the total moves by (0.7 - 1.1) / 200 = -0.002
 
 
 def test_claim_trend_on_the_gap_is_the_papers_and_fails_when_one_case_does():
-    held = adv.claim_trend(_trends(), "gap", TOTALS)
+    held = adv.claim_trend(_trends(), "gap", TOTALS, N)
     assert held.holds and held.source == "paper" and "Section 5" in held.section
     assert held.value["z"] == [50.0] * 4 and "1.1 -> 0.7" in held.note
     # the gap falls in one case: the paper's claim fails, and the note names the case
-    failed = adv.claim_trend(_trends({("cw", "fgsm", "gap"): (-3.0, -0.9)}), "gap", TOTALS)
+    failed = adv.claim_trend(_trends({("cw", "fgsm", "gap"): (-3.0, -0.9)}), "gap", TOTALS, N)
     assert not failed.holds and "train cw/test fgsm" in failed.note
     # significant but not monotone: fails on the Spearman part of the criterion
-    assert not adv.claim_trend(_trends({("fgsm", "cw", "gap"): (10.0, 0.5)}), "gap", TOTALS).holds
-    assert not adv.claim_trend(_trends({("fgsm", "cw", "gap"): (float("nan"), 1.0)}), "gap", TOTALS).holds
+    assert not adv.claim_trend(_trends({("fgsm", "cw", "gap"): (10.0, 0.5)}), "gap", TOTALS, N).holds
+    assert not adv.claim_trend(_trends({("fgsm", "cw", "gap"): (float("nan"), 1.0)}), "gap", TOTALS, N).holds
 
 
 def test_claim_trend_on_raw_means_reads_the_figure_literally():
     for what, _good, bad in (("adversarial", (30.0, 1.0), (-13.0, -0.96)), ("benign", (-30.0, -1.0), (1.0, 0.2))):
-        held = adv.claim_trend(_trends(), what, TOTALS)
+        held = adv.claim_trend(_trends(), what, TOTALS, N)
         assert held.holds and held.source == "reproduction" and held.section is None
-        failed = adv.claim_trend(_trends({("cw", "cw", what): bad}), what, TOTALS)
+        failed = adv.claim_trend(_trends({("cw", "cw", what): bad}), what, TOTALS, N)
         assert not failed.holds and failed.note.startswith("Fails in train cw/test cw")
         assert "U(D) - U(empty)" in failed.note  # the cause: the total moves both groups
     # the literal reading fails while the scale-free claim holds: the situation the review found for CW
     trends = _trends({("cw", "fgsm", "adversarial"): (-55.0, -1.0)})
-    assert adv.claim_trend(trends, "gap", TOTALS).holds and not adv.claim_trend(trends, "adversarial", TOTALS).holds
+    assert adv.claim_trend(trends, "gap", TOTALS, N).holds and not adv.claim_trend(trends, "adversarial", TOTALS, N).holds
+
+
+def test_claim_trend_on_a_raw_mean_must_move_beyond_the_uniform_share():
+    """The uniform split's share falls with the total: a benign mean that only follows it down does not hold."""
+    falling_total = {c: (1.1, 0.5) for c in adv.CASES}  # the share moves by -0.003
+    follows = adv.claim_trend(_trends(benign=(-3.0, -1.0)), "benign", falling_total, N)  # the mean moves by -0.003
+    assert not follows.holds and follows.value["z_beyond_uniform_share"] == pytest.approx([0.0] * 4, abs=1e-9)
+    assert "changes by -0.0030, -0.0030" in follows.note and "uniform share's" in follows.criterion
+    assert adv.claim_trend(_trends(benign=(-30.0, -1.0)), "benign", falling_total, N).holds  # -0.030: beyond it
+    assert "z_beyond_uniform_share" not in adv.claim_trend(_trends(), "gap", falling_total, N).value
 
 
 def test_claim_attack_match_holds_only_when_both_panels_prefer_their_own_attack():
@@ -232,7 +243,7 @@ def test_claim_comparable_attacks_flags_a_weak_cw():
 
 def test_build_claims_lists_the_papers_two_claims_first():
     match = {"difference": 1e-3, "stderr": 1e-4, "z": 10.0, "ratio": 1.0, "value_same": 0.01, "value_other": 0.009}
-    claims = adv.build_claims(_trends(), {"fgsm": match, "cw": match}, TOTALS, {"fgsm": 2.7, "cw": 2.8})
+    claims = adv.build_claims(_trends(), {"fgsm": match, "cw": match}, TOTALS, {"fgsm": 2.7, "cw": 2.8}, N)
     assert [c.source for c in claims] == ["paper", "paper", "reproduction", "reproduction", "reproduction"]
     assert all(c.holds for c in claims) and all(c.criterion for c in claims)
     # every z is over permutation pairs on one draw of the data and attacks: the criteria say so

@@ -63,7 +63,8 @@ utility and the two attacks)
 * Claims: the values sum to :math:`U(D) - U(\emptyset)`, which changes with
   the test set (it falls as the test set turns adversarial), moving both
   groups' means alike. The paper's claims are therefore decided on the
-  scale-free *gap*, mean value of the adversarial points minus that of the
+  *gap* (which a change of the total shared alike by every point does not
+  move), mean value of the adversarial points minus that of the
   benign ones (:func:`series`), by paired z-statistics over permutation
   pairs against thresholds fixed in this module (``Z_THRESHOLD``,
   ``SPEARMAN_THRESHOLD``); the literal reading on raw means is reported as

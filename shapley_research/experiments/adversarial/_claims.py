@@ -43,12 +43,12 @@ _TREND_CLAIMS = {  # what: (source, sign of the claimed change, claim)
 }
 
 
-def claim_trend(trends: dict, what: str, totals: dict, z_threshold: float = Z_THRESHOLD,
+def claim_trend(trends: dict, what: str, totals: dict, n_players: int, z_threshold: float = Z_THRESHOLD,
                 spearman_threshold: float = SPEARMAN_THRESHOLD) -> Claim:
     """A claim on how ``what`` moves from test ratio 0 to 1, in all four (train, test) attack cases.
 
     ``what="gap"``: the paper's claim (adversarial points gain value, benign
-    ones lose it), decided on the scale-free gap of :func:`series`: it must
+    ones lose it), decided on the gap of :func:`series` (free of the total's shift): it must
     rise. ``"adversarial"`` / ``"benign"``: the literal reading of the
     figure on raw group means (must rise / fall), which also carry the
     uniform split :math:`(U(D) - U(\\emptyset))/N`. ``trends[(train, test,
@@ -56,29 +56,47 @@ def claim_trend(trends: dict, what: str, totals: dict, z_threshold: float = Z_TH
     paired standard errors with Spearman(value, ratio) beyond
     ``spearman_threshold``, in the claimed direction. ``totals[(train,
     test)]`` (:math:`U(D) - U(\\emptyset)` at ratios 0 and 1) is quoted in the
-    note.
+    note. A raw mean is also compared with the trivial baseline, the uniform
+    share :math:`(U(D) - U(\\emptyset)) / N` (``N = n_players``), which moves
+    with the total: its change beyond the share's must exceed ``z_threshold``
+    standard errors in the claimed direction too (the share has no Monte Carlo
+    error).
     """
     from .._common import claim
 
     source, sign, text = _TREND_CLAIMS[what]
     stats = [trends[c + (what,)] for c in CASES]
-    failing = [c for c, t in zip(CASES, stats)
+    # the gap holds no share of the total (0 for the uniform split); a raw mean holds 1/N of it
+    shares = [0.0 if what == "gap" else (totals[c][1] - totals[c][0]) / n_players for c in CASES]
+    beyond = [(t["change"] - share) / t["stderr"] if t["stderr"] > 0 else float("nan")
+              for t, share in zip(stats, shares)]
+    failing = [c for c, t, b in zip(CASES, stats, beyond)
                if not (np.isfinite(t["z"]) and sign * t["z"] > z_threshold
-                       and np.isfinite(t["spearman"]) and sign * t["spearman"] >= spearman_threshold)]
+                       and np.isfinite(t["spearman"]) and sign * t["spearman"] >= spearman_threshold
+                       and np.isfinite(b) and sign * b > z_threshold)]
     note = ("The values sum to U(D) - U(empty), which moves both groups' means alike; from ratio 0 to 1 it goes "
             + "; ".join(f"{totals[c][0]:.3g} -> {totals[c][1]:.3g} (train {c[0]}/test {c[1]})" for c in CASES)
             + ". The gap (adversarial - benign) does not contain it.")
+    if what != "gap":
+        note += (" The uniform share (U(D) - U(empty)) / N, the trivial baseline, changes by "
+                 + ", ".join(f"{share:+.4f}" for share in shares) + " against the mean's "
+                 + ", ".join(f"{t['change']:+.4f}" for t in stats) + ".")
     if failing:
         note = f"Fails in {_case_list(failing)}. " + note
     label = ("the gap mean value(adversarial) - mean value(benign)" if what == "gap"
              else f"the {what} points' mean value")
+    relation, bound = (">" if sign > 0 else "<"), sign * z_threshold
+    baseline = ("" if what == "gap" else
+                f", and the change beyond the uniform share's (U(D) - U(empty)) / N, in standard errors, "
+                f"{relation} {bound:g} (the share moves with the total and has no Monte Carlo error)")
+    value = {"z": [t["z"] for t in stats], "spearman": [t["spearman"] for t in stats]}
+    if what != "gap":
+        value["z_beyond_uniform_share"] = beyond
     return claim(
         text, f"z and Spearman of the change of {label} from test ratio 0 to 1 ({_case_list(CASES)})",
-        {"z": [t["z"] for t in stats], "spearman": [t["spearman"] for t in stats]}, not failing,
-        source=source, section=SECTION if source == "paper" else None, note=note,
-        criterion=f"in all four cases z {'>' if sign > 0 else '<'} {sign * z_threshold:g} (paired over permutation "
-                  f"pairs) and Spearman(value, ratio) {'>=' if sign > 0 else '<='} {sign * spearman_threshold:g}. "
-                  + ONE_DRAW)
+        value, not failing, source=source, section=SECTION if source == "paper" else None, note=note,
+        criterion=f"in all four cases z {relation} {bound:g} (paired over permutation pairs) and Spearman(value, "
+                  f"ratio) {'>=' if sign > 0 else '<='} {sign * spearman_threshold:g}{baseline}. " + ONE_DRAW)
 
 
 def claim_attack_match(matches: dict, z_threshold: float = Z_THRESHOLD) -> Claim:
@@ -131,7 +149,8 @@ def claim_comparable_attacks(shifts: dict, factor: float = SHIFT_FACTOR) -> Clai
         by_construction=True)
 
 
-def build_claims(trends: dict, matches: dict, totals: dict, shifts: dict) -> list:
+def build_claims(trends: dict, matches: dict, totals: dict, shifts: dict, n_players: int) -> list:
     """All claims: the paper's two (on the gap), the literal raw-value readings, and the attack-size check."""
-    return [claim_trend(trends, "gap", totals), claim_attack_match(matches), claim_trend(trends, "adversarial", totals),
-            claim_trend(trends, "benign", totals), claim_comparable_attacks(shifts)]
+    return [claim_trend(trends, "gap", totals, n_players), claim_attack_match(matches),
+            claim_trend(trends, "adversarial", totals, n_players), claim_trend(trends, "benign", totals, n_players),
+            claim_comparable_attacks(shifts)]

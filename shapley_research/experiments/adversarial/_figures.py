@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 # --------------------------------------------------------------------------------------------
 
 def plot_mean_values(table: pd.DataFrame, scale: float = 1e3) -> Figure:
-    """Figure 6 (a, b) (fig:adv) and its scale-free version: values vs the test set's adversarial ratio.
+    """Figure 6 (a, b) (fig:adv) and its gap version: values vs the test set's adversarial ratio.
 
     Top row, the paper's figure (train benign + FGSM, train benign + CW):
     mean value of adversarial and benign points (solid and dashed), tested

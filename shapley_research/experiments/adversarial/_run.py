@@ -94,7 +94,7 @@ def summarize(run: ValuationRun, data: AdversarialData) -> dict[str, Any]:
     dict
         ``trends`` {(train, test, group or "gap"): ratio_trend}, ``matches`` {train: attack_match of the
         gap}, ``totals`` {(train, test): U(D) - U(empty) at the lowest and highest ratio},
-        ``mean_values`` and ``point_values`` (DataFrames).
+        ``n_players`` (the valued training points), ``mean_values`` and ``point_values`` (DataFrames).
     """
     import pandas as pd
 
@@ -110,7 +110,7 @@ def summarize(run: ValuationRun, data: AdversarialData) -> dict[str, Any]:
                 trends[(train, test, what)] = ratio_trend(samples, run.sets, what, test)
         matches[train] = attack_match(samples, run.sets, train)
         tables.append(mean_value_table(samples, run.sets, train))
-    return {"trends": trends, "matches": matches, "totals": totals,
+    return {"trends": trends, "matches": matches, "totals": totals, "n_players": int(len(data.groups)),
             "mean_values": pd.concat(tables, ignore_index=True),
             "point_values": pd.concat(points, ignore_index=True)}
 

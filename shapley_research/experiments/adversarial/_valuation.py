@@ -138,8 +138,8 @@ def series(group_samples: np.ndarray, what: str) -> np.ndarray:
 
     With equal group sizes the group means are the uniform split
     :math:`(U(D) - U(\\emptyset))/N` plus and minus half the gap, so the gap
-    is the scale-free part: what the total, which changes with the test set,
-    does not move.
+    is the part a shift of the total shared alike by every point, as the
+    test set changes it, does not move (a proportional change scales it).
     """
     if what == "gap":
         return group_samples[:, GROUPS.index("adversarial")] - group_samples[:, GROUPS.index("benign")]
