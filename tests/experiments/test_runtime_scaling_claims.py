@@ -280,6 +280,30 @@ def test_exponent_decision_per_game():
     assert d["decided"] is None and d["extrapolated"] == ["permutation", "group_testing_improved"]
 
 
+def test_exponent_bracket_spans_where_the_doubling_counts_may_lie():
+    """Counts known within (B/2, B]: on N = 100, 1,000, 10,000 the slope can move by log 2 / (2 log 10) either way."""
+    records = records_for(lambda n: n ** 1.5, lambda n: None, ns=(100, 1000, 10000))
+    low, high = rsl.exponent_bracket(records, 0.1, "permutation", "knn")
+    half = np.log(2) / (2 * np.log(10))
+    assert (low, high) == pytest.approx((1.5 - half, 1.5 + half))
+    assert rsl.exponent_bracket(records_for(lambda n: n, lambda n: None), 0.1, "permutation", "knn") is None
+
+
+@pytest.mark.parametrize("slope, verdict", [(2.0, "holds"), (1.6, "inconclusive"), (1.3, "does not hold")])
+def test_theorem_slack_claim_is_decided_over_the_counts_brackets(slope, verdict):
+    """Permutation's exponent 1.5, within 1.35-1.65 over the brackets: the theorem's slope must clear the top."""
+    records = records_for(lambda n: n ** 1.5, lambda n: None, ns=(100, 1000, 10000))
+    claims, _ = rsl.large_n_claims(records, {"permutation": {"knn": 1.5, "unanimity": 1.5}}, BASIS,
+                                   {"permutation": slope}, target=0.1, predicted=PREDICTED_LARGE)
+    c = claims[2]
+    assert c.verdict == verdict and c.holds == (verdict == "holds")
+    assert c.value == pytest.approx(slope - 1.5 - np.log(2) / (2 * np.log(10)))
+    assert "1.35-1.65 over the counts' brackets" in c.note and "doubling bracket (B/2, B]" in c.criterion
+    two_ns = records_for(lambda n: n ** 1.5, lambda n: None)  # two N: no exponent
+    claims, _ = rsl.large_n_claims(two_ns, {}, {}, {"permutation": 2.0}, target=0.1)
+    assert claims[2].verdict == "inconclusive" and "not measured on every game" in claims[2].note
+
+
 # ---------------------------------------------------------------------------------- the plateau rule
 
 def _runs(method, budgets, errors, seed=0):

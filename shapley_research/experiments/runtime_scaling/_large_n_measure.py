@@ -274,6 +274,34 @@ def fit_exponents(records: Sequence[dict[str, Any]], target: float, *,
             for method, games in exponents.items()}
 
 
+def exponent_bracket(records: Sequence[dict[str, Any]], target: float, method: str,
+                     game: str) -> tuple[float, float] | None:
+    r"""The range of the measured exponent where each count may lie anywhere in its doubling bracket.
+
+    The budgets double, so a count of evaluations to ``target`` is known only
+    within :math:`(B/2, B]`. The least-squares slope is :math:`\sum_i w_i y_i`
+    with :math:`w_i = (x_i - \bar x) / \sum_j (x_j - \bar x)^2` on
+    :math:`x = \log N`, :math:`y = \log B`; moving each :math:`y_i` within
+    :math:`(y_i - \log 2, y_i]` moves it by at most
+    :math:`\log 2 \sum_{w_i > 0} w_i` either way.
+
+    Returns
+    -------
+    (float, float) or None
+        ``(low, high)`` around :func:`fit_exponents`' slope (None: fewer than
+        :data:`MIN_POINTS_FOR_EXPONENT` N reached the target).
+    """
+    points = [(r["n_players"], r["evaluations"]) for r in records
+              if (r["method"], r["game"], r["target_relative_error"]) == (method, game, target)
+              and r["evaluations"] is not None]
+    if len(points) < MIN_POINTS_FOR_EXPONENT:
+        return None
+    x, y = np.log([p[0] for p in points]), np.log([p[1] for p in points])
+    weights = (x - x.mean()) / ((x - x.mean()) ** 2).sum()
+    slope, half_width = float(weights @ y), float(np.log(2) * weights[weights > 0].sum())
+    return slope - half_width, slope + half_width
+
+
 def scaling_exponents(records: Sequence[dict[str, Any]], target: float) -> tuple[dict[str, dict[str, float | None]],
                                                                   dict[str, dict[str, str | None]]]:
     """Exponents from measured counts where possible, else from the extrapolated ones; and their basis.

@@ -61,7 +61,8 @@ from ._large_n_claims import (ADVANTAGE, NOT_REACHED, NOT_RUN, REACHED, SCOPE_BO
 from ._large_n_figure import LABELS, STYLE, plot_measured_scaling
 from ._large_n_games import SCALING_GAMES, knn_master_set, scaling_game
 from ._large_n_measure import (DECAY_RATIO, GROUP_TESTING, MIN_POINTS_FOR_EXPONENT, PLATEAU_SLOPE, PLATEAU_WINDOW,
-                               PUBLISHED_MAX_PLAYERS, SCALING_METHODS, error_slope, error_trace, fit_exponents,
+                               PUBLISHED_MAX_PLAYERS, SCALING_METHODS, error_slope, error_trace, exponent_bracket,
+                               fit_exponents,
                                largest_budget, learner_seconds, measure_scaling, predicted_ratios, relative_error,
                                scaling_estimate, scaling_exponents, scaling_plan, summarise_scaling,
                                theorem_exponents, uniform_split_errors, with_published_variant)
@@ -73,4 +74,4 @@ __all__ = ["SCALING_METHODS", "SCALING_GAMES", "knn_master_set", "scaling_game",
            "ADVANTAGE", "group_testing_advantage", "advantage_table", "GROUP_TESTING", "PLATEAU_SLOPE",
            "PLATEAU_WINDOW", "PUBLISHED_MAX_PLAYERS", "error_slope", "predicted_ratios", "with_published_variant",
            "undecided_above", "REACHED", "NOT_REACHED", "NOT_RUN", "scaling_estimate", "SCOPE_BOUND",
-           "exponent_decision"]
+           "exponent_bracket", "exponent_decision"]
