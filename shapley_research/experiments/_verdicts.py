@@ -151,8 +151,10 @@ def interval_verdict(samples: ArrayLike, threshold: float, side: str = "above", 
     (at a bound the cut itself would decide: a "mean >= 0" of a statistic
     that cannot be negative always holds).
     """
-    if bounds is not None and not bounds[0] < threshold < bounds[1]:
-        raise ValueError(f"threshold must lie strictly inside bounds {bounds!r}, got {threshold!r}.")
+    if bounds is not None:
+        lower, upper = _checked_bounds(bounds, np.empty(0))  # the pair itself; the samples are checked below
+        if not lower < threshold < upper:
+            raise ValueError(f"threshold must lie strictly inside bounds {bounds!r}, got {threshold!r}.")
     x = np.asarray(samples, dtype=float)
     x = x[np.isfinite(x)]
     if x.size == 0:

@@ -42,9 +42,8 @@ from .._family_claims import family_claim
 from ._methods import RANDOM, SEMIVALUES
 from ._noisy import NOISY_GAME, NOISY_UTILITY
 from ._probe import probe_comparison_note, rise_past_sweep, trajectory_note
-from ._sweeps import (above_random_sweep, budget_sweep,  # noqa: F401
-                      claim_budget, main_budget, paired_difference, paired_samples, ran_at, removal_sweep, sweep_note,
-                      wall_time_ratios, wall_time_sweep)
+from ._sweeps import (above_random_sweep, budget_sweep, claim_budget, main_budget, paired_difference,  # noqa: F401
+                      paired_samples, ran_at, removal_sweep, sweep_note, wall_time_ratios, wall_time_sweep)
 from ._sweeps import removal_gain as _removal_gain
 from ._sweeps import removal_samples as _removal_samples
 

@@ -263,15 +263,21 @@ def summarise_scaling(runs: pd.DataFrame, targets: Iterable[float]) -> list[dict
 def fit_exponents(records: Sequence[dict[str, Any]], target: float, *,
                   field: str = "evaluations") -> dict[str, dict[str, float | None]]:
     """``{method: {game: slope}}`` of log ``field`` on log N at ``target`` (None: fewer than 3 points)."""
-    exponents: dict = {}
-    for r in records:
-        exponents.setdefault(r["method"], {}).setdefault(r["game"], [])
-        if r["target_relative_error"] == target and r[field] is not None:
-            exponents[r["method"]][r["game"]].append((r["n_players"], r[field]))
     return {method: {game: (float(np.polyfit(np.log([p[0] for p in pts]), np.log([p[1] for p in pts]), 1)[0])
                             if len(pts) >= MIN_POINTS_FOR_EXPONENT else None)
                      for game, pts in games.items()}
-            for method, games in exponents.items()}
+            for method, games in _exponent_points(records, target, field).items()}
+
+
+def _exponent_points(records: Sequence[dict[str, Any]], target: float,
+                     field: str = "evaluations") -> dict[str, dict[str, list[tuple[int, float]]]]:
+    """``{method: {game: [(N, count), ...]}}``: the counts an exponent is fitted to (every method and game run)."""
+    points: dict = {}
+    for r in records:
+        points.setdefault(r["method"], {}).setdefault(r["game"], [])
+        if r["target_relative_error"] == target and r[field] is not None:
+            points[r["method"]][r["game"]].append((r["n_players"], r[field]))
+    return points
 
 
 def exponent_bracket(records: Sequence[dict[str, Any]], target: float, method: str,
@@ -291,9 +297,7 @@ def exponent_bracket(records: Sequence[dict[str, Any]], target: float, method: s
         ``(low, high)`` around :func:`fit_exponents`' slope (None: fewer than
         :data:`MIN_POINTS_FOR_EXPONENT` N reached the target).
     """
-    points = [(r["n_players"], r["evaluations"]) for r in records
-              if (r["method"], r["game"], r["target_relative_error"]) == (method, game, target)
-              and r["evaluations"] is not None]
+    points = _exponent_points(records, target).get(method, {}).get(game, [])
     if len(points) < MIN_POINTS_FOR_EXPONENT:
         return None
     x, y = np.log([p[0] for p in points]), np.log([p[1] for p in points])

@@ -252,7 +252,7 @@ def above_trivial_claim(ratios: pd.DataFrame, level: float = 0.95) -> Claim:
             undecided = "inconclusive"
             note = ("Inconclusive: the interval straddles the threshold for " + "; ".join(
                 f"{name} (about {n} seeds would decide)" if n else name for name, n in open_.items()) + ".")
-    note = " ".join(part for part in (note, _uniform_passes_too(region)) if part) or None
+    note = " ".join(part for part in (note, _uniform_split_note(region)) if part) or None
     return claim("Above the trivial error, compressive sampling shows the paper's Figure 4 pattern: where neither "
                  "method beats the uniform split, it has the lower error, and its advantage shrinks as T grows.",
                  f"mean per-seed error ratio compressive / baseline (M = {int(ratios['n_measurements'].iloc[0])}) "
@@ -271,8 +271,8 @@ def above_trivial_claim(ratios: pd.DataFrame, level: float = 0.95) -> Claim:
                  note=note, by_construction=True)
 
 
-def _uniform_passes_too(region: pd.DataFrame) -> str:
-    """The trivial baseline's ratio to the baseline over the region: it passes this check too (``""``: no region)."""
+def _uniform_split_note(region: pd.DataFrame) -> str:
+    """Why the trivial baseline passes this check too, with its ratio to the baseline (``""``: no region)."""
     if len(region) < 2:
         return ""
     uniform = (region["uniform_error"] / region["baseline_mean"]).to_numpy(dtype=float)
