@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._common import claim
+from .._verdicts import VERDICT_WORDS
+from ._bootstrap import INTERIOR_TO_FAIL, LOCATED_TO_HOLD, U_SHAPE_LEVEL, u_shape_interval
 from ._measure import _spearman, u_shape_fraction, u_shape_statistics
 from ._tables import THEOREM5_CONVENTION, _convention_rows, bootstrap_matrix
 
@@ -55,7 +57,9 @@ def evaluate_claims(table: pd.DataFrame, rows: list[dict[str, Any]], factor: flo
     hold (with an unpenalised intercept the formula's ratio goes to ``metrics`` and the note, unjudged);
     the identity :math:`\|\hat s - \frac{U(D)}{N}\mathbf 1\|_2 = \sqrt{N\,\mathrm{Var}(\hat s)}`. The
     reproduction's checks: the U shape under the two other conventions. Each claim's ``criterion``
-    states its threshold.
+    states its threshold. The three U-shape claims are decided on the bootstrap over the shared
+    permutations (the rows' ``resampled_variance``; :mod:`._bootstrap`), inconclusive where the
+    rows have none; ``metrics["u_shape_bootstrap"]`` holds the intervals.
 
     Returns
     -------
@@ -66,17 +70,21 @@ def evaluate_claims(table: pd.DataFrame, rows: list[dict[str, Any]], factor: flo
                      "spearman_threshold": spearman_threshold}
     shapes, ratios = _convention_shapes(table, rows, factor)
     metrics.update(shapes)
+    intervals = _u_shape_intervals(rows, shapes, factor)
+    metrics["u_shape_bootstrap"] = _interval_metrics(intervals)
     lams, _, sub = ratios["fixed_alpha"]
     metrics.update(_main_statistics(table, rows, lams, sub, shapes["fixed_alpha"]))
     formula, outside = _formula_beyond_scope(ratios)
     metrics.update(formula)
     theorem5, thm_verdict, thm_note = _theorem5(ratios, metrics["kappa"], outside)
     metrics.update(theorem5)
-    trends = _trend_verdicts(lams, sub, shapes, metrics, spearman_threshold)
-    claims = (_variance_claims(shapes["fixed_alpha"], trends, factor, spearman_threshold)
+    trends = _trend_verdicts(lams, sub, shapes, intervals, metrics, spearman_threshold)
+    n_permutations = metrics["n_permutations"]
+    claims = (_variance_claims(shapes["fixed_alpha"], intervals["fixed_alpha"], trends, factor, spearman_threshold,
+                               n_permutations)
               + _stability_claims(metrics, trends, spearman_threshold)
               + _theorem5_claims(thm_verdict, thm_note, metrics["max_identity_gap"])
-              + _reproduction_claims(shapes, factor))
+              + _reproduction_claims(shapes, intervals, factor, n_permutations))
     return metrics, claims
 
 
@@ -164,7 +172,7 @@ def _theorem5(ratios: dict, kappa: float, outside: list[str]) -> tuple[dict, tup
     return entries, (thm_value, thm_holds, thm_undecided), thm_note
 
 
-def _trend_verdicts(lams: np.ndarray, sub, shapes: dict, metrics: dict, thr: float) -> dict:
+def _trend_verdicts(lams: np.ndarray, sub, shapes: dict, intervals: dict, metrics: dict, thr: float) -> dict:
     """``(holds, note)`` of the four trend claims on the main convention: variance falls, rises; sigma, beta rise."""
     shape = shapes["fixed_alpha"]
     k = shape["argmin"]
@@ -172,7 +180,7 @@ def _trend_verdicts(lams: np.ndarray, sub, shapes: dict, metrics: dict, thr: flo
     sigma, beta = sub["sigma"].to_numpy(), sub["beta"].to_numpy()
     falls, falls_note = _trend(shape["spearman_left"], -thr, k + 1, "up to the minimum")
     rises, rises_note = _trend(shape["spearman_right"], thr, len(lams) - k, "from the minimum on")
-    if rises and "no_intercept" in shapes and not shapes["no_intercept"]["holds"]:
+    if rises and (intervals.get("no_intercept") or {}).get("verdict") is False:
         rises_note = ("Under no_intercept, where Theorem 5 applies, the variance does not rise again (the "
                       "reproduction's check): the rise comes with the unpenalised intercept, not with a rising beta.")
     sigma_rises, sigma_note = _trend(rho_sigma, thr, len(lams) - k, "of sigma_hat from the minimum on")
@@ -192,16 +200,21 @@ def _paper_claim(text, stat, value, holds, criterion, note=None, section=SECTION
                  sanity=sanity, undecided=undecided)
 
 
-def _variance_claims(shape: dict, trends: dict, factor: float, thr: float) -> list:
+def _variance_claims(shape: dict, interval: dict | None, trends: dict, factor: float, thr: float,
+                     n_permutations: int) -> list:
     """The paper's claims on the variance under the main convention: U shape, falls, then rises."""
     (falls, falls_note), (rises, rises_note) = trends["falls"], trends["rises"]
     rule = "fixed_alpha: Spearman correlation of the variance with lambda over the grid points"
+    verdict = interval["verdict"] if interval else None
     return [
         _paper_claim("The variance of the training points' values is U-shaped in the regularisation strength: more "
                      "regularisation first lowers it, excessive regularisation raises it again.",
-                     "min(end variance / minimum variance), fixed_alpha", shape["min_end_ratio"], shape["holds"],
+                     "min(end variance / minimum variance), fixed_alpha", shape["min_end_ratio"], verdict is True,
                      f"fixed_alpha: the minimum of the debiased variance lies strictly inside the lambda grid and the "
-                     f"variance at both ends is at least {factor:g}x the minimum.", _shape_note(shape, factor)),
+                     f"variance at both ends is at least {factor:g}x the minimum, "
+                     + _bootstrap_rule(interval, factor, n_permutations),
+                     _interval_note(shape, interval, factor, n_permutations),
+                     undecided="inconclusive" if verdict is None else None),
         _paper_claim("While the model fits the data, more regularisation (a more stable learner) lowers the variance "
                      "of the values.", "Spearman(variance, lambda) left of the minimum", shape["spearman_left"], falls,
                      f"{rule} up to and including the minimum <= -{thr:g}.", falls_note),
@@ -253,7 +266,7 @@ def _theorem5_claims(thm_verdict: tuple, thm_note: str, identity: float) -> list
     ]
 
 
-def _reproduction_claims(shapes: dict, factor: float) -> list:
+def _reproduction_claims(shapes: dict, intervals: dict, factor: float, n_permutations: int) -> list:
     """The reproduction's checks: the U shape under the two other conventions, where they were run."""
     intro = {"per_coalition": "Sensitivity: the paper's objective on every coalition (alpha_S = |S| lambda).",
              "no_intercept": "Not a claim of the paper. Under no_intercept every model tends to theta = 0, and every "
@@ -261,13 +274,90 @@ def _reproduction_claims(shapes: dict, factor: float) -> list:
     claims = []
     for convention in ("per_coalition", "no_intercept"):
         if convention in shapes:
-            other, cause = shapes[convention], _shape_note(shapes[convention], factor)
+            other, interval = shapes[convention], intervals.get(convention)
+            verdict = interval["verdict"] if interval else None
             claims.append(claim(
                 f"The variance of the values is U-shaped in lambda also under the {convention} convention "
                 f"({LABELS[convention]}).", f"min(end variance / minimum variance), {convention}",
-                other["min_end_ratio"], other["holds"], source="reproduction",
+                other["min_end_ratio"], verdict is True, source="reproduction",
                 criterion=f"{convention}: as the paper's U-shape claim (minimum strictly inside the grid, both ends "
-                          f">= {factor:g}x the minimum).",
-                note=intro[convention] + (f" Fails: {cause}" if cause else ""),
+                          f">= {factor:g}x the minimum), " + _bootstrap_rule(interval, factor, n_permutations),
+                note=intro[convention] + " " + _interval_note(other, interval, factor, n_permutations),
+                undecided="inconclusive" if verdict is None else None,
                 by_construction=convention == "no_intercept"))  # cannot rise again: decided by the learner
     return claims
+
+
+# --------------------------------------------------------------------------------------------
+# The U-shape claims' bootstrap over the shared permutations
+# --------------------------------------------------------------------------------------------
+
+def _u_shape_intervals(rows: list[dict], shapes: dict, factor: float) -> dict[str, dict | None]:
+    """Per convention: :func:`~._bootstrap.u_shape_interval` on the rows' resamples (None where they have none)."""
+    intervals: dict[str, dict | None] = {}
+    for convention in shapes:
+        lams, replicates = bootstrap_matrix(rows, convention, "resampled_variance")
+        mine = sorted((row for row in rows if row["convention"] == convention), key=lambda r: r["lam"])
+        if not len(replicates):
+            intervals[convention] = None
+            continue
+        variance = np.array([row["variance"] for row in mine])
+        shift = np.array([row["mc_noise"] for row in mine])  # aligns the resamples on the estimate
+        intervals[convention] = u_shape_interval(lams, variance, replicates, shift, int(mine[0]["n_permutations"]),
+                                                 factor)
+    return intervals
+
+
+def _interval_metrics(intervals: dict[str, dict | None]) -> dict[str, Any]:
+    """``metrics["u_shape_bootstrap"]``: the rule's constants and, per convention, the interval and verdict."""
+    entries = {c: dict(i, verdict=VERDICT_WORDS[i["verdict"]]) for c, i in intervals.items() if i is not None}
+    first = next(iter(entries.values()), {})
+    return {"n_bootstrap": first.get("n_bootstrap", 0), "level": U_SHAPE_LEVEL, "located_to_hold": LOCATED_TO_HOLD,
+            "interior_to_fail": INTERIOR_TO_FAIL,
+            "interval": "percentile (Efron: numpy 'inverted_cdf') of min(end/minimum) over resamples of the shared "
+                        "permutations, each resample's debiased variance minus the estimate's mc_noise",
+            **entries}
+
+
+def _bootstrap_rule(interval: dict | None, factor: float, n_permutations: int) -> str:
+    """The U-shape claims' decision rule, in words (ends a criterion)."""
+    resamples = f"{interval['n_bootstrap']} resamples" if interval else "resamples"
+    return (f"decided on a bootstrap over the shared permutations ({resamples} with replacement of the "
+            f"{n_permutations} permutations, the same for every lambda; the debiased variance recomputed at every "
+            "lambda and aligned on the estimate by subtracting its Monte Carlo correction; the minimum re-selected "
+            f"in every resample): holds if the {U_SHAPE_LEVEL:.0%} percentile interval of min(end variance / "
+            f"minimum variance) has its lower end >= {factor:g} and a positive minimum lies strictly inside the "
+            f"grid in at least {LOCATED_TO_HOLD:.0%} of the resamples; does not hold if its upper end is < "
+            f"{factor:g} or the minimum lies strictly inside the grid in fewer than {INTERIOR_TO_FAIL:.0%} of them; "
+            "inconclusive otherwise.")
+
+
+def _interval_note(shape: dict, interval: dict | None, factor: float, n_permutations: int) -> str:
+    """The interval, the point estimate and, unless it holds, why (and, if undecided, what would decide it)."""
+    if interval is None:
+        return (f"Undecided (inconclusive): no bootstrap resamples of the permutations; the point estimate is "
+                f"{shape['min_end_ratio']:.4g}.")
+    where = max(interval["argmin_fractions"].items(), key=lambda item: item[1])
+    located = interval["located_fraction"]
+    text = (f"{U_SHAPE_LEVEL:.0%} bootstrap interval of min(end / minimum) over {interval['n_bootstrap']} resamples "
+            f"of the {n_permutations} permutations: [{interval['low']:.4g}, {interval['high']:.4g}], point estimate "
+            f"{interval['point']:.4g}; a positive minimum strictly inside the grid in {located:.1%} of the resamples "
+            f"(the minimum at lambda = {float(where[0]):.3g} in {where[1]:.1%}).")
+    if interval["verdict"] is True:
+        return text
+    if interval["verdict"] is False:
+        causes = [f"the minimum lies at the edge of the grid in {1 - interval['interior_fraction']:.1%} of the "
+                  "resamples"] if interval["interior_fraction"] < INTERIOR_TO_FAIL else []
+        if interval["high"] < factor:
+            causes.append(f"the interval's upper end is below {factor:g}")
+        point = _shape_note(shape, factor)
+        return "Fails: " + " and ".join(causes) + (f"; at the estimate, {point}" if point else ".") + " " + text
+    needed = interval["permutations_to_decide"]
+    if interval["low"] < factor <= interval["high"]:
+        why = f"the interval straddles {factor:g}; " + (
+            f"about {needed} permutations (now {n_permutations}) would decide it if it narrowed as 1/sqrt(T) about "
+            "the same point estimate" if needed else "more permutations would narrow it")
+    else:
+        why = (f"a positive minimum lies strictly inside the grid in {located:.1%} of the resamples (at least "
+               f"{LOCATED_TO_HOLD:.0%} needed); more permutations would pin the minimum down")
+    return f"Undecided (inconclusive): {why}. " + text

@@ -35,10 +35,22 @@ def _shade_fit_region(ax, lams, fits, label=None):
     ax.axvspan(lams[0], right, color="tab:green", alpha=0.12, lw=0, label=label)
 
 
-def plot_variance(table: pd.DataFrame, factor: float = 2.0) -> Figure:
+def _interval_label(u_shape: dict | None, convention: str, factor: float) -> str:
+    """The U-shape claim's bootstrap interval for a legend entry ("" without one)."""
+    if u_shape is None or not isinstance(u_shape.get(convention), dict):
+        return ""
+    entry = u_shape[convention]
+    return (f"\nends / minimum {entry['point']:.3g}, {u_shape.get('level', 0.95):.0%} bootstrap interval "
+            f"[{entry['low']:.3g}, {entry['high']:.3g}] (U shape: >= {factor:g})")
+
+
+def plot_variance(table: pd.DataFrame, factor: float = 2.0, u_shape: dict | None = None) -> Figure:
     """Figure 5(a): variance of the values vs lambda, and the full model's errors (two regimes shaded).
 
-    Drawn from :func:`grid_table`'s columns only (``ridge_variance.csv`` redraws it).
+    Drawn from :func:`grid_table`'s columns only (``ridge_variance.csv`` redraws it), and, with
+    ``u_shape`` (``metrics["u_shape_bootstrap"]`` of :func:`evaluate_claims`), the U-shape claims'
+    bootstrap interval of min(end / minimum) in the legend entry of each convention's minimum, and
+    a dotted line at ``factor`` times the main convention's minimum (the ends must reach it).
     """
     import matplotlib.pyplot as plt
 
@@ -66,7 +78,11 @@ def plot_variance(table: pd.DataFrame, factor: float = 2.0) -> Figure:
             shape = u_shape_statistics(lams, v, factor)
             if shape["interior"] and shape["min_variance"] > 0:
                 ax.plot(shape["lambda_argmin"], shape["min_variance"], marker="*", ms=14, color=color, ls="none",
-                        mec="k", label=rf"minimum at $\lambda$ = {shape['lambda_argmin']:.3g}")
+                        mec="k", label=rf"minimum at $\lambda$ = {shape['lambda_argmin']:.3g}"
+                        + _interval_label(u_shape, convention, factor))
+                if u_shape is not None and convention == "fixed_alpha":
+                    ax.axhline(factor * shape["min_variance"], color=color, lw=0.8, ls=":",
+                               label=f"{factor:g}x the main convention's minimum")
         ax.set_yscale("log")
         if shown and np.isfinite(np.concatenate(shown)).any():  # limits from the estimates; bands may run past them
             ax.set_ylim(np.nanmin(np.concatenate(shown)) / 4, np.nanmax(np.concatenate(shown)) * 4)

@@ -90,22 +90,29 @@ def variance_statistics(phi: np.ndarray, u_total: float, weights: np.ndarray | N
 
 
 def value_variance_for_lambda(data: RidgeData, lam: float, convention: str, permutations: np.ndarray,
-                              weights: np.ndarray | None = None) -> dict:
+                              weights: np.ndarray | None = None, counts: np.ndarray | None = None) -> dict:
     """Permutation-sampling values at one lambda and the statistics of :func:`variance_statistics`.
 
     The marginal contributions come from
     :func:`shapley_research.estimators.marginal_contributions` (the estimator of
     :func:`~shapley_research.permutation_shapley`, through the game's one-pass prefix path) on the
     given ``permutations``, shared across lambdas (common random numbers) so that differences along
-    the grid are not blurred by independent sampling noise.
+    the grid are not blurred by independent sampling noise. With resampling ``counts`` (B, T)
+    (:func:`~._bootstrap.resample_counts`) the result also holds ``resampled_variance``, the
+    debiased variance of every resample (:func:`~._bootstrap.resampled_variances`, not aligned;
+    empty without ``counts``), from which the U-shape claims are decided.
     """
+    from ._bootstrap import resampled_variances
+
     game = make_game(data, lam, convention)
     u_empty = -data.empty_test_mse  # U(empty) of -MSE: the empty set predicts 0
     phi = marginal_contributions(game, np.asarray(permutations), u_empty)
     u_full = float(game.evaluate(np.ones((1, data.n_players), dtype=bool))[0])
     stats = variance_statistics(phi, u_full - u_empty, weights)
     stats.update(lam=float(lam), convention=convention, u_full=u_full - u_empty,
-                 n_permutations=int(phi.shape[0]))
+                 n_permutations=int(phi.shape[0]),
+                 resampled_variance=np.zeros(0) if counts is None else resampled_variances(phi, u_full - u_empty,
+                                                                                            counts))
     return stats
 
 
@@ -171,32 +178,44 @@ def u_shape_fraction(lams: np.ndarray, replicates: np.ndarray, factor: float = 2
 
 def run_grid(data: RidgeData, lams: Sequence[float], n_permutations: int, seed: int,
              conventions: Sequence[str] = CONVENTIONS, n_bootstrap: int = 200, n_jobs: int = 1,
-             progress: Callable[..., Iterable[Any]] | None = None) -> list[dict[str, Any]]:
+             progress: Callable[..., Iterable[Any]] | None = None,
+             n_bootstrap_u_shape: int = 2000) -> list[dict[str, Any]]:
     """Values and their variance at every ``lam`` under every convention.
 
     The same ``n_permutations`` random permutations (and bootstrap resamples) are used for every
     lambda and convention; they are drawn from ``numpy.random.default_rng([seed, 1])`` (a stream
     apart from the split's ``default_rng(seed)``), so results depend on ``seed`` only (never on
-    ``n_jobs``).
+    ``n_jobs``). The ``n_bootstrap`` resamples give each variance's standard error and interval;
+    the ``n_bootstrap_u_shape`` resamples, from a stream of their own
+    (:func:`~._bootstrap.resample_counts`, which leaves the first unchanged), decide the U-shape
+    claims (:func:`~._bootstrap.u_shape_interval`).
 
     Parameters
     ----------
     progress : callable, optional
         ``progress(iterable, desc=..., total=...)`` wrapper for the loop (e.g.
         :func:`shapley_research.experiments.progress`).
+    n_bootstrap_u_shape : int
+        Resamples of the permutations for the U-shape claims' interval, >= 40.
 
     Returns
     -------
     rows : list of dict
-        One per (convention, lambda), from :func:`value_variance_for_lambda` (including the values).
+        One per (convention, lambda), from :func:`value_variance_for_lambda` (including the values
+        and ``resampled_variance``).
     """
+    from ._bootstrap import MIN_BOOTSTRAP, resample_counts
+
     T = check_int(n_permutations, "n_permutations", minimum=2)
     n_jobs = check_n_jobs(n_jobs)
+    n_u_shape = check_int(n_bootstrap_u_shape, "n_bootstrap_u_shape", minimum=MIN_BOOTSTRAP)
     # a stream of its own: the train/test split is drawn from default_rng(seed) itself
     rng = np.random.default_rng([check_int(seed, "seed", minimum=0), 1])
     permutations = random_permutations(rng, T, data.n_players)
     weights = bootstrap_weights(rng, n_bootstrap, T)
+    counts = resample_counts(seed, n_u_shape, T)
     tasks = [(convention, float(lam)) for convention in conventions for lam in np.asarray(lams)]
-    return parallel_map(value_variance_for_lambda, [(data, lam, c, permutations, weights) for c, lam in tasks],
+    return parallel_map(value_variance_for_lambda,
+                        [(data, lam, c, permutations, weights, counts) for c, lam in tasks],
                         n_jobs=n_jobs, progress=progress, desc="lambda grid")
 

@@ -79,13 +79,17 @@ def values_table(rows: list[dict[str, Any]]) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
-def bootstrap_matrix(rows: list[dict], convention: str) -> tuple[np.ndarray, np.ndarray]:
-    """``(lambdas, replicates)`` of one convention: replicates (B, n_lambdas) of the variance."""
+def bootstrap_matrix(rows: list[dict], convention: str, key: str = "bootstrap") -> tuple[np.ndarray, np.ndarray]:
+    """``(lambdas, replicates)`` of one convention: replicates (B, n_lambdas) of the variance.
+
+    ``key``: ``"bootstrap"`` (the standard error's resamples, recentred) or ``"resampled_variance"``
+    (the U-shape claims' resamples, not aligned); rows without it give ``B = 0``.
+    """
     mine = sorted((row for row in rows if row["convention"] == convention), key=lambda r: r["lam"])
     lams = np.array([row["lam"] for row in mine])
-    if not mine or not len(mine[0]["bootstrap"]):
+    if not mine or not len(mine[0].get(key, ())):
         return lams, np.zeros((0, len(mine)))
-    return lams, np.stack([row["bootstrap"] for row in mine], axis=1)
+    return lams, np.stack([row[key] for row in mine], axis=1)
 
 
 def _convention_rows(table, convention):
