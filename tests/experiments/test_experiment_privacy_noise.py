@@ -343,13 +343,13 @@ def test_quick_profile_end_to_end(quick_run):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     out = tmp_path / "privacy_noise"
     metrics = json.loads((out / "metrics.json").read_text())
-    assert len(metrics["claims"]) == 2
-    assert [entry["source"] for entry in metrics["claims"]] == ["paper", "reproduction"]
+    assert len(metrics["claims"]) == 3
+    assert [entry["source"] for entry in metrics["claims"]] == ["paper", "reproduction", "reproduction"]
     for entry in metrics["claims"]:
         assert isinstance(entry["holds"], bool) and entry["claim"] and entry["statistic"]["name"]
         assert entry["criterion"] and entry["timing"] is False
-        assert entry["holds"] or "Cause of the miss" in entry["note"]
-    paper, two_player = (entry["statistic"]["value"] for entry in metrics["claims"])
+        assert entry["holds"] or entry["verdict"] == "inconclusive" or "Cause of the miss" in entry["note"]
+    paper, two_player, replication = (entry["statistic"]["value"] for entry in metrics["claims"])
     assert paper == {"spearman": metrics["spearman_sigma_vs_noisy_sum"],
                      "excess_drop_in_se": metrics["excess_drop_in_se"]}
     assert metrics["claims"][0]["holds"] == (metrics["monotone_holds"] and metrics["excess_drop_holds"])
@@ -361,7 +361,16 @@ def test_quick_profile_end_to_end(quick_run):
     assert np.all(np.diff(metrics["sigma"]) < 0) and metrics["sensitivity"] == 20.0
     assert all(math.isfinite(v) for v in metrics["noisy_sv_sum"] + metrics["noisy_sv_sum_se"])
     for name in ("privacy_value_vs_epsilon.png", "privacy_value_vs_epsilon.pdf", "privacy_point_values.png",
-                 "privacy_point_values.pdf", "privacy_values.csv", "point_values.csv", "privacy_noise.ipynb"):
+                 "privacy_point_values.pdf", "privacy_values.csv", "point_values.csv", "privacy_noise.ipynb",
+                 "privacy_replication.png", "privacy_replication.pdf", "privacy_replication.csv"):
         assert (out / name).stat().st_size > 0, name
     table = pd.read_csv(out / "privacy_values.csv")
     assert set(table["half"]) == {"clean", "noisy"} and len(table) == 2 * 10
+    # the replication over data draws: the main draw (seed 0) and the quick profile's replication seeds
+    draws = pd.read_csv(out / "privacy_replication.csv")
+    assert list(draws.columns) == list(pn.DRAW_COLUMNS) and list(draws["seed"]) == [0, 1, 2]
+    assert draws.loc[0, "excess_drop"] == pytest.approx(metrics["excess_drop"])
+    assert metrics["replication"]["seeds"] == [0, 1, 2] and math.isfinite(replication)
+    assert replication == pytest.approx(min(metrics["replication"]["excess_drop_mean"],
+                                            metrics["replication"]["two_player_excess_mean"]))
+    assert not (out / "cache").exists()  # the finished draws' cache is removed at the end

@@ -54,18 +54,31 @@ privacy level:
 Common random numbers: every privacy level uses the same images, the same
 halves, the same standard-normal noise draw (scaled by its ``sigma``) and the
 same permutations, so levels differ only in the noise scale.
+
+Replication over data draws
+---------------------------
+One run rests on one draw of the data (training set, halves, noise, test
+set): its standard errors are Monte Carlo errors on that draw.
+:func:`run_replication` reruns the experiment on further seeds
+(``replication_seeds``) and :func:`replication_claim` decides this package's
+own check of the Section 5 claim on Student-t intervals over the draws
+(:mod:`._replication` states the criterion).
 """
 
 from ._claims import SECTION, privacy_claims, privacy_summary
 from ._data import fit_projection, load_privacy_data, split_halves
-from ._figures import plot_point_values, plot_privacy_values
+from ._figures import plot_point_values, plot_privacy_values, plot_replication
 from ._measure import HALVES, permutation_group_values, run_privacy_noise, two_half_values, value_privacy_level
 from ._mechanism import (analytic_gaussian_sigma, classic_gaussian_sigma, clip_l2, gaussian_privacy_profile,
                          l2_sensitivity, privatize_images)
+from ._replication import (DRAW_COLUMNS, REPLICATION_TABLE, check_replication_seeds, draw_statistics,
+                           replication_claim, replication_summary, run_replication)
 
 __all__ = [
     "gaussian_privacy_profile", "analytic_gaussian_sigma", "classic_gaussian_sigma", "l2_sensitivity",
     "clip_l2", "privatize_images", "split_halves", "load_privacy_data", "fit_projection",
     "two_half_values", "permutation_group_values", "value_privacy_level", "run_privacy_noise",
     "privacy_summary", "privacy_claims", "plot_privacy_values", "plot_point_values", "HALVES", "SECTION",
+    "check_replication_seeds", "draw_statistics", "run_replication", "replication_summary", "replication_claim",
+    "plot_replication", "DRAW_COLUMNS", "REPLICATION_TABLE",
 ]

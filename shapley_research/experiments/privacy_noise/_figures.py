@@ -1,4 +1,4 @@
-"""Figures: the halves' values against the privacy level, and the per-point values."""
+"""Figures: the halves' values against the privacy level, the per-point values, and the replication over draws."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ._measure import HALVES
+from ._replication import CONFIDENCE, FAMILY
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -98,5 +99,49 @@ def plot_point_values(points: pd.DataFrame) -> Figure:
     ax.set_ylabel("Shapley value of a point (test accuracy)")
     ax.set_title("Per-point Shapley values by half and privacy level")
     ax.legend(loc="best")
+    fig.tight_layout()
+    return fig
+
+
+def plot_replication(draws: pd.DataFrame) -> Figure:
+    r"""Per data draw, the two excess drops the replication claim decides on, with their t-intervals.
+
+    One panel per entry of the claim's family (:data:`FAMILY`): a strip of the
+    draws' values (the main draw in black), their mean with its
+    :data:`CONFIDENCE` Student-t interval :math:`\bar x \pm t_{n-1}\, s / \sqrt n`
+    (no interval below two draws), the zero line and the claim's threshold.
+    """
+    import matplotlib.pyplot as plt
+
+    from .._verdicts import mean_interval
+
+    fig, axes = plt.subplots(1, len(FAMILY), figsize=(10.0, 4.2))
+    main = draws["main"].to_numpy(dtype=bool)
+    offsets = np.linspace(-0.15, 0.15, len(draws)) if len(draws) > 1 else np.zeros(1)
+    for ax, (label, (column, threshold, bounds)) in zip(axes, FAMILY.items()):
+        values = draws[column].to_numpy(dtype=float)
+        if (~main).any():
+            ax.scatter(offsets[~main], values[~main], color="tab:red", alpha=0.7, label="replication draw")
+        ax.scatter(offsets[main], values[main], color="black", marker="D", label="main draw")
+        for x, y, seed in zip(offsets, values, draws["seed"]):
+            ax.annotate(f"{int(seed)}", (x, y), xytext=(4, 2), textcoords="offset points", fontsize=7)
+        finite = values[np.isfinite(values)]
+        if finite.size:
+            mean, low, high = mean_interval(finite, CONFIDENCE, bounds)
+            if np.isfinite(low):
+                ax.errorbar([0.5], [mean], yerr=[[mean - low], [high - mean]], fmt="o", color="tab:blue", capsize=5,
+                            label=f"mean, {CONFIDENCE:.0%} t-interval (n {finite.size})")
+            else:
+                ax.plot([0.5], [mean], "o", color="tab:blue", label="mean (one draw: no interval)")
+        ax.axhline(0.0, color="grey", lw=0.8)
+        if threshold != 0:
+            ax.axhline(threshold, color="grey", ls="--", lw=0.8, label=f"threshold {threshold:g}")
+        ax.set_xlim(-0.5, 1.0)
+        ax.set_xticks([0.0, 0.5])
+        ax.set_xticklabels(["data draws", "mean"])
+        ax.set_title(label, fontsize=10)
+        ax.set_ylabel("excess drop beyond the uniform share\n(least to most private level, test accuracy)")
+        ax.legend(fontsize=8, loc="best")
+    fig.suptitle("The noisy half's value beyond its uniform share, over draws of the data (labels: seeds)")
     fig.tight_layout()
     return fig
