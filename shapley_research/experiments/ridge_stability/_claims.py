@@ -309,7 +309,11 @@ def _u_shape_intervals(rows: list[dict], shapes: dict, factor: float) -> dict[st
 
 
 def _interval_metrics(intervals: dict[str, dict | None]) -> dict[str, Any]:
-    """``metrics["u_shape_bootstrap"]``: the rule's constants and, per convention, the interval and verdict."""
+    """``metrics["u_shape_bootstrap"]``: the rule's constants and, per convention, the interval and verdict.
+
+    An infinite end of an interval (more than 2.5% of the resamples with a minimum <= 0, whose ratio is
+    ``inf``; ``nonpositive_minimum_fraction`` says how many) is written ``null`` in ``metrics.json``.
+    """
     entries = {c: dict(i, verdict=VERDICT_WORDS[i["verdict"]]) for c, i in intervals.items() if i is not None}
     first = next(iter(entries.values()), {})
     return {"n_bootstrap": first.get("n_bootstrap", 0), "level": U_SHAPE_LEVEL, "located_to_hold": LOCATED_TO_HOLD,
