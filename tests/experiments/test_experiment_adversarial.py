@@ -313,7 +313,7 @@ def test_quick_profile_end_to_end(quick_run):
     out = tmp_path / "adversarial"
     metrics = json.loads((out / "metrics.json").read_text())
     claims = metrics["claims"]
-    assert len(claims) == 5 and [c["source"] for c in claims].count("paper") == 2
+    assert len(claims) == 8 and [c["source"] for c in claims].count("paper") == 2
     assert all(isinstance(c["holds"], bool) and c["claim"] and c["statistic"]["name"] and c["criterion"]
                for c in claims)
     assert metrics["n_players"] == 60 and metrics["n_permutations"] == 10 and metrics["profile"] == "quick"
@@ -328,9 +328,14 @@ def test_quick_profile_end_to_end(quick_run):
     for trend in metrics["trends"].values():
         assert np.isfinite([trend["change"], trend["stderr"], trend["z"]]).all() and trend["stderr"] > 0
     for name in ("adversarial_values.png", "adversarial_values.pdf", "adversarial_values.csv",
-                 "adversarial_point_values.csv", "adversarial.ipynb", "cache/fgsm.npz", "cache/cw.npz"):
+                 "adversarial_point_values.csv", "adversarial.ipynb", "cache/fgsm.npz", "cache/cw.npz",
+                 "adversarial_replications.png", "adversarial_replications.csv", "cache/cw_seed1.npz",
+                 "cache/fgsm_seed1.npz", "cache/cw_confidence0.npz"):
         assert (out / name).is_file(), name
+    assert metrics["replications"] == {"seeds": [0, 1], "cw_confidences": [0.0, 7.5]}
     import pandas as pd
 
+    replications = pd.read_csv(out / "adversarial_replications.csv", keep_default_na=False)
+    assert replications["variant"].tolist() == ["main"] * 7 + ["seed 1"] * 7 + ["CW confidence 0"] * 7
     table = pd.read_csv(out / "adversarial_values.csv")
     assert len(table) == 2 * 3 * 11 * 2 and np.isfinite(table["mean_value"]).all()

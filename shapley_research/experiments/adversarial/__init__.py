@@ -69,15 +69,24 @@ utility and the two attacks)
   pairs against thresholds fixed in this module (``Z_THRESHOLD``,
   ``SPEARMAN_THRESHOLD``); the literal reading on raw means is reported as
   well (:func:`build_claims`).
+* Replications (:mod:`._replication`, :func:`replication_claims`): those
+  z-statistics measure the Monte Carlo precision of one draw of the data and
+  attacks at one CW strength. The protocol runs again on other data draws
+  (``replication_seeds``), where the paper's claims are decided on 95%
+  t-intervals over the draws, and at other CW confidences on the main draw
+  (``cw_confidence_sweep``), where the second claim must hold at each.
 """
 
 from __future__ import annotations
 
-from ._claims import build_claims, claim_attack_match, claim_comparable_attacks, claim_trend
+from ._claims import (build_claims, claim_attack_match, claim_comparable_attacks, claim_match_across_confidence,
+                      claim_replicated_gap, claim_replicated_match, claim_trend, replication_claims)
 from ._cli import main
 from ._data import (ATTACK_LABELS, ATTACKS, AdversarialData, fit_pca, load_mnist_pixels, prepare_data, project,
                     split_indices)
-from ._figures import plot_mean_values
+from ._figures import plot_mean_values, plot_replications
+from ._replication import (Variant, prepare_variant, replication_variants, run_replications, run_variant,
+                           variant_rows)
 from ._run import ValuationRun, derived_seeds, metrics_from, run_valuation, summarize
 from ._sets import mixture_test_sets, swap_paired_permutations, swap_pairs
 from ._valuation import (GROUPS, attack_match, group_means, mean_value_table, pair_average, permutation_contributions,
@@ -93,4 +102,6 @@ __all__ = ["ATTACKS", "ATTACK_LABELS", "GROUPS", "load_mnist_pixels", "split_ind
            "mean_value_table", "point_value_table", "series", "ratio_trend", "attack_match", "claim_trend",
            "claim_attack_match", "claim_comparable_attacks", "build_claims",
            "derived_seeds", "ValuationRun", "run_valuation", "summarize", "metrics_from", "plot_mean_values",
-           "snap_to_grid", "main"]
+           "snap_to_grid", "main", "Variant", "replication_variants", "variant_rows", "prepare_variant",
+           "run_variant", "run_replications", "claim_replicated_gap", "claim_replicated_match",
+           "claim_match_across_confidence", "replication_claims", "plot_replications"]

@@ -6,7 +6,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from ._data import ATTACKS, prepare_data
+from typing import TYPE_CHECKING
+
+from ._data import ATTACKS, AdversarialData, prepare_data
+from ._replication import prepare_variant, replication_variants
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 
 # --------------------------------------------------------------------------------------------
@@ -19,8 +25,9 @@ def main(argv: list[str] | None = None) -> int:
     Composes ``conf/`` like ``shapley-research run adversarial`` (same
     overrides: ``profile=quick``, ``seed=1``, ``experiment.KEY=VALUE``) and
     writes ``CACHE_DIR/fgsm.npz`` and ``CACHE_DIR/cw.npz`` (default: the
-    configuration's ``cache_dir``, relative to the project root), regenerating
-    only stale files.
+    configuration's ``cache_dir``, relative to the project root), then the
+    replications' files beside them (:mod:`._replication`: one worker per
+    variant, ``n_jobs`` of the configuration), regenerating only stale files.
     """
     from .._project import Project, ProjectError, notebook_parameters
     from .._schema import check_parameters
@@ -50,9 +57,20 @@ def main(argv: list[str] | None = None) -> int:
 
     set_blas_threads(1)
     data = prepare_data(**dict(params, cache_dir=cache_dir))
-    for attack in ATTACKS:
+    _report(data, ATTACKS)
+    variants = replication_variants(**{k: params[k] for k in ("seed", "cw_confidence", "replication_seeds",
+                                                               "cw_confidence_sweep")})
+    from .._parallel import parallel_map
+
+    prepared = parallel_map(prepare_variant, [(v, params, cache_dir) for v in variants], n_jobs=params["n_jobs"])
+    for variant, variant_data in zip(variants, prepared):
+        _report(variant_data, variant.cache_names())
+    return 0
+
+
+def _report(data: AdversarialData, attacks: Iterable[str]) -> None:
+    for attack in attacks:
         state = "generated" if data.regenerated[attack] else "up to date"
         info = data.attack_info[attack]
         print(f"{data.cache_files[attack]}: {state} (success rate on the attacked model: "
-              f"train {info['success_rate_train']:.3f}, test {info['success_rate_test']:.3f})")
-    return 0
+              f"train {info['success_rate_train']:.3f}, test {info['success_rate_test']:.3f})", flush=True)

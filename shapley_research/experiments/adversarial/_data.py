@@ -14,6 +14,8 @@ import numpy as np
 from ..._validation import check_int
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from numpy.typing import ArrayLike
 
 ATTACKS = ("fgsm", "cw")
@@ -177,7 +179,7 @@ def attack_settings(attack: str, *, fgsm_epsilon: float, cw_steps: int, cw_steps
 def prepare_data(*, seed: int, n_model_train: int, n_components: int, C: float, n_per_class: int, n_test: int,
                  fgsm_epsilon: float, cw_steps: int, cw_stepsize: float, cw_binary_search_steps: int,
                  cw_confidence: float, cache_dir: str | os.PathLike | None, verbose: bool = True,
-                 **_ignored: Any) -> AdversarialData:
+                 cache_names: Mapping[str, str] | None = None, **_ignored: Any) -> AdversarialData:
     """Split MNIST, fit the PCA, and load (or generate and cache) the FGSM and CW images.
 
     The adversarial images of each attack are cached in ``cache_dir/ATTACK.npz``
@@ -185,7 +187,9 @@ def prepare_data(*, seed: int, n_model_train: int, n_components: int, C: float, 
     settings, the attacked model's settings (``n_model_train``,
     ``n_components``, ``C``, ``seed``) and a hash of the images involved; the
     torch model is trained (and torch imported) only when a cache is missing
-    or stale. ``cache_dir=None`` generates without caching.
+    or stale. ``cache_dir=None`` generates without caching. ``cache_names``
+    maps an attack to its file name in ``cache_dir`` (default ``ATTACK.npz``):
+    the replications of :mod:`._replication` keep theirs beside the main run's.
 
     Extra keyword arguments (the notebook's other parameters) are ignored, so
     ``prepare_data(**params)`` works.
@@ -207,7 +211,8 @@ def prepare_data(*, seed: int, n_model_train: int, n_components: int, C: float, 
         params = _cache_params(kwargs, n_model_train=n_model_train, n_components=n_components, C=C, seed=seed)
         inputs = {"model_images": X[split["model"]], "model_labels": y[split["model"]],
                   "source_images": X[src], "source_labels": y[src], "test_images": X[test], "test_labels": y[test]}
-        path = None if cache_dir is None else Path(cache_dir) / f"{attack}.npz"
+        name = (cache_names or {}).get(attack, f"{attack}.npz")
+        path = None if cache_dir is None else Path(cache_dir) / name
         arrays, regenerated[attack] = load_or_generate(path, params, partial(source.generate, kwargs), inputs=inputs)
         if verbose and not regenerated[attack]:
             print(f"{attack}: adversarial images loaded from the cache {path}", flush=True)
