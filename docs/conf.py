@@ -94,14 +94,16 @@ API_MODULES = (
 
 def public_names() -> dict[str, list[str]]:
     """Each API module's names, without those an earlier module of :data:`API_MODULES` lists."""
-    seen: set[int] = set()
+    seen: set[tuple] = set()
     listed: dict[str, list[str]] = {}
     for module_name, _ in API_MODULES:
         module = importlib.import_module(module_name)
         names = []
         for name in module.__all__:
             obj = getattr(module, name)
-            key = id(obj) if callable(obj) or isinstance(obj, type) else id((module_name, name))
+            # a function or class re-exported elsewhere is listed once; any other value by its own name
+            # (an id of a temporary tuple would be reused by the next one and drop names at random)
+            key = ("object", id(obj)) if callable(obj) or isinstance(obj, type) else ("value", module_name, name)
             if key not in seen:
                 seen.add(key)
                 names.append(name)

@@ -300,6 +300,7 @@ class RidgeStability:
     n_lambdas: int_in(3)
     n_permutations: int_in(2)
     n_bootstrap: int_in(2)
+    n_bootstrap_u_shape: int_in(40)
     conventions: list[Literal["fixed_alpha", "per_coalition", "no_intercept"]]
     u_shape_factor: float_in(1, open_low=True)
     spearman_threshold: float_in(0, 1, open_low=True)
@@ -323,6 +324,7 @@ class PrivacyNoise:
     n_permutations: int_in(2)
     spearman_threshold: Correlation
     excess_drop_min_se: NonNegative
+    replication_seeds: list[int_in(0)] | None  # other data draws (null: none)
 
 
 @dataclass(frozen=True)
@@ -342,6 +344,8 @@ class Adversarial:
     cw_confidence: NonNegative
     n_permutations: int_in(2)
     cache_dir: str | None
+    replication_seeds: list[int_in(0)] | None  # other data draws (null: none)
+    cw_confidence_sweep: list[NonNegative] | None  # other CW confidences on the main draw (null: none)
 
 
 @dataclass(frozen=True)

@@ -55,7 +55,6 @@ from typing import Any
 import numpy as np
 
 from ..._validation import check_float, check_int
-from ._measure import _variance_from_moments
 
 __all__ = ["U_SHAPE_LEVEL", "LOCATED_TO_HOLD", "INTERIOR_TO_FAIL", "MIN_BOOTSTRAP", "u_shape_seed",
            "resample_counts", "resampled_variances", "u_shape_replicates", "u_shape_interval", "u_shape_verdict",
@@ -69,6 +68,14 @@ LOCATED_TO_HOLD = 0.95
 INTERIOR_TO_FAIL = 0.05
 #: Fewest resamples: the interval's ends are then the 1st and 39th of 40 ordered replicates.
 MIN_BOOTSTRAP = 40
+
+
+def variance_from_moments(mean: np.ndarray, second: np.ndarray, T: int,
+                          centre: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Population variance of the values and its unbiased (Monte Carlo noise removed) version."""
+    raw = np.mean((mean - centre) ** 2, axis=-1)
+    mc_var = np.clip(second - mean**2, 0.0, None) * T / (T - 1) / T  # squared standard errors
+    return raw, raw - np.mean(mc_var, axis=-1), np.mean(mc_var, axis=-1)
 
 
 def u_shape_seed(seed: int) -> np.random.SeedSequence:
@@ -139,7 +146,7 @@ def resampled_variances(phi: np.ndarray, u_total: float, counts: np.ndarray) -> 
     extra = counts.astype(float) - 1.0
     means = values + extra @ phi / T
     seconds = second + extra @ (phi**2) / T
-    return _variance_from_moments(means, seconds, T, centre)[1]
+    return variance_from_moments(means, seconds, T, centre)[1]
 
 
 def u_shape_replicates(replicates: np.ndarray) -> dict[str, np.ndarray]:

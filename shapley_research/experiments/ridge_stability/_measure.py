@@ -9,6 +9,7 @@ import numpy as np
 from ..._validation import check_float, check_int
 from ...estimators import marginal_contributions, random_permutations
 from .._parallel import check_n_jobs, parallel_map
+from ._bootstrap import MIN_BOOTSTRAP, resample_counts, resampled_variances, variance_from_moments
 from ._data import CONVENTIONS, RidgeData, make_game
 
 if TYPE_CHECKING:
@@ -26,13 +27,6 @@ def bootstrap_weights(rng: np.random.Generator, n_bootstrap: int, n_permutations
     if n_bootstrap == 0:
         return np.zeros((0, T))
     return rng.multinomial(T, np.full(T, 1.0 / T), size=n_bootstrap).astype(float)
-
-
-def _variance_from_moments(mean: np.ndarray, second: np.ndarray, T: int, centre: float):
-    """Population variance of the values and its unbiased (Monte Carlo noise removed) version."""
-    raw = np.mean((mean - centre) ** 2, axis=-1)
-    mc_var = np.clip(second - mean**2, 0.0, None) * T / (T - 1) / T  # squared standard errors
-    return raw, raw - np.mean(mc_var, axis=-1), np.mean(mc_var, axis=-1)
 
 
 def variance_statistics(phi: np.ndarray, u_total: float, weights: np.ndarray | None = None) -> dict:
@@ -68,7 +62,7 @@ def variance_statistics(phi: np.ndarray, u_total: float, weights: np.ndarray | N
         raise ValueError("need at least two permutations to estimate the Monte Carlo error.")
     centre = float(u_total) / N
     values = phi.mean(axis=0)
-    raw, debiased, mc = _variance_from_moments(values, np.mean(phi**2, axis=0), T, centre)
+    raw, debiased, mc = variance_from_moments(values, np.mean(phi**2, axis=0), T, centre)
     out = {"values": values, "stderr": np.sqrt(np.clip(phi.var(axis=0, ddof=1), 0, None) / T),
            "variance_raw": float(raw), "variance": float(debiased), "mc_noise": float(mc),
            "uniform_error": float(np.linalg.norm(values - centre)),
@@ -77,7 +71,7 @@ def variance_statistics(phi: np.ndarray, u_total: float, weights: np.ndarray | N
     if weights is not None and len(weights):
         means = weights @ phi / T
         seconds = weights @ (phi**2) / T
-        _, boot, _ = _variance_from_moments(means, seconds, T, centre)
+        _, boot, _ = variance_from_moments(means, seconds, T, centre)
         # In the bootstrap world the "true" values are hat s, so the replicates centre on variance_raw;
         # recentre them on the estimate (the usual bootstrap bias correction) and keep their spread.
         boot = boot - boot.mean() + debiased
@@ -102,7 +96,6 @@ def value_variance_for_lambda(data: RidgeData, lam: float, convention: str, perm
     debiased variance of every resample (:func:`~._bootstrap.resampled_variances`, not aligned;
     empty without ``counts``), from which the U-shape claims are decided.
     """
-    from ._bootstrap import resampled_variances
 
     game = make_game(data, lam, convention)
     u_empty = -data.empty_test_mse  # U(empty) of -MSE: the empty set predicts 0
@@ -204,7 +197,6 @@ def run_grid(data: RidgeData, lams: Sequence[float], n_permutations: int, seed: 
         One per (convention, lambda), from :func:`value_variance_for_lambda` (including the values
         and ``resampled_variance``).
     """
-    from ._bootstrap import MIN_BOOTSTRAP, resample_counts
 
     T = check_int(n_permutations, "n_permutations", minimum=2)
     n_jobs = check_n_jobs(n_jobs)
