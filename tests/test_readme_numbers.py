@@ -218,6 +218,30 @@ def _auroc(*methods: str) -> tuple[float, ...]:
 RS, SP, RIDGE, PRIV = (lambda: metrics("runtime_scaling"), lambda: metrics("sparsity"),
                        lambda: metrics("ridge_stability"), lambda: metrics("privacy_noise"))
 
+
+def _adversarial_sweep(statistic: str, confidence: float) -> dict[str, float]:
+    """Per panel (train attack, or "" for the shift ratio) the CW-confidence variant's ``z`` (``value`` for the
+    shift ratio) in adversarial's replication table; the main run is confidence 7.5."""
+    table = csv("adversarial", "adversarial_replications.csv").fillna({"train": ""})
+    rows = table[table["kind"].isin(["main", "CW confidence"]) & (table["statistic"] == statistic)
+                 & np.isclose(table["cw_confidence"], confidence)]
+    return {r["train"]: r["z"] if statistic == "attack match" else r["value"] for _, r in rows.iterrows()}
+
+
+def _adversarial_fgsm_match_over_draws() -> dict[str, Any]:
+    """The FGSM panel's attack match over the data draws: mean, 95% t-interval, draws to decide."""
+    from shapley_research.experiments._verdicts import interval_verdict
+
+    table = csv("adversarial", "adversarial_replications.csv").fillna({"train": ""})
+    values = table[table["kind"].isin(["main", "data draw"]) & (table["statistic"] == "attack match")
+                   & (table["train"] == "fgsm")]["value"]
+    return interval_verdict(values.to_numpy(), 0.0)
+
+
+def _adversarial_claim(start: str) -> dict[str, Any]:
+    (found,) = [c for c in metrics("adversarial")["claims"] if c["claim"].startswith(start)]
+    return found
+
 CHECKS = [
     # runtime_scaling
     Check("rs_all_s_bias", ("its error is still # (the paper's first-order formula gives #, the uniform split #)",),
@@ -323,8 +347,30 @@ CHECKS = [
           lambda: (PRIV()["spearman_sigma_vs_uniform_noisy"], PRIV()["spearman_sigma_vs_noisy_sum"],
                    PRIV()["drop"], PRIV()["uniform_drop"], PRIV()["excess_drop_in_se"], PRIV()["two_player_drop"],
                    PRIV()["uniform_half_drop"])),
+    Check("ridge_u_shape_bootstrap", ("`fixed_alpha`: interval [#, #] (point estimate #), minimum inside the grid in "
+                                      "#% of the resamples", "`per_coalition`: [#, #] (#), #%;"),
+          lambda: tuple(RIDGE()["u_shape_bootstrap"][c][k] * (100 if k == "interior_fraction" else 1)
+                        for c in ("fixed_alpha", "per_coalition")
+                        for k in ("low", "high", "point", "interior_fraction"))),
+    Check("privacy_replication", ("It holds: (a) # [#, #], (b) # [#, #];",
+                                  "(excess drops # to #, # to # standard errors; two-player # to #)"),
+          lambda: (*(PRIV()["replication"][f"{k}_{end}"] for k in ("excess_drop", "two_player_excess")
+                     for end in ("mean", "low", "high")),
+                   *_span(PRIV()["replication"]["excess_drop"]), *_span(PRIV()["replication"]["excess_drop_in_se"]),
+                   *_span(PRIV()["replication"]["two_player_excess"]))),
     Check("adversarial_shift", ("in the valued model's feature space (median # vs #)",),
           lambda: tuple(metrics("adversarial")["attacks"][a]["median_pca_shift_train"] for a in ("cw", "fgsm"))),
+    Check("adversarial_sweep", ("CW then moves the training points #x, #x, #x and #x as far as FGSM",
+                                "gaps are larger on the FGSM test set (at 0: z = # and #), at 10 on the CW one "
+                                "(z = # and #)"),
+          lambda: (*(_adversarial_sweep("CW/FGSM shift ratio", c)[""] for c in (0.0, 2.5, 5.0, 10.0)),
+                   *(_adversarial_sweep("attack match", c)[a] for c in (0.0, 10.0) for a in ("fgsm", "cw")))),
+    Check("adversarial_draws", ("lowest mean change #)", "(mean #, [#, #];"),
+          lambda: (_adversarial_claim("Across draws of the data and attacks, the gap")["statistic"]["value"],
+                   *(_adversarial_fgsm_match_over_draws()[k] for k in ("mean", "low", "high")))),
+    Check("adversarial_draws_to_decide", ("about # draws would decide",),
+          lambda: (_nan(_adversarial_fgsm_match_over_draws()["seeds_to_decide"]),),
+          rule="about"),
     # data_cleaning and the estimator guide's table
     Check("cleaning_probe", ("still gain #-# AUROC from 6,000 to 24,000",
                              "(Data-OOB minus permutation, TMC and Beta: # to #, inconclusive on 3 seeds)"),
