@@ -33,7 +33,8 @@ if TYPE_CHECKING:
 
 __all__ = ["mean_interval", "decide", "repetitions_to_decide", "interval_verdict", "combine", "describe",
            "VERDICT_WORDS", "holm", "holm_adjusted", "wrong_side_p", "family_verdicts", "FAMILY_RULE",
-           "AUROC_RANGE", "CORRELATION_RANGE", "DIFFERENCE_RANGE", "NONNEGATIVE_RANGE"]
+           "AUROC_RANGE", "CORRELATION_RANGE", "DIFFERENCE_RANGE", "NONNEGATIVE_RANGE", "rank_correlation",
+           "RANK_DECIMALS"]
 
 VERDICT_WORDS = {True: "holds", False: "does not hold", None: "inconclusive"}
 #: Ranges of bounded statistics, for ``bounds``: an AUROC or an accuracy; a correlation; a difference of two
@@ -279,3 +280,33 @@ def describe(name: str, entry: dict) -> str:
         text += (f"; about {entry['seeds_to_decide']} seeds would decide" if entry["seeds_to_decide"]
                  else "; no practical number of seeds would decide")
     return text + ")"
+
+
+#: Decimals a rank correlation keeps (:func:`rank_correlation`).
+RANK_DECIMALS = 12
+
+
+def rank_correlation(x: ArrayLike, y: ArrayLike) -> float:
+    r"""Spearman's :math:`\rho` of ``x`` and ``y``, exact where a criterion compares it with a threshold.
+
+    Over :math:`n` untied points :math:`\rho = 1 - 6\sum_i d_i^2 / (n(n^2 - 1))`
+    is a rational number, and a criterion's threshold (-0.8, 0.8) can be one
+    of its values: computed in floating point, -0.8 came out as
+    -0.7999999999999999 and failed ":math:`\rho \le -0.8`". Rounding to
+    :data:`RANK_DECIMALS` decimals removes that error and nothing else (two
+    distinct values of :math:`\rho` at :math:`n \le 10^3` differ by more than
+    :math:`10^{-9}`).
+
+    Returns
+    -------
+    float
+        NaN below two points, or if either series is constant (no ranking).
+    """
+    from scipy.stats import spearmanr
+
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if x.shape != y.shape or x.ndim != 1:
+        raise ValueError(f"x and y must be 1-D of one length, got shapes {x.shape} and {y.shape}.")
+    if x.size < 2 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return math.nan
+    return round(float(spearmanr(x, y).statistic), RANK_DECIMALS)

@@ -1,5 +1,6 @@
 """Verdicts beyond holds / does not hold: inconclusive intervals, claims outside their scope, sanity checks."""
 
+import numpy as np
 import pytest
 
 from shapley_research.experiments import claim, held_count, undecided_count, validate_metrics, verdict_of
@@ -153,3 +154,18 @@ def test_bounded_intervals_stay_in_the_statistics_range():
     # at a bound the cut itself would decide: "mean >= 0" of a statistic that cannot be negative
     with pytest.raises(ValueError, match="strictly inside"):
         interval_verdict([0.0, 0.1, 0.0], 0.0, bounds=(0.0, np.inf))
+
+
+def test_rank_correlation_at_a_threshold_is_exact():
+    """-0.8 is a value Spearman's rho takes on 9 points; scipy computes it as -0.7999999999999999."""
+    from scipy.stats import spearmanr
+
+    from shapley_research.experiments._verdicts import rank_correlation
+
+    x, y = np.arange(9.0), np.array([6.0, 8, 7, 5, 1, 3, 4, 0, 2])
+    assert spearmanr(x, y).statistic > -0.8  # the floating-point error the rounding removes
+    assert rank_correlation(x, y) == -0.8 and rank_correlation(x, -y) == 0.8
+    assert rank_correlation(x, x) == 1.0 and rank_correlation(x[:2], y[:2]) == 1.0
+    assert np.isnan(rank_correlation(x, np.ones(9))) and np.isnan(rank_correlation(x[:1], y[:1]))
+    with pytest.raises(ValueError, match="x and y must be 1-D of one length"):
+        rank_correlation(x, y[:5])

@@ -9,6 +9,7 @@ import numpy as np
 
 from ..._validation import check_int
 from .._parallel import parallel_map
+from .._verdicts import rank_correlation
 from ._data import ATTACKS
 
 if TYPE_CHECKING:
@@ -209,14 +210,6 @@ def point_value_table(samples: np.ndarray, sets: Sequence[Mapping[str, Any]], tr
     })
 
 
-def _spearman(x, y) -> float:
-    from scipy.stats import spearmanr
-
-    if np.ptp(y) == 0:
-        return float("nan")
-    return float(spearmanr(x, y).statistic)
-
-
 def ratio_trend(group_samples: np.ndarray, sets: Sequence[Mapping[str, Any]], what: str,
                 test_attack: str) -> dict[str, float]:
     """How a group's mean value (or the gap, see :func:`series`) moves from the lowest ratio to the highest.
@@ -239,7 +232,7 @@ def ratio_trend(group_samples: np.ndarray, sets: Sequence[Mapping[str, Any]], wh
     change, se = float(change), float(se)
     return {"change": change, "stderr": se, "z": change / se if se > 0 else float("nan"),
             "value_low": float(means[int(np.argmin(ratios))]), "value_high": float(means[int(np.argmax(ratios))]),
-            "spearman": _spearman(ratios, means)}
+            "spearman": rank_correlation(ratios, means)}
 
 
 def attack_match(group_samples: np.ndarray, sets: Sequence[Mapping[str, Any]], train_attack: str, what: str = "gap",

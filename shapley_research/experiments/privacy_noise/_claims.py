@@ -43,7 +43,7 @@ def privacy_summary(levels: pd.DataFrame, spearman_threshold: float = -0.8,
         ``two_player_excess_holds`` (``two_player_drop - uniform_half_drop >``
         :data:`TWO_PLAYER_MIN_EXCESS`).
     """
-    from scipy.stats import spearmanr
+    from .._verdicts import rank_correlation
 
     finite = levels[~levels["reference"]]
     noisy = finite[finite["half"] == "noisy"].sort_values("sigma")
@@ -52,9 +52,8 @@ def privacy_summary(levels: pd.DataFrame, spearman_threshold: float = -0.8,
     n_total = finite.groupby("epsilon")["n_points"].sum()
     uniform = noisy["n_points"] / noisy["epsilon"].map(n_total) * (noisy["accuracy_all"] - noisy["accuracy_empty"])
 
-    def rho(values):  # NaN (never "falls") for a constant series, without scipy's warning
-        constant = np.ptp(np.asarray(values, dtype=float)) == 0
-        return math.nan if constant else float(spearmanr(noisy["sigma"], values).statistic)
+    def rho(values):  # NaN (never "falls") for a constant series
+        return rank_correlation(noisy["sigma"], values)
 
     rho_sum, rho_two, rho_uniform = rho(noisy["sv_sum"]), rho(noisy["two_player_sv"]), rho(uniform)
     least, most = noisy.iloc[0], noisy.iloc[-1]

@@ -114,11 +114,10 @@ def value_variance_for_lambda(data: RidgeData, lam: float, convention: str, perm
 # --------------------------------------------------------------------------------------------
 
 def _spearman(x, y) -> float:
-    from scipy.stats import spearmanr
+    """:func:`~.._verdicts.rank_correlation`, NaN below three points (two always rank alike)."""
+    from .._verdicts import rank_correlation
 
-    if len(x) < 3:
-        return float("nan")
-    return float(spearmanr(x, y).statistic)
+    return float("nan") if len(x) < 3 else rank_correlation(x, y)
 
 
 def side_spearman(lams: np.ndarray, variance: np.ndarray) -> tuple[float, float]:
