@@ -13,6 +13,8 @@ result) and no checkpoint written. Every argument is still validated first.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -47,3 +49,19 @@ def enumerated_result(game, *, method: str, seed: int, empty_utility, start: flo
     return ValuationResult(values=exact.values, n_evaluations=exact.n_evaluations, method=method, seed=seed,
                            wall_time=time.perf_counter() - start, stderr=np.zeros(n), n_samples=0,
                            info={**(info or {}), **exact.info, "stopped_by": "enumeration", "resumed_samples": 0})
+
+
+@contextmanager
+def sampling_forced() -> Iterator[None]:
+    """Within the block, sampling estimators sample even where the budget covers every coalition.
+
+    For a study of a sampler itself on a small game (the experiments check a
+    theorem's count of samples, which can exceed :math:`2^N`). The limit is a
+    module setting: enter the block in the process that runs the estimator.
+    """
+    global ENUMERATION_MAX_PLAYERS
+    saved, ENUMERATION_MAX_PLAYERS = ENUMERATION_MAX_PLAYERS, 0
+    try:
+        yield
+    finally:
+        ENUMERATION_MAX_PLAYERS = saved

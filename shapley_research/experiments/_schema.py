@@ -217,6 +217,8 @@ class IrisAccuracy:
     error_threshold: Positive
     alpha: Fraction
     confidence_level: Fraction
+    theorem_delta: Fraction
+    n_repetitions_theorem: int_in(2)
 
 
 @dataclass(frozen=True)

@@ -254,6 +254,61 @@ def _distances(within=(0.2, 0.15, 0.25), to_largest=(1.4, 1.35, 1.45)):
     return pd.DataFrame(rows)
 
 
+# --- (b) at Theorem 3's count of tests --------------------------------------------------------------------------
+
+def test_the_table_game_is_the_game(small):
+    _, game, _ = small
+    table = ia.utility_table(game)
+    lookup = ia.table_game(table)
+    masks = np.random.default_rng(0).random((50, 8)) < 0.5
+    np.testing.assert_array_equal(lookup.evaluate(masks), game.evaluate(masks))
+    np.testing.assert_allclose(ia.reference_values(lookup).values, ia.reference_values(game).values, atol=1e-15)
+    with pytest.raises(ValueError, match="2\\^N utilities"):
+        ia.table_game(table[:-1])
+
+
+def test_theorem3_runs_sample_the_theorems_count_reproducibly(small):
+    from shapley_research import group_testing_sample_size
+
+    _, game, _ = small
+    table = ia.utility_table(game)
+    tests = ia.theorem3_tests(table, 0.5, 0.2)
+    assert tests == group_testing_sample_size(0.5, 0.2, 8, float(np.ptp(table)), variant="paper") and tests > 2**8
+    runs = ia.theorem3_runs(table, epsilon=0.5, delta=0.2, seed=1, n_repetitions=2)
+    again = ia.theorem3_runs(table, epsilon=0.5, delta=0.2, seed=1, n_repetitions=2, n_jobs=2)
+    assert [r.key for r in runs] == [ia.THEOREM_KEY] * 2 and runs[0].seed != runs[1].seed
+    for run, rerun in zip(runs, again):
+        assert run.result.values.tobytes() == rerun.result.values.tobytes()
+        assert run.result.n_evaluations == tests + 2  # sampled, although the count exceeds the 2^N coalitions
+        assert run.result.info.get("stopped_by") != "enumeration"
+    reference = ia.reference_values(game)
+    summary = ia.theorem3_summary(runs, reference, table, epsilon=0.5, delta=0.2, budget=100)
+    errors = [np.linalg.norm(r.result.values - reference.values) for r in runs]
+    assert summary["within_epsilon"] == sum(e <= 0.5 for e in errors) and summary["max_l2_error"] == max(errors)
+    assert summary["times_common_budget"] == tests / 100
+    with pytest.raises(ValueError, match="n_repetitions"):
+        ia.theorem3_runs(table, epsilon=0.5, delta=0.2, seed=1, n_repetitions=1)
+
+
+THEOREM = {"tests": 5_713_675, "n_coalitions": 65_536, "epsilon": 0.0625, "delta": 0.05, "utility_range": 0.704,
+           "times_common_budget": 357.1, "n_repetitions": 20, "within_epsilon": 20, "max_l2_error": 0.002}
+
+
+@pytest.mark.parametrize("row, verdict", [(GOOD, "holds"), (((0.7, 0.68, 0.72), GOOD[1]), "does not hold"),
+                                          (((0.81, 0.78, 0.84), GOOD[1]), "inconclusive")])
+def test_theorem3_claim_is_decided_by_the_recovery_rule(row, verdict):
+    summary = _summary()
+    summary.loc[ia.THEOREM_KEY] = _row(*row, n=20)
+    claims = ia.evaluate_claims(summary, _distances(), uniform_error=0.4, theorem=THEOREM)
+    check = claims[-1]
+    assert len(claims) == 10 and verdict_of(check) == verdict and check.source == "reproduction"
+    assert check.claim.endswith("at Theorem 3's count of tests recovers the reference Shapley values for "
+                                "epsilon = 1/N.")
+    assert "T = 5,713,675 tests" in check.note and "occurred in 20 of 20 repetitions" in check.note
+    assert "(87x the 65,536 coalitions)" in check.note
+    assert len(ia.evaluate_claims(summary, _distances(), uniform_error=0.4)) == 9  # no theorem: no check
+
+
 def _claims(summary=None, distances=None, uniform_error=0.4):
     return ia.evaluate_claims(_summary() if summary is None else summary,
                               _distances() if distances is None else distances, uniform_error=uniform_error)
@@ -387,7 +442,9 @@ def test_quick_profile_end_to_end(quick_run):
     assert 0 < metrics["uniform_split_rel_l2_error"] < 10
     assert metrics["utility_mismatch"] < 1e-5
     claims = metrics["claims"]
-    assert len(claims) == 9
+    assert len(claims) == 10 and claims[-1]["claim"].startswith("(b#)")
+    theorem = metrics["theorem3"]
+    assert theorem["n_repetitions"] == 4 and theorem["tests"] > 2**10 and 0 <= theorem["within_epsilon"] <= 4
     for entry in claims:
         assert isinstance(entry["claim"], str) and entry["claim"]
         assert isinstance(entry["holds"], bool) and entry["source"] in ("paper", "reproduction")

@@ -72,12 +72,14 @@ from ._claims import CLOSE_METHODS, RECOVERY_METHODS, evaluate_claims
 from ._data import (LN2, degenerate_and_random_masks, influence_utilities, load_iris_pair, make_game, make_objective,
                     utility_mismatch)
 from ._figures import IRIS_CLASSES, SHORT_NAMES, plot_comparison
-from ._methods import (MethodRun, leave_one_out_normalised, reference_values, repetition_seeds, run_all,
-                       run_deterministic, run_methods)
+from ._methods import (THEOREM_KEY, MethodRun, leave_one_out_normalised, reference_values, repetition_seeds,
+                       run_all, run_deterministic, run_methods, table_game, theorem3_runs, theorem3_summary,
+                       theorem3_tests, utility_table)
 
 __all__ = [
     "LN2", "METHODS", "MAIN_METHODS", "CLOSE_METHODS", "RECOVERY_METHODS", "RANDOM_METHODS", "SHORT_NAMES",
-    "IRIS_CLASSES", "MethodRun",
+    "IRIS_CLASSES", "MethodRun", "THEOREM_KEY", "utility_table", "table_game", "theorem3_tests", "theorem3_runs",
+    "theorem3_summary",
     "load_iris_pair", "make_game", "make_objective", "influence_utilities", "degenerate_and_random_masks",
     "utility_mismatch", "reference_values", "leave_one_out_normalised", "run_methods", "run_deterministic",
     "run_all", "repetition_seeds", "agreement", "agreement_table", "values_table", "uniform_split_error",

@@ -21,6 +21,7 @@ METHODS = {
     "gt_paper": "(b) group testing, Alg. 1 as published (independent tests)",
     "gt_paper_wor": "(b*) group testing, Alg. 1 + this package's tests without replacement",
     "gt_improved": "(b') group testing, Wang & Jia + this package's centering (tests without replacement)",
+    "gt_paper_theorem3": "(b#) group testing, Alg. 1 as published, at Theorem 3's count of tests",
     "all_s_first_order": "(c) all-S influence, the paper's influence function",
     "all_s": "(c') all-S influence, one Newton step (this package's update)",
     "largest_s": "(d) largest-S influence",

@@ -8,6 +8,7 @@ import numpy as np
 
 from .._common import claim
 from ._agreement import METHODS, decide, repetitions_to_decide
+from ._methods import THEOREM_KEY
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -24,7 +25,8 @@ RECOVERY_METHODS = ("permutation", "gt_paper", "gt_improved", "gt_paper_wor", "a
 _OWN_METHODS = ("gt_improved", "gt_paper_wor", "all_s")
 _SAMPLERS = {
     "gt_paper": ("Sampler: Algorithm 1 as published, every test drawn independently "
-                 "(group_testing_shapley(variant='paper', sampling='independent'), no centering)."),
+                 "(group_testing_shapley(variant='paper', sampling='independent'), no centering). The same "
+                 "algorithm at Theorem 3's count of tests is check (b#)."),
     "gt_paper_wor": ("Not the algorithm as published: Algorithm 1's estimator on this package's refinement of its "
                      "sampler (sampling='without_replacement': up to 22 players the tests of each size are read "
                      "along random orders of its coalitions, which at this N and budget nearly enumerates the "
@@ -60,7 +62,7 @@ def _condition_text(name, mean, low, high, side, threshold, label, verdict, sd, 
 
 def evaluate_claims(summary: pd.DataFrame, distances: pd.DataFrame, *, uniform_error: float,
                     spearman_threshold: float = 0.8, error_threshold: float = 0.25, alpha: float = 0.05,
-                    level: float = 0.95) -> list[Claim]:
+                    level: float = 0.95, theorem: dict | None = None) -> list[Claim]:
     r"""The claims, decided from the run on intervals fixed before running (see the package docstring).
 
     1. (a), (b), (c) recover the SV (and, as this package's own checks, its
@@ -81,6 +83,11 @@ def evaluate_claims(summary: pd.DataFrame, distances: pd.DataFrame, *, uniform_e
        fails the recovery criterion of claim 1, above ``error_threshold`` or
        not below the uniform split's error.
 
+    5. With ``theorem`` (:func:`~._methods.theorem3_summary`) and the
+       runs of :func:`~._methods.theorem3_runs` in ``summary``, this
+       package's check that (b) recovers the SV at Theorem 3's count of
+       tests for the precision the paper asks of (a), by claim 1's criterion.
+
     ``summary`` is :func:`summarise`'s table (optionally with
     ``rel_l2_error_of_mean``, :func:`mean_estimate_error`, used in notes),
     ``distances`` :func:`pairwise_distances`'. An undecided verdict is
@@ -97,7 +104,25 @@ def evaluate_claims(summary: pd.DataFrame, distances: pd.DataFrame, *, uniform_e
     claims.append(_closeness_claim(distances, level, uniform_error))
     claims.append(_correlation_claim(summary.loc["largest_s"], alpha))
     claims.append(_largest_s_claim(summary, uniform_error=uniform_error, error_threshold=error_threshold))
+    if theorem is not None and THEOREM_KEY in summary.index:
+        claims.append(_recovery_claim(THEOREM_KEY, summary.loc[THEOREM_KEY], uniform_error=uniform_error,
+                                      spearman_threshold=spearman_threshold, error_threshold=error_threshold,
+                                      level=level, sampler=_theorem_note(theorem),
+                                      setting="for epsilon = 1/N"))
     return claims
+
+
+def _theorem_note(theorem: dict) -> str:
+    """The count Theorem 3 asks, how it was drawn, and how often its promised event occurred."""
+    return (f"Theorem 3 asks T = {theorem['tests']:,} tests for epsilon = {theorem['epsilon']:g} (1/N, the precision "
+            f"the paper asks of (a)), delta = {theorem['delta']:g} and the utility's range r = "
+            f"{theorem['utility_range']:.3f} over all coalitions: {theorem['times_common_budget']:.0f}x the common "
+            f"budget ({theorem['tests'] / theorem['n_coalitions']:.0f}x the {theorem['n_coalitions']:,} coalitions), "
+            "drawn as published (independently, no centering) from the table of every coalition's utility, "
+            "without the small-game enumeration (which would return the exact values at this count). The "
+            f"theorem's event ||estimate - SV||_2 <= epsilon occurred in {theorem['within_epsilon']} of "
+            f"{theorem['n_repetitions']} repetitions (promised with probability >= {1 - theorem['delta']:g}; "
+            f"largest error {theorem['max_l2_error']:.4f}).")
 
 
 def _undecided(verdict: bool | None) -> str | None:
@@ -122,7 +147,7 @@ def _sampler_note(key: str, summary) -> str:
 
 
 def _recovery_claim(key: str, row, *, uniform_error: float, spearman_threshold: float, error_threshold: float,
-                    level: float, sampler: str = ""):
+                    level: float, sampler: str = "", setting: str = "at the common budget"):
     """Claim 1 for one of (a)-(c): its t-intervals against the thresholds and the uniform split's error."""
     level_text = f"{level:.0%} t-interval"
     n = int(row["n_repetitions"])
@@ -147,9 +172,9 @@ def _recovery_claim(key: str, row, *, uniform_error: float, spearman_threshold: 
                  f"(one repetition's: {row['rel_l2_error']:.3f} on average, Spearman sd {row['spearman_sd']:.3f}).")
     if sampler:
         note += " " + sampler
-    own = key in _OWN_METHODS
+    own = key in _OWN_METHODS + (THEOREM_KEY,)
     return claim(
-        f"{METHODS[key]} recovers the reference Shapley values at the common budget.",
+        f"{METHODS[key]} recovers the reference Shapley values {setting}.",
         "[mean Spearman, CI low, CI high, mean relative l2 error, CI low, CI high, uniform split's error]",
         [row["spearman"], row["spearman_ci_low"], row["spearman_ci_high"], row["rel_l2_error"],
          row["rel_l2_error_ci_low"], row["rel_l2_error_ci_high"], uniform_error], verdict is True,

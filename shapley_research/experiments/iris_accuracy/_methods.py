@@ -10,6 +10,7 @@ import numpy as np
 
 from ... import (ValuationResult, all_s_influence, exact_shapley, group_testing_shapley, largest_s_influence,
                  permutation_shapley)
+from ..._validation import check_int
 from .._common import progress
 from .._parallel import check_n_jobs, parallel_map
 from ._data import LN2
@@ -186,3 +187,81 @@ def run_all(game: GameLike, data: IrisSplit, *, C: float, budget: int, seed: int
     for part in parallel_map(_repetition_runs, tasks, n_jobs=n_jobs, progress=progress, desc="repetitions"):
         runs += part
     return runs
+
+
+# ------------------------------------------------------------------------------------- (b) at Theorem 3's count
+
+#: Key of group testing (Algorithm 1 as published) run at Theorem 3's count of tests.
+THEOREM_KEY = "gt_paper_theorem3"
+
+
+def utility_table(game: GameLike) -> np.ndarray:
+    r"""Every coalition's utility, indexed by its bit code :math:`\sum_{i \in S} 2^i` (:math:`2^N` evaluations)."""
+    n = game.n_players
+    masks = ((np.arange(1 << n)[:, None] >> np.arange(n)) & 1).astype(bool)
+    return np.asarray(game.evaluate(masks), dtype=float)
+
+
+def table_game(table: np.ndarray) -> GameLike:
+    """The game whose utilities are ``table`` (from :func:`utility_table`): a lookup per coalition."""
+    from ...games import as_game
+
+    n = int(np.log2(len(table)))
+    if len(table) != 1 << n:
+        raise ValueError(f"table must hold 2^N utilities, got {len(table)}.")
+    powers = (1 << np.arange(n)).astype(np.int64)
+    return as_game(lambda masks: table[masks.astype(np.int64) @ powers], n, vectorized=True)
+
+
+def theorem3_tests(table: np.ndarray, epsilon: float, delta: float) -> int:
+    """Theorem 3's count of tests for an ``(epsilon, delta)`` approximation, with the utility's range over ``table``."""
+    from ... import group_testing_sample_size
+
+    n = int(np.log2(len(table)))
+    return group_testing_sample_size(epsilon, delta, n, float(np.ptp(table)), variant="paper")
+
+
+def _theorem3_repetition(table: np.ndarray, tests: int, seed: int, repetition: int) -> MethodRun:
+    """One repetition of :func:`theorem3_runs` (a task of its workers: the sampling is forced in the worker)."""
+    from ...estimators._small_games import sampling_forced
+
+    game = table_game(table)
+    with sampling_forced():  # Theorem 3's count exceeds 2^N: sample as published, do not enumerate
+        return _timed(THEOREM_KEY, lambda: group_testing_shapley(game, tests + 2, seed=seed, variant="paper",
+                                                                  centering="none", sampling="independent",
+                                                                  progress=False), repetition, seed)
+
+
+def theorem3_runs(table: np.ndarray, *, epsilon: float, delta: float, seed: int, n_repetitions: int,
+                  n_jobs: int = 1) -> list[MethodRun]:
+    r"""(b) at its own guarantee: Algorithm 1 as published with Theorem 3's count of tests, ``n_repetitions`` times.
+
+    The count :math:`T(\epsilon, \delta, N, r)` (:func:`theorem3_tests`; ``r``
+    the utility's range over every coalition) exceeds the :math:`2^N`
+    coalitions of a small game, so the tests are read from the table of all
+    utilities (:func:`table_game`) and drawn as published, independently,
+    with the small-game enumeration switched off. Seeds come from a stream
+    of their own (``SeedSequence([seed, 3])``), apart from the common
+    budget's repetitions.
+    """
+    n_repetitions = check_int(n_repetitions, "n_repetitions", minimum=2)
+    tests = theorem3_tests(table, epsilon, delta)
+    seeds = [int(s) for s in np.random.SeedSequence([seed, 3]).generate_state(n_repetitions)]
+    tasks = [(table, tests, seeds[r], r) for r in range(n_repetitions)]
+    return parallel_map(_theorem3_repetition, tasks, n_jobs=check_n_jobs(n_jobs), progress=progress,
+                        desc="Theorem 3's count")
+
+
+def theorem3_summary(runs: Sequence[MethodRun], reference: ValuationResult, table: np.ndarray, *, epsilon: float,
+                     delta: float, budget: int) -> dict:
+    r"""What Theorem 3 promises and what its runs gave: ``tests``, ``n_coalitions`` (:math:`2^N`), ``epsilon``,
+    ``delta``, ``utility_range``,
+    ``times_common_budget``, ``n_repetitions``, ``within_epsilon`` (repetitions with
+    :math:`\|\hat s - s\|_2 \le \epsilon`, the theorem's event, promised with probability
+    :math:`\ge 1 - \delta`) and ``max_l2_error``."""
+    errors = [float(np.linalg.norm(run.result.values - reference.values)) for run in runs if run.key == THEOREM_KEY]
+    tests = theorem3_tests(table, epsilon, delta)
+    return {"tests": tests, "n_coalitions": len(table), "epsilon": float(epsilon), "delta": float(delta),
+            "utility_range": float(np.ptp(table)),
+            "times_common_budget": tests / budget, "n_repetitions": len(errors),
+            "within_epsilon": int(sum(e <= epsilon for e in errors)), "max_l2_error": max(errors, default=float("nan"))}
