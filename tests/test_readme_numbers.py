@@ -217,6 +217,7 @@ def _auroc(*methods: str) -> tuple[float, ...]:
 
 RS, SP, RIDGE, PRIV = (lambda: metrics("runtime_scaling"), lambda: metrics("sparsity"),
                        lambda: metrics("ridge_stability"), lambda: metrics("privacy_noise"))
+IRIS = lambda: metrics("iris_accuracy")  # noqa: E731
 
 
 def _adversarial_sweep(statistic: str, confidence: float) -> dict[str, float]:
@@ -352,6 +353,15 @@ CHECKS = [
           lambda: tuple(RIDGE()["u_shape_bootstrap"][c][k] * (100 if k == "interior_fraction" else 1)
                         for c in ("fixed_alpha", "per_coalition")
                         for k in ("low", "high", "point", "interior_fraction"))),
+    Check("iris_theorem3", ("the utility's range over all coalitions (#) is # tests, #x the common budget and #x the "
+                            "# coalitions", "the mean Spearman is # [#, #] and the mean error #, and the theorem's "
+                            "event ||estimate - SV|| <= 1/N occurred in all # (largest error #, #x below 1/N"),
+          lambda: (*(IRIS()["theorem3"][k] for k in ("utility_range", "tests", "times_common_budget")),
+                   IRIS()["theorem3"]["tests"] / IRIS()["theorem3"]["n_coalitions"], IRIS()["theorem3"]["n_coalitions"],
+                   *(IRIS()["methods"]["gt_paper_theorem3"][k] for k in ("spearman", "spearman_ci_low",
+                                                                           "spearman_ci_high", "rel_l2_error")),
+                   IRIS()["theorem3"]["within_epsilon"], IRIS()["theorem3"]["max_l2_error"],
+                   IRIS()["theorem3"]["epsilon"] / IRIS()["theorem3"]["max_l2_error"])),
     Check("privacy_replication", ("It holds: (a) # [#, #], (b) # [#, #];",
                                   "(excess drops # to #, # to # standard errors; two-player # to #)"),
           lambda: (*(PRIV()["replication"][f"{k}_{end}"] for k in ("excess_drop", "two_player_excess")
