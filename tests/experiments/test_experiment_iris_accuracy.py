@@ -370,6 +370,11 @@ def test_all_s_as_published_does_not_hold_beside_the_newton_update_that_does():
     assert "Cause: bias" in paper.note and "influence function with the base set's Hessian" in paper.note
     assert "(c'), has mean Spearman 0.994 [0.987, 1.000]" in paper.note
     assert own.holds is True and own.source == "reproduction" and "Not the paper's formula" in own.note
+    # the paper's update with the utility evaluated, (c''), splits the error: reported in (c)'s note, no claim
+    summary.loc["all_s_influence_evaluated"] = _row((0.5, 0.45, 0.55), (1.2, 1.1, 1.3), n=4)
+    claims = _claims(summary, uniform_error=0.409)
+    assert len(claims) == 9 and "instead of linearised, (c''), has mean Spearman 0.500" in claims[4].note
+    assert claims[4].note.index("(c'')") < claims[4].note.index("(c'),")
 
 
 @pytest.mark.parametrize("key, index", [("gt_paper_wor", 3), ("gt_improved", 2), ("all_s", 5)])

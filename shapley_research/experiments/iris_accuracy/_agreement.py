@@ -23,6 +23,7 @@ METHODS = {
     "gt_improved": "(b') group testing, Wang & Jia + this package's centering (tests without replacement)",
     "gt_paper_theorem3": "(b#) group testing, Alg. 1 as published, at Theorem 3's count of tests",
     "all_s_first_order": "(c) all-S influence, the paper's influence function",
+    "all_s_influence_evaluated": "(c'') all-S influence, the paper's influence function, the utility evaluated",
     "all_s": "(c') all-S influence, one Newton step (this package's update)",
     "largest_s": "(d) largest-S influence",
     "loo_exact": "(d*) largest-S scheme, exact LOO",
@@ -30,7 +31,8 @@ METHODS = {
 #: Methods drawn in the figure (the paper's four, and this package's group-testing and all-S refinements).
 MAIN_METHODS = ("permutation", "gt_paper", "gt_paper_wor", "gt_improved", "all_s_first_order", "all_s", "largest_s")
 #: Methods with random draws (run once per repetition); the others are deterministic.
-RANDOM_METHODS = ("permutation", "gt_paper", "gt_paper_wor", "gt_improved", "all_s", "all_s_first_order")
+RANDOM_METHODS = ("permutation", "gt_paper", "gt_paper_wor", "gt_improved", "all_s", "all_s_first_order",
+                  "all_s_influence_evaluated")
 
 
 # ------------------------------------------------------------------------------------- agreement

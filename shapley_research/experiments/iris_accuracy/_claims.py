@@ -130,19 +130,24 @@ def _undecided(verdict: bool | None) -> str | None:
     return "inconclusive" if verdict is None else None
 
 
-#: The paper's method -> this package's refinement of it, and how the note names the refinement.
-_REFINED = {"gt_paper": ("gt_paper_wor", "The same estimator on this package's tests without replacement, (b*),"),
-            "all_s_first_order": ("all_s", "All-S with this package's Newton update, (c'),")}
+#: The paper's method -> the variants of it its note reports, and how the note names each: this package's
+#: refinements, and for (c) the paper's update with the utility evaluated (the same base sets: the two differ by
+#: the linearisation of the utility change alone).
+_REFINED = {"gt_paper": (("gt_paper_wor", "The same estimator on this package's tests without replacement, (b*),"),),
+            "all_s_first_order": (("all_s_influence_evaluated", "The paper's update with the utility evaluated at the "
+                                                                "updated parameters instead of linearised, (c''),"),
+                                  ("all_s", "All-S with this package's Newton update, (c'),"))}
 
 
 def _sampler_note(key: str, summary) -> str:
-    """How ``key`` computes its values; for (b) and (c), also their refinement's means on the same budget."""
+    """How ``key`` computes its values; for (b) and (c), also their variants' means on the same budget."""
     note = _SAMPLERS.get(key, "")
-    if key in _REFINED and _REFINED[key][0] in summary.index:
-        refined, name = summary.loc[_REFINED[key][0]], _REFINED[key][1]
-        note += (f" {name} has mean Spearman {refined['spearman']:.3f} [{refined['spearman_ci_low']:.3f}, "
-                 f"{refined['spearman_ci_high']:.3f}] and mean relative l2 error {refined['rel_l2_error']:.3f} at the "
-                 "same budget.")
+    for variant, name in _REFINED.get(key, ()):
+        if variant in summary.index:
+            refined = summary.loc[variant]
+            note += (f" {name} has mean Spearman {refined['spearman']:.3f} [{refined['spearman_ci_low']:.3f}, "
+                     f"{refined['spearman_ci_high']:.3f}] and mean relative l2 error {refined['rel_l2_error']:.3f} at "
+                     "the same budget.")
     return note
 
 

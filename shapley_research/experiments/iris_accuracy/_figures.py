@@ -23,7 +23,8 @@ IRIS_CLASSES = ("setosa", "versicolor", "virginica")
 SHORT_NAMES = {
     "permutation": "(a) permutation", "gt_paper": "(b) GT Alg. 1", "gt_paper_wor": "(b*) GT Alg. 1 w/o repl.",
     "gt_improved": "(b') GT W&J + centering", "gt_paper_theorem3": "(b#) GT Alg. 1, Thm 3 count",
-    "all_s_first_order": "(c) all-S", "all_s": "(c') all-S Newton", "largest_s": "(d) largest-S",
+    "all_s_first_order": "(c) all-S", "all_s_influence_evaluated": "(c'') all-S, U evaluated",
+    "all_s": "(c') all-S Newton", "largest_s": "(d) largest-S",
     "loo_exact": "(d*) exact LOO scheme",
 }
 
@@ -31,6 +32,7 @@ _STYLE = {  # marker, colour
     "permutation": ("o", "tab:blue"), "gt_paper": ("s", "tab:orange"), "gt_paper_wor": ("P", "tab:olive"),
     "gt_improved": ("D", "tab:green"), "gt_paper_theorem3": ("*", "tab:orange"),
     "all_s": ("^", "tab:purple"), "largest_s": ("v", "tab:red"), "all_s_first_order": ("x", "tab:brown"),
+    "all_s_influence_evaluated": ("1", "tab:pink"),
     "loo_exact": ("+", "tab:gray"),
 }
 

@@ -120,8 +120,12 @@ def run_methods(game: GameLike, data: IrisSplit, *, C: float, budget: int, seed:
         without replacement: the library's defaults), ``all_s_first_order``
         (all-S with the paper's influence function: base-set Hessian, the
         utility change linearised as Koh & Liang's influence on the loss),
-        ``all_s`` (this package's update: one Newton step, the utility
-        evaluated at the updated parameters).
+        ``all_s_influence_evaluated`` (the paper's influence function, the
+        utility evaluated at the updated parameters instead of linearised:
+        with the same seed, the same base sets as ``all_s_first_order``, so
+        the two differ by the linearisation alone), ``all_s`` (this
+        package's update: one Newton step, the utility evaluated at the
+        updated parameters).
 
     Returns
     -------
@@ -138,6 +142,8 @@ def run_methods(game: GameLike, data: IrisSplit, *, C: float, budget: int, seed:
         "all_s": lambda: all_s_influence(*data, budget, seed=seed, C=C, progress=False),
         "all_s_first_order": lambda: all_s_influence(*data, budget, seed=seed, C=C, approximation="influence",
                                                      utility_change="linear", progress=False),
+        "all_s_influence_evaluated": lambda: all_s_influence(*data, budget, seed=seed, C=C, approximation="influence",
+                                                             utility_change="evaluate", progress=False),
     }
     unknown = set(methods) - set(calls)
     if unknown:
@@ -167,7 +173,8 @@ def run_all(game: GameLike, data: IrisSplit, *, C: float, budget: int, seed: int
             n_repetitions_all_s: int | None = None, n_jobs: int = 1) -> list[MethodRun]:
     """Every method: the cheap randomised ones ``n_repetitions`` times, all-S in the first
     ``n_repetitions_all_s`` of them (default all; its fits cost ~100x more), with the paper's influence
-    function (``all_s_first_order``) and with this package's Newton update (``all_s``).
+    function (``all_s_first_order``), the same with the utility evaluated (``all_s_influence_evaluated``)
+    and with this package's Newton update (``all_s``).
 
     ``n_jobs`` worker processes share the repetitions (-1: every core); each
     method runs on one process and times its own CPU, and the values do not
@@ -182,7 +189,7 @@ def run_all(game: GameLike, data: IrisSplit, *, C: float, budget: int, seed: int
     tasks = []
     for repetition in range(n_repetitions):
         methods = (["permutation", "gt_paper", "gt_paper_wor", "gt_improved"]
-                   + ["all_s_first_order", "all_s"] * (repetition < n_all_s))
+                   + ["all_s_first_order", "all_s", "all_s_influence_evaluated"] * (repetition < n_all_s))
         tasks.append((game, data, C, budget, seeds[repetition], repetition, methods))
     for part in parallel_map(_repetition_runs, tasks, n_jobs=n_jobs, progress=progress, desc="repetitions"):
         runs += part
