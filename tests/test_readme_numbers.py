@@ -229,6 +229,12 @@ def _adversarial_sweep(statistic: str, confidence: float) -> dict[str, float]:
     return {r["train"]: r["z"] if statistic == "attack match" else r["value"] for _, r in rows.iterrows()}
 
 
+def _adversarial_sweep_gap() -> pd.DataFrame:
+    """The gap-change rows of the main run and the CW-confidence variants (z and Spearman per attack case)."""
+    table = csv("adversarial", "adversarial_replications.csv")
+    return table[table["kind"].isin(["main", "CW confidence"]) & (table["statistic"] == "gap change")]
+
+
 def _adversarial_fgsm_match_over_draws() -> dict[str, Any]:
     """The FGSM panel's attack match over the data draws: mean, 95% t-interval, draws to decide."""
     from shapley_research.experiments._verdicts import interval_verdict
@@ -353,6 +359,9 @@ CHECKS = [
           lambda: tuple(RIDGE()["u_shape_bootstrap"][c][k] * (100 if k == "interior_fraction" else 1)
                         for c in ("fixed_alpha", "per_coalition")
                         for k in ("low", "high", "point", "interior_fraction"))),
+    Check("iris_all_s_evaluated", ("instead of linearised, (c''), reported in the claim's note, the error is # "
+                                   "(Spearman #)",),
+          lambda: tuple(IRIS()["methods"]["all_s_influence_evaluated"][k] for k in ("rel_l2_error", "spearman"))),
     Check("iris_theorem3", ("the utility's range over all coalitions (#) is # tests, #x the common budget and #x the "
                             "# coalitions", "the mean Spearman is # [#, #] and the mean error #, and the theorem's "
                             "event ||estimate - SV|| <= 1/N occurred in all # (largest error #, #x below 1/N"),
@@ -370,6 +379,8 @@ CHECKS = [
                    *_span(PRIV()["replication"]["two_player_excess"]))),
     Check("adversarial_shift", ("in the valued model's feature space (median # vs #)",),
           lambda: tuple(metrics("adversarial")["attacks"][a]["median_pca_shift_train"] for a in ("cw", "fgsm"))),
+    Check("adversarial_sweep_gap", ("holds at every confidence (z #-#, Spearman #)",),
+          lambda: (*_span(_adversarial_sweep_gap()["z"]), _adversarial_sweep_gap()["spearman"].min())),
     Check("adversarial_sweep", ("CW then moves the training points #x, #x, #x and #x as far as FGSM",
                                 "gaps are larger on the FGSM test set (at 0: z = # and #), at 10 on the CW one "
                                 "(z = # and #)"),

@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 
 import numpy as np
 
@@ -24,9 +25,14 @@ from ..result import ValuationResult
 ENUMERATION_MAX_PLAYERS = 20
 
 
+#: Set by :func:`sampling_forced` in the context that entered it.
+_SAMPLING_FORCED: ContextVar[bool] = ContextVar("shapley_research_sampling_forced", default=False)
+
+
 def enumeration_affordable(n_players: int, budget, empty_utility) -> bool:
-    """Whether ``budget`` evaluations cover every coalition of an ``n_players`` game."""
-    if budget is None or n_players > ENUMERATION_MAX_PLAYERS:
+    """Whether ``budget`` evaluations cover every coalition of an ``n_players`` game (never under
+    :func:`sampling_forced`)."""
+    if budget is None or n_players > ENUMERATION_MAX_PLAYERS or _SAMPLING_FORCED.get():
         return False
     return budget >= (1 << n_players) - (empty_utility is not None)
 
@@ -56,12 +62,13 @@ def sampling_forced() -> Iterator[None]:
     """Within the block, sampling estimators sample even where the budget covers every coalition.
 
     For a study of a sampler itself on a small game (the experiments check a
-    theorem's count of samples, which can exceed :math:`2^N`). The limit is a
-    module setting: enter the block in the process that runs the estimator.
+    theorem's count of samples, which can exceed :math:`2^N`). The switch is a
+    context variable: it holds in the thread (or task) that entered the block
+    and nowhere else, so concurrent threads neither see it nor undo it; enter
+    the block where the estimator runs (in a joblib worker, inside the task).
     """
-    global ENUMERATION_MAX_PLAYERS
-    saved, ENUMERATION_MAX_PLAYERS = ENUMERATION_MAX_PLAYERS, 0
+    token = _SAMPLING_FORCED.set(True)
     try:
         yield
     finally:
-        ENUMERATION_MAX_PLAYERS = saved
+        _SAMPLING_FORCED.reset(token)

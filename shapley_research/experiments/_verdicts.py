@@ -293,9 +293,10 @@ def rank_correlation(x: ArrayLike, y: ArrayLike) -> float:
     is a rational number, and a criterion's threshold (-0.8, 0.8) can be one
     of its values: computed in floating point, -0.8 came out as
     -0.7999999999999999 and failed ":math:`\rho \le -0.8`". Rounding to
-    :data:`RANK_DECIMALS` decimals removes that error and nothing else (two
-    distinct values of :math:`\rho` at :math:`n \le 10^3` differ by more than
-    :math:`10^{-9}`).
+    :data:`RANK_DECIMALS` decimals removes that error (about :math:`10^{-16}`);
+    without ties two distinct values at :math:`n \le 10^3` differ by more than
+    :math:`10^{-9}`, so it merges none (with ties a value may move by up to
+    :math:`5 \cdot 10^{-13}`, far below any threshold's meaning).
 
     Returns
     -------

@@ -117,3 +117,27 @@ def test_svarm_of_three_players_needs_one_pass_over_its_exact_strata():
     with pytest.raises(ValueError, match=r"budget=7 is smaller than one pass over the exact strata of a "
                                          r"3-player game: it needs 8 utility evaluations\.$"):
         stratified_svarm_shapley(game, 7, seed=0)
+
+
+@pytest.mark.enumeration
+def test_sampling_forced_holds_in_its_own_thread_only():
+    """A study of the sampler on a small game samples inside the block; other threads, and the code after it,
+    keep enumerating (a module-wide switch would leak across threads)."""
+    import threading
+
+    from shapley_research.estimators._small_games import sampling_forced
+
+    small = as_game(additive, 4, vectorized=True)
+    seen = {}
+
+    def other_thread():
+        seen["other"] = permutation_shapley(small, 500, seed=0).info["stopped_by"]
+
+    with sampling_forced():
+        inside = permutation_shapley(small, 500, seed=0)
+        worker = threading.Thread(target=other_thread)
+        worker.start()
+        worker.join()
+    assert inside.info["stopped_by"] != "enumeration" and inside.n_evaluations > 2 ** 4
+    assert seen["other"] == "enumeration"
+    assert permutation_shapley(small, 500, seed=0).info["stopped_by"] == "enumeration"

@@ -50,6 +50,7 @@ def test_variants_are_the_draws_then_the_strengths_and_share_the_main_fgsm_image
     ([], [7.5], "cw_confidence_sweep must not hold the main run's cw_confidence 7.5"),
     ([], [float("nan")], r"cw_confidence_sweep\[0\] must be a finite number >= 0"),
     ([], [-1.0], r"cw_confidence_sweep\[0\]"),
+    ([], [2.5, 2.5000001], r"differ in their shortest form"),  # one cache file name for both
 ])
 def test_bad_variants_are_refused_naming_the_argument(seeds, sweep, match):
     with pytest.raises(ValueError, match=match):
@@ -117,3 +118,8 @@ def test_replication_figure_shows_the_draws_and_the_sweep():
     assert len(left.get_xticklabels()) == 6  # four gap changes, two attack matches
     assert [len(line.get_xdata()) for line in right.get_lines()[:2]] == [3, 3]  # 0, 2.5 and the main 7.5
     assert np.isclose(right.get_lines()[0].get_ydata()[0], 17.8)
+
+
+def test_generate_refuses_bad_variants_before_any_attack(capsys):
+    assert adv.main(["generate", "profile=quick", "experiment.replication_seeds=[0]", "--cache-dir", "unused"]) == 2
+    assert "replication_seeds must not hold the main run's seed 0" in capsys.readouterr().err

@@ -263,8 +263,11 @@ def test_the_table_game_is_the_game(small):
     masks = np.random.default_rng(0).random((50, 8)) < 0.5
     np.testing.assert_array_equal(lookup.evaluate(masks), game.evaluate(masks))
     np.testing.assert_allclose(ia.reference_values(lookup).values, ia.reference_values(game).values, atol=1e-15)
+    for bad in (table[:-1], table[:2], table.reshape(2, -1)):
+        with pytest.raises(ValueError, match="2\\^N utilities of a game of N >= 2 players"):
+            ia.table_game(bad)
     with pytest.raises(ValueError, match="2\\^N utilities"):
-        ia.table_game(table[:-1])
+        ia.theorem3_runs(table[:-1], epsilon=0.5, delta=0.2, seed=0, n_repetitions=2)
 
 
 def test_theorem3_runs_sample_the_theorems_count_reproducibly(small):
@@ -302,11 +305,13 @@ def test_theorem3_claim_is_decided_by_the_recovery_rule(row, verdict):
     claims = ia.evaluate_claims(summary, _distances(), uniform_error=0.4, theorem=THEOREM)
     check = claims[-1]
     assert len(claims) == 10 and verdict_of(check) == verdict and check.source == "reproduction"
-    assert check.claim.endswith("at Theorem 3's count of tests recovers the reference Shapley values for "
-                                "epsilon = 1/N.")
+    assert check.claim.endswith("at Theorem 3's count of tests recovers the reference Shapley values by the "
+                                "recovery rule of (a)-(c).")
     assert "T = 5,713,675 tests" in check.note and "occurred in 20 of 20 repetitions" in check.note
     assert "(87x the 65,536 coalitions)" in check.note
     assert len(ia.evaluate_claims(summary, _distances(), uniform_error=0.4)) == 9  # no theorem: no check
+    with pytest.raises(ValueError, match="theorem is given but summary has no 'gt_paper_theorem3' row"):
+        ia.evaluate_claims(_summary(), _distances(), uniform_error=0.4, theorem=THEOREM)
 
 
 def _claims(summary=None, distances=None, uniform_error=0.4):

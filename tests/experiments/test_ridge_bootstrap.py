@@ -220,3 +220,20 @@ def test_u_shape_claims_follow_the_rule(curve, scale, verdict):
     if verdict == "inconclusive" and scale is not None:
         assert "permutations (now 1000) would decide" in claims[0].note
     assert metrics["fixed_alpha"]["min_end_ratio"] == claims[0].value  # the existing metrics keep their values
+
+
+def test_a_non_positive_minimum_is_a_u_only_inside_the_grid_with_positive_ends():
+    """A resample whose end drops to <= 0 has no U: it must not land in the interval's upper tail (ratio +inf)."""
+    reps = np.array([[-0.01, 0.5, 1.0, 2.0],   # the minimum, non-positive, at an end: no U
+                     [1.0, -0.01, 0.5, 2.0],   # inside the grid, ends positive: a U over a floor at or below 0
+                     [-0.02, -0.03, 0.5, 2.0],  # inside, but an end as low: no U
+                     [4.0, 1.0, 2.0, 3.0]])     # positive minimum inside: min(4, 3) / 1
+    per = rs.u_shape_replicates(reps)
+    assert per["ratio"].tolist() == [1.0, math.inf, 1.0, 3.0]
+    assert per["located"].tolist() == [False, False, False, True]
+    # many end-minimum resamples make the interval reach 1: no longer "holds"
+    good = np.tile([4.0, 1.0, 2.0, 4.0], (96, 1))
+    edge = np.tile([-0.01, 1.0, 2.0, 4.0], (4, 1))
+    lams = np.array([1e-3, 1e-2, 1e-1, 1.0])
+    interval = rs.u_shape_interval(lams, good[0], np.vstack([good, edge]), np.zeros(4), 30)
+    assert interval["low"] == 1.0 and interval["verdict"] != "holds"

@@ -193,7 +193,8 @@ def _replicated(table: pd.DataFrame, statistic: str, cases: Sequence[tuple[str, 
     entries = {}
     for train, test in cases:
         values = rows[(rows["train"] == train) & (rows["test"] == test)]["value"].to_numpy()
-        entries[f"train {train}" + (f"/test {test}" if test else "")] = interval_verdict(values, 0.0, "above")
+        entries[f"train {train}" + (f"/test {test}" if test else "")] = interval_verdict(values, 0.0, "above",
+                                                                                          strict=True)
     where = "in all four cases" if len(cases) == 4 else "in both panels"
     return family_claim(
         text, f"lowest mean over the data draws of {label}", entries, source="reproduction",

@@ -56,10 +56,14 @@ def main(argv: list[str] | None = None) -> int:
     from .._common import set_blas_threads
 
     set_blas_threads(1)
+    try:  # checked before the main attacks run
+        variants = replication_variants(**{k: params[k] for k in ("seed", "cw_confidence", "replication_seeds",
+                                                                   "cw_confidence_sweep")})
+    except (TypeError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     data = prepare_data(**dict(params, cache_dir=cache_dir))
     _report(data, ATTACKS)
-    variants = replication_variants(**{k: params[k] for k in ("seed", "cw_confidence", "replication_seeds",
-                                                               "cw_confidence_sweep")})
     from .._parallel import parallel_map
 
     prepared = parallel_map(prepare_variant, [(v, params, cache_dir) for v in variants], n_jobs=params["n_jobs"])

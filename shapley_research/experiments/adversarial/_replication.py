@@ -97,7 +97,8 @@ def replication_variants(*, seed: int, cw_confidence: float, replication_seeds: 
     ------
     ValueError
         If a seed is negative or repeated or is the main ``seed``, or a
-        confidence is negative, not finite, repeated or the main one.
+        confidence is negative, not finite, repeated, the main one or
+        printed like another (its cache file would be another's).
     TypeError
         If either list is not a list.
     """
@@ -109,8 +110,13 @@ def replication_variants(*, seed: int, cw_confidence: float, replication_seeds: 
     if cw_confidence in confidences:
         raise ValueError(f"cw_confidence_sweep must not hold the main run's cw_confidence {cw_confidence:g}: "
                          "the main run is that strength.")
-    return ([Variant("data draw", s, cw_confidence) for s in seeds]
-            + [Variant("CW confidence", seed, c) for c in confidences])
+    variants = [Variant("data draw", s, cw_confidence) for s in seeds] + [Variant("CW confidence", seed, c)
+                                                                         for c in confidences]
+    names = [name for v in variants for name in v.cache_names().values()] + ["cw.npz", "fgsm.npz"]
+    if len(set(names)) != len(names):  # two confidences printed alike (2.5 and 2.5000001) would share a file
+        raise ValueError(f"cw_confidence_sweep's values must differ in their shortest form ({{:g}}), got "
+                         f"{list(cw_confidence_sweep or [])!r}.")
+    return variants
 
 
 def variant_rows(variant: Variant, summary: Mapping[str, Any], data: AdversarialData) -> list[dict[str, Any]]:

@@ -104,11 +104,14 @@ def evaluate_claims(summary: pd.DataFrame, distances: pd.DataFrame, *, uniform_e
     claims.append(_closeness_claim(distances, level, uniform_error))
     claims.append(_correlation_claim(summary.loc["largest_s"], alpha))
     claims.append(_largest_s_claim(summary, uniform_error=uniform_error, error_threshold=error_threshold))
-    if theorem is not None and THEOREM_KEY in summary.index:
+    if theorem is not None:
+        if THEOREM_KEY not in summary.index:
+            raise ValueError(f"theorem is given but summary has no {THEOREM_KEY!r} row: add the runs of "
+                             "theorem3_runs to the table the summary comes from.")
         claims.append(_recovery_claim(THEOREM_KEY, summary.loc[THEOREM_KEY], uniform_error=uniform_error,
                                       spearman_threshold=spearman_threshold, error_threshold=error_threshold,
                                       level=level, sampler=_theorem_note(theorem),
-                                      setting="for epsilon = 1/N"))
+                                      setting="by the recovery rule of (a)-(c)"))
     return claims
 
 

@@ -203,28 +203,68 @@ THEOREM_KEY = "gt_paper_theorem3"
 
 
 def utility_table(game: GameLike) -> np.ndarray:
-    r"""Every coalition's utility, indexed by its bit code :math:`\sum_{i \in S} 2^i` (:math:`2^N` evaluations)."""
-    n = game.n_players
-    masks = ((np.arange(1 << n)[:, None] >> np.arange(n)) & 1).astype(bool)
-    return np.asarray(game.evaluate(masks), dtype=float)
+    r"""Every coalition's utility, indexed by its bit code :math:`\sum_{i \in S} 2^i` (:math:`2^N` evaluations).
+
+    Parameters
+    ----------
+    game : GameLike
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(2^N,)`` utilities, as :func:`~shapley_research.exact_shapley` enumerates them.
+    """
+    from ...estimators._exact import utility_table as enumerate_utilities
+
+    return enumerate_utilities(game, game.n_players, 2**16, None, progress=False)[0]
+
+
+def _players(table: np.ndarray) -> int:
+    """``N`` of a table of ``2^N`` utilities; ValueError otherwise."""
+    table = np.asarray(table)
+    n = int(np.log2(len(table))) if table.ndim == 1 and len(table) > 1 else 0
+    if n < 2 or len(table) != 1 << n:
+        raise ValueError(f"table must hold the 2^N utilities of a game of N >= 2 players, got shape {table.shape}.")
+    return n
 
 
 def table_game(table: np.ndarray) -> GameLike:
-    """The game whose utilities are ``table`` (from :func:`utility_table`): a lookup per coalition."""
+    """The game whose utilities are ``table`` (from :func:`utility_table`): a lookup per coalition.
+
+    Parameters
+    ----------
+    table : numpy.ndarray
+        ``(2^N,)`` utilities indexed by bit code.
+
+    Returns
+    -------
+    GameLike
+        A vectorised game of ``N`` players.
+    """
     from ...games import as_game
 
-    n = int(np.log2(len(table)))
-    if len(table) != 1 << n:
-        raise ValueError(f"table must hold 2^N utilities, got {len(table)}.")
+    n = _players(table)
     powers = (1 << np.arange(n)).astype(np.int64)
     return as_game(lambda masks: table[masks.astype(np.int64) @ powers], n, vectorized=True)
 
 
 def theorem3_tests(table: np.ndarray, epsilon: float, delta: float) -> int:
-    """Theorem 3's count of tests for an ``(epsilon, delta)`` approximation, with the utility's range over ``table``."""
+    """Theorem 3's count of tests for an ``(epsilon, delta)`` approximation, with the utility's range over ``table``.
+
+    Parameters
+    ----------
+    table : numpy.ndarray
+        ``(2^N,)`` utilities (:func:`utility_table`).
+    epsilon, delta : float
+        As :func:`~shapley_research.group_testing_sample_size`.
+
+    Returns
+    -------
+    int
+    """
     from ... import group_testing_sample_size
 
-    n = int(np.log2(len(table)))
+    n = _players(table)
     return group_testing_sample_size(epsilon, delta, n, float(np.ptp(table)), variant="paper")
 
 

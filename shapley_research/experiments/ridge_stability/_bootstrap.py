@@ -28,8 +28,8 @@ interval assumes :math:`D^* - \hat D` mimics :math:`\hat D - D`).
 **The statistic per resample.** The minimum is re-selected in every resample:
 :math:`k_b = \arg\min_\lambda D^*_b`, :math:`R_b = \min(D^*_b(\lambda_1),
 D^*_b(\lambda_L)) / D^*_b(\lambda_{k_b})` (:math:`+\infty` where that minimum is
-:math:`\le 0`, as :func:`~._measure.u_shape_statistics` has it; an end minimum
-gives :math:`R_b = 1`).
+:math:`\le 0` inside the grid with both ends positive; an end minimum, or a
+non-positive one with an end as low, gives :math:`R_b = 1`: no U).
 
 **The rule** (:func:`u_shape_verdict`), fixed before the paper profile's
 bootstrap was run: with :math:`[R_{lo}, R_{hi}]` the 95% percentile interval
@@ -155,9 +155,9 @@ def u_shape_replicates(replicates: np.ndarray) -> dict[str, np.ndarray]:
     Returns
     -------
     dict
-        ``argmin`` (B,) ints, ``minimum``, ``ratio`` = min(end / minimum) (``inf`` where the
-        minimum is <= 0), ``interior`` (argmin strictly inside the grid) and ``located``
-        (interior and positive).
+        ``argmin`` (B,) ints, ``minimum``, ``ratio`` = min(end / minimum) (where the minimum is
+        <= 0: ``inf`` if it lies inside the grid and both ends are positive, else 1, no U),
+        ``interior`` (argmin strictly inside the grid) and ``located`` (interior and positive).
     """
     reps = np.asarray(replicates, dtype=float)
     if reps.ndim != 2 or reps.shape[1] < 3:
@@ -166,8 +166,11 @@ def u_shape_replicates(replicates: np.ndarray) -> dict[str, np.ndarray]:
     low = reps[np.arange(reps.shape[0]), k]
     positive = low > 0
     safe = np.where(positive, low, 1.0)
-    ratio = np.where(positive, np.minimum(reps[:, 0] / safe, reps[:, -1] / safe), np.inf)
     interior = (k > 0) & (k < reps.shape[1] - 1)
+    # a non-positive minimum: a U (ends infinitely far above it) only inside the grid with both ends positive;
+    # at an end, or with an end as low, there is no U (ratio 1, as for a positive minimum at an end)
+    u_floor = interior & (reps[:, 0] > 0) & (reps[:, -1] > 0)
+    ratio = np.where(positive, np.minimum(reps[:, 0] / safe, reps[:, -1] / safe), np.where(u_floor, np.inf, 1.0))
     return {"argmin": k, "minimum": low, "ratio": ratio, "interior": interior, "located": interior & positive}
 
 
