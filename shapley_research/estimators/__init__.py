@@ -41,7 +41,8 @@ from ._bounds import (UniformDivisionGuarantee, compressive_sample_size, group_t
 from ._class_wise import class_wise_minimum_budget, class_wise_predictions, class_wise_shapley
 from ._compressive import bernoulli_matrix, compressive_shapley, l1_recovery
 from ._data_oob import bootstrap_indices, data_oob
-from ._exact import exact_shapley
+from ._exact import coalition_utilities, exact_shapley
+from ._small_games import sampling_forced
 from ._group_testing import (FeasibilityError, group_testing_shapley, group_testing_size_distribution,
                              random_subsets, recover_from_differences)
 from ._lava import label_distances, lava
@@ -65,5 +66,5 @@ __all__ = [
     "exact_banzhaf", "msr_banzhaf", "random_coalitions", "exact_beta_shapley", "beta_shapley", "beta_weights",
     "leave_one_out", "data_oob", "bootstrap_indices", "batch_rng", "PROGRESS_ENV",
     "ame", "ame_coalitions", "class_wise_shapley", "class_wise_predictions", "class_wise_minimum_budget",
-    "lava", "label_distances",
+    "lava", "label_distances", "coalition_utilities", "sampling_forced",
 ]

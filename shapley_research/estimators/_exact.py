@@ -136,3 +136,29 @@ def exact_shapley(game: GameLike, *, max_players: int = 20, chunk_size: int = 2*
     return ValuationResult(values=values, n_evaluations=n_evaluations, method="exact",
                            wall_time=time.perf_counter() - start,
                            info={"empty_utility": float(utilities[0]), "full_utility": float(utilities[-1])})
+
+
+def coalition_utilities(game: GameLike, *, max_players: int = 20, chunk_size: int = 2**16,
+                        progress: bool | None = None) -> np.ndarray:
+    r"""Every coalition's utility, indexed by its bit code :math:`\sum_{i \in S} 2^i` (:math:`2^N` evaluations).
+
+    The table :func:`exact_shapley` enumerates, for a study that reads a small
+    game many times (a sampler run far past :math:`2^N` evaluations reads it
+    instead of refitting, the same utilities bit for bit).
+
+    Parameters
+    ----------
+    game : GameLike
+        Object with ``n_players`` and ``evaluate(masks)``.
+    max_players, chunk_size, progress
+        As :func:`exact_shapley`.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(2^N,)`` utilities; entry ``c`` is the coalition of the players whose bits are set in ``c``.
+    """
+    n = check_game(game)
+    chunk_size, _ = check_enumeration(n, max_players, chunk_size, None, method="coalition_utilities",
+                                      alternative="Raise max_players deliberately.")
+    return utility_table(game, n, chunk_size, None, progress, "all coalitions")[0]

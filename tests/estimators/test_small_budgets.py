@@ -141,3 +141,18 @@ def test_sampling_forced_holds_in_its_own_thread_only():
     assert inside.info["stopped_by"] != "enumeration" and inside.n_evaluations > 2 ** 4
     assert seen["other"] == "enumeration"
     assert permutation_shapley(small, 500, seed=0).info["stopped_by"] == "enumeration"
+
+
+def test_coalition_utilities_are_the_table_exact_shapley_enumerates():
+    from shapley_research import exact_shapley
+    from shapley_research.estimators import coalition_utilities
+
+    small = as_game(additive, 5, vectorized=True)
+    table = coalition_utilities(small, chunk_size=7)
+    codes = np.arange(32)
+    masks = ((codes[:, None] >> np.arange(5)) & 1).astype(bool)
+    np.testing.assert_array_equal(table, additive(masks))
+    info = exact_shapley(small).info
+    assert table[0] == info["empty_utility"] and table[-1] == info["full_utility"]
+    with pytest.raises(ValueError, match="max_players"):
+        coalition_utilities(GAME, max_players=10)

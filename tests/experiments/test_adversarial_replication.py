@@ -123,3 +123,29 @@ def test_replication_figure_shows_the_draws_and_the_sweep():
 def test_generate_refuses_bad_variants_before_any_attack(capsys):
     assert adv.main(["generate", "profile=quick", "experiment.replication_seeds=[0]", "--cache-dir", "unused"]) == 2
     assert "replication_seeds must not hold the main run's seed 0" in capsys.readouterr().err
+
+
+def test_a_stopped_replication_resumes_from_its_finished_variants(tmp_path, monkeypatch):
+    """Finished variants' rows wait in the run's folder: a rerun reads them back, the same bits, and then clears."""
+    from shapley_research.experiments._resume import PartCache
+    from shapley_research.experiments.adversarial import _replication
+
+    variants = adv.replication_variants(seed=0, cw_confidence=7.5, replication_seeds=[1],
+                                        cw_confidence_sweep=[0.0])
+    monkeypatch.setattr(_replication, "run_variant",
+                        lambda variant, params, cache_dir: _rows(variant.kind, variant.seed, variant.cw_confidence,
+                                                                 gap=0.1 / 3))
+    monkeypatch.setattr(PartCache, "clear", lambda self: None)  # as if stopped before the end
+    resume = tmp_path / "resume"
+    main = _rows("main", 0, 7.5)
+    first = adv.run_replications(variants, {"n_per_class": 3}, None, resume_dir=resume, main_rows=main)
+    assert len(list(resume.glob("adversarial_variant_*.json"))) == 2
+    monkeypatch.undo()
+
+    def never(*args):
+        raise AssertionError("a finished variant ran again")
+
+    monkeypatch.setattr(_replication, "run_variant", never)
+    again = adv.run_replications(variants, {"n_per_class": 3}, None, resume_dir=resume, main_rows=main)
+    pd.testing.assert_frame_equal(first, again)
+    assert not resume.exists()

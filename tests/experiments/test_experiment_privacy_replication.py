@@ -161,7 +161,9 @@ def test_an_empty_replication_runs_nothing_and_leaves_the_claim_inconclusive(mai
 
 def test_a_rerun_after_a_stop_reads_the_finished_draws_back(main_levels, tmp_path, monkeypatch):
     cache = tmp_path / "cache"
-    monkeypatch.setattr(_replication._DrawCache, "clear", lambda self: None)  # as if stopped before the end
+    from shapley_research.experiments._resume import PartCache
+
+    monkeypatch.setattr(PartCache, "clear", lambda self: None)  # as if stopped before the end
     first = pn.run_replication(main_levels, seed=0, replication_seeds=[1], cache_dir=cache, **SETTINGS)
     assert len(list(cache.glob("privacy_replication_seed1_*.json"))) == 1
     monkeypatch.undo()

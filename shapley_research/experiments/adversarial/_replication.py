@@ -16,7 +16,8 @@ Each variant yields the statistics the paper's claims are decided on
 of the adversarial points minus that of the benign ones) from test ratio 0
 to 1, and per panel the gap's excess on the same-attack test set at ratio 1.
 A variant's images are cached beside the main run's
-(:meth:`Variant.cache_names`), so a stopped run resumes from the attacks it
+(:meth:`Variant.cache_names`) and its rows, with ``resume_dir``, in the run's
+folder until every variant is done, so a stopped run resumes from what it
 finished.
 """
 
@@ -28,6 +29,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from ..._validation import check_int
+from .._resume import PartCache
 from ._data import ATTACKS, AdversarialData, prepare_data
 from ._run import run_valuation, summarize
 
@@ -168,19 +170,53 @@ def run_variant(variant: Variant, params: Mapping[str, Any], cache_dir: str | os
     return variant_rows(variant, summarize(run, data), data)
 
 
+#: The columns of the replication table (:func:`variant_rows`).
+ROW_KEYS = frozenset({"kind", "variant", "seed", "cw_confidence", "statistic", "train", "test", "value", "stderr",
+                      "z", "spearman"})
+
+
+def _valid_rows(label: str, rows: Any) -> bool:
+    """Whether a resumed value is one variant's rows (:func:`variant_rows`) of ``label``."""
+    return (isinstance(rows, list) and bool(rows)
+            and all(isinstance(r, dict) and set(r) == ROW_KEYS and r["variant"] == label for r in rows))
+
+
+def _resumable_variant(variant: Variant, params: Mapping[str, Any], cache_dir: str | os.PathLike | None,
+                       parts: PartCache | None) -> list[dict[str, Any]]:
+    """:func:`run_variant`, read back from ``parts`` if a stopped run finished it (a task of the workers)."""
+    rows = parts.read(variant.label) if parts is not None else None
+    if rows is None:
+        rows = run_variant(variant, params, cache_dir)
+        if parts is not None:
+            parts.write(variant.label, rows)
+    return rows
+
+
 def run_replications(variants: Sequence[Variant], params: Mapping[str, Any], cache_dir: str | os.PathLike | None,
-                     *, n_jobs: int = 1, progress: Callable[..., Iterable[Any]] | None = None) -> pd.DataFrame:
+                     *, n_jobs: int = 1, progress: Callable[..., Iterable[Any]] | None = None,
+                     resume_dir: str | os.PathLike | None = None,
+                     main_rows: Sequence[Mapping[str, Any]] | None = None) -> pd.DataFrame:
     """Every variant's rows (:func:`run_variant`), one variant per joblib worker, in the order given.
 
     Each variant runs on one core (its valuation with ``n_jobs=1``); the
     numbers do not depend on ``n_jobs``. The main run's images must already be
     cached (the CW-strength variants read its FGSM file), so that no two
-    workers write one file.
+    workers write one file. With ``resume_dir``, each finished variant's rows
+    wait there (:class:`~.._resume.PartCache`, keyed by ``params``,
+    ``cache_dir`` and the main run's rows ``main_rows``, which a code change
+    that moves a number would move) for a rerun after a stop, and are removed
+    once every variant is done.
     """
     import pandas as pd
 
     from .._parallel import parallel_map
 
-    tasks = [(variant, dict(params), cache_dir) for variant in variants]
-    results = parallel_map(run_variant, tasks, n_jobs=n_jobs, progress=progress, desc="replications")
+    parts = None
+    if resume_dir is not None:
+        fingerprint = {"params": dict(params), "cache_dir": str(cache_dir), "main": list(main_rows or [])}
+        parts = PartCache(resume_dir, "adversarial_variant_", fingerprint, valid=_valid_rows)
+    tasks = [(variant, dict(params), cache_dir, parts) for variant in variants]
+    results = parallel_map(_resumable_variant, tasks, n_jobs=n_jobs, progress=progress, desc="replications")
+    if parts is not None:
+        parts.clear()
     return pd.DataFrame([row for rows in results for row in rows])

@@ -214,9 +214,9 @@ def utility_table(game: GameLike) -> np.ndarray:
     numpy.ndarray
         ``(2^N,)`` utilities, as :func:`~shapley_research.exact_shapley` enumerates them.
     """
-    from ...estimators._exact import utility_table as enumerate_utilities
+    from ...estimators import coalition_utilities
 
-    return enumerate_utilities(game, game.n_players, 2**16, None, progress=False)[0]
+    return coalition_utilities(game, progress=False)
 
 
 def _players(table: np.ndarray) -> int:
@@ -270,7 +270,7 @@ def theorem3_tests(table: np.ndarray, epsilon: float, delta: float) -> int:
 
 def _theorem3_repetition(table: np.ndarray, tests: int, seed: int, repetition: int) -> MethodRun:
     """One repetition of :func:`theorem3_runs` (a task of its workers: the sampling is forced in the worker)."""
-    from ...estimators._small_games import sampling_forced
+    from ...estimators import sampling_forced
 
     game = table_game(table)
     with sampling_forced():  # Theorem 3's count exceeds 2^N: sample as published, do not enumerate

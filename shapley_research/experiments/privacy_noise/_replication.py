@@ -47,18 +47,16 @@ done, so a finished run leaves nothing behind.
 
 from __future__ import annotations
 
-import hashlib
 import inspect
-import json
 import numbers
 import os
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .._family_claims import family_claim
 from .._parallel import check_n_jobs
+from .._resume import PartCache
 from .._verdicts import DIFFERENCE_RANGE, FAMILY_RULE, interval_verdict
 from ._claims import SECTION, TWO_PLAYER_MIN_EXCESS, privacy_summary
 from ._measure import run_privacy_noise
@@ -181,40 +179,9 @@ def _check_settings(settings: dict[str, Any]) -> None:
         raise TypeError(f"settings must give every required setting of run_privacy_noise; missing {missing}.")
 
 
-class _DrawCache:
-    """Finished draws' rows as JSON files in ``folder``, keyed by the seed and a fingerprint of the run."""
-
-    def __init__(self, folder: str | os.PathLike, fingerprint: dict[str, Any]) -> None:
-        self.folder = Path(folder)
-        text = json.dumps(fingerprint, sort_keys=True, default=str)
-        self.key = hashlib.sha256(text.encode()).hexdigest()[:16]
-
-    def path(self, seed: int) -> Path:
-        return self.folder / f"{_CACHE_PREFIX}{seed}_{self.key}.json"
-
-    def read(self, seed: int) -> dict[str, Any] | None:
-        """The cached row of ``seed``, or None (none, unreadable or not this run's)."""
-        try:
-            row = json.loads(self.path(seed).read_text())
-        except (OSError, ValueError):
-            return None
-        ok = isinstance(row, dict) and set(row) == set(DRAW_COLUMNS) and row.get("seed") == seed
-        return row if ok else None
-
-    def write(self, seed: int, row: dict[str, Any]) -> None:
-        self.folder.mkdir(parents=True, exist_ok=True)
-        partial = self.path(seed).with_suffix(".part")
-        partial.write_text(json.dumps(row))
-        os.replace(partial, self.path(seed))  # atomic: a stop mid-write leaves no half file
-
-    def clear(self) -> None:
-        """Remove every draw file (this run's and stale ones), and the folder if that empties it."""
-        if not self.folder.is_dir():
-            return
-        for path in self.folder.glob(f"{_CACHE_PREFIX}*"):
-            path.unlink()
-        if not any(self.folder.iterdir()):
-            self.folder.rmdir()
+def _valid_row(seed: int, row: Any) -> bool:
+    """Whether a cached value is a draw row of ``seed`` (:data:`DRAW_COLUMNS`)."""
+    return isinstance(row, dict) and set(row) == set(DRAW_COLUMNS) and row.get("seed") == seed
 
 
 def run_replication(main_levels: pd.DataFrame, *, seed: int, replication_seeds: Sequence[int] | None,
@@ -258,7 +225,8 @@ def run_replication(main_levels: pd.DataFrame, *, seed: int, replication_seeds: 
     cache = None
     if cache_dir is not None:
         numbers_of_main = {k: v for k, v in main.items() if k != "valuation_cpu_seconds"}
-        cache = _DrawCache(cache_dir, {"settings": settings, **thresholds, "main": numbers_of_main})
+        cache = PartCache(cache_dir, _CACHE_PREFIX, {"settings": settings, **thresholds, "main": numbers_of_main},
+                          valid=_valid_row)
     rows = [main]
     for draw_seed in (progress(seeds, desc="data draws") if progress is not None and seeds else seeds):
         row = cache.read(draw_seed) if cache is not None else None
