@@ -298,10 +298,20 @@ def rank_correlation(x: ArrayLike, y: ArrayLike) -> float:
     :math:`10^{-9}`, so it merges none (with ties a value may move by up to
     :math:`5 \cdot 10^{-13}`, far below any threshold's meaning).
 
+    Parameters
+    ----------
+    x, y : array-like
+        Two 1-D series of one length.
+
     Returns
     -------
     float
         NaN below two points, or if either series is constant (no ranking).
+
+    Raises
+    ------
+    ValueError
+        If ``x`` and ``y`` are not 1-D of one length.
     """
     from scipy.stats import spearmanr
 

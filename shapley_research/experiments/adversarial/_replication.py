@@ -93,7 +93,21 @@ def replication_variants(*, seed: int, cw_confidence: float, replication_seeds: 
                          cw_confidence_sweep: Iterable[float] | None) -> list[Variant]:
     """The variants beside the main run (``seed``, ``cw_confidence``): data draws first, then CW strengths.
 
-    ``None`` (the configuration's ``null``) stands for an empty list.
+    Parameters
+    ----------
+    seed : int
+        The main run's data seed (the first data draw).
+    cw_confidence : float
+        The main run's CW confidence.
+    replication_seeds : list of int or None
+        Seeds of the other data draws, run at ``cw_confidence``; ``None`` (the
+        configuration's ``null``) stands for an empty list.
+    cw_confidence_sweep : list of float or None
+        Other CW confidences, run on the main draw; ``None``: none.
+
+    Returns
+    -------
+    list of Variant
 
     Raises
     ------

@@ -290,6 +290,24 @@ def theorem3_runs(table: np.ndarray, *, epsilon: float, delta: float, seed: int,
     with the small-game enumeration switched off. Seeds come from a stream
     of their own (``SeedSequence([seed, 3])``), apart from the common
     budget's repetitions.
+
+    Parameters
+    ----------
+    table : numpy.ndarray
+        ``(2^N,)`` utilities (:func:`utility_table`).
+    epsilon, delta : float
+        The approximation Theorem 3's count is for.
+    seed : int
+        The experiment's seed.
+    n_repetitions : int
+        Runs, at least 2 (an interval needs two).
+    n_jobs : int
+        Worker processes (-1: every core); the values do not depend on it.
+
+    Returns
+    -------
+    list of MethodRun
+        Key :data:`THEOREM_KEY`, one per repetition.
     """
     n_repetitions = check_int(n_repetitions, "n_repetitions", minimum=2)
     tests = theorem3_tests(table, epsilon, delta)
@@ -301,11 +319,30 @@ def theorem3_runs(table: np.ndarray, *, epsilon: float, delta: float, seed: int,
 
 def theorem3_summary(runs: Sequence[MethodRun], reference: ValuationResult, table: np.ndarray, *, epsilon: float,
                      delta: float, budget: int) -> dict:
-    r"""What Theorem 3 promises and what its runs gave: ``tests``, ``n_coalitions`` (:math:`2^N`), ``epsilon``,
-    ``delta``, ``utility_range``,
-    ``times_common_budget``, ``n_repetitions``, ``within_epsilon`` (repetitions with
-    :math:`\|\hat s - s\|_2 \le \epsilon`, the theorem's event, promised with probability
-    :math:`\ge 1 - \delta`) and ``max_l2_error``."""
+    r"""What Theorem 3 promises and what its runs gave.
+
+    Parameters
+    ----------
+    runs : sequence of MethodRun
+        Runs of every method; those of :data:`THEOREM_KEY` are read.
+    reference : ValuationResult
+        The exact values.
+    table : numpy.ndarray
+        The utilities the runs read (:func:`utility_table`).
+    epsilon, delta : float
+        As :func:`theorem3_runs`.
+    budget : int
+        The common budget of the other methods.
+
+    Returns
+    -------
+    dict
+        ``tests``, ``n_coalitions`` (:math:`2^N`), ``epsilon``, ``delta``,
+        ``utility_range``, ``times_common_budget``, ``n_repetitions``,
+        ``within_epsilon`` (repetitions with :math:`\|\hat s - s\|_2 \le
+        \epsilon`, the theorem's event, promised with probability
+        :math:`\ge 1 - \delta`) and ``max_l2_error``.
+    """
     errors = [float(np.linalg.norm(run.result.values - reference.values)) for run in runs if run.key == THEOREM_KEY]
     tests = theorem3_tests(table, epsilon, delta)
     return {"tests": tests, "n_coalitions": len(table), "epsilon": float(epsilon), "delta": float(delta),
