@@ -1,4 +1,7 @@
-"""Finished parts of a long run, kept on disk until the run ends, so that a stopped run resumes.
+"""Replications of a long run: their seeds, checked at the boundary, and their finished parts, kept on disk.
+
+:func:`check_replication_seeds` refuses a bad list of extra data draws before
+any work.
 
 An experiment that repeats a costly unit of work (a data draw, a variant of
 the protocol) writes each unit's result, as soon as it is done, to a JSON
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import numbers
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,7 +25,51 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-__all__ = ["PartCache"]
+__all__ = ["PartCache", "check_replication_seeds"]
+
+
+def check_replication_seeds(replication_seeds: Any, seed: int) -> list[int]:
+    """The extra data draws' seeds as a list of ints, refused before any work if they are not usable.
+
+    Parameters
+    ----------
+    replication_seeds : list or tuple of int, or None
+        Distinct non-negative integers, without the main run's ``seed`` (its
+        draw is the first); empty or None (the configuration's ``null``): no
+        extra draw.
+    seed : int
+        The main run's seed.
+
+    Returns
+    -------
+    list of int
+
+    Raises
+    ------
+    TypeError
+        If ``replication_seeds`` is not a list or tuple of integers.
+    ValueError
+        If a seed is negative, repeated, or the main seed.
+    """
+    if replication_seeds is None:
+        return []
+    if not isinstance(replication_seeds, (list, tuple)):
+        raise TypeError(f"replication_seeds must be a list of integers, got {replication_seeds!r} of type "
+                        f"{type(replication_seeds).__name__}.")
+    bad = [s for s in replication_seeds if isinstance(s, bool) or not isinstance(s, numbers.Integral)]
+    if bad:
+        raise TypeError(f"replication_seeds must hold integers only, got {bad!r} in {replication_seeds!r}.")
+    seeds = [int(s) for s in replication_seeds]
+    negative = [i for i, s in enumerate(seeds) if s < 0]
+    if negative:
+        raise ValueError(f"replication_seeds must be >= 0: replication_seeds[{negative[0]}] is "
+                         f"{seeds[negative[0]]} in {replication_seeds!r}.")
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"replication_seeds must hold distinct values, got {replication_seeds!r}.")
+    if isinstance(seed, numbers.Integral) and int(seed) in seeds:
+        raise ValueError(f"replication_seeds must not hold the main run's seed {int(seed)}: the main seed "
+                         f"{int(seed)}'s draw is already the first, got {replication_seeds!r}.")
+    return seeds
 
 
 class PartCache:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ._data import ATTACK_LABELS, ATTACKS
+from ._replication import ATTACK_MATCH, GAP_CHANGE, KINDS, SHIFT_RATIO
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -78,7 +79,6 @@ def plot_replications(table: pd.DataFrame, z_threshold: float = 2.0, scale: floa
     import matplotlib.pyplot as plt
 
     from .._verdicts import mean_interval
-    from ._replication import ATTACK_MATCH, GAP_CHANGE, KINDS, SHIFT_RATIO
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.6), gridspec_kw={"width_ratios": [1.5, 1]})
     draws = table[table["kind"].isin(KINDS[:2]) & table["statistic"].isin((GAP_CHANGE, ATTACK_MATCH))]

@@ -25,11 +25,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from ..._validation import check_int
-from .._resume import PartCache
+from .._resume import PartCache, check_replication_seeds
 from ._data import ATTACKS, AdversarialData, prepare_data
 from ._run import run_valuation, summarize
 
@@ -72,21 +71,22 @@ class Variant:
         return {}
 
 
-def _distinct(values: Any, name: str, check: Callable[[Any, str], Any]) -> list:
-    if values is None:  # the configuration's null: no variant
-        return []
-    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
-        raise TypeError(f"{name} must be a list, got {type(values).__name__}.")
-    checked = [check(v, f"{name}[{i}]") for i, v in enumerate(values)]
-    if len(set(checked)) != len(checked):
-        raise ValueError(f"{name} must hold distinct values, got {list(values)!r}.")
-    return checked
-
-
 def _confidence(value: Any, name: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
         raise ValueError(f"{name} must be a finite number >= 0, got {value!r}.")
     return float(value)
+
+
+def _confidences(values: Any) -> list[float]:
+    """``cw_confidence_sweep`` checked: a list of distinct finite numbers >= 0 (None: empty)."""
+    if values is None:  # the configuration's null: no variant
+        return []
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        raise TypeError(f"cw_confidence_sweep must be a list, got {type(values).__name__}.")
+    checked = [_confidence(v, f"cw_confidence_sweep[{i}]") for i, v in enumerate(values)]
+    if len(set(checked)) != len(checked):
+        raise ValueError(f"cw_confidence_sweep must hold distinct values, got {list(values)!r}.")
+    return checked
 
 
 def replication_variants(*, seed: int, cw_confidence: float, replication_seeds: Iterable[int] | None,
@@ -116,13 +116,11 @@ def replication_variants(*, seed: int, cw_confidence: float, replication_seeds: 
         confidence is negative, not finite, repeated, the main one or
         printed like another (its cache file would be another's).
     TypeError
-        If either list is not a list.
+        If either list is not a list (or a seed not an integer).
     """
     seed, cw_confidence = check_int(seed, "seed", minimum=0), _confidence(cw_confidence, "cw_confidence")
-    seeds = _distinct(replication_seeds, "replication_seeds", partial(check_int, minimum=0))
-    confidences = _distinct(cw_confidence_sweep, "cw_confidence_sweep", _confidence)
-    if seed in seeds:
-        raise ValueError(f"replication_seeds must not hold the main run's seed {seed}: it is the first draw.")
+    seeds = check_replication_seeds(replication_seeds, seed)
+    confidences = _confidences(cw_confidence_sweep)
     if cw_confidence in confidences:
         raise ValueError(f"cw_confidence_sweep must not hold the main run's cw_confidence {cw_confidence:g}: "
                          "the main run is that strength.")
@@ -177,10 +175,9 @@ def prepare_variant(variant: Variant, params: Mapping[str, Any],
 def run_variant(variant: Variant, params: Mapping[str, Any], cache_dir: str | os.PathLike | None,
                 n_jobs: int = 1) -> list[dict[str, Any]]:
     """Prepare the variant's data (:func:`prepare_variant`), value both panels, return its rows."""
-    settings = dict(params, seed=variant.seed)
     data = prepare_variant(variant, params, cache_dir)
-    run = run_valuation(data, test_ratios=settings["test_ratios"], n_permutations=settings["n_permutations"],
-                        C=settings["C"], seed=variant.seed, n_jobs=n_jobs, verbose=False)
+    run = run_valuation(data, test_ratios=params["test_ratios"], n_permutations=params["n_permutations"],
+                        C=params["C"], seed=variant.seed, n_jobs=n_jobs, verbose=False)
     return variant_rows(variant, summarize(run, data), data)
 
 

@@ -48,15 +48,13 @@ done, so a finished run leaves nothing behind.
 from __future__ import annotations
 
 import inspect
-import numbers
 import os
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 
 from .._family_claims import family_claim
 from .._parallel import check_n_jobs
-from .._resume import PartCache
+from .._resume import PartCache, check_replication_seeds
 from .._verdicts import DIFFERENCE_RANGE, FAMILY_RULE, interval_verdict
 from ._claims import SECTION, TWO_PLAYER_MIN_EXCESS, privacy_summary
 from ._measure import run_privacy_noise
@@ -90,48 +88,6 @@ FAMILY = {
         ("two_player_excess", TWO_PLAYER_MIN_EXCESS, TWO_PLAYER_EXCESS_BOUNDS),
 }
 _CACHE_PREFIX = "privacy_replication_seed"
-
-
-def check_replication_seeds(replication_seeds: Sequence[int] | None, seed: int) -> list[int]:
-    """The extra data draws' seeds as a list of ints, refused before any work if they are not usable.
-
-    Parameters
-    ----------
-    replication_seeds : sequence of int or None
-        Distinct non-negative integers, without the main run's ``seed`` (its
-        draw is the first); empty or None: no extra draw (the replication
-        claim is then inconclusive).
-    seed : int
-        The main run's seed.
-
-    Returns
-    -------
-    list of int
-
-    Raises
-    ------
-    TypeError
-        If ``replication_seeds`` is not a list or tuple of integers.
-    ValueError
-        If a seed is negative, repeated, or the main seed.
-    """
-    if replication_seeds is None:
-        return []
-    if not isinstance(replication_seeds, (list, tuple)):
-        raise TypeError(f"replication_seeds must be a list of integers, got {replication_seeds!r} of type "
-                        f"{type(replication_seeds).__name__}.")
-    bad = [s for s in replication_seeds if isinstance(s, (bool, np.bool_)) or not isinstance(s, numbers.Integral)]
-    if bad:
-        raise TypeError(f"replication_seeds must hold integers only, got {bad!r} in {replication_seeds!r}.")
-    seeds = [int(s) for s in replication_seeds]
-    if any(s < 0 for s in seeds):
-        raise ValueError(f"replication_seeds must be >= 0, got {replication_seeds!r}.")
-    if len(set(seeds)) != len(seeds):
-        raise ValueError(f"replication_seeds must be distinct, got {replication_seeds!r}.")
-    if isinstance(seed, numbers.Integral) and int(seed) in seeds:
-        raise ValueError(f"replication_seeds must not hold the main seed {int(seed)} (its draw is already the "
-                         f"first), got {replication_seeds!r}.")
-    return seeds
 
 
 def draw_statistics(levels: pd.DataFrame, seed: int, *, main: bool = False, spearman_threshold: float = -0.8,

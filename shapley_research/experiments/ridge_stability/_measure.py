@@ -9,6 +9,7 @@ import numpy as np
 from ..._validation import check_float, check_int
 from ...estimators import marginal_contributions, random_permutations
 from .._parallel import check_n_jobs, parallel_map
+from .._verdicts import rank_correlation
 from ._bootstrap import MIN_BOOTSTRAP, resample_counts, resampled_variances, variance_from_moments
 from ._data import CONVENTIONS, RidgeData, make_game
 
@@ -96,7 +97,6 @@ def value_variance_for_lambda(data: RidgeData, lam: float, convention: str, perm
     debiased variance of every resample (:func:`~._bootstrap.resampled_variances`, not aligned;
     empty without ``counts``), from which the U-shape claims are decided.
     """
-
     game = make_game(data, lam, convention)
     u_empty = -data.empty_test_mse  # U(empty) of -MSE: the empty set predicts 0
     phi = marginal_contributions(game, np.asarray(permutations), u_empty)
@@ -115,8 +115,6 @@ def value_variance_for_lambda(data: RidgeData, lam: float, convention: str, perm
 
 def _spearman(x, y) -> float:
     """:func:`~.._verdicts.rank_correlation`, NaN below three points (two always rank alike)."""
-    from .._verdicts import rank_correlation
-
     return float("nan") if len(x) < 3 else rank_correlation(x, y)
 
 
