@@ -507,6 +507,8 @@ REPORT_STAGE = "report"
 # regenerated only when what they are made from changes: experiment -> {stage: definition}.
 # Unlike the results they are kept out of git (.gitignore) and out of DVC's cache: they move
 # between machines by rounding only, and a fresh clone's `dvc repro` regenerates them.
+# `persist`: DVC keeps the files when a dependency changes, and the command rewrites only the
+# files whose cache key (settings and generating code) changed, in seconds otherwise.
 AUX_STAGES: dict[str, dict[str, dict[str, Any]]] = {
     "adversarial": {
         "adversarial_examples": {
@@ -516,7 +518,7 @@ AUX_STAGES: dict[str, dict[str, dict[str, Any]]] = {
                      "shapley_research/_validation.py", "shapley_research/experiments/_project.py",
                      "shapley_research/experiments/_common.py", "shapley_research/experiments/_schema.py",
                      "shapley_research/experiments/adversarial"],
-            "outs": [{"data/adversarial": {"cache": False}}],
+            "outs": [{"data/adversarial": {"cache": False, "persist": True}}],
         },
     },
 }

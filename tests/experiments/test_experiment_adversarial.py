@@ -299,6 +299,36 @@ def test_quick_runs_generate_bit_identical_images_on_the_storage_grid(quick_run,
     assert np.all(data.components[:, np.ptp(X, axis=0) == 0] == 0.0)
 
 
+def test_image_cache_key_holds_the_generating_code(tmp_path, monkeypatch):
+    from shapley_research.experiments.adversarial import _images
+
+    kwargs = adv.attack_settings("fgsm", fgsm_epsilon=0.2, cw_steps=1, cw_stepsize=0.1, cw_binary_search_steps=1,
+                                 cw_confidence=0.0)
+    params = _images._cache_params(kwargs, n_model_train=10, n_components=2, C=1.0, seed=0)
+    assert params["generator_sha256"] == adv.generator_sha256() and len(params["generator_sha256"]) == 64
+    # the hash covers the attacks package and the image module: an edit of either changes it
+    edited = tmp_path / "_images.py"
+    edited.write_text(open(_images.__file__).read() + "\n# edited\n")
+    adv.generator_sha256.cache_clear()
+    try:
+        monkeypatch.setattr(_images, "__file__", str(edited))
+        assert adv.generator_sha256() != params["generator_sha256"]
+    finally:
+        adv.generator_sha256.cache_clear()
+
+
+def test_generate_removes_only_image_files_no_variant_uses(tmp_path):
+    from shapley_research.experiments.adversarial._cli import remove_unused_images
+
+    names = ["fgsm.npz", "cw.npz", "cw_seed1.npz", "fgsm_seed7.npz", "cw_confidence2.5.npz", "other.npz", "fgsm.txt"]
+    for name in names:
+        (tmp_path / name).write_bytes(b"")
+    removed = remove_unused_images(tmp_path, {"fgsm.npz", "cw.npz", "cw_seed1.npz"})
+    assert [p.name for p in removed] == ["cw_confidence2.5.npz", "fgsm_seed7.npz"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cw.npz", "cw_seed1.npz", "fgsm.npz", "fgsm.txt",
+                                                           "other.npz"]
+
+
 def test_generate_command_reports_bad_overrides(capsys):
     assert adv.main(["generate", "experiment.no_such_key=1"]) == 2
     assert "no_such_key" in capsys.readouterr().err

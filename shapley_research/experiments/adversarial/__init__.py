@@ -82,9 +82,9 @@ from __future__ import annotations
 from ._claims import (build_claims, claim_attack_match, claim_comparable_attacks, claim_match_across_confidence,
                       claim_replicated_gap, claim_replicated_match, claim_trend, replication_claims)
 from ._cli import main
-from ._data import (ATTACK_LABELS, ATTACKS, AdversarialData, fit_pca, load_mnist_pixels, prepare_data, project,
-                    split_indices)
+from ._data import ATTACK_LABELS, AdversarialData, prepare_data, project
 from ._figures import plot_mean_values, plot_replications
+from ._images import ATTACKS, fit_pca, load_mnist_pixels, snap_to_grid, split_indices
 from ._replication import (Variant, prepare_variant, replication_variants, run_replications, run_variant,
                            variant_rows)
 from ._run import ValuationRun, derived_seeds, metrics_from, run_valuation, summarize
@@ -94,7 +94,7 @@ from ._valuation import (GROUPS, attack_match, group_means, mean_value_table, pa
 
 # public names of the former module that its __all__ did not list: importable from here as before
 from ._claims import CASES, SECTION, SHIFT_FACTOR, SPEARMAN_THRESHOLD, Z_THRESHOLD  # noqa: F401
-from ._data import CACHE_VERSION, STORAGE_GRID, attack_settings, snap_to_grid  # noqa: F401
+from ._images import CACHE_VERSION, STORAGE_GRID, attack_settings, generator_sha256  # noqa: F401
 
 __all__ = ["ATTACKS", "ATTACK_LABELS", "GROUPS", "load_mnist_pixels", "split_indices", "fit_pca", "project",
            "AdversarialData", "prepare_data", "mixture_test_sets", "swap_pairs", "swap_paired_permutations",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 
@@ -27,7 +28,12 @@ def main(argv: list[str] | None = None) -> int:
     writes ``CACHE_DIR/fgsm.npz`` and ``CACHE_DIR/cw.npz`` (default: the
     configuration's ``cache_dir``, relative to the project root), then the
     replications' files beside them (:mod:`._replication`: one worker per
-    variant, ``n_jobs`` of the configuration), regenerating only stale files.
+    variant, ``n_jobs`` of the configuration), regenerating only stale files
+    (their cache keys hold the settings and the generating code:
+    :func:`~._images.generator_sha256`). Image files of variants the
+    configuration no longer runs are removed (:func:`remove_unused_images`),
+    so the directory, a DVC output kept between runs, holds this
+    configuration's files only.
     """
     from .._project import Project, ProjectError, notebook_parameters
     from .._schema import check_parameters
@@ -69,7 +75,27 @@ def main(argv: list[str] | None = None) -> int:
     prepared = parallel_map(prepare_variant, [(v, params, cache_dir) for v in variants], n_jobs=params["n_jobs"])
     for variant, variant_data in zip(variants, prepared):
         _report(variant_data, variant.cache_names())
+    keep = {f"{attack}.npz" for attack in ATTACKS} | {n for v in variants for n in v.cache_names().values()}
+    for path in remove_unused_images(cache_dir, keep):
+        print(f"{path}: removed (no variant of the configuration uses it)", flush=True)
     return 0
+
+
+# An image file's name: ATTACK.npz, or a variant's (Variant.cache_names): ATTACK_seedS.npz, cw_confidenceC.npz.
+_IMAGE_FILE = re.compile(rf"({'|'.join(ATTACKS)})(_seed\d+|_confidence[0-9.e+-]+)?\.npz")
+
+
+def remove_unused_images(cache_dir: Path, keep: set[str]) -> list[Path]:
+    """Delete the image files in ``cache_dir`` named like this experiment's but not in ``keep``; return them.
+
+    Only names the experiment writes are touched (``fgsm.npz``,
+    ``cw_seed3.npz``, ``cw_confidence2.5.npz``, ...), so other files in a
+    shared directory stay.
+    """
+    removed = sorted(p for p in Path(cache_dir).glob("*.npz") if _IMAGE_FILE.fullmatch(p.name) and p.name not in keep)
+    for path in removed:
+        path.unlink()
+    return removed
 
 
 def _report(data: AdversarialData, attacks: Iterable[str]) -> None:
