@@ -4,7 +4,9 @@ One private module per family of the paper, over the shared sampling driver
 and loop in :mod:`._sampling` (each sampling estimator is a specification that
 :func:`._sampling._driver.drive` runs):
 
-* :func:`exact_shapley`: enumeration of all :math:`2^N` coalitions;
+* :func:`exact_shapley`: enumeration of all :math:`2^N` coalitions (the
+  table of every coalition's utility, :func:`coalition_utilities`, and the
+  values from it, :func:`shapley_from_table`, are its two halves);
 * :func:`permutation_shapley`: the Monte Carlo baseline (Algorithm 3),
   plain, antithetic or rotated, with an optional position adjustment;
 * :func:`group_testing_shapley`: Algorithm 1 (paper) and the improved
@@ -41,7 +43,7 @@ from ._bounds import (UniformDivisionGuarantee, compressive_sample_size, group_t
 from ._class_wise import class_wise_minimum_budget, class_wise_predictions, class_wise_shapley
 from ._compressive import bernoulli_matrix, compressive_shapley, l1_recovery
 from ._data_oob import bootstrap_indices, data_oob
-from ._exact import coalition_utilities, exact_shapley
+from ._exact import coalition_utilities, exact_shapley, shapley_from_table
 from ._small_games import sampling_forced
 from ._group_testing import (FeasibilityError, group_testing_shapley, group_testing_size_distribution,
                              random_subsets, recover_from_differences)
@@ -66,5 +68,5 @@ __all__ = [
     "exact_banzhaf", "msr_banzhaf", "random_coalitions", "exact_beta_shapley", "beta_shapley", "beta_weights",
     "leave_one_out", "data_oob", "bootstrap_indices", "batch_rng", "PROGRESS_ENV",
     "ame", "ame_coalitions", "class_wise_shapley", "class_wise_predictions", "class_wise_minimum_budget",
-    "lava", "label_distances", "coalition_utilities", "sampling_forced",
+    "lava", "label_distances", "coalition_utilities", "shapley_from_table", "sampling_forced",
 ]

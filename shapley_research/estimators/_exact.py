@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy.special import comb
@@ -13,7 +14,10 @@ from .._validation import check_bool, check_float, check_game, check_int, check_
 from ..games import GameLike
 from ..result import ValuationResult
 
-__all__ = ["exact_shapley"]
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+__all__ = ["exact_shapley", "coalition_utilities", "shapley_from_table"]
 
 
 def _coalition_masks(start: int, stop: int, n: int) -> np.ndarray:
@@ -131,8 +135,7 @@ def exact_shapley(game: GameLike, *, max_players: int = 20, chunk_size: int = 2*
         alternative="Use a sampling estimator such as permutation_shapley or group_testing_shapley, or raise "
                     "max_players deliberately.")
     utilities, n_evaluations = utility_table(game, n, chunk_size, empty_utility, progress, "exact Shapley")
-    # weight of a coalition S not containing i: |S|! (N-|S|-1)! / N! = 1 / (N * C(N-1, |S|))
-    values = semivalues_from_table(utilities, n, 1.0 / (n * comb(n - 1, np.arange(n), exact=False)))
+    values = shapley_from_table(utilities)
     return ValuationResult(values=values, n_evaluations=n_evaluations, method="exact",
                            wall_time=time.perf_counter() - start,
                            info={"empty_utility": float(utilities[0]), "full_utility": float(utilities[-1])})
@@ -162,3 +165,36 @@ def coalition_utilities(game: GameLike, *, max_players: int = 20, chunk_size: in
     chunk_size, _ = check_enumeration(n, max_players, chunk_size, None, method="coalition_utilities",
                                       alternative="Raise max_players deliberately.")
     return utility_table(game, n, chunk_size, None, progress, "all coalitions")[0]
+
+
+def shapley_from_table(utilities: ArrayLike) -> np.ndarray:
+    r"""Exact Shapley values from the table of every coalition's utility (:func:`coalition_utilities`).
+
+    The arithmetic of :func:`exact_shapley`, which calls it on the table it
+    enumerates: a study that needs the table anyway (to read a small game
+    many times) gets the exact values from it without a second enumeration,
+    bit for bit those of :func:`exact_shapley`.
+
+    Parameters
+    ----------
+    utilities : array-like
+        ``(2^N,)`` finite utilities, :math:`N \ge 1`; entry ``c`` is the
+        coalition of the players whose bits are set in ``c``.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(N,)`` Shapley values.
+
+    Raises
+    ------
+    ValueError
+        If the table is not 1-D of a power-of-two length of at least 2, or holds a non-finite utility.
+    """
+    table = np.asarray(utilities)
+    n = int(table.size).bit_length() - 1 if table.ndim == 1 else 0
+    if n < 1 or table.size != 1 << n:
+        raise ValueError(f"utilities must be the 2^N utilities of a game of N >= 1 players, got shape {table.shape}.")
+    table = check_utilities(table, 1 << n, source="the table")
+    # weight of a coalition S not containing i: |S|! (N-|S|-1)! / N! = 1 / (N * C(N-1, |S|))
+    return semivalues_from_table(table, n, 1.0 / (n * comb(n - 1, np.arange(n), exact=False)))

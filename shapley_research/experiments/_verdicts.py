@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 __all__ = ["mean_interval", "decide", "repetitions_to_decide", "interval_verdict", "combine", "describe",
            "VERDICT_WORDS", "holm", "holm_adjusted", "wrong_side_p", "family_verdicts", "FAMILY_RULE",
            "AUROC_RANGE", "CORRELATION_RANGE", "DIFFERENCE_RANGE", "NONNEGATIVE_RANGE", "rank_correlation",
-           "RANK_DECIMALS"]
+           "rank_correlation_test", "RANK_DECIMALS"]
 
 VERDICT_WORDS = {True: "holds", False: "does not hold", None: "inconclusive"}
 #: Ranges of bounded statistics, for ``bounds``: an AUROC or an accuracy; a correlation; a difference of two
@@ -296,7 +296,8 @@ def rank_correlation(x: ArrayLike, y: ArrayLike) -> float:
     :data:`RANK_DECIMALS` decimals removes that error (about :math:`10^{-16}`);
     without ties two distinct values at :math:`n \le 10^3` differ by more than
     :math:`10^{-9}`, so it merges none (with ties a value may move by up to
-    :math:`5 \cdot 10^{-13}`, far below any threshold's meaning).
+    :math:`5 \cdot 10^{-13}`, far below any threshold's meaning). The
+    coefficient of :func:`rank_correlation_test`, without its p-value.
 
     Parameters
     ----------
@@ -313,11 +314,41 @@ def rank_correlation(x: ArrayLike, y: ArrayLike) -> float:
     ValueError
         If ``x`` and ``y`` are not 1-D of one length.
     """
+    return rank_correlation_test(x, y)[0]
+
+
+def rank_correlation_test(x: ArrayLike, y: ArrayLike, alternative: str = "two-sided") -> tuple[float, float]:
+    r"""Spearman's :math:`\rho` of ``x`` and ``y`` as :func:`rank_correlation` gives it, and its p-value.
+
+    The coefficient is rounded to :data:`RANK_DECIMALS` decimals (see
+    :func:`rank_correlation`); the p-value is SciPy's (Student's t with
+    :math:`n - 2` degrees of freedom), of the unrounded coefficient.
+
+    Parameters
+    ----------
+    x, y : array-like
+        Two 1-D series of one length.
+    alternative : {"two-sided", "greater", "less"}
+        The alternative hypothesis: :math:`\rho \ne 0`, :math:`\rho > 0` or :math:`\rho < 0`.
+
+    Returns
+    -------
+    (float, float)
+        ``(rho, p_value)``; both NaN below two points, or if either series is constant (no ranking).
+
+    Raises
+    ------
+    ValueError
+        If ``x`` and ``y`` are not 1-D of one length, or ``alternative`` is none of the three.
+    """
     from scipy.stats import spearmanr
 
+    if alternative not in ("two-sided", "greater", "less"):
+        raise ValueError(f"alternative must be 'two-sided', 'greater' or 'less', got {alternative!r}.")
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     if x.shape != y.shape or x.ndim != 1:
         raise ValueError(f"x and y must be 1-D of one length, got shapes {x.shape} and {y.shape}.")
     if x.size < 2 or np.ptp(x) == 0 or np.ptp(y) == 0:
-        return math.nan
-    return round(float(spearmanr(x, y).statistic), RANK_DECIMALS)
+        return math.nan, math.nan
+    result = spearmanr(x, y, alternative=alternative)
+    return round(float(result.statistic), RANK_DECIMALS), float(result.pvalue)

@@ -138,6 +138,23 @@ def test_refuses_games_above_max_players():
     np.testing.assert_allclose(exact_shapley(MajorityGame(5, 3), max_players=5).values, 0.2)
 
 
+
+def test_shapley_from_table_is_exact_shapley_bit_for_bit():
+    """The table's values are exact_shapley's: it enumerates the same table and calls the same function."""
+    from shapley_research.estimators import coalition_utilities, shapley_from_table
+
+    for game in (TableGame(np.random.default_rng(4).normal(size=2**9)), AirportGame([3.0, 1.0, 4.0, 1.0, 5.0]),
+                 AdditiveGame([4.0], offset=1.0)):
+        table = coalition_utilities(game, chunk_size=5)
+        assert np.array_equal(shapley_from_table(table), exact_shapley(game).values)
+        assert np.array_equal(shapley_from_table(list(table)), exact_shapley(game).values)
+    for bad in (np.zeros(6), np.zeros(1), np.zeros((2, 4)), [0.0, np.nan]):
+        with pytest.raises(ValueError, match="utilities|non-finite"):
+            shapley_from_table(bad)
+    with pytest.raises(TypeError, match="real numbers"):
+        shapley_from_table(["a", "b"])
+
+
 # --- the test games themselves ---
 
 def test_prefix_fast_paths_agree_with_masks():

@@ -100,6 +100,20 @@ def test_references_satisfy_efficiency(small):
         ia.reference_values(game, "kernel")
 
 
+
+def test_the_exact_reference_from_the_table_is_exact_shapley_bit_for_bit(small):
+    """The notebook enumerates the coalitions once: the reference read from the table is the enumerated one."""
+    _, game, _ = small
+    table = ia.utility_table(game)
+    enumerated, read = ia.reference_values(game), ia.reference_values(game, table=table)
+    assert np.array_equal(read.values, enumerated.values) and np.array_equal(read.stderr, enumerated.stderr)
+    assert (read.n_evaluations, read.method, read.info) == (enumerated.n_evaluations, "exact", enumerated.info)
+    sampled = ia.reference_values(game, "permutation", n_permutations=5, seed=1)
+    assert np.array_equal(ia.reference_values(game, "permutation", n_permutations=5, seed=1, table=table).values,
+                          sampled.values)  # the sampled reference does not read the table
+    with pytest.raises(ValueError, match="utilities of 7 players; the game has 8"):
+        ia.reference_values(game, table=table[:2**7])
+
 def test_leave_one_out_normalised_is_the_largest_s_scheme_on_exact_marginals(small):
     data, game, _ = small
     loo = ia.leave_one_out_normalised(game)

@@ -169,3 +169,23 @@ def test_rank_correlation_at_a_threshold_is_exact():
     assert np.isnan(rank_correlation(x, np.ones(9))) and np.isnan(rank_correlation(x[:1], y[:1]))
     with pytest.raises(ValueError, match="x and y must be 1-D of one length"):
         rank_correlation(x, y[:5])
+
+
+def test_rank_correlation_test_is_rank_correlation_with_scipys_p_value():
+    from scipy.stats import spearmanr
+
+    from shapley_research.experiments._verdicts import rank_correlation, rank_correlation_test
+
+    x, y = np.arange(9.0), np.array([6.0, 8, 7, 5, 1, 3, 4, 0, 2])
+    for a, b in ((x, y), (x, -y), (x, np.sin(x)), (x, x)):
+        rho, p = rank_correlation_test(a, b)
+        assert rho == rank_correlation(a, b) and p == spearmanr(a, b).pvalue
+        for alternative in ("greater", "less"):
+            assert rank_correlation_test(a, b, alternative) == (rho, spearmanr(a, b, alternative=alternative).pvalue)
+    assert rank_correlation_test(x, y) == (-0.8, pytest.approx(spearmanr(x, y).pvalue))
+    assert rank_correlation_test(x, -y, "greater")[1] < 0.05 < rank_correlation_test(x, y, "greater")[1]
+    assert all(np.isnan(rank_correlation_test(x, np.ones(9)))) and all(np.isnan(rank_correlation_test(x[:1], y[:1])))
+    with pytest.raises(ValueError, match="alternative must be"):
+        rank_correlation_test(x, y, "positive")
+    with pytest.raises(ValueError, match="x and y must be 1-D of one length"):
+        rank_correlation_test(x, y[:5], "greater")

@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ... import ValuationResult
-from .._verdicts import CORRELATION_RANGE, NONNEGATIVE_RANGE, decide, mean_interval, repetitions_to_decide  # noqa: F401
+from .._verdicts import (CORRELATION_RANGE, NONNEGATIVE_RANGE, decide, mean_interval,  # noqa: F401
+                         rank_correlation_test, repetitions_to_decide)
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -44,7 +45,8 @@ def agreement(values: ArrayLike, reference: ArrayLike) -> dict[str, float]:
     -------
     dict
         ``spearman`` and its one-sided p-value ``spearman_p`` (H1: positive
-        rank correlation), ``pearson``, ``l2_error`` and ``rel_l2_error``
+        rank correlation; :func:`~.._verdicts.rank_correlation_test`, the
+        coefficient rounded as every experiment's), ``pearson``, ``l2_error`` and ``rel_l2_error``
         (:math:`\\|v - s\\|_2 / \\|s\\|_2`), ``max_abs_error``.
     """
     from scipy import stats
@@ -52,10 +54,9 @@ def agreement(values: ArrayLike, reference: ArrayLike) -> dict[str, float]:
     values, reference = np.asarray(values, dtype=float), np.asarray(reference, dtype=float)
     if values.shape != reference.shape:
         raise ValueError(f"values {values.shape} and reference {reference.shape} differ in shape.")
-    rho = stats.spearmanr(values, reference)
-    p_one_sided = rho.pvalue / 2 if rho.statistic > 0 else 1 - rho.pvalue / 2
+    rho, p_one_sided = rank_correlation_test(values, reference, alternative="greater")
     error = values - reference
-    return {"spearman": float(rho.statistic), "spearman_p": float(p_one_sided),
+    return {"spearman": rho, "spearman_p": p_one_sided,
             "pearson": float(stats.pearsonr(values, reference).statistic),
             "l2_error": float(np.linalg.norm(error)),
             "rel_l2_error": float(np.linalg.norm(error) / np.linalg.norm(reference)),

@@ -26,25 +26,54 @@ if TYPE_CHECKING:
 # ------------------------------------------------------------------------------------- the methods
 
 def reference_values(game: GameLike, method: str = "exact", n_permutations: int = 20000, seed: int = 0,
-                     n_jobs: int = 1) -> ValuationResult:
+                     n_jobs: int = 1, table: np.ndarray | None = None) -> ValuationResult:
     """The precise reference: exact enumeration, or permutation sampling with many permutations.
 
     Parameters
     ----------
+    game : GameLike
+        The game (:func:`make_game`).
     method : {"exact", "permutation"}
         ``"exact"`` evaluates all :math:`2^N` coalitions (``stderr`` zero);
         ``"permutation"`` draws ``n_permutations`` permutations (the paper's
         protocol, for ``N`` too large to enumerate) and keeps their standard
         error.
+    n_permutations, seed, n_jobs : int
+        Of ``"permutation"``.
+    table : numpy.ndarray, optional
+        The game's ``(2^N,)`` utilities (:func:`utility_table`), which
+        ``"exact"`` then reads instead of enumerating the coalitions again:
+        the values are bit for bit those of
+        :func:`~shapley_research.exact_shapley` (``n_evaluations`` counts the
+        table's :math:`2^N`). ``"permutation"`` ignores it.
+
+    Returns
+    -------
+    ValuationResult
     """
     if method == "exact":
-        result = exact_shapley(game, max_players=22)
+        if table is None:
+            result = exact_shapley(game, max_players=22)
+        else:
+            result = _exact_from_table(game, table)
         result.stderr = np.zeros(result.n_players)
         return result
     if method == "permutation":
         return permutation_shapley(game, n_permutations * game.n_players + 1, seed=seed, n_jobs=n_jobs,
                                    progress=False)
     raise ValueError(f"reference must be 'exact' or 'permutation', got {method!r}.")
+
+
+def _exact_from_table(game: GameLike, table: np.ndarray) -> ValuationResult:
+    """:func:`~shapley_research.exact_shapley`'s result, its values from the table of the game's utilities."""
+    from ...estimators import shapley_from_table
+
+    start = time.perf_counter()
+    if _players(table) != game.n_players:
+        raise ValueError(f"table holds the utilities of {_players(table)} players; the game has {game.n_players}.")
+    return ValuationResult(values=shapley_from_table(table), n_evaluations=len(table), method="exact",
+                           wall_time=time.perf_counter() - start,
+                           info={"empty_utility": float(table[0]), "full_utility": float(table[-1])})
 
 
 def leave_one_out_normalised(game: GameLike, empty_utility: float | None = None) -> ValuationResult:
