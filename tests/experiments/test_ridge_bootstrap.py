@@ -1,4 +1,4 @@
-"""ridge_stability's U-shape claims decided on a bootstrap over the shared permutations."""
+"""ridge_stability's bootstrap over the shared permutations: one draw, the U-shape claims and the standard error."""
 
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ def test_aligned_resamples_centre_on_the_estimate():
 
 
 # --------------------------------------------------------------------------------------------
-# Determinism and the existing random streams
+# Determinism and the one draw of resamples
 # --------------------------------------------------------------------------------------------
 
 def test_resample_counts_are_deterministic_and_whole_resamples():
@@ -75,22 +75,62 @@ def test_resample_counts_are_deterministic_and_whole_resamples():
     assert not np.array_equal(counts, rs.resample_counts(8, 50, 30))
 
 
-def test_run_grid_keeps_every_existing_stream(tiny):
-    """The permutations and the standard error's resamples are drawn as before; the new resamples are repeatable."""
+@pytest.mark.parametrize("T", [2, 3, 40, 4000])
+def test_a_prefix_of_the_draw_does_not_depend_on_how_many_rows_are_drawn(T):
+    """numpy fills integers(0, T, size=(B, T)) row by row: the first rows are the same for every B."""
+    def rng():
+        return np.random.default_rng(rs.u_shape_seed(3))
+
+    full = rng().integers(0, T, size=(300, T))
+    for B in (1, 7, 40, 200, 299):
+        np.testing.assert_array_equal(rng().integers(0, T, size=(B, T)), full[:B])
+    counts = rs.resample_counts(3, 300, T)
+    for B in (40, 41, 200):
+        np.testing.assert_array_equal(rs.resample_counts(3, B, T), counts[:B])
+        np.testing.assert_array_equal(rs.draw_counts(rng(), B, T), counts[:B])
+        np.testing.assert_array_equal(rs.bootstrap_weights(rng(), B, T), counts[:B])  # same draw, as floats
+    assert rs.bootstrap_weights(rng(), 0, T).shape == (0, T)
+
+
+def test_the_standard_error_recentres_the_u_shape_statistic():
+    """One computation of a resample's debiased variance: variance_statistics recentres resampled_variances."""
+    phi = efficient_phi(np.random.default_rng(2), T=120)
+    counts = rs.resample_counts(5, 300, len(phi))
+    stats = rs.variance_statistics(phi, u_total=5.0, weights=counts[:100])
+    replicates = rs.resampled_variances(phi, 5.0, counts)[:100]
+    np.testing.assert_array_equal(stats["bootstrap"], replicates - replicates.mean() + stats["variance"])
+    assert stats["variance_se"] == np.std(stats["bootstrap"], ddof=1)
+    floats = rs.variance_statistics(phi, u_total=5.0, weights=counts[:100].astype(float))
+    np.testing.assert_array_equal(floats["bootstrap"], stats["bootstrap"])
+
+
+@pytest.mark.parametrize(("n_se", "n_u"), [(20, 40), (20, 80), (60, 40), (0, 40)])
+def test_run_grid_draws_every_resample_once(tiny, n_se, n_u):
+    """Both bootstraps are prefixes of one draw, resample_counts(seed, max(n_se, n_u), T), after the permutations."""
+    lams = rs.lambda_grid(1e-3, 1e3, 3)
+    rows = rs.run_grid(tiny, lams, 40, seed=2, n_bootstrap=n_se, n_bootstrap_u_shape=n_u)
+    perms = random_permutations(np.random.default_rng([2, 1]), 40, tiny.n_players)  # drawn as always
+    draw = rs.resample_counts(2, max(n_se, n_u), 40)
+    for row in rows:
+        expected = rs.value_variance_for_lambda(tiny, row["lam"], row["convention"], perms, draw[:n_se], draw[:n_u])
+        for key in ("values", "variance", "bootstrap", "variance_se", "variance_lo", "variance_hi", "mc_noise",
+                    "resampled_variance"):
+            np.testing.assert_array_equal(row[key], expected[key])
+        assert len(row["bootstrap"]) == n_se and len(row["resampled_variance"]) == n_u
+        assert math.isnan(row["variance_se"]) == (n_se == 0)
+
+
+def test_each_bootstrap_depends_on_its_own_count_only(tiny):
     lams = rs.lambda_grid(1e-3, 1e3, 3)
     rows = rs.run_grid(tiny, lams, 40, seed=2, n_bootstrap=20, n_bootstrap_u_shape=40)
     more = rs.run_grid(tiny, lams, 40, seed=2, n_bootstrap=20, n_bootstrap_u_shape=80)
-    again = rs.run_grid(tiny, lams, 40, seed=2, n_bootstrap=20, n_bootstrap_u_shape=40)
-    rng = np.random.default_rng([2, 1])  # the stream run_grid drew from before the U-shape bootstrap existed
-    perms = random_permutations(rng, 40, tiny.n_players)
-    weights = rs.bootstrap_weights(rng, 20, 40)
-    for row, other, twin in zip(rows, more, again):
-        before = rs.value_variance_for_lambda(tiny, row["lam"], row["convention"], perms, weights)
-        for key in ("values", "variance", "bootstrap", "variance_lo", "variance_hi", "mc_noise"):
-            np.testing.assert_array_equal(row[key], before[key])
+    wider = rs.run_grid(tiny, lams, 40, seed=2, n_bootstrap=60, n_bootstrap_u_shape=40)
+    for row, other, third in zip(rows, more, wider):
+        for key in ("values", "variance", "bootstrap", "variance_se", "variance_lo", "variance_hi"):
             np.testing.assert_array_equal(row[key], other[key])
-        np.testing.assert_array_equal(row["resampled_variance"], twin["resampled_variance"])
-        assert len(other["resampled_variance"]) == 80
+        np.testing.assert_array_equal(row["resampled_variance"], third["resampled_variance"])
+        # the first 40 of 80 resamples are the 40 (a larger product may round differently in the last bit)
+        np.testing.assert_allclose(other["resampled_variance"][:40], row["resampled_variance"], rtol=1e-12, atol=0)
 
 
 @pytest.mark.parametrize("bad", [0, 39, -1])

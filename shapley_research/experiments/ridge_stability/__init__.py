@@ -75,12 +75,16 @@ resample at every :math:`\lambda`), the debiased variance recomputed at every
 minimum strictly inside the grid in at least 95% of the resamples; "does not
 hold", the interval below ``factor`` or an interior minimum in fewer than 5%;
 anything else is inconclusive (:mod:`._bootstrap` states the rule and the
-alignment of the resamples on the estimate).
+alignment of the resamples on the estimate). The variance's standard error and
+95% interval come from the same bootstrap: one draw of resamples
+(:func:`resample_counts`), whose first ``n_bootstrap`` rows serve the standard
+error and first ``n_bootstrap_u_shape`` rows the U-shape claims, each resample's
+debiased variance computed once, by :func:`resampled_variances`.
 """
 
-from ._bootstrap import (INTERIOR_TO_FAIL, LOCATED_TO_HOLD, MIN_BOOTSTRAP, U_SHAPE_LEVEL, permutations_to_decide,
-                         resample_counts, resampled_variances, u_shape_interval, u_shape_replicates, u_shape_seed,
-                         u_shape_verdict)
+from ._bootstrap import (INTERIOR_TO_FAIL, LOCATED_TO_HOLD, MIN_BOOTSTRAP, U_SHAPE_LEVEL, draw_counts,
+                         permutations_to_decide, resample_counts, resampled_variances, u_shape_interval,
+                         u_shape_replicates, u_shape_seed, u_shape_verdict)
 from ._claims import LABELS, evaluate_claims
 from ._data import (CONVENTIONS, CoalitionScaledRidge, RidgeData, alpha_from_lambda, lambda_grid,
                     load_standardised_diabetes, make_game)
@@ -97,7 +101,7 @@ __all__ = [
     "bootstrap_weights", "variance_statistics", "value_variance_for_lambda", "u_shape_statistics", "side_spearman",
     "fits_well_mask", "ols_train_mse", "run_grid", "u_shape_fraction", "grid_table", "values_table",
     "bootstrap_matrix", "evaluate_claims", "plot_variance", "plot_theorem5", "VARIANCE_COLUMNS",
-    "THEOREM5_COLUMNS", "THEOREM5_CONVENTION", "LABELS", "u_shape_seed", "resample_counts", "resampled_variances",
-    "u_shape_replicates", "u_shape_interval", "u_shape_verdict", "permutations_to_decide", "U_SHAPE_LEVEL",
-    "LOCATED_TO_HOLD", "INTERIOR_TO_FAIL", "MIN_BOOTSTRAP",
+    "THEOREM5_COLUMNS", "THEOREM5_CONVENTION", "LABELS", "u_shape_seed", "draw_counts", "resample_counts",
+    "resampled_variances", "u_shape_replicates", "u_shape_interval", "u_shape_verdict", "permutations_to_decide",
+    "U_SHAPE_LEVEL", "LOCATED_TO_HOLD", "INTERIOR_TO_FAIL", "MIN_BOOTSTRAP",
 ]

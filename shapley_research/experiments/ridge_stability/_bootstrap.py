@@ -1,10 +1,10 @@
-r"""The U-shape claims decided on a bootstrap over the shared permutations.
+r"""One bootstrap over the shared permutations: the variance's standard error and the U-shape claims.
 
 The values at every :math:`\lambda` and under every convention come from the
 same :math:`T` permutations :math:`\pi_1, \dots, \pi_T` (common random numbers).
 A resample draws :math:`T` of them with replacement, the same draw for every
-:math:`\lambda`; with :math:`c_{bt}` the number of times permutation :math:`t`
-enters resample :math:`b` (:func:`resample_counts`), the resample's values and
+:math:`\lambda` and convention; with :math:`c_{bt}` the number of times
+permutation :math:`t` enters resample :math:`b`, the resample's values and
 second moments are
 
 .. math:: \hat s^{*}_{b} = \frac1T\sum_t c_{bt}\,\phi_t, \qquad
@@ -15,6 +15,22 @@ and its debiased variance :math:`D^*_b(\lambda)` is the statistic of
 :math:`\frac1N\sum_i(\hat s^*_{bi} - \bar s)^2 - \frac1N\sum_i
 (m^*_{bi} - \hat s^{*2}_{bi})/(T-1)`. The identity resample (:math:`c_{bt} = 1`)
 gives the estimate bit for bit.
+
+**One mechanism.** Every resample of the experiment comes from one draw
+(:func:`resample_counts`): row :math:`b` holds :math:`T` indices drawn uniformly
+with replacement (``Generator.integers(0, T, size=(B, T))``) from the stream
+:func:`u_shape_seed`, counted into :math:`c_{b\cdot}`. numpy fills the array
+row by row from one stream, so the first :math:`B'` rows of a draw of
+:math:`B \ge B'` rows *are* the draw of :math:`B'` rows: the run draws
+:math:`\max(` ``n_bootstrap``, ``n_bootstrap_u_shape`` :math:`)` rows once,
+the variance's standard error and interval (:func:`~._measure.variance_statistics`)
+use the first ``n_bootstrap`` of them and the U-shape claims the first
+``n_bootstrap_u_shape``, both through :func:`resampled_variances`. The two
+differ only in how the :math:`D^*_b` are put on the estimate :math:`\hat D`:
+the standard error's are recentred on their own mean,
+:math:`D^*_b - \overline{D^*} + \hat D`; the U-shape claims' are aligned as
+below (both remove the bootstrap world's offset ``mc_noise``, the first up to
+its sampling error).
 
 **Alignment.** In the bootstrap world the true values are :math:`\hat s`, so the
 resamples' debiased variances centre on :math:`\mathrm{Var}_{pop}(\hat s)` =
@@ -56,7 +72,7 @@ import numpy as np
 
 from ..._validation import check_float, check_int
 
-__all__ = ["U_SHAPE_LEVEL", "LOCATED_TO_HOLD", "INTERIOR_TO_FAIL", "MIN_BOOTSTRAP", "u_shape_seed",
+__all__ = ["U_SHAPE_LEVEL", "LOCATED_TO_HOLD", "INTERIOR_TO_FAIL", "MIN_BOOTSTRAP", "u_shape_seed", "draw_counts",
            "resample_counts", "resampled_variances", "u_shape_replicates", "u_shape_interval", "u_shape_verdict",
            "permutations_to_decide"]
 
@@ -79,16 +95,49 @@ def variance_from_moments(mean: np.ndarray, second: np.ndarray, T: int,
 
 
 def u_shape_seed(seed: int) -> np.random.SeedSequence:
-    """The resamples' stream: child 0 of ``SeedSequence([seed, 1])``, the permutations' (which it leaves untouched)."""
+    """The resamples' stream (every bootstrap of the run): child 0 of ``SeedSequence([seed, 1])``.
+
+    ``SeedSequence([seed, 1])`` itself seeds the permutations' generator, which spawning a child leaves untouched.
+    """
     return np.random.SeedSequence([check_int(seed, "seed", minimum=0), 1]).spawn(1)[0]
 
 
-def resample_counts(seed: int, n_bootstrap: int, n_permutations: int) -> np.ndarray:
-    r"""Counts :math:`c_{bt}` (B, T): how often permutation ``t`` enters resample ``b``, each row summing to ``T``.
+def draw_counts(rng: np.random.Generator, n_bootstrap: int, n_permutations: int) -> np.ndarray:
+    r"""The one resampling draw: counts :math:`c_{bt}` (B, T) of ``T`` indices drawn with replacement per row.
 
-    Each resample draws ``T`` permutation indices uniformly with replacement from
-    ``numpy.random.default_rng(u_shape_seed(seed))``; the same counts serve every lambda and
-    convention (the resample is of whole permutations).
+    Row ``b`` takes :math:`T` indices :math:`j_{b1}, \dots, j_{bT}` uniform on :math:`\{0, \dots, T-1\}`
+    (``rng.integers(0, T, size=(B, T))``) and counts them, :math:`c_{bt} = \#\{k : j_{bk} = t\}`, so
+    :math:`\sum_t c_{bt} = T` and :math:`c_{b\cdot} \sim \mathrm{Multinomial}(T, \mathbf 1/T)`. The array is
+    filled row by row from the stream, so from the same state the first ``B'`` rows do not depend on ``B >= B'``.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        Advanced by the draw.
+    n_bootstrap : int
+        ``B`` >= 0.
+    n_permutations : int
+        ``T`` >= 2.
+
+    Returns
+    -------
+    ndarray of int32, shape (B, T)
+    """
+    B = check_int(n_bootstrap, "n_bootstrap", minimum=0)
+    T = check_int(n_permutations, "n_permutations", minimum=2)
+    picks = rng.integers(0, T, size=(B, T))
+    flat = (np.arange(B)[:, None] * T + picks).ravel()
+    return np.bincount(flat, minlength=B * T).reshape(B, T).astype(np.int32)
+
+
+def resample_counts(seed: int, n_bootstrap: int, n_permutations: int) -> np.ndarray:
+    r"""The run's resamples: :func:`draw_counts` from ``numpy.random.default_rng(u_shape_seed(seed))``.
+
+    Counts :math:`c_{bt}` (B, T): how often permutation ``t`` enters resample ``b``, each row summing
+    to ``T``; the same counts serve every lambda and convention (the resample is of whole
+    permutations). A prefix of rows is a smaller call's draw: ``resample_counts(seed, B, T)[:B']``
+    equals ``resample_counts(seed, B', T)``, which is how one draw serves both the standard error
+    (``n_bootstrap`` rows) and the U-shape claims (``n_bootstrap_u_shape`` rows).
 
     Parameters
     ----------
@@ -104,15 +153,14 @@ def resample_counts(seed: int, n_bootstrap: int, n_permutations: int) -> np.ndar
     ndarray of int32, shape (B, T)
     """
     B = check_int(n_bootstrap, "n_bootstrap", minimum=MIN_BOOTSTRAP)
-    T = check_int(n_permutations, "n_permutations", minimum=2)
-    picks = np.random.default_rng(u_shape_seed(seed)).integers(0, T, size=(B, T))
-    flat = (np.arange(B)[:, None] * T + picks).ravel()
-    return np.bincount(flat, minlength=B * T).reshape(B, T).astype(np.int32)
+    return draw_counts(np.random.default_rng(u_shape_seed(seed)), B, n_permutations)
 
 
 def resampled_variances(phi: np.ndarray, u_total: float, counts: np.ndarray) -> np.ndarray:
     r"""The debiased variance :math:`D^*_b` of every resample (not aligned; see the module docstring).
 
+    The one computation of a resample's statistic: the U-shape claims use it directly, and
+    :func:`~._measure.variance_statistics` recentres it for the standard error and interval.
     The resample's moments are computed as the full sample's plus a correction,
     :math:`\hat s^*_b = \hat s + \frac1T\sum_t (c_{bt} - 1)\phi_t` (and likewise the second
     moments), so that a row of ones reproduces :func:`~._measure.variance_statistics`'s
@@ -126,7 +174,8 @@ def resampled_variances(phi: np.ndarray, u_total: float, counts: np.ndarray) -> 
     u_total : float
         :math:`U(D) - U(\emptyset)`.
     counts : ndarray (B, T)
-        Resampling counts (:func:`resample_counts`), non-negative integers.
+        Resampling counts (:func:`resample_counts`, :func:`draw_counts`), non-negative integers
+        (integral floats, as :func:`~._measure.bootstrap_weights` returns, give the same result).
 
     Returns
     -------

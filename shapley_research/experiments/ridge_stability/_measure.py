@@ -10,7 +10,7 @@ from ..._validation import check_float, check_int
 from ...estimators import marginal_contributions, random_permutations
 from .._parallel import check_n_jobs, parallel_map
 from .._verdicts import rank_correlation
-from ._bootstrap import MIN_BOOTSTRAP, resample_counts, resampled_variances, variance_from_moments
+from ._bootstrap import MIN_BOOTSTRAP, draw_counts, resample_counts, resampled_variances, variance_from_moments
 from ._data import CONVENTIONS, RidgeData, make_game
 
 if TYPE_CHECKING:
@@ -22,12 +22,14 @@ if TYPE_CHECKING:
 # --------------------------------------------------------------------------------------------
 
 def bootstrap_weights(rng: np.random.Generator, n_bootstrap: int, n_permutations: int) -> np.ndarray:
-    """Resampling counts (B, T): row ``b`` says how often each permutation enters replicate ``b``."""
-    n_bootstrap = check_int(n_bootstrap, "n_bootstrap", minimum=0)
-    T = check_int(n_permutations, "n_permutations", minimum=2)
-    if n_bootstrap == 0:
-        return np.zeros((0, T))
-    return rng.multinomial(T, np.full(T, 1.0 / T), size=n_bootstrap).astype(float)
+    """Resampling counts (B, T) as floats: row ``b`` says how often each permutation enters replicate ``b``.
+
+    The one resampling draw, :func:`~._bootstrap.draw_counts`, from ``rng`` (``B`` = 0 gives an empty
+    (0, T) array). :func:`run_grid` does not call it: it takes the first ``n_bootstrap`` rows of
+    :func:`~._bootstrap.resample_counts`, the draw that also decides the U-shape claims, which equal
+    ``bootstrap_weights(numpy.random.default_rng(u_shape_seed(seed)), n_bootstrap, T)``.
+    """
+    return draw_counts(rng, n_bootstrap, n_permutations).astype(float)
 
 
 def variance_statistics(phi: np.ndarray, u_total: float, weights: np.ndarray | None = None) -> dict:
@@ -43,10 +45,14 @@ def variance_statistics(phi: np.ndarray, u_total: float, weights: np.ndarray | N
     * ``uniform_error`` = :math:`\|\hat s - \bar s\mathbf 1\|_2` (equals ``sqrt(N variance_raw)``) and
       ``uniform_error_debiased`` = :math:`\sqrt{N\max(\text{variance}, 0)}`;
     * ``value_range`` = :math:`\max_i\hat s_i - \min_i\hat s_i`, ``mean_abs_value``;
-    * with bootstrap ``weights`` (B, T) over permutations: ``variance_se`` (bootstrap standard error
-      of ``variance``), ``variance_lo``/``variance_hi`` (2.5/97.5 percentiles) and ``bootstrap`` (the B
-      replicates of ``variance``, recentred on the estimate: in the bootstrap world the "true" values
-      are :math:`\hat s`, so raw replicates of the debiased statistic centre on ``variance_raw``).
+    * with bootstrap ``weights`` :math:`c` (B, T) over permutations: the replicates
+      :math:`D^*_b` = :func:`~._bootstrap.resampled_variances` (the debiased variance of each resample,
+      the computation the U-shape claims use), recentred on the estimate,
+      :math:`\tilde D_b = D^*_b - \frac1B\sum_{b'} D^*_{b'} + \text{variance}` (in the bootstrap world
+      the "true" values are :math:`\hat s`, so the :math:`D^*_b` centre on ``variance_raw``; the
+      recentring is the usual bootstrap bias correction and keeps their spread): ``bootstrap`` (the B
+      :math:`\tilde D_b`), ``variance_se`` (their standard deviation, ``ddof=1``) and
+      ``variance_lo``/``variance_hi`` (their 2.5/97.5 percentiles, numpy's default ``"linear"``).
 
     Parameters
     ----------
@@ -55,7 +61,8 @@ def variance_statistics(phi: np.ndarray, u_total: float, weights: np.ndarray | N
     u_total : float
         :math:`U(D) - U(\emptyset)`, the total the values share.
     weights : ndarray (B, T), optional
-        Bootstrap resampling counts (:func:`bootstrap_weights`), each row summing to ``T``.
+        Bootstrap resampling counts (:func:`~._bootstrap.resample_counts` or :func:`bootstrap_weights`),
+        each row summing to ``T``; None or no rows: ``bootstrap`` empty and the three others NaN.
     """
     phi = np.asarray(phi, dtype=float)
     T, N = phi.shape
@@ -70,12 +77,8 @@ def variance_statistics(phi: np.ndarray, u_total: float, weights: np.ndarray | N
            "uniform_error_debiased": float(np.sqrt(N * max(debiased, 0.0))),
            "value_range": float(values.max() - values.min()), "mean_abs_value": float(np.mean(np.abs(values)))}
     if weights is not None and len(weights):
-        means = weights @ phi / T
-        seconds = weights @ (phi**2) / T
-        _, boot, _ = variance_from_moments(means, seconds, T, centre)
-        # In the bootstrap world the "true" values are hat s, so the replicates centre on variance_raw;
-        # recentre them on the estimate (the usual bootstrap bias correction) and keep their spread.
-        boot = boot - boot.mean() + debiased
+        boot = resampled_variances(phi, u_total, weights)
+        boot = boot - boot.mean() + debiased  # they centre on variance_raw: recentre on the estimate
         out.update(bootstrap=boot, variance_se=float(np.std(boot, ddof=1)),
                    variance_lo=float(np.percentile(boot, 2.5)), variance_hi=float(np.percentile(boot, 97.5)))
     else:
@@ -92,8 +95,10 @@ def value_variance_for_lambda(data: RidgeData, lam: float, convention: str, perm
     :func:`shapley_research.estimators.marginal_contributions` (the estimator of
     :func:`~shapley_research.permutation_shapley`, through the game's one-pass prefix path) on the
     given ``permutations``, shared across lambdas (common random numbers) so that differences along
-    the grid are not blurred by independent sampling noise. With resampling ``counts`` (B, T)
-    (:func:`~._bootstrap.resample_counts`) the result also holds ``resampled_variance``, the
+    the grid are not blurred by independent sampling noise. ``weights`` (the first ``n_bootstrap``
+    rows of the run's resamples) give the standard error (:func:`variance_statistics`); with
+    resampling ``counts`` (B, T) (:func:`~._bootstrap.resample_counts`, the first
+    ``n_bootstrap_u_shape`` rows of the same draw) the result also holds ``resampled_variance``, the
     debiased variance of every resample (:func:`~._bootstrap.resampled_variances`, not aligned;
     empty without ``counts``), from which the U-shape claims are decided.
     """
@@ -170,18 +175,24 @@ def run_grid(data: RidgeData, lams: Sequence[float], n_permutations: int, seed: 
              conventions: Sequence[str] = CONVENTIONS, n_bootstrap: int = 200, n_jobs: int = 1,
              progress: Callable[..., Iterable[Any]] | None = None,
              n_bootstrap_u_shape: int = 2000) -> list[dict[str, Any]]:
-    """Values and their variance at every ``lam`` under every convention.
+    r"""Values and their variance at every ``lam`` under every convention.
 
     The same ``n_permutations`` random permutations (and bootstrap resamples) are used for every
-    lambda and convention; they are drawn from ``numpy.random.default_rng([seed, 1])`` (a stream
-    apart from the split's ``default_rng(seed)``), so results depend on ``seed`` only (never on
-    ``n_jobs``). The ``n_bootstrap`` resamples give each variance's standard error and interval;
-    the ``n_bootstrap_u_shape`` resamples, from a stream of their own
-    (:func:`~._bootstrap.resample_counts`, which leaves the first unchanged), decide the U-shape
-    claims (:func:`~._bootstrap.u_shape_interval`).
+    lambda and convention; the permutations are drawn from ``numpy.random.default_rng([seed, 1])``
+    (a stream apart from the split's ``default_rng(seed)``), so results depend on ``seed`` only
+    (never on ``n_jobs``). The resamples are one draw of :math:`\max(` ``n_bootstrap``,
+    ``n_bootstrap_u_shape`` :math:`)` rows (:func:`~._bootstrap.resample_counts`, from a child of
+    that seed which leaves the permutations unchanged): its first ``n_bootstrap`` rows give each
+    variance's standard error and interval (:func:`variance_statistics`), its first
+    ``n_bootstrap_u_shape`` rows decide the U-shape claims (:func:`~._bootstrap.u_shape_interval`).
+    A prefix of the draw does not depend on the number of rows drawn, so each set of resamples
+    depends on its own count only, and the smaller is a subset of the larger.
 
     Parameters
     ----------
+    n_bootstrap : int
+        Resamples of the permutations for each variance's standard error and interval, >= 0
+        (0: none, NaN).
     progress : callable, optional
         ``progress(iterable, desc=..., total=...)`` wrapper for the loop (e.g.
         :func:`shapley_research.experiments.progress`).
@@ -198,11 +209,12 @@ def run_grid(data: RidgeData, lams: Sequence[float], n_permutations: int, seed: 
     T = check_int(n_permutations, "n_permutations", minimum=2)
     n_jobs = check_n_jobs(n_jobs)
     n_u_shape = check_int(n_bootstrap_u_shape, "n_bootstrap_u_shape", minimum=MIN_BOOTSTRAP)
+    n_se = check_int(n_bootstrap, "n_bootstrap", minimum=0)
     # a stream of its own: the train/test split is drawn from default_rng(seed) itself
     rng = np.random.default_rng([check_int(seed, "seed", minimum=0), 1])
     permutations = random_permutations(rng, T, data.n_players)
-    weights = bootstrap_weights(rng, n_bootstrap, T)
-    counts = resample_counts(seed, n_u_shape, T)
+    draw = resample_counts(seed, max(n_se, n_u_shape), T)  # one draw: every resample of the run
+    weights, counts = draw[:n_se], draw[:n_u_shape]
     tasks = [(convention, float(lam)) for convention in conventions for lam in np.asarray(lams)]
     return parallel_map(value_variance_for_lambda,
                         [(data, lam, c, permutations, weights, counts) for c, lam in tasks],

@@ -82,8 +82,9 @@ def values_table(rows: list[dict[str, Any]]) -> pd.DataFrame:
 def bootstrap_matrix(rows: list[dict], convention: str, key: str = "bootstrap") -> tuple[np.ndarray, np.ndarray]:
     """``(lambdas, replicates)`` of one convention: replicates (B, n_lambdas) of the variance.
 
-    ``key``: ``"bootstrap"`` (the standard error's resamples, recentred) or ``"resampled_variance"``
-    (the U-shape claims' resamples, not aligned); rows without it give ``B = 0``.
+    ``key``: ``"bootstrap"`` (the standard error's resamples, the first ``n_bootstrap`` of the run's
+    draw, recentred) or ``"resampled_variance"`` (the U-shape claims', the first
+    ``n_bootstrap_u_shape`` of the same draw, not aligned); rows without it give ``B = 0``.
     """
     mine = sorted((row for row in rows if row["convention"] == convention), key=lambda r: r["lam"])
     lams = np.array([row["lam"] for row in mine])
