@@ -122,7 +122,7 @@ def test_the_graph_sees_relative_lazy_and_parent_imports():
 
 # The layers, bottom up: a module may import its own layer and the layers below it, never one above.
 LAYERS = (
-    {"_validation", "_threads", "_warnings", "_device", "result", "datasets"},
+    {"_validation", "_threads", "_ordered", "_warnings", "_device", "result", "datasets"},
     {"games"},
     {"utilities", "attacks"},
     {"estimators"},

@@ -35,6 +35,7 @@ from ._data_oob_batched import (batched_learner, batched_results, check_learner,
 from ._sampling._batches import close_batches, model_seeds
 from ._sampling._loop import batch_rng
 from .._device import check_game_jobs
+from .._ordered import ordered_map
 from .._threads import Pinned, pinned_threads
 from .._validation import (check_bool, check_choice, check_class_labels, check_features, check_int, check_n_jobs,
                            check_real_array, check_seed, check_target_vector, check_two_classes, is_frame)
@@ -387,11 +388,7 @@ def _per_fit_results(run: _Run):
     """Per estimator, in order: ``_fit_one``'s triple, fitted here or by joblib workers."""
     tasks = ((run.model, run.X, run.y, run.entropy, b, run.classification, run.score)
              for b in range(run.n_estimators))
-    if run.n_jobs in (None, 1):
-        return (_fit_one(*args) for args in tasks)
-    from joblib import Parallel, delayed
-
-    return Parallel(n_jobs=run.n_jobs, return_as="generator")(delayed(Pinned(_fit_one))(*args) for args in tasks)
+    return ordered_map(_fit_one if run.n_jobs in (None, 1) else Pinned(_fit_one), tasks, run.n_jobs)
 
 
 def _accumulate(run: _Run):

@@ -37,6 +37,7 @@ from ._sampling._progress import progress_bar
 from ._sampling._subsets import random_subsets
 from ._sampling._without_replacement import (MAX_STRATUM, PILOT_PHASE, StratumPlan, draw_coalitions, size_rng,
                                              pass_remainder, without_replacement_sizes)
+from .._ordered import ordered_map
 from .._validation import check_choice, check_float, check_game, check_int, check_utilities
 from ._permutation import documents_sampling_options
 from ._svarm_strata import (CoalitionBatches, batch_state, evaluate_batch, nearest_filled, pooled_variances,
@@ -179,13 +180,8 @@ def _pilot(game, n: int, n_pilot: int, entropy: int, reference: float, batch_siz
         utilities = np.split(np.asarray(saved, dtype=float), ends[:-1])
     else:
         evaluate = Pinned(evaluate_batch)  # the same BLAS threads in every worker: identical values
-        if n_jobs in (None, 1) or len(draws) == 1:
-            results = (evaluate(game, masks) for _, masks in draws)
-        else:
-            from joblib import Parallel, delayed
-
-            results = Parallel(n_jobs=n_jobs, batch_size=1, return_as="generator")(
-                delayed(evaluate)(game, masks) for _, masks in draws)
+        results = ordered_map(evaluate, ((game, masks) for _, masks in draws), None if len(draws) == 1 else n_jobs,
+                              batch_size=1)
         utilities, done, bar = [], 0, progress_bar(progress, total=n_pilot, desc="SVARM pilot")
         with bar, reporting_to(None if bar.disable else bar.update):
             try:

@@ -16,6 +16,8 @@ import numbers
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
+from .._ordered import ordered_map
+
 __all__ = ["check_n_jobs", "parallel_map"]
 
 _Result = TypeVar("_Result")
@@ -61,13 +63,7 @@ def parallel_map(function: Callable[..., _Result], tasks: Iterable[Sequence[Any]
         raise ValueError(f"blas_threads must be an integer >= 1, got {blas_threads!r}.")
     tasks = [tuple(task) for task in tasks]
     results: Iterable[_Result]
-    if n_jobs == 1:
-        results = (_run_task(function, task, blas_threads) for task in tasks)
-    else:
-        from joblib import Parallel, delayed
-
-        results = Parallel(n_jobs=n_jobs, return_as="generator")(
-            delayed(_run_task)(function, task, blas_threads) for task in tasks)
+    results = ordered_map(_run_task, ((function, task, blas_threads) for task in tasks), n_jobs)
     if progress is not None:
         results = progress(results, desc=desc, total=len(tasks))
     return list(results)

@@ -111,6 +111,24 @@ def test_bit_identical_where_blas_threads_would_change_the_rounding(n_players, d
             assert_identical(run(2), sequential)
 
 
+@pytest.mark.slow  # starts pools of worker processes
+def test_a_backend_that_cannot_stream_results_gives_the_same_bits():
+    """joblib's ``multiprocessing`` backend returns lists only (no ``return_as="generator"``): same bits anyway."""
+    from sklearn.linear_model import LogisticRegression
+
+    from shapley_research.experiments import parallel_map
+
+    runs = blas_runs(7)
+    X = np.random.default_rng(0).normal(size=(40, 3))
+    y = (X[:, 0] > 0).astype(int)
+    runs["data_oob"] = lambda n_jobs: sr.data_oob(LogisticRegression(), X, y, n_estimators=20, seed=1, n_jobs=n_jobs)
+    sequential = {name: run(1) for name, run in runs.items()}
+    with parallel_config(backend="multiprocessing"):
+        for name, run in runs.items():
+            assert_identical(run(2), sequential[name])
+        assert parallel_map(abs, [(-i,) for i in range(7)], n_jobs=2) == list(range(7))
+
+
 def test_pinned_threads_nest_and_restore():
     from threadpoolctl import threadpool_info
 

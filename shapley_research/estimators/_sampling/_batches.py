@@ -28,6 +28,7 @@ from typing import Callable, Iterable, Iterator, NamedTuple
 
 import numpy as np
 
+from ..._ordered import ordered_map
 from ..._threads import Pinned
 from ..._warnings import collected_warnings
 
@@ -154,12 +155,7 @@ def ordered_results(fn: Callable, game: object, inputs: Iterable, n_jobs: int | 
 def _in_order(fn: Callable, calls: Iterable[tuple], n_jobs: int | None) -> Iterator:
     """``fn(*args)`` of every argument tuple, lazily and in order: here when asked for (``n_jobs`` None or 1), or
     by joblib's workers, one call per task and a short queue, each pinning its own threads."""
-    if n_jobs in (None, 1):
-        return (fn(*args) for args in calls)
-    from joblib import Parallel, delayed
-
-    return Parallel(n_jobs=n_jobs, return_as="generator", batch_size=1, pre_dispatch="2*n_jobs")(
-        delayed(Pinned(fn))(*args) for args in calls)
+    return ordered_map(fn if n_jobs in (None, 1) else Pinned(fn), calls, n_jobs, batch_size=1)
 
 
 def items_per_worker(n_items: int, n_jobs: int | None, per_worker: int = 4) -> int | None:
