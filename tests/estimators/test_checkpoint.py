@@ -110,6 +110,63 @@ def test_killed_process_resumes_to_the_same_values(tmp_path):
     assert_same_run(resumed, sr.permutation_shapley(GAME, 1 + 8 * 400, seed=9, batch_size=1))
 
 
+@pytest.mark.slow  # stops a child interpreter mid-run
+def test_terminated_process_saves_its_state_and_resumes_to_the_same_values(tmp_path):
+    """SIGTERM (``kill``, ``timeout``, a scheduler's stop) saves the state as Ctrl-C does; exit status 143."""
+    path, started = tmp_path / "terminated.ckpt", tmp_path / "started"
+    script = textwrap.dedent(f"""
+        import pathlib, sys, time
+        sys.path.insert(0, {str(Path(__file__).parents[1])!r})
+        import shapley_research as sr
+        from games import WeightedVotingGame
+        from shapley_research.estimators import _small_games
+
+        _small_games.ENUMERATION_MAX_PLAYERS = 0  # sample the 8 players, as in the parent (tests/conftest.py)
+
+        class Slow(WeightedVotingGame):
+            def _evaluate(self, masks):
+                pathlib.Path({str(started)!r}).touch()
+                time.sleep(0.02)
+                return super()._evaluate(masks)
+
+        sr.permutation_shapley(Slow([4, 3, 3, 2, 2, 1, 1, 1], quota=9), 1 + 8 * 400, seed=9, batch_size=1,
+                               checkpoint={str(path)!r}, checkpoint_interval=3600)
+    """)
+    child = subprocess.Popen([sys.executable, "-c", script])
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and child.poll() is None and not started.exists():
+            time.sleep(0.05)
+        time.sleep(0.3)  # let a few batches land; none is written before the interval but on the signal
+        assert child.poll() is None, "the run finished before it could be stopped"
+        assert not path.exists()
+        child.send_signal(signal.SIGTERM)
+    finally:
+        child.wait(timeout=60)
+    assert child.returncode == 128 + signal.SIGTERM
+    resumed = sr.permutation_shapley(CountingGame(GAME), 1 + 8 * 400, seed=9, batch_size=1, checkpoint=path)
+    assert 0 < resumed.info["resumed_samples"] < 400
+    assert_same_run(resumed, sr.permutation_shapley(GAME, 1 + 8 * 400, seed=9, batch_size=1))
+
+
+def test_sigterm_keeps_a_handler_installed_by_someone_else():
+    from shapley_research.estimators._sampling._checkpoint import terminated_as_exit
+
+    def mine(signum, frame):  # pragma: no cover - never called
+        pass
+
+    previous = signal.signal(signal.SIGTERM, mine)
+    try:
+        with terminated_as_exit():
+            assert signal.getsignal(signal.SIGTERM) is mine
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        with terminated_as_exit():
+            assert signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
+        assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def test_finished_run_is_returned_from_its_checkpoint_without_evaluations(tmp_path):
     path = tmp_path / "done.ckpt"
     first = RUNS["group_testing"](GAME, seed=2, checkpoint=path)

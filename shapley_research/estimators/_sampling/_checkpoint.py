@@ -35,11 +35,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import signal
+import threading
 import time
 import zipfile
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Iterator, Protocol
 
 import numpy as np
 
@@ -253,3 +256,31 @@ class Checkpoint:
                 tmp.unlink()
         self._last_save = time.monotonic()
         return True
+
+
+@contextmanager
+def terminated_as_exit() -> Iterator[None]:
+    """While the block runs, SIGTERM raises ``SystemExit(128 + SIGTERM)`` instead of ending the process at once.
+
+    ``kill``, ``timeout`` and batch schedulers (SLURM, at the end of a job's
+    time) stop a run with SIGTERM, whose default action gives Python no chance
+    to save; as an exception it reaches the sampling loop's handler, which
+    writes the checkpoint as on Ctrl-C, and the process then exits with the
+    status the signal would have given (143). Installed only in the main
+    thread (where Python runs signal handlers) and only over SIGTERM's default
+    action: a handler someone else installed (a notebook kernel, a Dask
+    worker) is left alone.
+    """
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL):
+        yield
+        return
+
+    def exit_on_terminate(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, exit_on_terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

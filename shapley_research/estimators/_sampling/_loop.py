@@ -31,6 +31,7 @@ Bernoulli projections (compressive sampling). So one loop serves them all:
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator, Protocol
 
@@ -40,7 +41,7 @@ import numpy as np
 from ._batches import (AUX_STREAM, BATCH_STREAM, CHUNK_CELLS, ORDER_STREAM, SIZE_STREAM, aux_rng,  # noqa: F401
                        batch_count, batch_jobs, batch_rng, chunk_rows, close_batches, evaluate_batches,
                        evaluation_chunks, samples_in_batches)
-from ._checkpoint import Checkpoint, LoopSnapshot, LoopStore
+from ._checkpoint import Checkpoint, LoopSnapshot, LoopStore, terminated_as_exit
 from ._progress import expected_evaluations, progress_bar, show_batch
 from ._stopping import MIN_SAMPLES_FOR_PRECISION, StateEstimates, first_reached, stopping_rules  # noqa: F401
 from ...games import reporting_to
@@ -495,7 +496,7 @@ def run_sampling(
 
     With a ``checkpoint``, batches already in the file are skipped and the
     state is written there every ``checkpoint.interval`` seconds, at the end,
-    and when the run is interrupted (e.g. ``KeyboardInterrupt``).
+    and when the run is interrupted (``KeyboardInterrupt``, or SIGTERM: :func:`~._checkpoint.terminated_as_exit`).
 
     ``plan(batch, size)``, when given, is called in this process for every
     batch in batch order, from batch 0 (also for the batches a checkpoint
@@ -536,7 +537,7 @@ def run_sampling(
     start, stopped_by = snapshot, first_reached(rules, judged)
     # this thread holds the pin from before any worker starts, over the merges and stopping rules too: the
     # threading backend's batches rely on it, as OpenBLAS (pthreads) ignores a limit set in a worker thread
-    with pinned_threads():
+    with pinned_threads(), terminated_as_exit() if checkpoint is not None else nullcontext():
         results = iter(()) if stopped_by is not None else evaluate_batches(
             sample_batch, batch_jobs(n_units, batch_size, first=start.batches, closed=start.closed, plan=plan),
             entropy, n_jobs)
