@@ -57,11 +57,14 @@ class WarningTally:
             else:
                 self.kinds[key] = [category, text, filename, lineno, module, count]
 
-    def emit(self, n_coalitions: int) -> None:
-        """One warning per kind, of its category and at its first place, so the user's filters apply."""
+    def emit(self, n_coalitions: int, where: str = "ModelUtility: raised {count} time(s) while fitting and scoring "
+             "{n} coalition(s) of one evaluate call") -> None:
+        """One warning per kind, of its category and at its first place, so the user's filters apply.
+
+        ``where`` says what raised it, formatted with the kind's ``count`` and ``n`` = ``n_coalitions``.
+        """
         for category, text, filename, lineno, module, count in self.kinds.values():
-            summary = (f"{text}\n[ModelUtility: raised {count} time(s) while fitting and scoring "
-                       f"{n_coalitions} coalition(s) of one evaluate call; shown once, with the first message.]")
+            summary = f"{text}\n[{where.format(count=count, n=n_coalitions)}; shown once, with the first message.]"
             warnings.warn_explicit(summary, category, filename, lineno, module=module, registry=None)
 
 

@@ -37,6 +37,7 @@ from ._sampling._loop import batch_rng
 from .._device import check_game_jobs
 from .._ordered import ordered_map
 from .._threads import Pinned, pinned_threads
+from .._warnings import WarningTally, collected_warnings
 from .._validation import (check_bool, check_choice, check_class_labels, check_features, check_int, check_n_jobs,
                            check_real_array, check_seed, check_target_vector, check_two_classes, is_frame)
 from ..result import ValuationResult
@@ -384,11 +385,18 @@ def _prepare(model, X_train, y_train, n_estimators, seed, task, score, n_jobs, p
     return _Run(model, learner, X, y, task, n_estimators, entropy, score, score_name, n_jobs, progress)
 
 
+def _fit_one_collecting(*args: Any) -> tuple[np.ndarray, np.ndarray, bool, WarningTally]:
+    """:func:`_fit_one`'s triple and the warnings its fit raised, collected (a worker's reach the parent)."""
+    with collected_warnings() as tally:
+        return (*_fit_one(*args), tally)
+
+
 def _per_fit_results(run: _Run):
-    """Per estimator, in order: ``_fit_one``'s triple, fitted here or by joblib workers."""
+    """Per estimator, in order: ``_fit_one``'s triple and its warnings, fitted here or by joblib workers."""
     tasks = ((run.model, run.X, run.y, run.entropy, b, run.classification, run.score)
              for b in range(run.n_estimators))
-    return ordered_map(_fit_one if run.n_jobs in (None, 1) else Pinned(_fit_one), tasks, run.n_jobs)
+    fit = _fit_one_collecting
+    return ordered_map(fit if run.n_jobs in (None, 1) else Pinned(fit), tasks, run.n_jobs)
 
 
 def _accumulate(run: _Run):
@@ -409,8 +417,11 @@ def _accumulate(run: _Run):
         results = _per_fit_results(run) if per_fit else batched_results(
             run.learner, run.X, run.y, run.entropy, run.n_estimators, run.classification, run.score, bar,
             bootstrap_indices, _scores)
+        tally = WarningTally()  # a model's warnings (ConvergenceWarning...), shown once per kind, not once per fit
         try:
-            for oob, scores, fitted in results:  # in estimator order, whatever ran where
+            for oob, scores, fitted, *raised in results:  # in estimator order, whatever ran where
+                if raised:
+                    tally.merge(raised[0])
                 count[oob] += 1
                 delta = scores - mean[oob]
                 mean[oob] += delta / count[oob]
@@ -420,6 +431,7 @@ def _accumulate(run: _Run):
                     bar.update(1)
         finally:
             close_batches(results)  # an interrupted run stops joblib from dispatching further fits
+    tally.emit(n_fits, "data_oob: raised {count} time(s) while fitting {n} bootstrap models")
     return count, mean, m2, n_fits
 
 

@@ -360,3 +360,19 @@ def test_a_raw_table_goes_to_the_model_as_it_is():
     assert roc_auc_score(np.isin(np.arange(120), flipped), -result.values) > 0.8
     with pytest.raises(ValueError, match="fast=True needs numeric features"):
         data_oob(on_table, table, y, n_estimators=5, seed=1, fast=True)
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_a_warning_of_every_fit_is_shown_once_with_its_count(n_jobs):
+    import warnings
+
+    from joblib import parallel_config
+    from sklearn.exceptions import ConvergenceWarning
+
+    X, y = make_classification(n_samples=60, n_features=5, random_state=0)
+    with warnings.catch_warnings(record=True) as caught, parallel_config(backend="threading"):
+        warnings.simplefilter("always")
+        data_oob(LogisticRegression(max_iter=1), X, y, n_estimators=8, seed=0, n_jobs=n_jobs)
+    converge = [w for w in caught if issubclass(w.category, ConvergenceWarning)]
+    assert len(converge) == 1
+    assert "data_oob: raised 8 time(s) while fitting 8 bootstrap models" in str(converge[0].message)
