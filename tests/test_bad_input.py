@@ -947,6 +947,15 @@ def test_model_utility_checks_the_scorer_output(scorer, error, match):
     assert_raises(lambda: game.evaluate(np.ones((1, 6), bool)), error, match)
 
 
+def test_model_utility_refuses_a_scorer_of_probabilities_for_a_class_only_y_test_holds():
+    from sklearn.metrics import get_scorer
+
+    y_test = np.r_[YT[:-1], 2]  # class 2: in y_test, not in y_train
+    assert_raises(lambda: ModelUtility(LogisticRegression(), X, Y, XT, y_test, metric=get_scorer("neg_log_loss")),
+                  ValueError, r"^metric=make_scorer\(log_loss.*y_test holds class\(es\) 2 \(1 row\(s\)\)")
+    ModelUtility(LogisticRegression(), X, Y, XT, y_test, metric=get_scorer("accuracy"))  # predict: no columns
+
+
 def test_model_utility_fit_error_propagates_with_a_note():
     class Failing:
         def fit(self, X, y):

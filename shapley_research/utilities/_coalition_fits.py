@@ -6,15 +6,21 @@
 * :func:`collected_warnings` and :class:`WarningTally`: the warnings raised
   while fitting and scoring coalitions, reported once per kind with a count;
 * :class:`CoalitionFitWarning` and :func:`unfit_message`: the one warning about
-  coalitions that could not be fitted.
+  coalitions that could not be fitted;
+* :class:`OncePerGame`: each kind of those warnings shown once per game, the
+  first time (the batched learners' warnings too);
+* :func:`check_scorer_classes`: a scorer of probabilities or decision scores
+  refused when ``y_test`` holds classes that ``y_train`` lacks.
 
 The conventions themselves are documented once, in :class:`~shapley_research.ModelUtility` (Notes).
 """
 
 from __future__ import annotations
 
+import threading
+import warnings
 from numbers import Integral
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Hashable
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -22,8 +28,12 @@ from sklearn.utils.metaestimators import available_if
 
 from .._warnings import NUMBER, WarningTally, collected_warnings
 
+if TYPE_CHECKING:
+    from ._model_data import TargetInfo
+
 __all__ = ["AllClassesModel", "with_all_classes", "fit_size_limit", "collected_warnings", "WarningTally",
-           "CoalitionFitWarning", "unfit_message", "describe_error"]
+           "CoalitionFitWarning", "unfit_message", "describe_error", "OncePerGame", "check_scorer_classes",
+           "unseen_classes_note"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -99,6 +109,71 @@ def with_all_classes(model: Any, classes: np.ndarray) -> Any:
     return AllClassesModel(model, classes)
 
 
+#: The methods of the model that scikit-learn < 1.4's scorer classes call (later ones name it in _response_method).
+_SCORER_METHODS = {"_PredictScorer": ("predict",), "_ProbaScorer": ("predict_proba",),
+                   "_ThresholdScorer": ("decision_function", "predict_proba")}
+
+
+def scorer_methods(metric: Any) -> tuple[str, ...] | None:
+    """The methods of the model a scikit-learn scorer object calls, or None for any other callable."""
+    if not type(metric).__module__.startswith("sklearn."):
+        return None
+    method = getattr(metric, "_response_method", None)
+    if method is None:
+        return _SCORER_METHODS.get(type(metric).__name__)
+    return (method,) if isinstance(method, str) else tuple(method)
+
+
+def _test_only(targets: TargetInfo) -> tuple[np.ndarray, int]:
+    """The classes of ``y_test`` that ``y_train`` lacks, and the number of test rows holding them."""
+    unseen = targets.y_test_index < 0
+    return np.unique(targets.y_test[unseen]), int(unseen.sum())
+
+
+def _listed(classes: np.ndarray) -> str:
+    return ", ".join(map(repr, classes[:10].tolist())) + (", ..." if len(classes) > 10 else "")
+
+
+def check_scorer_classes(metric: Any, targets: TargetInfo) -> None:
+    """Refuse a scikit-learn scorer of probabilities or decision scores when ``y_test`` holds classes ``y_train`` lacks.
+
+    Such a scorer (``get_scorer("neg_log_loss")``, ``"roc_auc_ovr"``,
+    ``"average_precision"``, ...) gets one column per training class, so it
+    fails on every coalition, the full training set too; a scorer of
+    ``predict`` (``"accuracy"``, ``"f1_macro"``) and the string metrics score
+    those rows (as never predicted). Other callables are left to run.
+
+    Raises
+    ------
+    ValueError
+        Naming ``metric``, the classes of ``y_test`` missing from ``y_train``
+        and what to do instead.
+    """
+    methods = scorer_methods(metric)
+    if targets.task != "classification" or not methods or set(methods) <= {"predict"}:
+        return
+    classes, rows = _test_only(targets)
+    if rows:
+        raise ValueError(
+            f"metric={metric!r} scores the model's {' or '.join(methods)} over the classes of y_train, but y_test "
+            f"holds class(es) {_listed(classes)} ({rows} row(s)) that y_train lacks: no model fitted on a coalition "
+            "has a column for them, so no coalition could be scored. Use a string metric, which scores those rows "
+            "as never predicted (metric='neg_log_loss' gives them probability 0, i.e. log(eps); see ModelUtility, "
+            "Notes), or drop the rows of those classes from X_test and y_test.")
+
+
+def unseen_classes_note(targets: TargetInfo) -> str:
+    """A note for an error of a callable metric: the classes of ``y_test`` that ``y_train`` lacks (or "")."""
+    if targets.task != "classification":
+        return ""
+    classes, rows = _test_only(targets)
+    if not rows:
+        return ""
+    return (f"; y_test holds class(es) {_listed(classes)} ({rows} row(s)) that y_train lacks, which a scorer of "
+            "probabilities or decision scores cannot score: use a string metric (which handles them) or drop "
+            "those rows of X_test and y_test")
+
+
 # --------------------------------------------------------------------------------------------
 # Models known to need a minimum number of points
 # --------------------------------------------------------------------------------------------
@@ -133,7 +208,44 @@ def unfit_message(n_unfit: int, n_coalitions: int, causes: dict[str, int], large
     return (f"ModelUtility: {n_unfit} of {n_coalitions} coalition(s) of this evaluate call could not be fitted "
             f"and scored, and got the utility of a degenerate coalition (degenerate={degenerate!r}): {listed}. "
             f"The largest had {largest} point(s): pass min_samples={min_samples} to treat coalitions that "
-            "small as degenerate without this warning.")
+            "small as degenerate without this warning. The game's n_unfit counts every such coalition.")
+
+
+class OncePerGame:
+    """The kinds of warning a game has shown: each kind is shown once per game, the first time it arises.
+
+    A game is evaluated many times (an estimator calls ``evaluate`` once per
+    batch); a warning repeated on each call would bury the rest. Thread-safe;
+    shared by the shallow copies a game makes of itself, and pickled with it.
+    """
+
+    NOTE = "[This game shows it only the first time: later evaluate calls do not repeat it.]"
+
+    def __init__(self) -> None:
+        self.shown: set[Hashable] = set()
+
+    def first(self, *kinds: Hashable) -> bool:
+        """Whether any of ``kinds`` was not shown before; all count as shown from now on."""
+        with _ONCE_LOCK:
+            new = not self.shown.issuperset(kinds)
+            self.shown.update(kinds)
+        return new
+
+    def warn(self, message: str, category: type[Warning], *kinds: Hashable, stacklevel: int = 1) -> None:
+        """``warnings.warn(message, category)`` with :attr:`NOTE`, unless every kind (default: the category) was."""
+        if self.first(*(kinds or (category,))):
+            warnings.warn(f"{message}\n{self.NOTE}", category, stacklevel=stacklevel + 1)
+
+    def emit(self, tally: WarningTally, n_coalitions: int) -> None:
+        """:meth:`WarningTally.emit` for the kinds of ``tally`` this game has not shown yet."""
+        for key in [key for key in tally.kinds if not self.first(key)]:
+            del tally.kinds[key]
+        tally.emit(n_coalitions, "ModelUtility: raised {count} time(s) while fitting and scoring {n} coalition(s) "
+                                 "of one evaluate call, the first of this game to raise it; later calls do not "
+                                 "repeat it")
+
+
+_ONCE_LOCK = threading.Lock()  # OncePerGame's check-and-set (a lock per game would not pickle)
 
 
 def describe_error(error: BaseException) -> str:

@@ -33,8 +33,8 @@ from ._model_data import (CLASSIFICATION_METRICS, DEGENERATE_MODES, LOG_EPS, LOG
                           degenerate_rows, degenerate_utilities, is_frame, r2_from_sums, regression_scores,
                           resolve_metric, split_degenerate, take_rows)
 from ._cache import CoalitionCache
-from ._coalition_fits import (CoalitionFitWarning, WarningTally, collected_warnings, describe_error, fit_size_limit,
-                              unfit_message, with_all_classes)
+from ._coalition_fits import (CoalitionFitWarning, OncePerGame, WarningTally, check_scorer_classes, collected_warnings,
+                              describe_error, fit_size_limit, unfit_message, unseen_classes_note, with_all_classes)
 from .._device import check_dtype, resolve_device
 from .._threads import thread_controller
 from .._validation import check_bool, check_choice, check_int, check_n_jobs, check_real_scalar
@@ -98,7 +98,9 @@ class ModelUtility(Game):
         ``"accuracy"``, ``"neg_log_loss"``, ``"neg_mean_squared_error"``
         (``"neg_mse"``), ``"neg_mean_absolute_error"`` (``"neg_mae"``), ``"r2"``,
         or ``scorer(model, X_test, y_test) -> float``, such as any scorer of
-        ``sklearn.metrics.get_scorer`` (see Notes for coalitions that miss a class).
+        ``sklearn.metrics.get_scorer`` (see Notes for coalitions that miss a class;
+        a scorer of probabilities or decision scores is a ``ValueError`` when
+        ``y_test`` holds a class that ``y_train`` lacks, which the string metrics score).
         A string metric of the other task than a scikit-learn classifier's or
         regressor's is a ``ValueError`` unless ``task`` says so.
     task : {"auto", "classification", "regression"}, default "auto"
@@ -203,6 +205,9 @@ class ModelUtility(Game):
     n_fits : int
         Models fitted so far (non-degenerate coalitions actually trained, and
         the one fit of the full training set described in Notes).
+    n_unfit : int
+        Coalitions that could not be fitted or scored so far (Notes), also
+        after their warning stopped repeating.
     learner_ : Game or None
         The batched learner when the model was routed to one, else None.
     cache_ : CoalitionCache or None
@@ -232,7 +237,9 @@ class ModelUtility(Game):
     knows only those. The scorer then gets the fitted model seen with every
     class of the training set: ``classes_`` is the full set, ``predict_proba``
     gives a missed class probability 0 (so the scorer
-    ``get_scorer("neg_log_loss")`` equals ``"neg_log_loss"``),
+    ``get_scorer("neg_log_loss")`` equals ``"neg_log_loss"`` where every class
+    of ``y_test`` is in ``y_train``; a class only ``y_test`` holds has no column,
+    so such a scorer is refused, while the string metric gives it probability 0),
     ``predict_log_proba`` gives it ``-inf``, ``decision_function`` gives it the
     lowest score of the row minus ``1 + |lowest|`` (finite, ranked last, as
     probability 0 is; a two-class model's single score :math:`d` is :math:`-d`
@@ -265,11 +272,12 @@ class ModelUtility(Game):
     ``Pipeline``'s final step, needs ``n_neighbors`` points) is never handed a
     smaller coalition; any other error raised while fitting or scoring a
     coalition is caught. Such coalitions get the utility of a degenerate
-    coalition under ``degenerate`` (``"raise"`` raises the error), and each
-    ``evaluate`` call that met some gives one ``UserWarning`` with their count,
-    their causes and the ``min_samples`` that would make them degenerate up
-    front (and silent). An error is the user's to see, and is raised with a
-    note, when the full training set cannot be fitted and scored either: at
+    coalition under ``degenerate`` (``"raise"`` raises the error), and the
+    first ``evaluate`` call that meets some (or a new cause) gives one
+    ``UserWarning`` (``CoalitionFitWarning``) with their count, their causes and
+    the ``min_samples`` that would make them degenerate up front (and silent);
+    ``n_unfit`` counts them all. An error is the user's to see, and is raised
+    with a note, when the full training set cannot be fitted and scored either: at
     the first caught error the full training set is fitted once to find out
     (and a model whose minimum exceeds ``N`` is refused when the game is built).
 
@@ -279,7 +287,8 @@ class ModelUtility(Game):
     numbers aside), with the first message and how often it was raised, at the
     place it was first raised: filters on category, message or module apply as
     to the warning itself (e.g. ``warnings.filterwarnings("ignore",
-    category=ConvergenceWarning)``).
+    category=ConvergenceWarning)``). Each kind is shown once per game, at the
+    first call that raises it (the batched learners' warnings too).
 
     Examples
     --------
@@ -331,13 +340,14 @@ class ModelUtility(Game):
                              "treat every coalition as degenerate.")
         self._full_set_fits: bool | None = None  # found out at the first coalition that cannot be fitted
         self.targets = TargetInfo(self.y_train, self.y_test, task)
+        check_scorer_classes(self.metric, self.targets)  # before any fit: no coalition could be scored
         cache = check_bool(cache, "cache")
         self.cache_ = CoalitionCache(check_int(cache_size, "cache_size", minimum=1)) if cache else None
         if blas_threads is not None:
             blas_threads = check_int(blas_threads, "blas_threads", minimum=1)
         self.blas_threads = blas_threads
         self.n_jobs = check_n_jobs(n_jobs)
-        self.n_fits = 0
+        self.n_fits, self.n_unfit, self._warned = 0, 0, OncePerGame()  # _warned: kinds of warning shown
         self.warm_prefixes = check_bool(warm_prefixes, "warm_prefixes")
         self.device = resolve_device(device, "ModelUtility")
         self.dtype = check_dtype(dtype, "ModelUtility")
@@ -402,13 +412,14 @@ class ModelUtility(Game):
             return values
         with collected_warnings() as tally:
             values, unfit = self._compute_rows(masks, tally)
-        tally.emit(masks.shape[0])  # outside the collection: the user's filters decide
-        if unfit is not None:
-            warnings.warn(unfit, CoalitionFitWarning, stacklevel=4)
+        self._warned.emit(tally, masks.shape[0])  # outside the collection: the user's filters decide
+        if unfit is not None:  # once per game and cause
+            self._warned.warn(unfit[0], CoalitionFitWarning, *unfit[1], stacklevel=4)
         return values
 
-    def _compute_rows(self, masks: NDArray[np.bool_], tally: WarningTally) -> tuple[NDArray[np.float64], str | None]:
-        """Utilities of ``masks`` and the message about coalitions that could not be fitted (or None)."""
+    def _compute_rows(self, masks: NDArray[np.bool_], tally: WarningTally
+                      ) -> tuple[NDArray[np.float64], tuple[str, tuple[str, ...]] | None]:
+        """Utilities of ``masks``; the message about coalitions that could not be fitted and its causes (or None)."""
         values, degenerate, counts = split_degenerate(masks, self.targets, self.metric, self.degenerate,
                                                       self.default_utility, self.min_samples, self.X_test)
         too_small = np.zeros_like(degenerate)
@@ -429,9 +440,11 @@ class ModelUtility(Game):
         unfit = too_small.copy()
         unfit[failed] = True
         values[unfit] = self._degenerate_utilities(masks, unfit, counts)
+        self.n_unfit += int(unfit.sum())
         largest = int(masks[unfit].sum(axis=1).max())
         suggested = max(largest + 1, limit[0] if too_small.any() else 0)
-        return values, unfit_message(int(unfit.sum()), masks.shape[0], causes, largest, suggested, self.degenerate)
+        message = unfit_message(int(unfit.sum()), masks.shape[0], causes, largest, suggested, self.degenerate)
+        return values, (message, tuple(causes))
 
     def _degenerate_utilities(self, masks: NDArray[np.bool_], rows: NDArray[np.bool_],
                               counts: NDArray[np.float64] | None) -> NDArray[np.float64]:
@@ -452,7 +465,8 @@ class ModelUtility(Game):
             if not self._full_set_fits or self.degenerate == "raise":
                 error = errors[0]
                 why = ("the full training set cannot be fitted and scored either, so this is no small-coalition "
-                       "problem" if not self._full_set_fits else "degenerate='raise'")
+                       "problem" + (unseen_classes_note(self.targets) if callable(self.metric) else "")
+                       if not self._full_set_fits else "degenerate='raise'")
                 if hasattr(error, "add_note"):
                     error.add_note(f"ModelUtility: while fitting and scoring {type(self.model).__name__} on a "
                                    f"coalition of {int(masks[failed[0]].sum())} points; raised because {why}. "

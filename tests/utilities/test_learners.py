@@ -8,6 +8,8 @@ coefficients 1e-6 relative against scikit-learn's newton-cg at tol=1e-12
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from sklearn.datasets import load_diabetes, load_iris
@@ -286,8 +288,13 @@ def test_convergence_warning_when_the_cap_is_hit(iris):
 
     X_train, y_train, X_test, y_test = iris
     game = LogisticRegressionUtility(X_train, y_train, X_test, y_test, solver="lbfgs", max_iter=2, warm_start=False)
-    with pytest.warns(ConvergenceWarning, match="did not reach"):
-        game.evaluate(np.ones((1, len(y_train)), dtype=bool))
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        for _ in range(3):
+            game.evaluate(np.ones((1, len(y_train)), dtype=bool))
+    (shown,) = [w for w in record if issubclass(w.category, ConvergenceWarning)]  # once per game
+    assert "1 of 1 coalitions did not reach" in str(shown.message) and "do not repeat it" in str(shown.message)
+    assert game.last_fit_info_["n_not_converged"] == 1  # each batch's count, after the warning stopped
 
 
 # ---------------------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ text columns: none may kill a run, and real errors must still surface.
 
 from __future__ import annotations
 
+import pickle
 import re
 import warnings
 from concurrent.futures import ThreadPoolExecutor
@@ -20,7 +21,7 @@ from sklearn.datasets import load_iris
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.impute import SimpleImputer
 from sklearn.linear_model import LogisticRegression
-from sklearn.metrics import get_scorer, get_scorer_names, top_k_accuracy_score
+from sklearn.metrics import get_scorer, get_scorer_names, log_loss, top_k_accuracy_score
 from sklearn.neighbors import KNeighborsClassifier
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import OneHotEncoder, StandardScaler
@@ -197,7 +198,7 @@ def test_small_coalitions_get_the_degenerate_utility_and_one_warning(multiclass,
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
         values = game.evaluate(masks)
-    (warning,) = fit_warnings(record)  # one per evaluate call
+    (warning,) = fit_warnings(record)  # one per game
     n_small = limit - 2
     assert f"{n_small} of 10 coalition(s)" in str(warning.message)
     assert f"min_samples={limit}" in str(warning.message)
@@ -259,6 +260,7 @@ def test_convergence_warnings_are_reported_once_with_their_count(multiclass, n_j
     assert len(convergence) == 1
     assert f"raised {game.n_fits} time(s)" in str(convergence[0].message) and game.n_fits == len(masks)
     assert "max_iter" in str(convergence[0].message)  # the first message itself, in full
+    game = ModelUtility(LogisticRegression(max_iter=1), X_train, y_train, X_test, y_test, n_jobs=n_jobs, fast=False)
     with warnings.catch_warnings(record=True) as record:  # the user's filters apply to the summary
         warnings.simplefilter("always")
         warnings.filterwarnings("ignore", category=ConvergenceWarning)
@@ -269,16 +271,17 @@ def test_convergence_warnings_are_reported_once_with_their_count(multiclass, n_j
 def test_collecting_warnings_in_threads_counts_each_thread_and_restores_the_filters(multiclass):
     X_train, y_train, X_test, y_test = multiclass
     masks = two_class_prefixes(y_train, range(6, 14))
-    game = ModelUtility(LogisticRegression(max_iter=1), X_train, y_train, X_test, y_test, fast=False)
+    games = [ModelUtility(LogisticRegression(max_iter=1), X_train, y_train, X_test, y_test, fast=False)
+             for _ in range(5)]  # four games of a call each, and one that all eight threads share
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
         before = list(warnings.filters), warnings.showwarning, warnings._showwarnmsg
         with ThreadPoolExecutor(4) as pool:
-            list(pool.map(lambda _: game.evaluate(masks), range(8)))
+            list(pool.map(lambda i: games[min(i, 4)].evaluate(masks), range(12)))
         assert (list(warnings.filters), warnings.showwarning, warnings._showwarnmsg) == before
     counts = [int(re.search(r"raised (\d+) time", str(w.message)).group(1)) for w in record
               if issubclass(w.category, ConvergenceWarning)]
-    assert sum(counts) == 8 * len(masks) and len(counts) <= 8
+    assert counts == [len(masks)] * 5  # each thread counts its own call; each game shows it once
 
 
 # ---------------------------------------------------------------------------------------------
@@ -350,3 +353,85 @@ def test_numeric_frames_series_lists_and_string_labels_give_the_array_values(mul
                              y_test.tolist(), metric, fast=False)
         np.testing.assert_array_equal(frames.evaluate(masks), reference)
         np.testing.assert_array_equal(lists.evaluate(masks), reference)
+
+
+# ---------------------------------------------------------------------------------------------
+# Classes only the test set holds, and warnings once per game
+# ---------------------------------------------------------------------------------------------
+
+def without_class_2(multiclass):
+    """The split with class 2 left out of the training set only: y_test holds a class y_train lacks."""
+    X_train, y_train, X_test, y_test = multiclass
+    return X_train[y_train != 2], y_train[y_train != 2], X_test, y_test
+
+
+class FitsNothing(LogisticRegression):
+    def fit(self, X, y):
+        raise AssertionError("no fit may run before the check")
+
+
+@pytest.mark.parametrize("name", ["neg_log_loss", "roc_auc_ovr", "average_precision", "top_k_accuracy"])
+def test_a_scorer_of_scores_is_refused_when_y_test_holds_a_class_y_train_lacks(multiclass, name):
+    X_train, y_train, X_test, y_test = without_class_2(multiclass)
+    rows = int(np.sum(y_test == 2))
+    with pytest.raises(ValueError, match=rf"^metric=make_scorer.*y_test holds class\(es\) 2 \({rows} row\(s\)\) "
+                                         r"that y_train lacks.*string metric.*drop the rows"):
+        ModelUtility(FitsNothing(), X_train, y_train, X_test, y_test, get_scorer(name))
+
+
+def test_string_metrics_and_scorers_of_predict_still_score_a_class_only_y_test_holds(multiclass):
+    X_train, y_train, X_test, y_test = without_class_2(multiclass)
+    masks = np.vstack([np.ones(len(y_train), bool), two_class_prefixes(y_train, [6, 12])])
+    accuracy = ModelUtility(LogisticRegression(), X_train, y_train, X_test, y_test, fast=False).evaluate(masks)
+    scorer = ModelUtility(LogisticRegression(), X_train, y_train, X_test, y_test, get_scorer("accuracy"))
+    np.testing.assert_array_equal(scorer.evaluate(masks), accuracy)
+    log_loss = ModelUtility(LogisticRegression(), X_train, y_train, X_test, y_test, "neg_log_loss", fast=False)
+    assert np.isfinite(log_loss.evaluate(masks)).all()
+
+
+def test_a_callable_that_fails_on_a_class_only_y_test_holds_is_told_why(multiclass):
+    X_train, y_train, X_test, y_test = without_class_2(multiclass)
+    game = ModelUtility(LogisticRegression(), X_train, y_train, X_test, y_test,
+                        lambda model, X, y: -log_loss(y, model.predict_proba(X)))
+    with pytest.raises(ValueError, match="different number of classes") as info:
+        game.evaluate(two_class_prefixes(y_train, [8]))
+    assert any("y_test holds class(es) 2" in note and "string metric" in note for note in info.value.__notes__)
+
+
+class PickyAboutSeven(NeedsPoints):
+    """Two causes of failure: fewer than 6 points, and exactly 7."""
+
+    def fit(self, X, y):
+        if len(X) == 7:
+            raise RuntimeError("PickyAboutSeven refuses 7 points")
+        return super().fit(X, y)
+
+
+@pytest.mark.parametrize("model", [KNeighborsClassifier(n_neighbors=5), PickyAboutSeven()])
+def test_coalitions_that_cannot_be_fitted_warn_once_per_game_and_cause(multiclass, model):
+    X_train, y_train, X_test, y_test = multiclass
+    game = ModelUtility(model, X_train, y_train, X_test, y_test)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        for sizes in ([2, 3, 8], [4, 8], [3, 4, 8]):
+            game.evaluate(two_class_prefixes(y_train, sizes))
+        shown = fit_warnings(record)
+        game = pickle.loads(pickle.dumps(game))  # what it has shown travels with it
+        game.evaluate(two_class_prefixes(y_train, [7, 8]))
+    assert len(shown) == 1 and "2 of 3 coalition(s) of this evaluate call" in str(shown[0].message)
+    assert "do not repeat it" in str(shown[0].message)
+    assert game.n_unfit == 5 + isinstance(model, PickyAboutSeven)
+    new_cause = [str(w.message) for w in fit_warnings(record)[1:]]  # 7 points: KNN fits them, Picky... fails
+    assert [("PickyAboutSeven refuses" in text) for text in new_cause] == [True] * isinstance(model, PickyAboutSeven)
+
+
+def test_convergence_warnings_are_shown_once_per_game(multiclass):
+    X_train, y_train, X_test, y_test = multiclass
+    masks = two_class_prefixes(y_train, [8, 12])
+    game = ModelUtility(LogisticRegression(max_iter=1), X_train, y_train, X_test, y_test, fast=False)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        for _ in range(3):
+            game.evaluate(masks)
+    (shown,) = [w for w in record if issubclass(w.category, ConvergenceWarning)]
+    assert "raised 2 time(s)" in str(shown.message) and "do not repeat it" in str(shown.message)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Sequence
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._coalition_fits import OncePerGame
 from .._model_data import (TargetInfo, check_dataset, check_degenerate_options,
                            Metric, degenerate_utilities, resolve_metric, split_degenerate)
 from ..._device import check_dtype, chunk_capacity, release, resolve_device
@@ -111,6 +112,7 @@ class _BatchedLearner(Game):
         self.targets = TargetInfo(self.y_train, self.y_test, task)
         self.design = _Design(self.X_train, self.X_test, bool(fit_intercept))
         self.n_fits = 0
+        self._warned = OncePerGame()  # a learner's warnings, once per game (ModelUtility's convention)
 
     def _set_backend(self, device: str | torch.device | None, dtype: Any) -> None:
         """Where the solvers run: numpy (``device=None``) or torch on ``device``, in ``dtype``."""

@@ -13,7 +13,6 @@ live in :mod:`._online_prefix` and :mod:`._warm_prefix` (the mathematics is in
 from __future__ import annotations
 
 import functools
-import warnings
 from typing import TYPE_CHECKING, Any, Literal, Sequence, cast
 
 import numpy as np
@@ -71,7 +70,8 @@ class LogisticRegressionUtility(_BatchedLearner):
         Stop a coalition when :math:`\|\nabla f\|_\infty \le \text{tol}\,C\,|S|`
         (or when the objective stops decreasing, at rounding level).
     max_iter : int, default 500
-        Iteration cap per coalition (a ``ConvergenceWarning`` says how many hit it).
+        Iteration cap per coalition (a ``ConvergenceWarning``, once per game, says how
+        many hit it; ``last_fit_info_["n_not_converged"]`` counts them in each batch).
     solver : {"auto", "newton", "lbfgs"}, default "auto"
         Batched Newton or L-BFGS (:mod:`shapley_research.utilities.learners`);
         ``"auto"``: Newton up to ``newton_max_params`` unknowns.
@@ -432,7 +432,8 @@ class LogisticRegressionUtility(_BatchedLearner):
             message = (f"the full-data fit every coalition starts from (warm_start) {short}; each coalition still "
                        "iterates to tol from where it stopped; scaled features (StandardScaler) converge faster."
                        if start else f"{int((~converged).sum())} of {m} coalitions {short}; raise max_iter.")
-            warnings.warn(f"LogisticRegressionUtility: {message}", ConvergenceWarning, stacklevel=4)
+            self._warned.warn(f"LogisticRegressionUtility: {message}", ConvergenceWarning,
+                              "start" if start else "coalitions", stacklevel=4)
 
     def _test_logits(self, theta: Array, present: Array, X: Array) -> Array:
         """Logits (B, K, n) of parameters ``theta`` on rows ``X`` (both backend), absent classes at ``NEG_LOGIT``."""
