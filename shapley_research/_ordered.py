@@ -1,7 +1,7 @@
 """Results of many calls, lazily and in order, from joblib's workers under whatever backend is active.
 
 Every parallel loop of the package (sampling batches, Data-OOB's bags, SVARM's
-pilot, the experiments' tasks) goes through :func:`ordered_map`, so a user
+pilot, ModelUtility's chunks of coalitions, the experiments' tasks) goes through :func:`ordered_map`, so a user
 switches engines with ``joblib.parallel_config`` alone (loky, threads, a Dask
 cluster, joblib's ``multiprocessing``) and gets the same numbers: results are
 consumed in call order whatever order the workers finish in.
@@ -47,7 +47,9 @@ def ordered_map(fn: Callable[..., Any], calls: Iterable[tuple], n_jobs: int | No
 
     try:
         parallel = Parallel(n_jobs=n_jobs, return_as="generator", batch_size=batch_size, pre_dispatch=pre_dispatch)
-    except ValueError:  # "does not support return_as=generator": the backend returns lists only
+    except ValueError as exc:
+        if "return_as" not in str(exc):  # not "... does not support return_as=generator": a real error
+            raise
         return _in_groups(fn, iter(calls), n_jobs)
     return parallel(delayed(fn)(*args) for args in calls)
 

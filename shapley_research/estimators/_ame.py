@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import time
+from contextlib import nullcontext
 from typing import Literal, Sequence
 
 import numpy as np
@@ -30,7 +31,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ._lasso_path import lasso_lars_cv, lasso_path
 from ._sampling._batches import close_batches, items_per_worker, ordered_results
-from ._sampling._checkpoint import Checkpoint
+from ._sampling._checkpoint import Checkpoint, terminated_as_exit
 from ._sampling._loop import open_checkpoint
 from ._sampling._progress import evaluation_bar
 from .._device import check_game_jobs
@@ -106,7 +107,8 @@ def _evaluate(game: GameLike, masks: NDArray[np.bool_], chunk_size: int, progres
             checkpoint.save(utilities, unused, done, done, -(-done // chunk_size), force=force)
 
     starts = range(done, masks.shape[0], chunk_size)
-    with evaluation_bar(progress, masks.shape[0], desc="AME") as advance:
+    stop_saves = terminated_as_exit() if checkpoint is not None else nullcontext()  # SIGTERM saves as Ctrl-C does
+    with stop_saves, evaluation_bar(progress, masks.shape[0], desc="AME") as advance:
         advance(done)
         results = ordered_results(_chunk_utilities, game, (masks[start:start + chunk_size] for start in starts),
                                   n_jobs)

@@ -135,7 +135,7 @@ def exact_shapley(game: GameLike, *, max_players: int = 20, chunk_size: int = 2*
         alternative="Use a sampling estimator such as permutation_shapley or group_testing_shapley, or raise "
                     "max_players deliberately.")
     utilities, n_evaluations = utility_table(game, n, chunk_size, empty_utility, progress, "exact Shapley")
-    values = shapley_from_table(utilities)
+    values = _shapley_values(utilities, n)  # the table is checked as it is enumerated
     return ValuationResult(values=values, n_evaluations=n_evaluations, method="exact",
                            wall_time=time.perf_counter() - start,
                            info={"empty_utility": float(utilities[0]), "full_utility": float(utilities[-1])})
@@ -195,6 +195,10 @@ def shapley_from_table(utilities: ArrayLike) -> np.ndarray:
     n = int(table.size).bit_length() - 1 if table.ndim == 1 else 0
     if n < 1 or table.size != 1 << n:
         raise ValueError(f"utilities must be the 2^N utilities of a game of N >= 1 players, got shape {table.shape}.")
-    table = check_utilities(table, 1 << n, source="the table")
+    return _shapley_values(check_utilities(table, 1 << n, source="the table"), n)
+
+
+def _shapley_values(table: np.ndarray, n: int) -> np.ndarray:
+    """The Shapley values of a checked ``(2^n,)`` table (:func:`shapley_from_table` without its checks)."""
     # weight of a coalition S not containing i: |S|! (N-|S|-1)! / N! = 1 / (N * C(N-1, |S|))
     return semivalues_from_table(table, n, 1.0 / (n * comb(n - 1, np.arange(n), exact=False)))

@@ -216,7 +216,9 @@ class OncePerGame:
 
     A game is evaluated many times (an estimator calls ``evaluate`` once per
     batch); a warning repeated on each call would bury the rest. Thread-safe;
-    shared by the shallow copies a game makes of itself, and pickled with it.
+    shared by the shallow copies a game makes of itself, and pickled with it:
+    a worker process (loky, Dask) gets the record as it was when the game was
+    sent, so each may show a kind once more.
     """
 
     NOTE = "[This game shows it only the first time: later evaluate calls do not repeat it.]"

@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Any, Callable, Literal, cast
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._ordered import ordered_map
+
 # The data checks, metrics, TargetInfo, ConstantPredictor and the degenerate-coalition helpers live in
 # _model_data, below this module and the batched learners; their names are re-exported here.
 from ._model_data import (CLASSIFICATION_METRICS, DEGENERATE_MODES, LOG_EPS, LOG_ONE_MINUS_EPS,  # noqa: F401
@@ -207,7 +209,9 @@ class ModelUtility(Game):
         the one fit of the full training set described in Notes).
     n_unfit : int
         Coalitions that could not be fitted or scored so far (Notes), also
-        after their warning stopped repeating.
+        after their warning stopped repeating: those of evaluate calls made in
+        this process (``n_fits`` likewise; a process-based backend's workers
+        count, and warn, in their own copies of the game).
     learner_ : Game or None
         The batched learner when the model was routed to one, else None.
     cache_ : CoalitionCache or None
@@ -276,7 +280,7 @@ class ModelUtility(Game):
     first ``evaluate`` call that meets some (or a new cause) gives one
     ``UserWarning`` (``CoalitionFitWarning``) with their count, their causes and
     the ``min_samples`` that would make them degenerate up front (and silent);
-    ``n_unfit`` counts them all. An error is the user's to see, and is raised
+    ``n_unfit`` counts them all (in this process). An error is the user's to see, and is raised
     with a note, when the full training set cannot be fitted and scored either: at
     the first caught error the full training set is fitted once to find out
     (and a model whose minimum exceeds ``N`` is refused when the game is built).
@@ -485,13 +489,13 @@ class ModelUtility(Game):
         if masks.shape[0] < 2 or self.n_jobs in (None, 1):
             parts = [self._fit_rows(masks)]
         else:
-            from joblib import Parallel, delayed, effective_n_jobs
+            from joblib import effective_n_jobs
 
             # a few chunks per worker: process overhead stays small next to the fits, load stays balanced
             chunks = np.array_split(np.arange(masks.shape[0]), min(masks.shape[0], 4 * effective_n_jobs(self.n_jobs)))
             worker = copy.copy(self)
             worker.cache_, worker.n_jobs = None, None  # no cache to ship; no parallelism inside workers
-            parts = Parallel(n_jobs=self.n_jobs)(delayed(worker._fit_rows)(masks[chunk]) for chunk in chunks)
+            parts = list(ordered_map(worker._fit_rows, ((masks[chunk],) for chunk in chunks), self.n_jobs))
         values, errors, offset = [np.empty(0)], {}, 0
         for part_values, part_errors, n_fitted, part_tally in parts:
             values.append(part_values)

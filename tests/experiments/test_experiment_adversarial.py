@@ -306,13 +306,16 @@ def test_image_cache_key_holds_the_generating_code(tmp_path, monkeypatch):
                                  cw_confidence=0.0)
     params = _images._cache_params(kwargs, n_model_train=10, n_components=2, C=1.0, seed=0)
     assert params["generator_sha256"] == adv.generator_sha256() and len(params["generator_sha256"]) == 64
-    # the hash covers the attacks package and the image module: an edit of either changes it
-    edited = tmp_path / "_images.py"
-    edited.write_text(open(_images.__file__).read() + "\n# edited\n")
-    adv.generator_sha256.cache_clear()
+    # the hash covers the attacks package and the image module: a copy hashes alike, an edit differently
+    copy = tmp_path / "adversarial" / "_images.py"
+    copy.parent.mkdir()
+    source = open(_images.__file__).read()
     try:
-        monkeypatch.setattr(_images, "__file__", str(edited))
-        assert adv.generator_sha256() != params["generator_sha256"]
+        for text, same in ((source, True), (source + "\n# edited\n", False)):
+            copy.write_text(text)
+            adv.generator_sha256.cache_clear()
+            monkeypatch.setattr(_images, "__file__", str(copy))
+            assert (adv.generator_sha256() == params["generator_sha256"]) is same
     finally:
         adv.generator_sha256.cache_clear()
 
@@ -320,11 +323,12 @@ def test_image_cache_key_holds_the_generating_code(tmp_path, monkeypatch):
 def test_generate_removes_only_image_files_no_variant_uses(tmp_path):
     from shapley_research.experiments.adversarial._cli import remove_unused_images
 
-    names = ["fgsm.npz", "cw.npz", "cw_seed1.npz", "fgsm_seed7.npz", "cw_confidence2.5.npz", "other.npz", "fgsm.txt"]
+    names = ["fgsm.npz", "cw.npz", "cw_seed1.npz", "fgsm_seed7.npz", "cw_confidence2.5.npz", "other.npz", "fgsm.txt",
+             ".cw_seed1-a8x_q2.npz"]
     for name in names:
         (tmp_path / name).write_bytes(b"")
     removed = remove_unused_images(tmp_path, {"fgsm.npz", "cw.npz", "cw_seed1.npz"})
-    assert [p.name for p in removed] == ["cw_confidence2.5.npz", "fgsm_seed7.npz"]
+    assert [p.name for p in removed] == [".cw_seed1-a8x_q2.npz", "cw_confidence2.5.npz", "fgsm_seed7.npz"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cw.npz", "cw_seed1.npz", "fgsm.npz", "fgsm.txt",
                                                            "other.npz"]
 

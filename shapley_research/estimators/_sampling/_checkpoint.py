@@ -266,7 +266,8 @@ def terminated_as_exit() -> Iterator[None]:
     time) stop a run with SIGTERM, whose default action gives Python no chance
     to save; as an exception it reaches the sampling loop's handler, which
     writes the checkpoint as on Ctrl-C, and the process then exits with the
-    status the signal would have given (143). Installed only in the main
+    status the signal would have given (143; an interactive shell or a notebook kernel catches
+    ``SystemExit`` and lives on, the state saved). Installed only in the main
     thread (where Python runs signal handlers) and only over SIGTERM's default
     action: a handler someone else installed (a notebook kernel, a Dask
     worker) is left alone.
@@ -277,6 +278,7 @@ def terminated_as_exit() -> Iterator[None]:
         return
 
     def exit_on_terminate(signum: int, frame: object) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not cut the save short
         raise SystemExit(128 + signum)
 
     previous = signal.signal(signal.SIGTERM, exit_on_terminate)

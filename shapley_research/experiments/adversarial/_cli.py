@@ -75,24 +75,30 @@ def main(argv: list[str] | None = None) -> int:
     prepared = parallel_map(prepare_variant, [(v, params, cache_dir) for v in variants], n_jobs=params["n_jobs"])
     for variant, variant_data in zip(variants, prepared):
         _report(variant_data, variant.cache_names())
-    keep = {f"{attack}.npz" for attack in ATTACKS} | {n for v in variants for n in v.cache_names().values()}
-    for path in remove_unused_images(cache_dir, keep):
-        print(f"{path}: removed (no variant of the configuration uses it)", flush=True)
+    if args.cache_dir is None:  # the configuration's directory (the pipeline's output), not one given by hand
+        keep = {f"{attack}.npz" for attack in ATTACKS} | {n for v in variants for n in v.cache_names().values()}
+        for path in remove_unused_images(cache_dir, keep):
+            print(f"{path}: removed (no variant of the configuration uses it)", flush=True)
     return 0
 
 
-# An image file's name: ATTACK.npz, or a variant's (Variant.cache_names): ATTACK_seedS.npz, cw_confidenceC.npz.
-_IMAGE_FILE = re.compile(rf"({'|'.join(ATTACKS)})(_seed\d+|_confidence[0-9.e+-]+)?\.npz")
+# An image file's name: ATTACK.npz, or a variant's (Variant.cache_names): ATTACK_seedS.npz, cw_confidenceC.npz;
+# and the temporary file a stopped write left (attacks._cache: ".NAME-RANDOM.npz").
+_IMAGE_STEM = rf"({'|'.join(ATTACKS)})(_seed\d+|_confidence[0-9.e+-]+)?"
+_IMAGE_FILE = re.compile(rf"{_IMAGE_STEM}\.npz")
+_LEFT_BY_A_STOP = re.compile(rf"\.{_IMAGE_STEM}-[^/]*\.npz")
 
 
 def remove_unused_images(cache_dir: Path, keep: set[str]) -> list[Path]:
     """Delete the image files in ``cache_dir`` named like this experiment's but not in ``keep``; return them.
 
     Only names the experiment writes are touched (``fgsm.npz``,
-    ``cw_seed3.npz``, ``cw_confidence2.5.npz``, ...), so other files in a
-    shared directory stay.
+    ``cw_seed3.npz``, ``cw_confidence2.5.npz``, ...; and the temporary files
+    a stopped write left, ``.cw_seed3-x1y2.npz``), so other files in a shared
+    directory stay.
     """
-    removed = sorted(p for p in Path(cache_dir).glob("*.npz") if _IMAGE_FILE.fullmatch(p.name) and p.name not in keep)
+    removed = sorted(p for p in Path(cache_dir).glob("*.npz")
+                     if (_IMAGE_FILE.fullmatch(p.name) and p.name not in keep) or _LEFT_BY_A_STOP.fullmatch(p.name))
     for path in removed:
         path.unlink()
     return removed

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import re
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -145,6 +146,9 @@ def snap_to_grid(values: ArrayLike, grid: float = STORAGE_GRID) -> np.ndarray:
     return np.round(np.asarray(values, dtype=np.float64) / grid) * grid
 
 
+_MODULE_NAME = re.compile(r"[a-z_][a-z0-9_]*\.py")
+
+
 @functools.cache
 def generator_sha256() -> str:
     """SHA-256 of the source of the code that makes the images: this module and ``shapley_research.attacks``.
@@ -155,7 +159,9 @@ def generator_sha256() -> str:
     """
     from ... import attacks
 
-    files = sorted(Path(attacks.__file__).parent.glob("*.py")) + [Path(__file__)]
+    # modules only: an editor's lock file or a merge tool's backup beside them must not change the key
+    modules = [p for p in sorted(Path(attacks.__file__).parent.glob("*.py")) if _MODULE_NAME.fullmatch(p.name)]
+    files = modules + [Path(__file__)]
     digest = hashlib.sha256()
     for path in files:
         digest.update(f"{path.parent.name}/{path.name}|".encode())

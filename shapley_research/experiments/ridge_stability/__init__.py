@@ -79,7 +79,7 @@ alignment of the resamples on the estimate). The variance's standard error and
 95% interval come from the same bootstrap: one draw of resamples
 (:func:`resample_counts`), whose first ``n_bootstrap`` rows serve the standard
 error and first ``n_bootstrap_u_shape`` rows the U-shape claims, each resample's
-debiased variance computed once, by :func:`resampled_variances`.
+debiased variance computed by the one function :func:`resampled_variances`.
 """
 
 from ._bootstrap import (INTERIOR_TO_FAIL, LOCATED_TO_HOLD, MIN_BOOTSTRAP, U_SHAPE_LEVEL, draw_counts,
