@@ -110,9 +110,19 @@ def test_killed_process_resumes_to_the_same_values(tmp_path):
     assert_same_run(resumed, sr.permutation_shapley(GAME, 1 + 8 * 400, seed=9, batch_size=1))
 
 
+TERMINATED = {  # the call the child makes, and the same call here: the sampling loop, and AME's loop of its own
+    "permutation": ("permutation_shapley(game, 1 + 8 * 400, seed=9, batch_size=1, **kw)",
+                    lambda game, **kw: sr.permutation_shapley(game, 1 + 8 * 400, seed=9, batch_size=1, **kw)),
+    "ame": ("ame(game, 400, seed=9, chunk_size=1, **kw)",
+            lambda game, **kw: sr.ame(game, 400, seed=9, chunk_size=1, **kw)),
+}
+
+
 @pytest.mark.slow  # stops a child interpreter mid-run
-def test_terminated_process_saves_its_state_and_resumes_to_the_same_values(tmp_path):
+@pytest.mark.parametrize("name", sorted(TERMINATED))
+def test_terminated_process_saves_its_state_and_resumes_to_the_same_values(name, tmp_path):
     """SIGTERM (``kill``, ``timeout``, a scheduler's stop) saves the state as Ctrl-C does; exit status 143."""
+    call, run = TERMINATED[name]
     path, started = tmp_path / "terminated.ckpt", tmp_path / "started"
     script = textwrap.dedent(f"""
         import pathlib, sys, time
@@ -129,8 +139,8 @@ def test_terminated_process_saves_its_state_and_resumes_to_the_same_values(tmp_p
                 time.sleep(0.02)
                 return super()._evaluate(masks)
 
-        sr.permutation_shapley(Slow([4, 3, 3, 2, 2, 1, 1, 1], quota=9), 1 + 8 * 400, seed=9, batch_size=1,
-                               checkpoint={str(path)!r}, checkpoint_interval=3600)
+        game, kw = Slow([4, 3, 3, 2, 2, 1, 1, 1], quota=9), dict(checkpoint={str(path)!r}, checkpoint_interval=3600)
+        sr.{call}
     """)
     child = subprocess.Popen([sys.executable, "-c", script])
     try:
@@ -144,9 +154,9 @@ def test_terminated_process_saves_its_state_and_resumes_to_the_same_values(tmp_p
     finally:
         child.wait(timeout=60)
     assert child.returncode == 128 + signal.SIGTERM
-    resumed = sr.permutation_shapley(CountingGame(GAME), 1 + 8 * 400, seed=9, batch_size=1, checkpoint=path)
+    resumed = run(CountingGame(GAME), checkpoint=path)
     assert 0 < resumed.info["resumed_samples"] < 400
-    assert_same_run(resumed, sr.permutation_shapley(GAME, 1 + 8 * 400, seed=9, batch_size=1))
+    assert_same_run(resumed, run(GAME))
 
 
 def test_sigterm_keeps_a_handler_installed_by_someone_else():
