@@ -5,11 +5,6 @@ Batches draw from their own seed streams and are merged in batch order, so where
 runs cannot change a single bit of the result.
 """
 
-import subprocess
-import sys
-import textwrap
-from pathlib import Path
-
 import numpy as np
 import pytest
 from joblib import parallel_config
@@ -116,41 +111,33 @@ def test_bit_identical_where_blas_threads_would_change_the_rounding(n_players, d
             assert_identical(run(2), sequential)
 
 
-@pytest.mark.slow  # a child interpreter starting pools of worker processes
 def test_a_backend_that_cannot_stream_results_gives_the_same_bits():
-    """joblib's ``multiprocessing`` backend returns lists only (no ``return_as="generator"``): same bits anyway.
+    """A backend without ``return_as="generator"`` (joblib's ``multiprocessing``) gets groups of calls: same bits.
 
-    In a child interpreter: the backend forks, and forking this process (which runs a Dask cluster's
-    threads) could copy a lock held by one of them and deadlock.
+    Here a threading backend that says it cannot stream: joblib's ``multiprocessing`` forks, and forking
+    this process (a Dask cluster's threads, a previous pool's) can copy a held lock and deadlock.
     """
-    script = textwrap.dedent(f"""
-        import sys
-        import numpy as np
-        from joblib import parallel_config
-        from sklearn.linear_model import LogisticRegression
-        sys.path.insert(0, {str(Path(__file__).parent)!r})
-        import shapley_research as sr
-        from shapley_research.estimators import _small_games
-        from shapley_research.experiments import parallel_map
-        from test_parallel import assert_identical, blas_runs
+    from joblib import Parallel, register_parallel_backend
+    from joblib._parallel_backends import ThreadingBackend
+    from sklearn.linear_model import LogisticRegression
 
-        _small_games.ENUMERATION_MAX_PLAYERS = 0  # sample the 7 players, as in the parent (tests/conftest.py)
+    from shapley_research.experiments import parallel_map
 
-        runs = blas_runs(7)
-        X = np.random.default_rng(0).normal(size=(40, 3))
-        y = (X[:, 0] > 0).astype(int)
-        runs["data_oob"] = lambda n_jobs: sr.data_oob(LogisticRegression(), X, y, n_estimators=20, seed=1,
-                                                      n_jobs=n_jobs)
-        sequential = {{name: run(1) for name, run in runs.items()}}
-        with parallel_config(backend="multiprocessing"):
-            for name, run in runs.items():
-                assert_identical(run(2), sequential[name])
-            assert parallel_map(abs, [(-i,) for i in range(7)], n_jobs=2) == list(range(7))
-        print("identical:", len(runs))
-    """)
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert "identical:" in done.stdout
+    class NotStreaming(ThreadingBackend):
+        supports_return_generator = False
+
+    register_parallel_backend("not_streaming", NotStreaming)
+    runs = blas_runs(7)
+    X = np.random.default_rng(0).normal(size=(40, 3))
+    y = (X[:, 0] > 0).astype(int)
+    runs["data_oob"] = lambda n_jobs: sr.data_oob(LogisticRegression(), X, y, n_estimators=20, seed=1, n_jobs=n_jobs)
+    sequential = {name: run(1) for name, run in runs.items()}
+    with parallel_config(backend="not_streaming"):
+        with pytest.raises(ValueError, match="return_as"):  # what ordered_map falls back from
+            Parallel(n_jobs=2, return_as="generator")
+        for name, run in runs.items():
+            assert_identical(run(2), sequential[name])
+        assert parallel_map(abs, [(-i,) for i in range(7)], n_jobs=2) == list(range(7))
 
 
 def test_pinned_threads_nest_and_restore():
