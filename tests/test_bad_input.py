@@ -818,7 +818,7 @@ PARAMETER_ROWS = [
     utility_row("model_none", {"model": None}, TypeError, "model must be an estimator"),
     utility_row("model_class", {"model": LogisticRegression}, TypeError, "model must be an estimator instance"),
     utility_row("model_without_predict", {"model": FitOnly()}, TypeError, "model must be an estimator"),
-    utility_row("metric_unknown", {"metric": "f1"}, ValueError, "metric must be one of"),
+    utility_row("metric_unknown", {"metric": "f_one"}, ValueError, "metric must be one of"),
     utility_row("metric_number", {"metric": 3}, TypeError, "metric must be a string or a callable"),
     utility_row("metric_none", {"metric": None}, TypeError, "metric must be a string or a callable"),
     utility_row("metric_of_other_task", {"metric": "r2", "task": "classification"}, ValueError,

@@ -100,7 +100,9 @@ class ModelUtility(Game):
         ``"accuracy"``, ``"neg_log_loss"``, ``"neg_mean_squared_error"``
         (``"neg_mse"``), ``"neg_mean_absolute_error"`` (``"neg_mae"``), ``"r2"``,
         or ``scorer(model, X_test, y_test) -> float``, such as any scorer of
-        ``sklearn.metrics.get_scorer`` (see Notes for coalitions that miss a class;
+        ``sklearn.metrics.get_scorer``; another scorer's name (``"roc_auc"``,
+        ``"f1_macro"``: ``sklearn.metrics.get_scorer_names()``) stands for
+        ``get_scorer(name)`` (see Notes for coalitions that miss a class;
         a scorer of probabilities or decision scores is a ``ValueError`` when
         ``y_test`` holds a class that ``y_train`` lacks, which the string metrics score).
         A string metric of the other task than a scikit-learn classifier's or
@@ -319,7 +321,7 @@ class ModelUtility(Game):
         if not (hasattr(model, "fit") and hasattr(model, "predict")):
             raise TypeError(f"model must be an estimator with fit and predict methods, got {type(model).__name__}.")
         self.model = model
-        self.metric, metric_task = resolve_metric(metric)
+        self.metric, metric_task = resolve_metric(metric, scorer_names=True)
         check_choice(task, "task", ("auto", "classification", "regression"))
         task_given = task
         if task == "auto":

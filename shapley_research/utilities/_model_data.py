@@ -122,8 +122,15 @@ def check_dataset(X_train: ArrayLike, y_train: ArrayLike, X_test: ArrayLike, y_t
     return X_tr, y_tr, X_te, y_te
 
 
-def resolve_metric(metric: Metric) -> tuple[Metric, Task | None]:
-    """Return ``(metric, task)``; ``task`` is None for a callable scorer."""
+def resolve_metric(metric: Metric, scorer_names: bool = False) -> tuple[Metric, Task | None]:
+    """Return ``(metric, task)``; ``task`` is None for a callable scorer.
+
+    With ``scorer_names``, a string that is none of this package's metrics but
+    names a scikit-learn scorer (``"roc_auc"``, ``"f1_macro"``, any of
+    ``sklearn.metrics.get_scorer_names()``) becomes ``get_scorer(metric)``: a
+    callable scorer (``ModelUtility``, which fits one model per coalition, can
+    call any; the batched learners compute their own metrics only).
+    """
     if callable(metric) and not isinstance(metric, str):
         return metric, None
     if not isinstance(metric, str):
@@ -133,9 +140,18 @@ def resolve_metric(metric: Metric) -> tuple[Metric, Task | None]:
         return name, "classification"
     if name in REGRESSION_METRICS:
         return name, "regression"
+    from sklearn.metrics import get_scorer, get_scorer_names
+
+    if scorer_names and name in get_scorer_names():
+        return get_scorer(name), None
     known = sorted(CLASSIFICATION_METRICS + REGRESSION_METRICS + tuple(_METRIC_ALIASES))
+    if scorer_names:
+        raise ValueError(f"metric must be one of {known}, another name of sklearn.metrics.get_scorer_names(), or a "
+                         f"callable scorer(model, X_test, y_test); got {metric!r}.")
+    note = (f" scikit-learn's scorer {name!r} needs ModelUtility, which fits one model per coalition."
+            if name in get_scorer_names() else "")
     raise ValueError(f"metric must be one of {known} or a callable scorer(model, X_test, y_test); "
-                     f"got {metric!r}.")
+                     f"got {metric!r}.{note}")
 
 
 def fresh_copy(model: Any) -> Any:

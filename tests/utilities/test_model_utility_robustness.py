@@ -435,3 +435,24 @@ def test_convergence_warnings_are_shown_once_per_game(multiclass):
             game.evaluate(masks)
     (shown,) = [w for w in record if issubclass(w.category, ConvergenceWarning)]
     assert "raised 2 time(s)" in str(shown.message) and "do not repeat it" in str(shown.message)
+
+
+def test_a_scikit_learn_scorer_name_is_that_scorer():
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.metrics import get_scorer
+
+    from shapley_research import LogisticRegressionUtility, ModelUtility
+
+    X, y = load_breast_cancer(return_X_y=True)
+    X = (X - X.mean(axis=0)) / X.std(axis=0)
+    masks = np.random.default_rng(0).random((12, 30)) < 0.5
+    for name in ("roc_auc", "f1_macro", "balanced_accuracy"):
+        by_name = ModelUtility(LogisticRegression(), X[:30], y[:30], X[100:200], y[100:200], metric=name)
+        scorer = ModelUtility(LogisticRegression(), X[:30], y[:30], X[100:200], y[100:200], metric=get_scorer(name))
+        np.testing.assert_array_equal(by_name.evaluate(masks), scorer.evaluate(masks))
+    # the batched learners compute their own metrics: the name is refused with the way out
+    with pytest.raises(ValueError, match="scorer 'roc_auc' needs ModelUtility"):
+        LogisticRegressionUtility(X[:30], y[:30], X[100:200], y[100:200], metric="roc_auc")
+    with pytest.raises(ValueError, match="get_scorer_names"):
+        ModelUtility(LogisticRegression(), X[:30], y[:30], X[100:200], y[100:200], metric="roc_auk")

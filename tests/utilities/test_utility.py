@@ -524,7 +524,7 @@ def test_a_default_tree_game_fits_the_tree_on_every_coalition(iris):
     (dict(X_train=np.zeros(60)), ValueError, "X_train must be 2-D"),
     (dict(X_test=np.zeros((5, 3)), y_test=np.zeros(5)), ValueError, "X_train has 4 features but X_test has 3"),
     (dict(y_test=np.zeros((60, 2))), ValueError, "y_test must be 1-D"),
-    (dict(metric="f1"), ValueError, "metric must be one of"),
+    (dict(metric="f_one"), ValueError, "metric must be one of"),
     (dict(metric=3), TypeError, "metric must be a string or a callable"),
     (dict(X_train=[["a"] * 4] * 60), TypeError, "X_train must be a numeric array"),
     (dict(degenerate="ignore"), ValueError, "degenerate must be one of"),
