@@ -76,6 +76,12 @@ def content_digest(*parts: Any) -> str:
 
             digest.update(repr(list(part.columns)).encode())
             digest.update(pd.util.hash_pandas_object(part, index=False).to_numpy().tobytes())
+        elif hasattr(part, "tocsr") and hasattr(part, "toarray") and not isinstance(part, np.ndarray):  # sparse
+            csr = part.tocsr()
+            csr.sum_duplicates()  # one representation of a matrix (sorted indices, no repeated entries)
+            digest.update(f"sparse{csr.dtype.str}{csr.shape}".encode())
+            for array in (csr.data, csr.indices, csr.indptr):
+                digest.update(np.ascontiguousarray(array).tobytes())
         elif isinstance(part, np.ndarray) and part.dtype != object:
             digest.update(f"{part.dtype.str}{part.shape}".encode())
             digest.update(np.ascontiguousarray(part).tobytes())

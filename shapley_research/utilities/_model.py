@@ -32,8 +32,8 @@ from ._model_data import (CLASSIFICATION_METRICS, DEGENERATE_MODES, LOG_EPS, LOG
                           REGRESSION_METRICS, ConstantPredictor, Metric, TargetInfo, check_dataset,
                           check_degenerate_options, check_metric_suits_model, clipped_mean_log_probability,
                           constant_utilities, estimator_kind, fresh_copy, unseeded_randomness,
-                          degenerate_rows, degenerate_utilities, is_frame, r2_from_sums, regression_scores,
-                          resolve_metric, split_degenerate, take_rows)
+                          degenerate_rows, degenerate_utilities, given_as_is, as_is_kind, is_frame, r2_from_sums,
+                          regression_scores, resolve_metric, split_degenerate, take_rows)
 from ._cache import CoalitionCache
 from ._coalition_fits import (CoalitionFitWarning, OncePerGame, WarningTally, check_scorer_classes, collected_warnings,
                               describe_error, fit_size_limit, unfit_message, unseen_classes_note, with_all_classes)
@@ -89,7 +89,9 @@ class ModelUtility(Game):
         converted to float arrays; a DataFrame with a non-numeric column or
         missing values goes to the model as it is (rows taken by position), for
         instance raw data for a ``Pipeline`` with a ``ColumnTransformer``, and
-        ``X_test`` must then be a DataFrame with the same columns. Labels may be
+        ``X_test`` must then be a DataFrame with the same columns; a SciPy
+        sparse matrix (text features, say) goes to the model as it is, in CSR
+        (finite values, the same number of columns). Labels may be
         any sortable values (a list or Series too); a classification task needs
         at least two distinct ones (a single class raises a ``ValueError``
         naming it: every coalition's model would predict that class and every
@@ -139,8 +141,8 @@ class ModelUtility(Game):
         solver but ``liblinear``) to :class:`~shapley_research.utilities.learners.LogisticRegressionUtility`
         and ``Ridge`` (scalar ``alpha > 0``, ``positive=False``) to
         :class:`~shapley_research.utilities.learners.RidgeUtility`, with a string metric of
-        the model's task, on numeric features (``"auto"`` fits DataFrames given as
-        they are with the model itself). Also a ``Pipeline`` of such a model after
+        the model's task, on numeric features (``"auto"`` fits DataFrames and sparse
+        matrices given as they are with the model itself). Also a ``Pipeline`` of such a model after
         ``StandardScaler``, ``MinMaxScaler`` (``clip=False``) or ``MaxAbsScaler``
         steps (and ``"passthrough"``), each scaler fitted on the coalition alone as the
         pipeline fits it (solved as a per-coalition penalty, the same minimiser); any
@@ -357,10 +359,8 @@ class ModelUtility(Game):
         self.warm_prefixes = check_bool(warm_prefixes, "warm_prefixes")
         self.device = resolve_device(device, "ModelUtility")
         self.dtype = check_dtype(dtype, "ModelUtility")
-        if self.device is not None and is_frame(self.X_train):
-            raise ValueError(f"device={str(self.device)!r} needs numeric features, but X_train and X_test are "
-                             "DataFrames that go to the model as they are.")
-        self.learner_ = self._route_tables(fast) if is_frame(self.X_train) else self._route(fast)
+        as_is = given_as_is(self.X_train) or given_as_is(self.X_test)
+        self.learner_ = self._route_tables(fast) if as_is else self._route(fast)
         if self.warm_prefixes and getattr(self.learner_, "prefix_path", None) != "exact":
             routing = "not routed" if self.learner_ is None else "routed to " + type(self.learner_).__name__
             raise ValueError(f"warm_prefixes=True needs a LogisticRegression routed to the batched learner "
@@ -393,14 +393,18 @@ class ModelUtility(Game):
                            default_utility=self.default_utility, min_samples=self.min_samples, **options)
 
     def _route_tables(self, fast: object) -> Any:
-        """Routing for DataFrames given as they are: the batched learners compute on numeric X only."""
+        """Routing for features given as they are (raw DataFrames, sparse matrices): no batched learner."""
+        kind = as_is_kind(self.X_train, self.X_test)
+        if self.device is not None:
+            raise ValueError(f"device={str(self.device)!r} needs numeric features in dense arrays, but X_train and "
+                             f"X_test are {kind} that go to the model as they are.")
         if isinstance(fast, (bool, np.bool_)) and fast:
-            raise ValueError("fast=True needs numeric features, but X_train and X_test are DataFrames with "
-                             "non-numeric columns or missing values, which go to the model as they are. "
-                             "Pass fast='auto' or fast=False to fit the model itself.")
+            raise ValueError(f"fast=True needs numeric features in dense arrays, but X_train and X_test are {kind}, "
+                             "which go to the model as they are. Pass fast='auto' or fast=False to fit the model "
+                             "itself.")
         if (isinstance(fast, (bool, np.bool_)) and not fast) or (isinstance(fast, str) and fast == "auto"):
-            self.route_ = RouteDecision(False, "per-subset fits: X_train is a DataFrame with non-numeric columns "
-                                               "or missing values, which goes to the model as it is")
+            self.route_ = RouteDecision(False, f"per-subset fits: X_train and X_test are {kind}, which go to the "
+                                               "model as they are")
             return None
         return self._route(fast)  # refuses any other value with its own message
 

@@ -87,8 +87,54 @@ def _check_tables(X_train: Any, X_test: Any) -> tuple[Any, Any]:
 
 
 def take_rows(X: Any, mask: NDArray[np.bool_]) -> Any:
-    """The rows of ``mask``: ``X[mask]`` for arrays, by position for DataFrames."""
-    return X.iloc[np.flatnonzero(mask)] if is_frame(X) else X[mask]
+    """The rows of ``mask``: ``X[mask]`` for arrays, by position for DataFrames and sparse matrices."""
+    if is_frame(X):
+        return X.iloc[np.flatnonzero(mask)]
+    return X[np.flatnonzero(mask)] if is_sparse(X) else X[mask]
+
+
+def is_sparse(X: object) -> bool:
+    """Whether ``X`` is a SciPy sparse matrix or array (given to the model as it is, in CSR)."""
+    return hasattr(X, "tocsr") and hasattr(X, "toarray") and not isinstance(X, np.ndarray)
+
+
+def given_as_is(X: object) -> bool:
+    """Features that go to the model as they are (a raw DataFrame, a sparse matrix): no batched learner."""
+    return is_frame(X) or is_sparse(X)
+
+
+def as_is_kind(X_train: Any, X_test: Any) -> str:
+    """What features given to the model as they are (:func:`given_as_is`) are, in words."""
+    if is_frame(X_train) or is_frame(X_test):
+        return "DataFrames with non-numeric columns or missing values"
+    return "sparse matrices" if is_sparse(X_train) and is_sparse(X_test) else "sparse matrices in part"
+
+
+def _n_rows(X: Any) -> int:
+    return int(X.shape[0]) if hasattr(X, "shape") else len(X)
+
+
+def _check_sparse(X: Any, name: str) -> Any:
+    """A sparse matrix as CSR float64 (finite, 2-D, not empty), or the dense checks of :func:`check_features`."""
+    if not is_sparse(X):
+        return check_features(X, name)
+    if getattr(X, "ndim", 2) != 2:
+        raise ValueError(f"{name} must be 2-D (n_samples, n_features), got shape {X.shape}.")
+    if X.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must be a sparse matrix of real numbers, got dtype {X.dtype}.")
+    X = X.tocsr().astype(np.float64)
+    check_table(X, name)
+    if not np.isfinite(X.data).all():
+        raise ValueError(f"{name} contains NaN or infinite values.")
+    return X
+
+
+def _check_sparse_pair(X_train: Any, X_test: Any) -> tuple[Any, Any]:
+    """Features of which one at least is sparse: each checked (:func:`_check_sparse`), with the same features."""
+    X_tr, X_te = _check_sparse(X_train, "X_train"), _check_sparse(X_test, "X_test")
+    if X_tr.shape[1] != X_te.shape[1]:
+        raise ValueError(f"X_train has {X_tr.shape[1]} features but X_test has {X_te.shape[1]}.")
+    return X_tr, X_te
 
 
 def check_dataset(X_train: ArrayLike, y_train: ArrayLike, X_test: ArrayLike, y_test: ArrayLike, task: str, *,
@@ -105,13 +151,16 @@ def check_dataset(X_train: ArrayLike, y_train: ArrayLike, X_test: ArrayLike, y_t
 
     With ``tables=True`` a DataFrame that is not a finite numeric table (see
     :func:`is_raw_table`) is kept as it is, for a model to take it (X_test
-    then must be a DataFrame with the same columns); anything else is checked
+    then must be a DataFrame with the same columns), and a SciPy sparse matrix
+    is kept sparse (CSR, float64, checked finite); anything else is checked
     and converted to float exactly as without it.
     """
     X_tr: Any
     X_te: Any
     if tables and (is_raw_table(X_train) or is_raw_table(X_test)):
         X_tr, X_te = _check_tables(X_train, X_test)
+    elif tables and (is_sparse(X_train) or is_sparse(X_test)):
+        X_tr, X_te = _check_sparse_pair(X_train, X_test)
     else:
         X_tr, X_te = check_feature_pair(X_train, X_test)
     y_tr = _check_targets(y_train, "y_train", X_tr.shape[0], "X_train", task)
@@ -432,7 +481,7 @@ class ConstantPredictor(BaseEstimator):
 
     def predict(self, X: Any) -> np.ndarray:
         """``len(X)`` copies of the predicted label (classification) or target (regression)."""
-        n = len(X)
+        n = _n_rows(X)
         if self.classes is None:
             return np.full(n, self._value)
         probabilities = cast(NDArray[np.float64], self._probabilities)  # given with the classes
@@ -442,7 +491,7 @@ class ConstantPredictor(BaseEstimator):
         """The class probabilities, shape ``(len(X), n_classes)`` (classification only)."""
         if self.classes is None:
             raise AttributeError("a regression ConstantPredictor has no predict_proba.")
-        return np.tile(cast(NDArray[np.float64], self._probabilities), (len(X), 1))
+        return np.tile(cast(NDArray[np.float64], self._probabilities), (_n_rows(X), 1))
 
 
 # --------------------------------------------------------------------------------------------

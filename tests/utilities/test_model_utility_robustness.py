@@ -456,3 +456,38 @@ def test_a_scikit_learn_scorer_name_is_that_scorer():
         LogisticRegressionUtility(X[:30], y[:30], X[100:200], y[100:200], metric="roc_auc")
     with pytest.raises(ValueError, match="get_scorer_names"):
         ModelUtility(LogisticRegression(), X[:30], y[:30], X[100:200], y[100:200], metric="roc_auk")
+
+
+def test_sparse_features_go_to_the_model_as_they_are():
+    import scipy.sparse as sp
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.linear_model import LogisticRegression
+
+    from shapley_research import ModelUtility, permutation_shapley
+
+    X, y = load_breast_cancer(return_X_y=True)
+    X = (X - X.mean(axis=0)) / X.std(axis=0)
+    X[np.abs(X) < 0.5] = 0.0  # a sparse design, as text features are
+    S = sp.csr_matrix(X)
+    dense = ModelUtility(LogisticRegression(), X[:30], y[:30], X[100:200], y[100:200], fast=False)
+    masks = np.random.default_rng(0).random((12, 30)) < 0.5
+    masks[0] = False  # the empty coalition: the constant model's prediction on a sparse X_test
+    for fast in ("auto", False):
+        game = ModelUtility(LogisticRegression(), S[:30], y[:30], S[100:200], y[100:200], fast=fast)
+        assert "sparse" in game.route_.reason and game.learner_ is None
+        np.testing.assert_allclose(game.evaluate(masks), dense.evaluate(masks), atol=1e-12)
+    run = permutation_shapley(game, 30 * 4, seed=0, progress=False)
+    full, empty = game.evaluate(np.array([[True] * 30, [False] * 30]))
+    assert np.isclose(run.values.sum(), full - empty)  # efficiency
+    changed = S[:30].copy()
+    changed[0, 0] = 7.0
+    assert ModelUtility(LogisticRegression(), changed, y[:30], S[100:200], y[100:200]).fingerprint() != \
+        game.fingerprint()
+    with pytest.raises(ValueError, match="fast=True needs numeric features in dense arrays"):
+        ModelUtility(LogisticRegression(), S[:30], y[:30], S[100:200], y[100:200], fast=True)
+    bad = S[:30].copy()
+    bad.data[0] = np.nan
+    with pytest.raises(ValueError, match="X_train contains NaN"):
+        ModelUtility(LogisticRegression(), bad, y[:30], S[100:200], y[100:200])
+    with pytest.raises(ValueError, match="X_train has 30 features but X_test has 29"):
+        ModelUtility(LogisticRegression(), S[:30], y[:30], S[100:200, :29], y[100:200])
