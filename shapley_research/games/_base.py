@@ -77,8 +77,9 @@ def content_digest(*parts: Any) -> str:
             digest.update(repr(list(part.columns)).encode())
             digest.update(pd.util.hash_pandas_object(part, index=False).to_numpy().tobytes())
         elif hasattr(part, "tocsr") and hasattr(part, "toarray") and not isinstance(part, np.ndarray):  # sparse
-            csr = part.tocsr()
+            csr = part.tocsr(copy=True)  # a copy: the caller's matrix is left as it was
             csr.sum_duplicates()  # one representation of a matrix (sorted indices, no repeated entries)
+            csr.eliminate_zeros()
             digest.update(f"sparse{csr.dtype.str}{csr.shape}".encode())
             for array in (csr.data, csr.indices, csr.indptr):
                 digest.update(np.ascontiguousarray(array).tobytes())

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 __all__ = ["AllClassesModel", "with_all_classes", "fit_size_limit", "collected_warnings", "WarningTally",
            "CoalitionFitWarning", "unfit_message", "describe_error", "OncePerGame", "check_scorer_classes",
-           "unseen_classes_note"]
+           "unseen_classes_note", "check_scorer"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -160,6 +160,29 @@ def check_scorer_classes(metric: Any, targets: TargetInfo) -> None:
             "has a column for them, so no coalition could be scored. Use a string metric, which scores those rows "
             "as never predicted (metric='neg_log_loss' gives them probability 0, i.e. log(eps); see ModelUtility, "
             "Notes), or drop the rows of those classes from X_test and y_test.")
+
+
+def check_scorer(name: Any, scorer: Any, targets: TargetInfo, X_test: Any) -> None:
+    """Refuse, before any fit, a scorer that could score no coalition (``ValueError``).
+
+    :func:`check_scorer_classes` for every scorer; and a scikit-learn scorer
+    given by name (``name``, resolved to ``scorer``) must score a constant
+    model on this test set, which catches a binary one (``"roc_auc"``,
+    ``"f1"``) on more than two classes or on labels without the positive
+    label 1. Only for names: a callable of the user's may need more than a
+    constant model offers.
+    """
+    check_scorer_classes(scorer, targets)
+    if not isinstance(name, str) or not callable(scorer):
+        return
+    from ._model_data import ConstantPredictor
+
+    constant = ConstantPredictor.from_coalition(np.ones(targets.y_train.shape[0], dtype=bool), targets)
+    try:
+        scorer(constant, X_test, targets.y_test)
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"metric={name!r} cannot score this problem (scikit-learn says: {exc}). Choose a scorer "
+                         "for its labels, e.g. 'roc_auc_ovr' or 'f1_macro' for more than two classes.") from exc
 
 
 def unseen_classes_note(targets: TargetInfo) -> str:

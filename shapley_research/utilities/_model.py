@@ -32,10 +32,10 @@ from ._model_data import (CLASSIFICATION_METRICS, DEGENERATE_MODES, LOG_EPS, LOG
                           REGRESSION_METRICS, ConstantPredictor, Metric, TargetInfo, check_dataset,
                           check_degenerate_options, check_metric_suits_model, clipped_mean_log_probability,
                           constant_utilities, estimator_kind, fresh_copy, unseeded_randomness,
-                          degenerate_rows, degenerate_utilities, given_as_is, as_is_kind, is_frame, r2_from_sums,
+                          degenerate_rows, degenerate_utilities, given_as_is, as_is_kind, r2_from_sums,
                           regression_scores, resolve_metric, split_degenerate, take_rows)
 from ._cache import CoalitionCache
-from ._coalition_fits import (CoalitionFitWarning, OncePerGame, WarningTally, check_scorer_classes, collected_warnings,
+from ._coalition_fits import (CoalitionFitWarning, OncePerGame, WarningTally, check_scorer, collected_warnings,
                               describe_error, fit_size_limit, unfit_message, unseen_classes_note, with_all_classes)
 from .._device import check_dtype, resolve_device
 from .._threads import thread_controller
@@ -348,7 +348,7 @@ class ModelUtility(Game):
                              "treat every coalition as degenerate.")
         self._full_set_fits: bool | None = None  # found out at the first coalition that cannot be fitted
         self.targets = TargetInfo(self.y_train, self.y_test, task)
-        check_scorer_classes(self.metric, self.targets)  # before any fit: no coalition could be scored
+        check_scorer(metric, self.metric, self.targets, self.X_test)  # before any fit: none could be scored
         cache = check_bool(cache, "cache")
         self.cache_ = CoalitionCache(check_int(cache_size, "cache_size", minimum=1)) if cache else None
         if blas_threads is not None:

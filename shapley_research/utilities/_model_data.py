@@ -178,7 +178,8 @@ def resolve_metric(metric: Metric, scorer_names: bool = False) -> tuple[Metric, 
     names a scikit-learn scorer (``"roc_auc"``, ``"f1_macro"``, any of
     ``sklearn.metrics.get_scorer_names()``) becomes ``get_scorer(metric)``: a
     callable scorer (``ModelUtility``, which fits one model per coalition, can
-    call any; the batched learners compute their own metrics only).
+    call any; the batched learners compute their own metrics only), with the
+    task of its score function (:func:`scorer_task`).
     """
     if callable(metric) and not isinstance(metric, str):
         return metric, None
@@ -192,15 +193,23 @@ def resolve_metric(metric: Metric, scorer_names: bool = False) -> tuple[Metric, 
     from sklearn.metrics import get_scorer, get_scorer_names
 
     if scorer_names and name in get_scorer_names():
-        return get_scorer(name), None
+        scorer = get_scorer(name)
+        return scorer, scorer_task(scorer)
     known = sorted(CLASSIFICATION_METRICS + REGRESSION_METRICS + tuple(_METRIC_ALIASES))
     if scorer_names:
         raise ValueError(f"metric must be one of {known}, another name of sklearn.metrics.get_scorer_names(), or a "
                          f"callable scorer(model, X_test, y_test); got {metric!r}.")
     note = (f" scikit-learn's scorer {name!r} needs ModelUtility, which fits one model per coalition."
             if name in get_scorer_names() else "")
-    raise ValueError(f"metric must be one of {known} or a callable scorer(model, X_test, y_test); "
-                     f"got {metric!r}.{note}")
+    raise ValueError(f"metric must be one of {known}; got {metric!r}.{note}")
+
+
+def scorer_task(scorer: Any) -> Task | None:
+    """The task of a scikit-learn scorer, from the module of its score function (None: neither, e.g. clustering)."""
+    module = getattr(getattr(scorer, "_score_func", None), "__module__", "") or ""
+    if module.endswith("_regression"):
+        return "regression"
+    return "classification" if module.endswith(("_classification", "_ranking")) else None
 
 
 def fresh_copy(model: Any) -> Any:

@@ -491,3 +491,38 @@ def test_sparse_features_go_to_the_model_as_they_are():
         ModelUtility(LogisticRegression(), bad, y[:30], S[100:200], y[100:200])
     with pytest.raises(ValueError, match="X_train has 30 features but X_test has 29"):
         ModelUtility(LogisticRegression(), S[:30], y[:30], S[100:200, :29], y[100:200])
+
+
+def test_a_scorer_name_carries_its_task_and_must_suit_the_problem():
+    from sklearn.datasets import load_iris
+    from sklearn.linear_model import LinearRegression, LogisticRegression
+
+    from shapley_research import ModelUtility
+
+    X, y = load_iris(return_X_y=True)
+    data = (X[::3], y[::3], X[1::3], y[1::3])
+    assert ModelUtility(LogisticRegression(), *data, metric="roc_auc_ovr").task == "classification"
+    assert ModelUtility(LinearRegression(), *data, metric="neg_root_mean_squared_error").task == "regression"
+    with pytest.raises(ValueError, match="'explained_variance' is a regression metric, but LogisticRegression"):
+        ModelUtility(LogisticRegression(), *data, metric="explained_variance")
+    with pytest.raises(ValueError, match="'roc_auc' is a classification metric, but LinearRegression"):
+        ModelUtility(LinearRegression(), *data, metric="roc_auc")
+    for binary in ("roc_auc", "f1"):  # three classes: refused when built, not at every coalition
+        with pytest.raises(ValueError, match=f"metric='{binary}' cannot score this problem"):
+            ModelUtility(LogisticRegression(), *data, metric=binary)
+
+
+def test_the_digest_of_a_sparse_matrix_is_its_values_and_leaves_it_as_it_was():
+    import scipy.sparse as sp
+
+    from shapley_research.games import content_digest
+
+    # duplicate entries, unsorted indices and a stored zero: the matrix [[0, 2, 4], [4, 0, 0], [0, 0, 0]]
+    messy = sp.csr_matrix((np.array([1.0, 2.0, 3.0, 4.0, 0.0]), np.array([2, 1, 2, 0, 1]),
+                           np.array([0, 3, 5, 5])), shape=(3, 3))
+    indices, data = messy.indices.copy(), messy.data.copy()
+    dense = messy.toarray()
+    assert content_digest(messy) == content_digest(sp.csr_matrix(dense)) == content_digest(sp.coo_matrix(dense))
+    np.testing.assert_array_equal(messy.indices, indices)  # the caller's matrix untouched
+    np.testing.assert_array_equal(messy.data, data)
+    assert content_digest(sp.csr_matrix(dense * 2)) != content_digest(messy)
