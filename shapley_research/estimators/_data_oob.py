@@ -41,7 +41,8 @@ from .._warnings import WarningTally, collected_warnings
 from .._validation import (check_bool, check_choice, check_class_labels, check_features, check_int, check_n_jobs,
                            check_real_array, check_seed, check_target_vector, check_two_classes, is_frame)
 from ..result import ValuationResult
-from ..utilities import check_table, estimator_kind, fresh_copy, is_raw_table, unseeded_random_states
+from ..utilities import (check_sparse_features, check_table, estimator_kind, fresh_copy, is_raw_table, is_sparse,
+                         unseeded_random_states)
 from ..utilities.learners import check_fast
 
 if TYPE_CHECKING:
@@ -351,8 +352,8 @@ def _prepare(model, X_train, y_train, n_estimators, seed, task, score, n_jobs, p
     instance = is_batched_learner(model)
     if not instance:
         _check_model(model)
-    raw = not instance and is_raw_table(X_train)
-    X = check_table(X_train, "X_train") if raw else check_features(X_train, "X_train")
+    raw = not instance and (is_raw_table(X_train) or is_sparse(X_train))  # given to the model as it is
+    X = (check_sparse_features if is_sparse(X_train) else check_table if raw else check_features)(X_train, "X_train")
     task = check_choice(task, "task", TASKS)
     if instance:
         task = learner_task(model, task, lambda m: "classification" if _is_classifier(m) else "regression")
@@ -369,8 +370,9 @@ def _prepare(model, X_train, y_train, n_estimators, seed, task, score, n_jobs, p
         progress = check_bool(progress, "progress")
     fast = check_fast(fast)
     if raw and fast is True:
-        raise ValueError("fast=True needs numeric features, but X_train is a DataFrame with non-numeric columns "
-                         "or missing values, which goes to the model as it is: pass fast='auto' or False.")
+        kind = "a sparse matrix" if is_sparse(X) else "a DataFrame with non-numeric columns or missing values"
+        raise ValueError(f"fast=True needs numeric features in dense arrays, but X_train is {kind}, which goes to "
+                         "the model as it is: pass fast='auto' or False.")
     if instance:
         check_learner(model, X, y, device)
         check_game_jobs(model, n_jobs, "data_oob")

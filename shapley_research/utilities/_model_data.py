@@ -114,8 +114,27 @@ def _n_rows(X: Any) -> int:
     return int(X.shape[0]) if hasattr(X, "shape") else len(X)
 
 
-def _check_sparse(X: Any, name: str) -> Any:
-    """A sparse matrix as CSR float64 (finite, 2-D, not empty), or the dense checks of :func:`check_features`."""
+def check_sparse_features(X: Any, name: str) -> Any:
+    """Features a model takes as they are when sparse: a SciPy sparse matrix or array as CSR float64.
+
+    Parameters
+    ----------
+    X : scipy.sparse matrix or array, or array-like
+        The features; a dense one gets :func:`~shapley_research._validation.check_features`.
+    name : str
+        The argument's name, for the errors.
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix or csr_array (float64), or numpy.ndarray
+
+    Raises
+    ------
+    ValueError
+        If ``X`` is not 2-D, has no row or column, or holds NaN or infinity.
+    TypeError
+        If its values are not real numbers.
+    """
     if not is_sparse(X):
         return check_features(X, name)
     if getattr(X, "ndim", 2) != 2:
@@ -130,8 +149,8 @@ def _check_sparse(X: Any, name: str) -> Any:
 
 
 def _check_sparse_pair(X_train: Any, X_test: Any) -> tuple[Any, Any]:
-    """Features of which one at least is sparse: each checked (:func:`_check_sparse`), with the same features."""
-    X_tr, X_te = _check_sparse(X_train, "X_train"), _check_sparse(X_test, "X_test")
+    """Features of which one at least is sparse, each checked (:func:`check_sparse_features`), of one width."""
+    X_tr, X_te = check_sparse_features(X_train, "X_train"), check_sparse_features(X_test, "X_test")
     if X_tr.shape[1] != X_te.shape[1]:
         raise ValueError(f"X_train has {X_tr.shape[1]} features but X_test has {X_te.shape[1]}.")
     return X_tr, X_te

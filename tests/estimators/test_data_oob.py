@@ -376,3 +376,16 @@ def test_a_warning_of_every_fit_is_shown_once_with_its_count(n_jobs):
     converge = [w for w in caught if issubclass(w.category, ConvergenceWarning)]
     assert len(converge) == 1
     assert "data_oob: raised 8 time(s) while fitting 8 bootstrap models" in str(converge[0].message)
+
+
+def test_sparse_features_go_to_the_model_as_they_are():
+    import scipy.sparse as sp
+
+    X, y = make_classification(n_samples=80, n_features=6, random_state=1)
+    X[np.abs(X) < 0.7] = 0.0
+    dense = data_oob(LogisticRegression(), X, y, n_estimators=30, seed=3)
+    sparse = data_oob(LogisticRegression(), sp.csr_matrix(X), y, n_estimators=30, seed=3, fast="auto")
+    np.testing.assert_array_equal(sparse.values, dense.values)
+    assert sparse.info["options"].get("route") is None  # per-fit: the batched learners take dense arrays
+    with pytest.raises(ValueError, match="X_train is a sparse matrix"):
+        data_oob(LogisticRegression(), sp.csr_matrix(X), y, fast=True)
