@@ -276,6 +276,11 @@ def is_frame(X: object) -> bool:
     return hasattr(X, "iloc") and hasattr(X, "columns") and getattr(X, "ndim", None) == 2
 
 
+def is_sparse(X: object) -> bool:
+    """Whether ``X`` is a SciPy sparse matrix or array (one that converts to CSR)."""
+    return hasattr(X, "tocsr") and hasattr(X, "toarray") and not isinstance(X, np.ndarray)
+
+
 def check_same_columns(X_train: object, X_test: object) -> None:
     """Two DataFrames must have the same columns in the same order (a model takes features by position;
     scikit-learn refuses other names at predict time, here they would be matched silently)."""

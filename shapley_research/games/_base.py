@@ -24,7 +24,8 @@ from typing import Any, Callable, Protocol, cast, runtime_checkable
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._validation import check_bool, check_int, check_masks, check_real_scalar, check_utilities, is_frame
+from .._validation import (check_bool, check_int, check_masks, check_real_scalar, check_utilities, is_frame,
+                           is_sparse)
 
 __all__ = ["Game", "GameLike", "PrefixGame", "FunctionGame", "as_game", "evaluate_prefixes", "supports_prefixes",
            "prefix_masks", "prefix_positions",
@@ -76,7 +77,7 @@ def content_digest(*parts: Any) -> str:
 
             digest.update(repr(list(part.columns)).encode())
             digest.update(pd.util.hash_pandas_object(part, index=False).to_numpy().tobytes())
-        elif hasattr(part, "tocsr") and hasattr(part, "toarray") and not isinstance(part, np.ndarray):  # sparse
+        elif is_sparse(part):
             csr = part.tocsr(copy=True)  # a copy: the caller's matrix is left as it was
             csr.sum_duplicates()  # one representation of a matrix (sorted indices, no repeated entries)
             csr.eliminate_zeros()

@@ -20,7 +20,7 @@ from sklearn.base import BaseEstimator
 
 from ._options import DEGENERATE_MODES, resolve_degenerate  # noqa: F401  (DEGENERATE_MODES re-exported)
 from .._validation import (check_class_labels, check_feature_pair, check_features, check_label_kinds,
-                           check_same_columns, check_target_vector, check_two_classes, is_frame)
+                           check_same_columns, check_target_vector, check_two_classes, is_frame, is_sparse)
 
 CLASSIFICATION_METRICS = ("accuracy", "neg_log_loss")
 REGRESSION_METRICS = ("neg_mean_squared_error", "neg_mean_absolute_error", "r2")
@@ -91,11 +91,6 @@ def take_rows(X: Any, mask: NDArray[np.bool_]) -> Any:
     if is_frame(X):
         return X.iloc[np.flatnonzero(mask)]
     return X[np.flatnonzero(mask)] if is_sparse(X) else X[mask]
-
-
-def is_sparse(X: object) -> bool:
-    """Whether ``X`` is a SciPy sparse matrix or array (given to the model as it is, in CSR)."""
-    return hasattr(X, "tocsr") and hasattr(X, "toarray") and not isinstance(X, np.ndarray)
 
 
 def given_as_is(X: object) -> bool:
