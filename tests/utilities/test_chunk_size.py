@@ -25,6 +25,19 @@ def test_a_batch_size_replaces_the_default_cap_within_the_memory_budget(iris, le
     assert learner(X, y, Xt, yt)._chunk_size(2 * budget) == 1  # never below one coalition
 
 
+def test_a_device_caps_chunks_higher_and_logistic_fits_highest(iris):
+    """On a device the default cap is 4x the CPU's, and the logistic fit path's 65,536 (launch-bound L-BFGS)."""
+    pytest.importorskip("torch")
+    from shapley_research.utilities.learners._logistic import DEVICE_FIT_CAP
+
+    X, y, Xt, yt = iris
+    game = LogisticRegressionUtility(X, y, Xt, yt, device="cpu")
+    assert game._chunk_size(1.0) == 4 * 4096
+    assert game._chunk_size(1.0, device_cap=DEVICE_FIT_CAP) == DEVICE_FIT_CAP == 65_536
+    sized = LogisticRegressionUtility(X, y, Xt, yt, device="cpu", batch_size=100)
+    assert sized._chunk_size(1.0, device_cap=DEVICE_FIT_CAP) == 100  # a batch_size still replaces every cap
+
+
 def test_fits_do_not_depend_on_the_batch_size(iris):
     """Bit for bit on the CPU's L-BFGS (coalition by coalition); to rounding on Newton (chunk-wide products)."""
     X, y, Xt, yt = iris

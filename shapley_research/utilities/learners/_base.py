@@ -10,7 +10,8 @@ convention), chunking by working memory and the ``evaluate`` flow.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterator, Sequence
+import copy
+from typing import TYPE_CHECKING, Any, Iterator, Sequence, TypeVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -78,6 +79,9 @@ def _check_features_like(X: ArrayLike, design: _Design, name: str = "X") -> NDAr
     return design.transform(features)
 
 
+_Learner = TypeVar("_Learner", bound="_BatchedLearner")
+
+
 def _chunks(total: int, size: int) -> Iterator[slice]:
     for lo in range(0, total, size):
         yield slice(lo, min(lo + size, total))
@@ -123,6 +127,18 @@ class _BatchedLearner(Game):
         if self.device is not None:  # the one-pass prefix paths are numpy's; a device refits every prefix
             self.exact_prefixes = True
 
+    #: Attributes that cache arrays in the learner's backend (a subclass names its own).
+    _BACKEND_CACHES: tuple[str, ...] = ()
+
+    def _on_numpy(self: _Learner) -> _Learner:
+        """This learner on the numpy backend in ``float64``: the same data, options and warnings, none of the
+        backend's caches (a shallow copy; a device learner's full-data fit runs there)."""
+        twin = copy.copy(self)
+        twin._set_backend(None, "float64")
+        for name in self._BACKEND_CACHES:
+            twin.__dict__.pop(name, None)
+        return twin
+
     #: Attributes that define a learner's utilities beyond its data (a subclass adds its own hyperparameters).
     _DEFINING: tuple[str, ...] = ("metric", "task", "degenerate", "default_utility", "min_samples", "dtype")
 
@@ -155,8 +171,9 @@ class _BatchedLearner(Game):
             return None
         return self._backend.asarray(self.scaling.penalty(masks, self.design.fit_intercept))
 
-    def _chunk_size(self, bytes_per_row: float, cap: int = 4096) -> int:
-        """Coalitions per chunk: as many as the memory budget holds, at most ``cap`` (4 ``cap`` on a device).
+    def _chunk_size(self, bytes_per_row: float, cap: int = 4096, device_cap: int | None = None) -> int:
+        """Coalitions per chunk: as many as the memory budget holds, at most ``cap`` (on a device ``device_cap``,
+        default 4 ``cap``).
 
         An explicit ``batch_size`` takes the cap's place, above it or below; the memory budget still bounds it.
         """
@@ -165,7 +182,8 @@ class _BatchedLearner(Game):
             return int(max(1, min(cap, _CHUNK_BYTES // max(bytes_per_row, 1))))
         # the estimates count float64 entries; a device chunk takes a share of the device's memory
         bytes_per_row *= self._backend.xp.finfo(self._backend.float).bits / 64
-        cap = 4 * cap if self.batch_size is None else self.batch_size
+        device_cap = 4 * cap if device_cap is None else device_cap
+        cap = device_cap if self.batch_size is None else self.batch_size
         return int(chunk_capacity(self.device, bytes_per_row, cap, type(self).__name__))
 
     def _fitted_utilities(self, masks: NDArray[np.bool_],

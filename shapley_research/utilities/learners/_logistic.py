@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from .._options import DegeneratePolicy, PrefixPath
     import torch
 
+DEVICE_FIT_CAP = 65_536  # most coalitions a device's chunk fits together, memory permitting
 PRECONDITION_MAX_PARAMS = 4096  # largest K q whose full-data Hessian L-BFGS is preconditioned by
 #: Smallest ``tol`` at which mixed precision trusts ``float32``'s gradient test (its rounding: ~1e-6 relative).
 FLOAT32_MIN_TOL = 1e-5
@@ -86,7 +87,7 @@ class LogisticRegressionUtility(_BatchedLearner):
     batch_size : int, optional
         Most coalitions (or permutations) trained together. Default: as many as
         about 48 MiB of working memory holds, at most 4,096 (on a device, a
-        third of its total memory, at most 16,384, so one card plans the same
+        third of its total memory, at most 65,536, so one card plans the same
         chunks on every run); a ``batch_size`` replaces that cap, above or
         below it, within the memory bound. Where a GPU's free memory is short
         of the plan, chunks shrink with a ``RuntimeWarning``.
@@ -96,8 +97,9 @@ class LogisticRegressionUtility(_BatchedLearner):
     prefix_steps : int, default 3
         One-pass path: most chord steps per joining point.
     warm_start : bool, default True
-        Start every fit from the full-data solution (fitted once), and
-        precondition L-BFGS by the full-data Hessian scaled to ``|S|/N``.
+        Start every fit from the full-data solution (fitted once, on the numpy
+        path whatever the device), and precondition L-BFGS by the full-data
+        Hessian scaled to ``|S|/N``.
     chain_prefixes : bool, default True
         With ``warm_start``, on the CPU's compiled L-BFGS (more than two classes), a coalition adding one
         point to the one before it in a call (the next prefix of a permutation) starts from that one's
@@ -205,6 +207,8 @@ class LogisticRegressionUtility(_BatchedLearner):
         self.classes_ = self.targets.classes
         self.last_fit_info_: dict[str, Any] = {}
 
+    _BACKEND_CACHES = ("_data", "_data32", "_full_theta", "_full_hessian", "_hessian_diagonal")
+
     @property
     def n_params(self) -> int:
         """Unknowns of one Newton fit: ``q`` for two classes (the binary objective), ``n_classes * q`` otherwise."""
@@ -292,8 +296,10 @@ class LogisticRegressionUtility(_BatchedLearner):
             counts = self.targets.class_counts(full)
             theta = backend.zeros((K, q))
             if not degenerate_rows(full, self.targets, self.min_samples, counts)[0]:
-                theta = self._fit_thetas(full, counts, theta0=backend.zeros((1, K, q)), precondition=False,
-                                         start=True)[0]
+                # every backend starts from the numpy path's fit (one problem is launch-bound on a device)
+                solver = self if backend.is_numpy else self._on_numpy()
+                theta = backend.asarray(solver._fit_thetas(full, counts, theta0=solver._backend.zeros((1, K, q)),
+                                                           precondition=False, start=True)[0])
             self._full_theta = theta
         return self._full_theta
 
@@ -338,7 +344,8 @@ class LogisticRegressionUtility(_BatchedLearner):
         fit = self._newton_chunk if self._use_newton() else functools.partial(self._lbfgs_chunk,
                                                                               precondition=precondition)
         linked, links = self._links(masks) if chain else None, None
-        for rows in _chunks(m, self._chunk_size(self._row_bytes())):
+        # a device's launch-bound L-BFGS gains from its largest chunks (docs/guides/gpu.md, "Chunks")
+        for rows in _chunks(m, self._chunk_size(self._row_bytes(), device_cap=DEVICE_FIT_CAP)):
             if linked is None:
                 theta[rows], iterations[rows], converged[rows] = fit(masks[rows], counts[rows], theta[rows])
                 continue
