@@ -28,7 +28,10 @@ def test_every_gpu_check_passes_on_the_cpu(capsys):
 def test_the_sweep_and_the_profile_run(sibling_imports, capsys):
     pytest.importorskip("mlxtend")
     assert load_benchmark("gpu_sweep").main(["--device", "cpu", "--models", "1", "--coalitions", "16",
-                                             "--batch-sizes", "0", "8"]) == 0
+                                             "--batch-sizes", "0", "8", "--scale-coalitions", "8"]) == 0
     assert load_benchmark("gpu_profile").main(["--device", "cpu", "--sizes", "2", "--profiled", "2"]) == 0
+    assert load_benchmark("gpu_call_costs").main(["--device", "cpu", "--coalitions", "8"]) == 0
     out = capsys.readouterr().out
-    assert out.count("models/s") == 1 and out.count("fits/s") == 1 and out.count("profiled wall") == 3
+    assert out.count("models/s") == 1 and out.count("profiled wall") == 3
+    assert out.count("fits/s") == 1 + 1 + 2  # the batch-size sweep's header; the baseline; one cell a precision
+    assert out.count("first coalition (full-data fit)") == 2
