@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import os
 import time
-from contextlib import nullcontext
 from typing import Literal, Sequence
 
 import numpy as np
@@ -107,7 +106,7 @@ def _evaluate(game: GameLike, masks: NDArray[np.bool_], chunk_size: int, progres
             checkpoint.save(utilities, unused, done, done, -(-done // chunk_size), force=force)
 
     starts = range(done, masks.shape[0], chunk_size)
-    stop_saves = terminated_as_exit() if checkpoint is not None else nullcontext()  # SIGTERM saves as Ctrl-C does
+    stop_saves = terminated_as_exit(saving=checkpoint is not None)  # SIGTERM saves as Ctrl-C does
     with stop_saves, evaluation_bar(progress, masks.shape[0], desc="AME") as advance:
         advance(done)
         results = ordered_results(_chunk_utilities, game, (masks[start:start + chunk_size] for start in starts),

@@ -173,6 +173,8 @@ def test_sigterm_keeps_a_handler_installed_by_someone_else():
         with terminated_as_exit():
             assert signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
         assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+        with terminated_as_exit(saving=False):  # a run without a checkpoint has nothing to save
+            assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
     finally:
         signal.signal(signal.SIGTERM, previous)
 

@@ -259,8 +259,10 @@ class Checkpoint:
 
 
 @contextmanager
-def terminated_as_exit() -> Iterator[None]:
+def terminated_as_exit(saving: bool = True) -> Iterator[None]:
     """While the block runs, SIGTERM raises ``SystemExit(128 + SIGTERM)`` instead of ending the process at once.
+
+    Only when ``saving`` (a run with a checkpoint): without one there is nothing to save.
 
     ``kill``, ``timeout`` and batch schedulers (SLURM, at the end of a job's
     time) stop a run with SIGTERM, whose default action gives Python no chance
@@ -272,7 +274,7 @@ def terminated_as_exit() -> Iterator[None]:
     action: a handler someone else installed (a notebook kernel, a Dask
     worker) is left alone.
     """
-    if (threading.current_thread() is not threading.main_thread()
+    if (not saving or threading.current_thread() is not threading.main_thread()
             or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL):
         yield
         return

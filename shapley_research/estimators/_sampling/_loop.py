@@ -31,7 +31,6 @@ Bernoulli projections (compressive sampling). So one loop serves them all:
 
 from __future__ import annotations
 
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator, Protocol
 
@@ -537,7 +536,7 @@ def run_sampling(
     start, stopped_by = snapshot, first_reached(rules, judged)
     # this thread holds the pin from before any worker starts, over the merges and stopping rules too: the
     # threading backend's batches rely on it, as OpenBLAS (pthreads) ignores a limit set in a worker thread
-    with pinned_threads(), terminated_as_exit() if checkpoint is not None else nullcontext():
+    with pinned_threads(), terminated_as_exit(saving=checkpoint is not None):
         results = iter(()) if stopped_by is not None else evaluate_batches(
             sample_batch, batch_jobs(n_units, batch_size, first=start.batches, closed=start.closed, plan=plan),
             entropy, n_jobs)
