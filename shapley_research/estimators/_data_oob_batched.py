@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .._device import check_game_jobs, release, resolve_device
+from .._device import check_game_jobs, released, resolve_device
 
 # predictions, bootstrap counts and the learner's probabilities of one chunk of estimators
 CHUNK_BYTES = 32 * 2**20
@@ -102,7 +102,7 @@ def batched_results(learner: Any, X: np.ndarray, y: np.ndarray, seed: int, n_est
     n = X.shape[0]
     size = chunk_size(n, np.unique(y).size if classification else 1, n_estimators)
     what = f"{type(learner).__name__}.predict"
-    try:
+    with released(getattr(learner, "device", None)):  # no cached GPU memory stays held after the run
         for lo in range(0, n_estimators, size):
             estimators = range(lo, min(lo + size, n_estimators))
             samples = [bootstrap(seed, b, n) for b in estimators]
@@ -113,8 +113,6 @@ def batched_results(learner: Any, X: np.ndarray, y: np.ndarray, seed: int, n_est
                 oob = np.flatnonzero(weights == 0)
                 fitted = not (classification and np.unique(y[rows]).size == 1)
                 yield oob, (scores(score, y[oob], predicted[oob], what) if oob.size else np.empty(0)), fitted
-    finally:
-        release(getattr(learner, "device", None))  # no cached GPU memory stays held after the run
 
 
 def _predict(learner: Any, counts: np.ndarray, X: np.ndarray, first: int, what: str) -> np.ndarray:

@@ -25,7 +25,7 @@ from ._torch_mlp import mlp_gradient, mlp_layers
 from ._torch_training import (MAX_CHUNK, TrainingPlan, activations_per_row, bytes_per_model, epoch_batches,
                               own_rows, per_thread_copies, redrawn_parameters, reinitialization_seed,
                               size_ordered_chunks, stacked_copies, stacked_forward, stacked_gradient, train_chunk)
-from .._device import check_dtype, chunk_capacity, import_torch, release, resolve_device, torch_dtype
+from .._device import check_dtype, chunk_capacity, import_torch, released, resolve_device, torch_dtype
 from .._threads import pinned_torch_threads
 from .._validation import check_bool, check_choice, check_features, check_float, check_int, check_weights
 from ..games import Game, content_digest, report_evaluated
@@ -454,14 +454,13 @@ class TorchModelUtility(Game):
         chunks = self._chunks(weights, X.shape[0])
         bar = tqdm(total=weights.shape[0], desc=_OWNER, unit="model", leave=False, disable=not self.progress)
         try:
-            with self._pinned_threads():
+            with self._pinned_threads(), released(self.device):  # no cached GPU memory stays held between calls
                 for chunk in chunks:
                     consume(chunk, self._train_and_forward(weights[chunk], X))
                     report_evaluated(chunk.size)
                     bar.update(chunk.size)
         finally:
             bar.close()
-            release(self.device)  # no cached GPU memory stays held between calls
 
     @contextmanager
     def _pinned_threads(self) -> Iterator[None]:

@@ -87,3 +87,30 @@ def test_a_gpu_plans_its_chunks_from_its_total_memory_and_warns_where_they_do_no
     monkeypatch.setattr(torch.cuda, "memory_allocated", lambda device=None: 2**30)
     assert chunk_capacity(cuda, item, 100_000, "owner") == 10 * 1024
     assert chunk_capacity(torch.device("cpu"), item, 100_000, "owner") == 256  # torch's CPU device: 256 MiB
+
+
+def test_a_call_collects_garbage_only_where_it_left_device_memory_allocated(monkeypatch):
+    """A full collection is a fixed cost of every call (tenths of a second in a large process): paid only where
+    memory that only a collection can free may remain; the cache is emptied after every call."""
+    torch = pytest.importorskip("torch")
+    import shapley_research._device as device_module
+
+    allocated, calls = [100], []
+    monkeypatch.setattr(torch.cuda, "memory_allocated", lambda device=None: allocated[0])
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: calls.append("empty_cache"))
+    monkeypatch.setattr(device_module.gc, "collect", lambda: calls.append("collect"))
+    cuda = torch.device("cuda")
+    with device_module.released(cuda):
+        pass  # freed everything it allocated
+    assert calls == ["empty_cache"]
+    calls.clear()
+    with device_module.released(cuda):
+        allocated[0] += 64  # a cycle holding a tensor, or a first call's caches
+    assert calls == ["collect", "empty_cache"]
+    calls.clear()
+    with pytest.raises(RuntimeError), device_module.released(cuda):
+        raise RuntimeError("a failed call lets its memory go too")
+    assert calls == ["empty_cache"]
+    with device_module.released(torch.device("cpu")), device_module.released(None):
+        pass  # nothing to give back off a GPU
+    assert calls == ["empty_cache"]

@@ -19,7 +19,7 @@ from numpy.typing import ArrayLike, NDArray
 from .._coalition_fits import OncePerGame
 from .._model_data import (TargetInfo, check_dataset, check_degenerate_options,
                            Metric, degenerate_utilities, resolve_metric, split_degenerate)
-from ..._device import check_dtype, chunk_capacity, release, resolve_device
+from ..._device import check_dtype, chunk_capacity, released, resolve_device
 from ..._validation import check_bool, check_features, check_int
 from ...games import Game, content_digest, prefix_positions, prefix_utilities
 from ._array import NUMPY, Array, ArrayBackend
@@ -197,9 +197,9 @@ class _BatchedLearner(Game):
                                                       owner=type(self).__name__)
         fit = ~degenerate
         if fit.any():
-            values[fit] = self._fitted_utilities(masks[fit], None if counts is None else counts[fit])
+            with released(self.device):  # the chunks' cached device memory goes back; the game's data stays
+                values[fit] = self._fitted_utilities(masks[fit], None if counts is None else counts[fit])
             self.n_fits += int(fit.sum())
-            release(self.device)  # the chunks' cached device memory goes back; the game's data stays
         return values
 
     def _device_prefixes(self, permutations: NDArray[np.integer[Any]]) -> NDArray[np.float64]:
