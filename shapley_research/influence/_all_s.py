@@ -20,7 +20,7 @@ from ..estimators import batch_rng
 from .._validation import check_bool, check_choice, check_int, check_seed
 from ..result import ValuationResult
 from ._allocation import _BIG, PRIOR_SETS, _draw_subsets, _Stratum, _stratum_std, neyman_allocation
-from ._marginals import UTILITY_CHANGES, _marginals
+from ._marginals import UTILITY_CHANGES, _marginals, warn_out_of_range
 from ._objective import APPROXIMATIONS, LogisticObjective
 
 
@@ -114,7 +114,10 @@ def all_s_influence(X_train: ArrayLike, y_train: ArrayLike, X_test: ArrayLike, y
         ``pilot_std`` (raw, after the pilot), ``stratum_std`` (final, shrunk),
         ``exhausted`` strata, ``n_rounds``, ``stratum_means`` (``(N, N)``,
         column ``k`` estimates :math:`\mathbb E[X_i^k]`), ``n_fits``,
-        ``n_degenerate_bases``, ``n_missing_cells``.
+        ``n_degenerate_bases``, ``n_missing_cells``, ``n_out_of_range``
+        (approximated marginals beyond any change of the utility: a
+        ``RuntimeWarning`` says the influence steps broke down, as on
+        unscaled features).
     """
     start = time.perf_counter()
     obj = LogisticObjective(X_train, y_train, X_test, y_test, C=C, fit_intercept=fit_intercept,
@@ -132,7 +135,8 @@ def all_s_influence(X_train: ArrayLike, y_train: ArrayLike, X_test: ArrayLike, y
         raise ValueError(f"budget={budget} is too small: the pilot round alone needs {int(pilot.sum())} "
                          f"base sets ({n_pilot} per coalition size k = 1..{n - 1}, fewer where a size "
                          "has fewer distinct sets); raise budget or lower n_pilot.")
-    counters = {"n_fits": 0, "n_degenerate_bases": 0, "n_influence_updates": 0}
+    counters: dict[str, Any] = {"n_fits": 0, "n_degenerate_bases": 0, "n_influence_updates": 0, "n_out_of_range": 0,
+                "largest": 0.0}
 
     def process(stratum: _Stratum, base: tuple[int, ...]) -> None:
         _process_base(obj, stratum, base, approximation, utility_change, counters)
@@ -140,6 +144,8 @@ def all_s_influence(X_train: ArrayLike, y_train: ArrayLike, X_test: ArrayLike, y
     pilot_std, n_rounds = _sample_strata(strata, pilot, budget, entropy, process, progress)
     stratum_means, stratum_var, stderr, n_missing = _stratum_estimates(strata, n)
     values = stratum_means.sum(axis=1) / n
+    warn_out_of_range("all_s_influence", obj, counters)
+    del counters["largest"]
     n_drawn = int(sum(len(st.drawn) for st in strata))
     info: dict[str, Any] = {
         "budget": budget, "n_pilot": n_pilot, "approximation": approximation,
@@ -159,7 +165,7 @@ def all_s_influence(X_train: ArrayLike, y_train: ArrayLike, X_test: ArrayLike, y
 
 def _process_base(obj: LogisticObjective, stratum: _Stratum, base: tuple[int, ...],
                   approximation: Literal["newton", "influence"],
-                  utility_change: str, counters: dict[str, int]) -> None:
+                  utility_change: str, counters: dict[str, Any]) -> None:
     """Fit one base set (or take the degenerate convention) and add its covered players' marginals."""
     n = obj.n_train
     members = np.asarray(base, dtype=np.intp)
@@ -177,6 +183,8 @@ def _process_base(obj: LogisticObjective, stratum: _Stratum, base: tuple[int, ..
     values, _, meta = _marginals(obj, theta, members, players, stratum.direction, approximation,
                                  utility_change, u_base)
     counters["n_influence_updates"] += meta["n_influence_updates"]
+    counters["n_out_of_range"] += meta["n_out_of_range"]
+    counters["largest"] = max(counters["largest"], meta["largest"])
     stratum.add(players, values)
 
 

@@ -20,7 +20,7 @@ from scipy import linalg
 
 from .._validation import check_bool, check_choice, check_float, check_real_array
 from ..result import ValuationResult
-from ._marginals import UTILITY_CHANGES, _marginals
+from ._marginals import UTILITY_CHANGES, _marginals, warn_out_of_range
 from ._objective import APPROXIMATIONS, LogisticObjective
 
 
@@ -192,7 +192,9 @@ def largest_s_influence(X_train: ArrayLike, y_train: ArrayLike, X_test: ArrayLik
         :math:`\Delta_i`), ``normalization_constant`` (:math:`C_U`),
         ``parameter_changes`` (``(N, n_params)`` approximations of
         :math:`\hat\theta_{-i} - \hat\theta`), ``theta`` (the fit),
-        ``full_utility``, ``empty_utility``.
+        ``full_utility``, ``empty_utility``, ``n_out_of_range`` (raw
+        marginals beyond any change of the utility, with a ``RuntimeWarning``:
+        the influence steps broke down).
 
     Examples
     --------
@@ -217,10 +219,12 @@ def largest_s_influence(X_train: ArrayLike, y_train: ArrayLike, X_test: ArrayLik
     u_full = obj.utility(theta)
     marginals, steps, meta = _marginals(obj, theta, everyone, everyone, "remove", approximation,
                                         utility_change, u_full)
+    warn_out_of_range("largest_s_influence", obj, meta)
     info: dict[str, Any] = {"marginal_estimates": marginals, "parameter_changes": steps, "theta": theta,
             "full_utility": u_full, "empty_utility": u_empty, "approximation": approximation,
             "utility_change": utility_change, "utility": obj.utility_name, "C": obj.C,
-            "n_influence_updates": meta["n_influence_updates"], "n_fits": 1}
+            "n_influence_updates": meta["n_influence_updates"], "n_out_of_range": meta["n_out_of_range"],
+            "n_fits": 1}
     if normalize:
         values, c_u = _normalise(marginals, u_full, u_empty)
     else:

@@ -9,6 +9,7 @@ sets) use it.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, Literal
 
 import numpy as np
@@ -29,7 +30,9 @@ def _marginals(obj: LogisticObjective, theta: NDArray[np.float64], base: NDArray
     :math:`U(T) - U(T\\setminus\\{j\\})`. Coalitions that miss a class have the
     exact utility :math:`U_0`; all others are influence approximations.
     Returns the marginals, the parameter steps (NaN rows where not used) and
-    counters.
+    counters: ``n_influence_updates``, and ``n_out_of_range`` with ``largest``,
+    the approximated marginals beyond :attr:`LogisticObjective.utility_range`
+    and the largest magnitude among them (:func:`warn_out_of_range`).
     """
     points = np.asarray(points, dtype=np.intp)
     m = points.size
@@ -49,7 +52,7 @@ def _marginals(obj: LogisticObjective, theta: NDArray[np.float64], base: NDArray
             target_ok = np.zeros(m, dtype=bool)
     else:
         if base_degenerate:  # T and every T - j miss a class: both utilities are U_0
-            return out, steps, {"n_influence_updates": 0}
+            return out, steps, {"n_influence_updates": 0, "n_out_of_range": 0, "largest": 0.0}
         # T - j misses a class iff j is the only member of its class in T.
         target_ok = counts[obj.codes[points]] > 1
     approx = np.flatnonzero(target_ok)
@@ -65,4 +68,25 @@ def _marginals(obj: LogisticObjective, theta: NDArray[np.float64], base: NDArray
         else:
             u_target[approx] = obj.utilities(theta[None, :] + d_theta)
     out = u_target - u_base if direction == "add" else u_base - u_target
-    return out, steps, {"n_influence_updates": int(approx.size)}
+    magnitudes = np.abs(out[approx])
+    return out, steps, {"n_influence_updates": int(approx.size),
+                        "n_out_of_range": int((magnitudes > obj.utility_range).sum()),
+                        "largest": float(magnitudes.max(initial=0.0))}
+
+
+def warn_out_of_range(owner: str, obj: LogisticObjective, meta: dict[str, Any]) -> None:
+    """One warning where approximated marginals left the utility's range: the influence step broke down.
+
+    With features on scales far from the L2 penalty's (raw breast-cancer
+    features reach 4,000), one point's Newton step moves the weights along
+    directions its coalition does not pin down by thousands, and the test
+    logits by up to 10^6: marginal contributions of thousands where the
+    utility can change by 36 at most.
+    """
+    if meta["n_out_of_range"]:
+        warnings.warn(f"{owner}: {meta['n_out_of_range']} of {meta['n_influence_updates']} influence-approximated "
+                      f"marginal contributions lie outside +-{obj.utility_range:.4g}, beyond any change of "
+                      f"{obj.utility_name} between two models (largest {meta['largest']:.3g}): the one-step "
+                      "approximation is far outside its regime and the values are not meaningful. Standardise "
+                      "the features (e.g. StandardScaler) or regularise more (a smaller C).",
+                      RuntimeWarning, stacklevel=3)

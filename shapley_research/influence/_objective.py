@@ -250,6 +250,12 @@ class LogisticObjective:
         """:math:`U_0`: utility of the uniform prediction, used for every degenerate subset."""
         return -math.log(self.n_classes) if self.utility_name == "neg_log_loss" else 1.0 / self.n_classes
 
+    @property
+    def utility_range(self) -> float:
+        """Largest change of the test utility between two sensible models: ``-log(eps)`` (36.04) for the log-loss,
+        as far as scikit-learn's clipped one can move; 1 for accuracy."""
+        return -math.log(np.finfo(float).eps) if self.utility_name == "neg_log_loss" else 1.0
+
     def utilities(self, thetas: ArrayLike) -> NDArray[np.float64] | float:
         """Test utility of each row of ``thetas`` (m, n_params), shape (m,); a 1-D ``theta`` gives a float."""
         array = np.asarray(thetas, dtype=float)

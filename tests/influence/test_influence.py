@@ -349,3 +349,41 @@ def test_general_version_rejects_bad_shapes():
         with pytest.raises(UserWarning, match="C_U"):
             largest_s_influence_general(np.array([[1.0], [-1.0]]), np.eye(1), np.ones(1),
                                         full_utility=1.0, empty_utility=0.0)
+
+
+def _breast_cancer(n_train: int, standardise: bool):
+    from sklearn.datasets import load_breast_cancer
+
+    X, y = load_breast_cancer(return_X_y=True)
+    order = np.random.default_rng(0).permutation(len(y))
+    X, y = X[order], y[order]
+    if standardise:
+        X = (X - X[:n_train].mean(axis=0)) / X[:n_train].std(axis=0)
+    return X[:n_train], y[:n_train], X[n_train:n_train + 100], y[n_train:n_train + 100]
+
+
+def test_all_s_warns_where_its_influence_steps_leave_the_utilitys_range():
+    """Raw breast-cancer features (up to 4,000) against the L2 penalty: single points' Newton steps move test
+    logits by up to 10^6, marginals reach thousands where the log-loss can change by 36; standardised, none do."""
+    with pytest.warns(RuntimeWarning, match=r"outside \+-36.04.*Standardise the features"):
+        raw = all_s_influence(*_breast_cancer(14, standardise=False), budget=300, seed=0, progress=False)
+    assert raw.info["n_out_of_range"] > 0 and abs(raw.values.sum()) > 100  # against U(D) - U(empty) below 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        scaled = all_s_influence(*_breast_cancer(14, standardise=True), budget=300, seed=0, progress=False)
+        largest = largest_s_influence(*_breast_cancer(14, standardise=True))
+    assert scaled.info["n_out_of_range"] == largest.info["n_out_of_range"] == 0
+
+
+def test_the_out_of_range_warning_names_the_count_and_the_utility():
+    from shapley_research.influence._marginals import warn_out_of_range
+
+    obj = LogisticObjective(*_breast_cancer(14, standardise=True), utility="accuracy")
+    assert obj.utility_range == 1.0
+    with pytest.warns(RuntimeWarning, match=r"largest_s_influence: 3 of 14 .* outside \+-1, .*accuracy"):
+        warn_out_of_range("largest_s_influence", obj, {"n_out_of_range": 3, "n_influence_updates": 14,
+                                                       "largest": 2.5})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warn_out_of_range("largest_s_influence", obj, {"n_out_of_range": 0, "n_influence_updates": 14,
+                                                       "largest": 0.5})
