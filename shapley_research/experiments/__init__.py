@@ -5,7 +5,7 @@ with ``shapley-research run NAME``; its logic lives in the package
 ``shapley_research/experiments/NAME/``, split by role (data and game,
 measurement, claims, figures). This package holds the helpers the notebooks
 share (:mod:`._common`), the notebook builder (:mod:`._notebook`), the project
-layout and DVC conventions (:mod:`._project`), the comparison of two runs
+layout and DVC conventions (:mod:`._project`, :mod:`._dvc_stages`), the comparison of two runs
 (:mod:`._compare`), where runs write (:mod:`._paths`), the budgets checked
 against the data (:mod:`._budgets`), the registry of the methods run by name
 (:mod:`._methods`), the results report (:mod:`._report`), the parameter
@@ -37,9 +37,10 @@ from ._notebook import (build_notebook, clear_earlier_run, folder_state, noteboo
 from ._parallel import check_n_jobs, parallel_map  # noqa: E402
 from ._paths import project_relative, results_guard, shown_path, working_directory  # noqa: E402
 from ._project import (CUSTOM_PROFILE, RESULTS_DIR, RUNNER_ENV, SCRATCH_DIR, UPDATE_RESULTS_ENV,  # noqa: E402
-                       Project, ProjectError, check_declared, check_name, check_notebook_in_sync, dvc_stage,
+                       Project, ProjectError, check_declared, check_name, check_notebook_in_sync,
                        find_project_dir, generated_parameters, notebook_parameters, notebook_sync_problems,
-                       profile_key_problems, profile_of, run_profile, user_sets, write_dvc_stage)
+                       profile_key_problems, profile_of, run_profile, user_sets)
+from ._dvc_stages import dvc_stage, write_dvc_stage  # noqa: E402
 from ._report import (CITED_PAPERS_EXPERIMENTS, RUN_INFO_FILE, claim_line, print_claims,  # noqa: E402
                       write_report)
 from ._schema import (check_notebook_parameters, check_parameters, declaration_problems,  # noqa: E402

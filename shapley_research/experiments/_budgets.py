@@ -169,6 +169,10 @@ def _check(where: str, budget: int, n_train: int, methods: Iterable[str], option
 def budget_problems(name: str, params: Mapping[str, Any]) -> list[str]:
     """One line per budget of experiment ``name`` too small for its ``n_train`` (empty when all suffice).
 
+    iris_accuracy: the sizes its two iris classes can give and its exact
+    reference can enumerate (:func:`~.iris_accuracy.size_problems`, the check
+    its loader makes).
+
     data_cleaning: ``budget`` (every budgeted method runs at it), each value of
     ``budget_grid`` up to ``budget`` (all budgeted game methods run there;
     larger ones only the semivalues, which need less) and each of
@@ -178,6 +182,10 @@ def budget_problems(name: str, params: Mapping[str, Any]) -> list[str]:
     :func:`~._schema.parameter_problems`.
     """
     n_train = params.get("n_train")
+    if name == "iris_accuracy" and {"n_train", "n_test", "reference"} <= set(params):
+        from .iris_accuracy import size_problems
+
+        return size_problems(params["n_train"], params["n_test"], params["reference"], prefix="experiment.")
     if name not in ("data_cleaning", "mlp_cleaning") or not isinstance(n_train, int) or n_train < 2:
         return []
     from .data_cleaning import SEMIVALUES

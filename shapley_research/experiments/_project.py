@@ -6,8 +6,8 @@ A project directory holds ``conf/`` (hydra configuration, see
 it is asked to update the committed results ``results/NAME/``
 (``shapley-research run NAME --update-results``, what the DVC stages run);
 see :mod:`._paths`. This module finds that directory, composes
-an experiment's configuration, turns it into notebook parameters, and writes
-the DVC stage that reproduces an experiment.
+an experiment's configuration and turns it into notebook parameters; the DVC
+stage that reproduces an experiment is in :mod:`._dvc_stages`.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 from . import EXPERIMENT_NAMES
-from ._common import METRICS_FILE
 
 CONFIG_DIR = "conf"
 NOTEBOOK_DIR = "notebooks"
@@ -156,6 +155,10 @@ class Project:
         if missing:
             raise ProjectError(f"experiment {name!r} cannot run in {self.root}: missing {', '.join(missing)}.")
         overrides = list(overrides)
+        removed = [override for override in overrides if override.startswith("~")]
+        if removed:  # the notebook's own default (the paper profile's) would stand in, unrecorded
+            raise ProjectError(f"invalid overrides {' '.join(removed)} for {name!r}: every parameter needs a value; "
+                               "set it (KEY=VALUE) instead of removing it.")
         for key in ("experiment", "experiment_profile"):
             if user_sets(overrides, key):
                 raise ProjectError(f"'{key}' is chosen by the experiment name; drop that override and "
@@ -188,9 +191,26 @@ class Project:
         except ProjectError:
             return message
         experiment = [k for k in keys["experiment"] if k not in META_KEYS]
+        valid = [k for k in keys if k != "experiment"] + [f"experiment.{k}" for k in experiment]
+        message += "".join(f"\n  {hint}" for hint in _override_hints(overrides, valid))
         return (message + f"\nValid overrides: profile={'|'.join(self.profiles())}, "
                 + ", ".join(f"{k}=..." for k in keys if k not in ("experiment", "profile"))
                 + (", " + ", ".join(f"experiment.{k}=..." for k in experiment) if experiment else "") + ".")
+
+
+def _override_hints(overrides: list[str], valid: list[str]) -> list[str]:
+    """``KEY: did you mean ...?`` for each override whose key is no valid one but is close to one."""
+    import difflib
+
+    hints = []
+    for override in overrides:
+        key = override.split("=", 1)[0].lstrip("+~")
+        if key in valid:
+            continue
+        close = [f"experiment.{key}"] if f"experiment.{key}" in valid else difflib.get_close_matches(key, valid, n=1)
+        if close:
+            hints.append(f"{key}: did you mean {close[0]}?")
+    return hints
 
 
 def _is_int(value: Any) -> bool:
@@ -390,6 +410,24 @@ def run_profile(project: Project, name: str, params: dict[str, Any], overrides: 
     return profile_of(project, name, params)
 
 
+def _refuse_a_passed_profile_name(name: str, passed: Any, profile: str, project: Project | None) -> None:
+    """Refuse ``papermill -p profile quick`` where the values are another profile's: the name selects nothing.
+
+    A notebook takes its values from its parameters cell and ``-p``; the
+    paper profile's run would start (minutes) while the user asked for a
+    quick one.
+    """
+    from ._notebook import injected_names
+
+    if (project is None or passed == profile or passed not in project.profiles()
+            or "profile" not in (injected_names() or [])):
+        return
+    these = "match no profile" if profile == CUSTOM_PROFILE else f"are the {profile} profile's"
+    raise ValueError(f"profile={passed!r} was passed, but a notebook takes its values from its parameters cell and "
+                     f"-p, not from a profile's name: these parameters {these}. For the {passed} profile run "
+                     f"`shapley-research run {name} profile={passed}`, or pass its values with -p.")
+
+
 def record_notebook_run(name: str, namespace: dict[str, Any]) -> None:
     """Record a notebook run that ``shapley-research run`` did not start (plain papermill, Jupyter).
 
@@ -403,10 +441,13 @@ def record_notebook_run(name: str, namespace: dict[str, Any]) -> None:
     """
     if os.environ.get(RUNNER_ENV) == "cli":
         return
+    project: Project | None = None
     try:
-        profile = profile_of(Project.locate(), name, namespace)
+        project = Project.locate()
+        profile = profile_of(project, name, namespace)
     except ProjectError:  # no conf/ to compare with: nothing says which profile this is
-        profile = CUSTOM_PROFILE
+        project, profile = None, CUSTOM_PROFILE
+    _refuse_a_passed_profile_name(name, namespace.get("profile"), profile, project)
     if namespace.get("profile") != profile:
         match = "match no profile of conf/" if profile == CUSTOM_PROFILE else f"are conf/'s {profile} profile"
         print(f"The parameters {match}: recorded as profile = {profile!r}.")
@@ -418,153 +459,3 @@ def record_notebook_run(name: str, namespace: dict[str, Any]) -> None:
     if replaced:
         print(f"Replacing the earlier run in {run_dir} ({len(replaced)} files removed).")
     RunRecorder(name, profile, run_dir).install()
-
-
-# --- DVC --------------------------------------------------------------------------------------------------
-
-# Experiments whose packages another experiment's package imports (its stage depends on them too).
-IMPORTS_EXPERIMENTS = {"mlp_cleaning": ("data_cleaning", "iris_accuracy")}
-
-
-def library_deps(root: Path, name: str) -> list[str]:
-    """The package sources that can change experiment ``name``'s results, relative to ``root``.
-
-    Every module of the library and the experiment helpers, and the
-    experiment's own package ``shapley_research/experiments/NAME/`` (or module
-    ``NAME.py``) if it exists; never the other experiments' code, so editing
-    one experiment re-runs only it, except the packages it imports
-    (:data:`IMPORTS_EXPERIMENTS`).
-    """
-    package = root / "shapley_research"
-    if not package.is_dir():
-        return []
-    deps = []
-    for path in sorted(package.iterdir()):
-        if path.name.startswith((".", "__pycache__")):
-            continue
-        if path.is_dir() and path.name != "experiments" and any(path.rglob("*.py")):
-            deps.append(path)
-        elif path.suffix == ".py":
-            deps.append(path)
-    experiments = package / "experiments"
-    deps += sorted(p for p in experiments.glob("*.py") if p.name.startswith("_"))
-    own = [experiments / name, experiments / f"{name}.py"]
-    own += [experiments / other for other in IMPORTS_EXPERIMENTS.get(name, ())]
-    deps += [path for path in own if path.is_file() or (path.is_dir() and any(path.rglob("*.py")))]
-    return [p.relative_to(root).as_posix() for p in deps]
-
-
-def dvc_stage(project: Project, name: str, results_dir: str | os.PathLike | None = None) -> dict[str, Any]:
-    """The ``dvc.yaml`` stage that reproduces experiment ``name`` with the paper profile.
-
-    Outputs are the files a finished run left in ``RESULTS/NAME/`` (any
-    profile: the file names must not depend on it). They are listed one by
-    one because ``metrics.json`` sits in the same directory and DVC forbids
-    overlapping outputs. None is cached by DVC (``cache: false``): the results
-    are committed to git. The executed notebook carries timestamps, so
-    nothing may depend on it.
-
-    Raises
-    ------
-    ProjectError
-        If the experiment has not been run yet (no ``metrics.json``).
-    """
-    results = Path(results_dir) if results_dir is not None else project.root / RESULTS_DIR
-    run_dir = results / check_name(name)
-    if not (run_dir / METRICS_FILE).is_file():
-        raise ProjectError(f"no {METRICS_FILE} in {run_dir}; run `shapley-research run {name} profile=quick` "
-                           f"first (it writes {SCRATCH_DIR}/{name}/), then give `--results {SCRATCH_DIR}`, so the "
-                           "stage can list the files the experiment writes.")
-    prefix = f"{RESULTS_DIR}/{name}"
-    from ._report import RUN_INFO_FILE
-
-    # run_info.json is written by every `shapley-research run`, even if this directory predates it.
-    files = sorted({p.name for p in run_dir.iterdir() if p.is_file() and not p.name.startswith(".")}
-                   | {RUN_INFO_FILE})
-    # Nothing is cached by DVC: the paper profile's results are committed to git so readers
-    # of the repository see them (a cached out would be git-ignored by DVC).
-    outs: list[Any] = [{f"{prefix}/{f}": {"cache": False}} for f in files if f != METRICS_FILE]
-    aux_outs = [next(iter(o)) for stage in AUX_STAGES.get(name, {}).values() for o in stage["outs"]]
-    return {"cmd": stage_cmd(name), "deps": stage_deps(project.root, name) + aux_outs, "outs": outs,
-            "metrics": [{f"{prefix}/{METRICS_FILE}": {"cache": False}}]}
-
-
-def stage_cmd(name: str) -> str:
-    """The command of experiment ``name``'s stage: the default (paper) profile, into the committed results."""
-    return f"shapley-research run {check_name(name)} --update-results"
-
-
-def stage_deps(root: Path, name: str) -> list[str]:
-    """Everything that can change experiment ``name``'s paper-profile results, relative to ``root``."""
-    return [f"{NOTEBOOK_DIR}/{name}.ipynb", f"{CONFIG_DIR}/config.yaml", f"{CONFIG_DIR}/profile/paper.yaml",
-            f"{CONFIG_DIR}/experiment/{name}.yaml", f"{CONFIG_DIR}/experiment_profile/{name}/paper.yaml",
-            *library_deps(root, name)]
-
-
-REPORT_STAGE = "report"
-
-# Inputs an experiment generates once and caches as pipeline outputs, so that they are
-# regenerated only when what they are made from changes: experiment -> {stage: definition}.
-# Unlike the results they are kept out of git (.gitignore) and out of DVC's cache: they move
-# between machines by rounding only, and a fresh clone's `dvc repro` regenerates them.
-# `persist`: DVC keeps the files when a dependency changes, and the command rewrites only the
-# files whose cache key (settings and generating code) changed, in seconds otherwise.
-AUX_STAGES: dict[str, dict[str, dict[str, Any]]] = {
-    "adversarial": {
-        "adversarial_examples": {
-            "cmd": "python -m shapley_research.experiments.adversarial generate",
-            "deps": ["conf/config.yaml", "conf/profile/paper.yaml", "conf/experiment/adversarial.yaml",
-                     "conf/experiment_profile/adversarial/paper.yaml", "shapley_research/attacks",
-                     "shapley_research/_validation.py", "shapley_research/experiments/_project.py",
-                     "shapley_research/experiments/_common.py", "shapley_research/experiments/_schema.py",
-                     "shapley_research/experiments/adversarial"],
-            "outs": [{"data/adversarial": {"cache": False, "persist": True}}],
-        },
-    },
-}
-
-
-def report_stage(root: Path, names: list[str]) -> dict[str, Any]:
-    """The stage collecting every experiment's verdicts and timings into ``results/README.md``.
-
-    Where the project's README has the report markers, the stage also
-    refreshes that section, so a finished ``dvc repro`` leaves no stale
-    numbers. The README is then declared as an output too (every file a stage
-    writes is), with ``persist`` (DVC must not delete it before the stage
-    runs: the stage rewrites only its results section) and without cache (it
-    is tracked by git). Editing the README by hand therefore changes the
-    stage's output: record the edit with ``dvc commit report``.
-    """
-    from ._report import BEGIN
-
-    deps = [f"{RESULTS_DIR}/{n}/{f}" for n in names for f in (METRICS_FILE, "run_info.json")]
-    deps += [d for d in ("shapley_research/experiments/_report.py",) if (root / d).is_file()]
-    readme = root / "README.md"
-    cmd = "shapley-research report"
-    outs = [{f"{RESULTS_DIR}/README.md": {"cache": False}}]
-    if readme.is_file() and BEGIN in readme.read_text():
-        cmd += " --readme README.md"
-        outs.append({"README.md": {"cache": False, "persist": True}})
-    return {"cmd": cmd, "deps": deps, "outs": outs}
-
-
-def write_dvc_stage(project: Project, name: str, results_dir: str | os.PathLike | None = None) -> Path:
-    """Add or replace experiment ``name``'s stage in ``ROOT/dvc.yaml``; other stages are kept, in order."""
-    import yaml
-
-    path = project.root / "dvc.yaml"
-    document = yaml.safe_load(path.read_text()) if path.is_file() else None
-    document = document or {}
-    stages = document.setdefault("stages", {}) or {}
-    stages[name] = dvc_stage(project, name, results_dir)
-    experiments = [n for n in EXPERIMENT_NAMES if n in stages]  # the fixed order: small diffs
-    ordered = {}
-    for experiment in experiments:
-        ordered.update(AUX_STAGES.get(experiment, {}))
-        ordered[experiment] = stages[experiment]
-    ordered[REPORT_STAGE] = report_stage(project.root, experiments)
-    document["stages"] = ordered
-    header = ("# Generated by `shapley-research stage NAME --write`; regenerate rather than edit by hand.\n"
-              "# Convention: conf/README.md. Checked by tests/experiments/test_pipeline.py.\n")
-    path.write_text(header + yaml.safe_dump(document, sort_keys=False, default_flow_style=False))
-    return path

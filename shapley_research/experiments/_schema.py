@@ -209,7 +209,7 @@ class IrisAccuracy:
     C: Positive
     reference: Literal["exact", "permutation"]
     reference_permutations: Count
-    budget_permutations: Count
+    budget_permutations: int_in(2)  # B = k N evaluations buy k - 1 whole permutations (one evaluates U(empty))
     n_repetitions: int_in(2)
     n_repetitions_all_s: Count
     n_utility_checks: int_in(0)

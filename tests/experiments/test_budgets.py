@@ -80,3 +80,33 @@ def test_data_cleaning_checks_the_common_budget_the_grid_and_the_probe():
     assert "experiment.budget=60" in budget_problems("data_cleaning", dict(params, budget=60, budget_grid=[],
                                                                            probe_budgets=[800]))[0]
     assert budget_problems("iris_accuracy", {"n_train": 16}) == []  # no budget of this kind
+
+
+@pytest.mark.parametrize("n_train, n_test, reference, expected", [
+    (16, 40, "exact", []),
+    (13, 40, "exact", ["experiment.n_train=13: expected an even number"]),
+    (60, 42, "permutation", ["experiment.n_train + experiment.n_test = 102: expected at most the 100 flowers"]),
+    (24, 40, "exact", ["experiment.n_train=24: the exact reference enumerates 2^n_train coalitions, at most "
+                       "n_train = 20"]),
+    (24, 40, "permutation", []),
+])
+def test_iris_sizes_are_checked_before_the_kernel_as_its_loader_checks_them(n_train, n_test, reference, expected):
+    """A size the two iris classes cannot give failed cells into the notebook, after the earlier run was cleared."""
+    from shapley_research.experiments.iris_accuracy import load_iris_pair
+
+    found = budget_problems("iris_accuracy", {"n_train": n_train, "n_test": n_test, "reference": reference})
+    assert len(found) == len(expected) and all(line.startswith(start) for line, start in zip(found, expected))
+    data_problems = [line for line in found if "exact reference" not in line]
+    if data_problems:
+        with pytest.raises(ValueError, match="expected"):
+            load_iris_pair(n_train=n_train, n_test=n_test)
+    else:
+        assert len(load_iris_pair(n_train=n_train, n_test=n_test)[1]) == n_train
+
+
+def test_one_permutation_of_budget_buys_none_and_is_refused():
+    from shapley_research.experiments._schema import parameter_problems
+
+    assert parameter_problems("iris_accuracy", {"budget_permutations": 1}) == [
+        "experiment.budget_permutations=1: expected an integer >= 2."]
+    assert parameter_problems("iris_accuracy", {"budget_permutations": 2}) == []

@@ -14,7 +14,8 @@ import pytest
 from _pipeline_project import REPO
 
 from shapley_research.cli import main
-from shapley_research.experiments import (CUSTOM_PROFILE, EXPERIMENT_NAMES, RUNNER_ENV, Project, build_notebook,
+from shapley_research.experiments import (CUSTOM_PROFILE, EXPERIMENT_NAMES, RUNNER_ENV, Project, ProjectError,
+                                          build_notebook,
                                           check_notebook_parameters, declaration_problems, generated_parameters,
                                           notebook_defaults, notebook_parameters, notebook_sync_problems,
                                           parameters_cell, parameters_source, profile_key_problems, profile_of,
@@ -287,3 +288,43 @@ worker.wait()
 """
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True)
     assert float(out.stdout.strip().splitlines()[-1]) >= 0.4
+
+
+def test_papermill_passing_a_profiles_name_with_other_values_is_refused(tmp_path, monkeypatch):
+    """``papermill ... -p profile quick`` would run the paper profile's values (minutes) under a quick name."""
+    import shapley_research.experiments._notebook as notebook_module
+
+    monkeypatch.delenv(RUNNER_ENV, raising=False)
+    monkeypatch.chdir(REPO)
+    monkeypatch.setattr(notebook_module, "injected_names", lambda: ["profile", "output_dir"])
+    paper = dict(notebook_parameters(REAL.compose("sparsity"), "sparsity"), output_dir=str(tmp_path / "sparsity"))
+    with pytest.raises(ValueError, match=r"profile='quick' was passed.*are the paper profile's.*"
+                                         r"shapley-research run sparsity profile=quick"):
+        check_notebook_parameters("sparsity", dict(paper, profile="quick"))
+    assert RunRecorder.active is None and not (tmp_path / "sparsity").exists()  # refused before anything was cleared
+    monkeypatch.setattr(notebook_module, "injected_names", lambda: ["output_dir"])  # the cell's own default name
+    namespace = dict(paper, profile="quick")
+    import atexit
+
+    try:
+        check_notebook_parameters("sparsity", namespace)  # Jupyter: the cell's name is no request
+    finally:
+        atexit.unregister(RunRecorder.active)
+        RunRecorder.active = None
+    assert namespace["profile"] == "paper"
+
+
+@pytest.mark.parametrize("override, expected", [
+    ("experiment.n_trian=5", "experiment.n_trian: did you mean experiment.n_train?"),
+    ("n_train=5", "n_train: did you mean experiment.n_train?"),  # the experiment's key without its prefix
+])
+def test_a_mistyped_override_gets_the_closest_key(override, expected):
+    with pytest.raises(ProjectError) as refused:
+        REAL.compose("sparsity", [override])
+    assert expected in str(refused.value) and "Valid overrides:" in str(refused.value)
+
+
+def test_an_override_that_removes_a_parameter_is_refused():
+    """Hydra's ``~key`` deletion left the notebook's default (the paper's value) inside a quick run, unrecorded."""
+    with pytest.raises(ProjectError, match=r"~experiment.n_train .* every parameter needs a value"):
+        REAL.compose("sparsity", ["profile=quick", "~experiment.n_train"])

@@ -14,7 +14,7 @@ from _pipeline_project import REPO, make_project
 
 from shapley_research.experiments import (EXPERIMENT_NAMES, Project, check_parameters, claim, notebook_defaults,
                                           notebook_parameters, write_dvc_stage, write_metrics)
-from shapley_research.experiments._project import library_deps, stage_cmd, stage_deps
+from shapley_research.experiments._dvc_stages import library_deps, stage_cmd, stage_deps
 from shapley_research.experiments._report import BEGIN, END
 
 REAL = Project(REPO)

@@ -40,9 +40,10 @@ non-smooth, and influence functions need a smooth utility).
 Methods and budgets
 -------------------
 Every sampling method gets the same budget ``B = budget_permutations * N``:
-utility evaluations for permutation sampling (``budget_permutations``
-permutations) and group testing (``B`` tests), model fits for all-S influence
-(``B`` sampled base coalitions, each fitted once; the influence-approximated
+utility evaluations for permutation sampling (``budget_permutations - 1``
+whole permutations of ``N`` evaluations, after one of the empty coalition)
+and group testing (``B`` tests), model fits for all-S influence (``B``
+sampled base coalitions, each fitted once; the influence-approximated
 marginal contributions derived from a fit are not counted, as in the paper).
 Largest-S influence fits one model.
 
@@ -70,7 +71,7 @@ from ._agreement import (MAIN_METHODS, METHODS, RANDOM_METHODS, agreement, agree
                          uniform_split_error, values_table)
 from ._claims import CLOSE_METHODS, RECOVERY_METHODS, evaluate_claims
 from ._data import (LN2, degenerate_and_random_masks, influence_utilities, load_iris_pair, make_game, make_objective,
-                    utility_mismatch)
+                    size_problems, utility_mismatch)
 from ._figures import IRIS_CLASSES, SHORT_NAMES, plot_comparison
 from ._methods import (THEOREM_KEY, MethodRun, leave_one_out_normalised, reference_values, repetition_seeds,
                        run_all, run_deterministic, run_methods, table_game, theorem3_runs, theorem3_summary,
@@ -80,7 +81,8 @@ __all__ = [
     "LN2", "METHODS", "MAIN_METHODS", "CLOSE_METHODS", "RECOVERY_METHODS", "RANDOM_METHODS", "SHORT_NAMES",
     "IRIS_CLASSES", "MethodRun", "THEOREM_KEY", "utility_table", "table_game", "theorem3_tests", "theorem3_runs",
     "theorem3_summary",
-    "load_iris_pair", "make_game", "make_objective", "influence_utilities", "degenerate_and_random_masks",
+    "load_iris_pair", "size_problems", "make_game", "make_objective", "influence_utilities",
+    "degenerate_and_random_masks",
     "utility_mismatch", "reference_values", "leave_one_out_normalised", "run_methods", "run_deterministic",
     "run_all", "repetition_seeds", "agreement", "agreement_table", "values_table", "uniform_split_error",
     "mean_estimate_error", "mean_interval", "decide", "repetitions_to_decide", "pairwise_distances", "summarise",

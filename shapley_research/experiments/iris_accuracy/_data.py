@@ -19,6 +19,26 @@ LN2 = math.log(2.0)
 
 # ------------------------------------------------------------------------------------- data and game
 
+FLOWERS_PER_CLASS = 50  # scikit-learn's iris: 50 flowers of each class
+EXACT_MAX_PLAYERS = 20  # the exact reference's table of 2^N utilities (coalition_utilities' default limit)
+
+
+def size_problems(n_train: int, n_test: int, reference: str = "permutation", prefix: str = "") -> list[str]:
+    """One line per split size the data cannot give (and a training set too large for an exact reference).
+
+    ``prefix`` goes before every parameter name (``"experiment."`` for the configuration's keys).
+    """
+    problems = [f"{prefix}{name}={size}: expected an even number >= 2 (half per class)."
+                for name, size in (("n_train", n_train), ("n_test", n_test)) if size < 2 or size % 2]
+    if n_train + n_test > 2 * FLOWERS_PER_CLASS:
+        problems.append(f"{prefix}n_train + {prefix}n_test = {n_train + n_test}: expected at most the "
+                        f"{2 * FLOWERS_PER_CLASS} flowers of two classes.")
+    if reference == "exact" and n_train > EXACT_MAX_PLAYERS:
+        problems.append(f"{prefix}n_train={n_train}: the exact reference enumerates 2^n_train coalitions, at most "
+                        f"n_train = {EXACT_MAX_PLAYERS}; set {prefix}reference=permutation for more players.")
+    return problems
+
+
 def load_iris_pair(classes: Sequence[int] = (1, 2), n_train: int = 16, n_test: int = 40, seed: int = 0,
                    standardize: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Two iris classes, split into a class-balanced training set and a test set.
@@ -46,11 +66,9 @@ def load_iris_pair(classes: Sequence[int] = (1, 2), n_train: int = 16, n_test: i
     classes = tuple(int(c) for c in classes)
     if len(classes) != 2 or len(set(classes)) != 2 or not all(0 <= c <= 2 for c in classes):
         raise ValueError(f"classes must be two distinct iris class codes in 0..2, got {classes!r}.")
-    for name, size in (("n_train", n_train), ("n_test", n_test)):
-        if size < 2 or size % 2:
-            raise ValueError(f"{name} must be an even number >= 2 (half per class), got {size}.")
-    if (n_train + n_test) // 2 > 50:
-        raise ValueError(f"n_train + n_test = {n_train + n_test} exceeds the 100 flowers of two classes.")
+    problems = size_problems(n_train, n_test)
+    if problems:
+        raise ValueError("\n".join(problems))
     X, y = load_iris(return_X_y=True)
     rng = np.random.default_rng(seed)
     train_parts: list[np.ndarray] = []

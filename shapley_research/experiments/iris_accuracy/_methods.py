@@ -13,7 +13,7 @@ from ... import (ValuationResult, all_s_influence, exact_shapley, group_testing_
 from ..._validation import check_int
 from .._common import progress
 from .._parallel import check_n_jobs, parallel_map
-from ._data import LN2
+from ._data import EXACT_MAX_PLAYERS, LN2
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -245,7 +245,7 @@ def utility_table(game: GameLike) -> np.ndarray:
     """
     from ...estimators import coalition_utilities
 
-    return coalition_utilities(game, progress=False)
+    return coalition_utilities(game, max_players=EXACT_MAX_PLAYERS, progress=False)
 
 
 def _players(table: np.ndarray) -> int:
