@@ -63,6 +63,8 @@ def _project(args: argparse.Namespace) -> Project:
 def cmd_list(args: argparse.Namespace) -> int:
     """Print the experiment names, one per line (with ``--long``: status and description)."""
     if not args.long:
+        if args.project_dir is not None:
+            _project(args)  # a project named on the command line must exist, as for every other command
         print("\n".join(EXPERIMENT_NAMES))
         return EXIT_OK
     project = _project(args)

@@ -138,6 +138,12 @@ def test_list_prints_the_six_names(capsys, tmp_path, monkeypatch):
     assert code == 0 and out.splitlines() == list(EXPERIMENT_NAMES)
 
 
+def test_list_refuses_a_project_dir_that_is_no_project(capsys, tmp_path):
+    """Silently listing the names from elsewhere hid a mistyped --project-dir (params refuses it)."""
+    code, _, err = run_main(capsys, "--project-dir", str(tmp_path / "missing"), "list")
+    assert code == 2 and "is not a project directory" in err
+
+
 def test_version_prints_the_package_version(capsys):
     import shapley_research
 
