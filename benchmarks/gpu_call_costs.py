@@ -2,7 +2,7 @@
 
 ``python benchmarks/gpu_call_costs.py --device cuda --mnist-npz benchmarks/mnist_images.npz``
 (a probe beside ``gpu_profile.py``). On the 10-class MNIST PCA-50 data of
-``device_throughput.py`` (``tol=1e-4``, accuracy), for the default
+``device_throughput.py`` (``tol=1e-4``, accuracy), for
 ``mixed_precision=True`` and for ``float64`` throughout, one fresh game times:
 its construction, its first call on one coalition (which fits the full-data
 solution every coalition starts from), a call on 16 coalitions, and two calls

@@ -58,7 +58,8 @@ def logistic_equals_numpy(device):
             found = LogisticRegressionUtility(*data, "neg_log_loss", solver=solver, device=device,
                                               mixed_precision=False).evaluate(masks)
             assert np.abs(found - expected).max() <= 1e-9, (loader.__name__, solver, np.abs(found - expected).max())
-            mixed = LogisticRegressionUtility(*data, "neg_log_loss", solver=solver, device=device).evaluate(masks)
+            mixed = LogisticRegressionUtility(*data, "neg_log_loss", solver=solver, device=device,
+                                              mixed_precision=True).evaluate(masks)
             assert np.abs(mixed - expected).max() <= 1e-4, (loader.__name__, solver, "mixed precision")
             single = LogisticRegressionUtility(*data, "neg_log_loss", solver=solver, device=device,
                                                dtype="float32", tol=1e-4).evaluate(masks)

@@ -23,7 +23,7 @@ from shapley_research import LogisticRegressionUtility
 from shapley_research.datasets import pca_features
 from utility_throughput import draw_masks
 
-PRECISIONS = {"float64, mixed precision": {}, "float64 throughout": {"mixed_precision": False},
+PRECISIONS = {"float64, mixed precision": {"mixed_precision": True}, "float64 throughout": {"mixed_precision": False},
               "float32": {"dtype": "float32"}}
 
 

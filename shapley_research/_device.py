@@ -90,6 +90,20 @@ def torch_dtype(name: str) -> Any:
     return torch.float64 if name == "float64" else torch.float32
 
 
+# CUDA compute capabilities whose float64 runs at half the float32 rate (P100, V100, A100, H100/H200); the
+# others run it at 1/32-1/64, where float32 iterations pay
+FULL_RATE_FLOAT64 = frozenset({(6, 0), (7, 0), (8, 0), (9, 0)})
+
+
+def fast_float64(device: Any) -> bool:
+    """Whether ``device`` is a GPU with full-rate ``float64`` (:data:`FULL_RATE_FLOAT64`), by compute capability."""
+    if device is None or device.type != "cuda":
+        return False
+    import torch
+
+    return tuple(torch.cuda.get_device_capability(device)) in FULL_RATE_FLOAT64
+
+
 def available_bytes(device: Any) -> int:
     """Working memory a chunk may plan on ``device``: a third of a GPU's total memory, or a fixed CPU budget.
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Collection
-from typing import SupportsInt, cast
+from typing import Literal, SupportsInt, cast
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -305,6 +305,15 @@ def check_bool(value: object, name: str) -> bool:
     if not isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be True or False, got {value!r} of type {type(value).__name__}.")
     return bool(value)
+
+
+def check_bool_or_auto(value: object, name: str) -> bool | Literal["auto"]:
+    """``value`` as ``True``, ``False`` or ``"auto"`` (numpy booleans accepted), else a ``ValueError``."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, str) and value == "auto":  # a membership test would let 1 and 0 through
+        return "auto"
+    raise ValueError(f"{name} must be 'auto', True or False, got {value!r}.")
 
 
 def check_target(target_stderr: object) -> float | None:

@@ -20,7 +20,9 @@ from numpy.typing import ArrayLike, NDArray
 
 from .._model_data import clipped_mean_log_probability, constant_frequencies, degenerate_rows
 from .._options import resolve_prefix_path
-from ..._validation import check_bool, check_choice, check_float, check_int, check_permutations, check_weights
+from ..._device import fast_float64
+from ..._validation import (check_bool, check_bool_or_auto, check_choice, check_float, check_int, check_permutations,
+                             check_weights)
 from ._array import Array, ArrayBackend
 from ._base import _CHUNK_BYTES, _BatchedLearner, _check_features_like, _chunks
 from ._binary import _BinaryChunk
@@ -129,21 +131,17 @@ class LogisticRegressionUtility(_BatchedLearner):
         Floating-point type of the solvers. ``float32`` halves the memory and
         is several times faster on most GPUs; keep ``tol`` above about 1e-4
         with it (rounding at float32's 1e-7 limits the gradient test).
-    mixed_precision : bool, default True
-        On a torch device with ``dtype="float64"``, L-BFGS iterates in
-        ``float32`` first (half the memory traffic; ``exp`` several times
-        faster), then restarts in ``float64`` from there until the ``float64``
-        gradient meets ``tol``: the same convergence test as a ``float64``
-        run, met in ``float64`` (most coalitions need zero or one ``float64``
-        step). It pays where ``float64`` is slow: 1.2x on torch's CPU device;
-        on an H200, whose ``float64`` is fast, both took the same time
-        (``benchmarks/results/gpu_profile_cuda.txt``). Newton is unaffected. ``False``:
-        ``float64`` throughout. On the CPU (``device=None``) L-BFGS runs
-        coalition by coalition on each coalition's own rows in compiled
-        ``float64`` loops, whatever this says (a ``float32`` phase saved
-        0-15% there); its iterates are those of the torch path with
-        ``mixed_precision=False`` to rounding (its low-rank preconditioner
-        is applied in ``float32``).
+    mixed_precision : bool or "auto", default "auto"
+        On a torch device with ``dtype="float64"``, L-BFGS iterates in ``float32`` first (half the memory
+        traffic; ``exp`` several times faster), then restarts in ``float64`` from there until the ``float64``
+        gradient meets ``tol``: the same convergence test as a ``float64`` run, met in ``float64`` (most
+        coalitions need zero or one ``float64`` step). It pays where ``float64`` is slow (1.2x on torch's CPU
+        device) and costs where it is fast (1.02-1.35x slower on an H200). ``"auto"``: ``False`` on GPUs with
+        full-rate ``float64`` (compute capability 6.0, 7.0, 8.0, 9.0: P100, V100, A100, H100/H200), else
+        ``True``. Newton is unaffected. On the CPU (``device=None``) L-BFGS runs coalition by coalition on
+        each coalition's own rows in compiled ``float64`` loops, whatever this says (a ``float32`` phase
+        saved 0-15% there); its iterates are those of the torch path with ``mixed_precision=False`` to
+        rounding (its low-rank preconditioner is applied in ``float32``).
     scalers : sequence of scikit-learn scalers, default ()
         ``StandardScaler``, ``MinMaxScaler`` (``clip=False``) or
         ``MaxAbsScaler`` instances, fitted on each coalition before the model,
@@ -181,7 +179,7 @@ class LogisticRegressionUtility(_BatchedLearner):
                  prefix_refit_ratio: float | None = 1.5, prefix_steps: int = 3, warm_start: bool = True,
                  prefix_path: Literal["online", "exact"] | PrefixPath = "online",
                  device: str | torch.device | None = None,
-                 dtype: Literal["float64", "float32"] = "float64", mixed_precision: bool = True,
+                 dtype: Literal["float64", "float32"] = "float64", mixed_precision: bool | Literal["auto"] = "auto",
                  scalers: Sequence[Any] = (), chain_prefixes: bool = True) -> None:
         self._setup(X_train, y_train, X_test, y_test, metric, fit_intercept, degenerate, default_utility,
                     min_samples, batch_size, "classification")
@@ -202,7 +200,7 @@ class LogisticRegressionUtility(_BatchedLearner):
             raise ValueError("prefix_path='exact' cannot be combined with scalers: the one-pass path knows no "
                              "per-coalition scalers (evaluate_prefixes refits every prefix exactly instead).")
         self._set_backend(device, dtype)
-        self.mixed_precision = check_bool(mixed_precision, "mixed_precision")
+        self.mixed_precision = check_bool_or_auto(mixed_precision, "mixed_precision")
         self.last_prefix_info_: dict[str, int] = {}
         self.classes_ = self.targets.classes
         self.last_fit_info_: dict[str, Any] = {}
@@ -313,9 +311,11 @@ class LogisticRegressionUtility(_BatchedLearner):
     def _mixed(self) -> bool:
         """``float32`` iterations before ``float64`` ones: L-BFGS with ``mixed_precision`` in ``float64`` on a device.
 
-        Not on the CPU's compiled ``float64`` loops (:mod:`._lbfgs_rows`), where it saved 0-15%.
+        Not on the CPU's compiled ``float64`` loops (:mod:`._lbfgs_rows`), where it saved 0-15%, nor, by
+        default, on a GPU whose ``float64`` is fast (:func:`~..._device.fast_float64`).
         """
-        return self.mixed_precision and self.dtype == "float64" and not self._backend.is_numpy
+        wanted = not fast_float64(self.device) if self.mixed_precision == "auto" else self.mixed_precision
+        return bool(wanted) and self.dtype == "float64" and not self._backend.is_numpy
 
     @property
     def _softmax_data32(self) -> _SoftmaxData:

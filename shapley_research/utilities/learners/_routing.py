@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 import numpy as np
 from numpy.typing import ArrayLike
 
+from ..._validation import check_bool_or_auto
 from .._model_data import CLASSIFICATION_METRICS, REGRESSION_METRICS, Metric
 if TYPE_CHECKING:
     import torch
@@ -89,11 +90,7 @@ def final_estimator(model: Any) -> Any:
 
 def check_fast(fast: object) -> bool | Literal["auto"]:
     """``fast`` as ``True``, ``False`` or ``"auto"`` (numpy booleans accepted), else a ``ValueError``."""
-    if isinstance(fast, (bool, np.bool_)):
-        return bool(fast)
-    if isinstance(fast, str) and fast == "auto":  # a membership test would let 1 and 0 through
-        return cast(Literal["auto"], fast)
-    raise ValueError(f"fast must be 'auto', True or False, got {fast!r}.")
+    return check_bool_or_auto(fast, "fast")
 
 
 def route_decision(model: Any, metric: Metric | None, fast: bool | Literal["auto"], n_samples: int, n_features: int,
