@@ -247,6 +247,9 @@ def check_features(X: object, name: str) -> NDArray[np.float64]:
     """Return ``X`` as a finite, dense, 2-D float array with samples and features, or raise."""
     if hasattr(X, "toarray") and not isinstance(X, np.ndarray):
         raise TypeError(f"{name} must be a dense array; sparse matrices are not supported (call .toarray()).")
+    if is_sparse_frame(X):  # np.asarray would densify it silently, whatever its size
+        raise TypeError(f"{name} must be a dense array; DataFrames of sparse columns are not supported "
+                        "(call .sparse.to_dense()).")
     original = type(X).__name__
     try:
         X = np.asarray(X)
@@ -276,9 +279,15 @@ def is_frame(X: object) -> bool:
     return hasattr(X, "iloc") and hasattr(X, "columns") and getattr(X, "ndim", None) == 2
 
 
+def is_sparse_frame(X: object) -> bool:
+    """Whether ``X`` is a pandas DataFrame whose every column is sparse (``pd.SparseDtype``)."""
+    return is_frame(X) and len(X.columns) > 0 and all(  # type: ignore[attr-defined]
+        str(dtype).startswith("Sparse[") for dtype in X.dtypes)  # type: ignore[attr-defined]
+
+
 def is_sparse(X: object) -> bool:
-    """Whether ``X`` is a SciPy sparse matrix or array (one that converts to CSR)."""
-    return hasattr(X, "tocsr") and hasattr(X, "toarray") and not isinstance(X, np.ndarray)
+    """Whether ``X`` is a SciPy sparse matrix or array (one that converts to CSR), or a DataFrame of sparse columns."""
+    return (hasattr(X, "tocsr") and hasattr(X, "toarray") and not isinstance(X, np.ndarray)) or is_sparse_frame(X)
 
 
 def check_same_columns(X_train: object, X_test: object) -> None:

@@ -660,6 +660,8 @@ FEATURE_CASES = [
     ("X_test_complex", lambda X, y, Xt, yt: (X, y, Xt * (1 + 0j), yt), TypeError, "X_test must be a real numeric"),
     ("X_train_sparse", lambda X, y, Xt, yt: (scipy.sparse.csr_matrix(X), y, Xt, yt), TypeError,
      "X_train must be a dense array"),
+    ("X_train_sparse_frame", lambda X, y, Xt, yt: (pd.DataFrame(X).astype(pd.SparseDtype(float, 0.0)), y, Xt, yt),
+     TypeError, "X_train must be a dense array; DataFrames of sparse columns are not supported"),
     ("X_train_ragged", lambda X, y, Xt, yt: ([[1.0, 2.0], [3.0]] + X[2:].tolist(), y, Xt, yt), TypeError,
      "X_train must be a numeric array"),
 ]
@@ -706,7 +708,8 @@ REGRESSION_TARGET_CASES = [
 
 def _feature_cases(name: str) -> list:
     """ModelUtility gives sparse features to the model as they are (tests/utilities: robustness)."""
-    return [case for case in FEATURE_CASES if not (name.startswith("ModelUtility") and case[0] == "X_train_sparse")]
+    return [case for case in FEATURE_CASES
+            if not (name.startswith("ModelUtility") and case[0] in ("X_train_sparse", "X_train_sparse_frame"))]
 
 
 def _data_rows():

@@ -353,7 +353,9 @@ def _prepare(model, X_train, y_train, n_estimators, seed, task, score, n_jobs, p
     if not instance:
         _check_model(model)
     raw = not instance and (is_raw_table(X_train) or is_sparse(X_train))  # given to the model as it is
-    X = (check_sparse_features if is_sparse(X_train) else check_table if raw else check_features)(X_train, "X_train")
+    # a learner instance takes dense features only (check_features says so), whatever X_train is
+    X = (check_sparse_features if raw and is_sparse(X_train) else check_table if raw else check_features)(
+        X_train, "X_train")
     task = check_choice(task, "task", TASKS)
     if instance:
         task = learner_task(model, task, lambda m: "classification" if _is_classifier(m) else "regression")

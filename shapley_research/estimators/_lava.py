@@ -62,14 +62,17 @@ def _import_ot():  # type: ignore[no-untyped-def]
     return ot
 
 
-def label_distances(X_train: NDArray[np.float64], train_index: NDArray[np.intp], X_test: NDArray[np.float64],
-                    test_index: NDArray[np.intp]) -> NDArray[np.float64]:
+def label_distances(X_train: ArrayLike, train_index: ArrayLike, X_test: ArrayLike,
+                    test_index: ArrayLike) -> NDArray[np.float64]:
     r"""``W[c, c']``: the exact OT cost between training class ``c`` and test class ``c'``.
 
     Uniform weights on each class's points, ground cost
     :math:`\tfrac12\|x - x'\|^2` (``ot.emd2``). ``train_index`` and
-    ``test_index`` are class indices ``0..K-1`` and ``0..K'-1``.
+    ``test_index`` are class indices ``0..K-1`` and ``0..K'-1``, every one present.
     """
+    X_train, X_test = check_feature_pair(X_train, X_test)
+    train_index = _check_class_index(train_index, "train_index", X_train.shape[0])
+    test_index = _check_class_index(test_index, "test_index", X_test.shape[0])
     ot = _import_ot()
     n_train, n_test = int(train_index.max()) + 1, int(test_index.max()) + 1
     W = np.empty((n_train, n_test))
@@ -81,6 +84,18 @@ def label_distances(X_train: NDArray[np.float64], train_index: NDArray[np.intp],
             W[c, d] = float(ot.emd2(np.full(len(source), 1.0 / len(source)),
                                     np.full(len(target), 1.0 / len(target)), cost, numItermax=10_000_000))
     return W
+
+
+def _check_class_index(index: ArrayLike, name: str, n_rows: int) -> NDArray[np.intp]:
+    """One class index ``0..K-1`` per row, every class present (an empty class has no distance to another)."""
+    index = np.asarray(index)
+    if index.ndim != 1 or index.shape[0] != n_rows or index.dtype.kind not in "iu":
+        raise ValueError(f"{name} must be a 1-D integer array with one class index per row ({n_rows}), got "
+                         f"shape {index.shape} and dtype {index.dtype}.")
+    if index.min() < 0 or np.unique(index).size != index.max() + 1:
+        raise ValueError(f"{name} must hold the class indices 0..K-1, each at least once; got "
+                         f"{np.unique(index)[:10].tolist()}.")
+    return index.astype(np.intp)
 
 
 def _check_data(X_train: ArrayLike, y_train: ArrayLike, X_test: ArrayLike, y_test: ArrayLike

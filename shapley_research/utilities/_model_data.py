@@ -55,8 +55,11 @@ def _check_targets(y: ArrayLike, name: str, n_samples: int, X_name: str, task: s
 
 
 def is_raw_table(X: object) -> bool:
-    """A DataFrame that is not a finite numeric table (text, categories, missing values): given as is."""
-    if not is_frame(X):
+    """A DataFrame that is not a finite numeric table (text, categories, missing values): given as is.
+
+    A DataFrame of sparse columns is not one: it is taken as a sparse matrix (:func:`check_sparse_features`).
+    """
+    if not is_frame(X) or is_sparse(X):
         return False
     try:
         check_features(X, "X")
@@ -110,11 +113,12 @@ def _n_rows(X: Any) -> int:
 
 
 def check_sparse_features(X: Any, name: str) -> Any:
-    """Features a model takes as they are when sparse: a SciPy sparse matrix or array as CSR float64.
+    """Features a model takes as they are when sparse: a SciPy sparse matrix or array (or a DataFrame of sparse
+    columns) as CSR float64.
 
     Parameters
     ----------
-    X : scipy.sparse matrix or array, or array-like
+    X : scipy.sparse matrix or array, DataFrame of sparse columns, or array-like
         The features; a dense one gets :func:`~shapley_research._validation.check_features`.
     name : str
         The argument's name, for the errors.
@@ -132,6 +136,8 @@ def check_sparse_features(X: Any, name: str) -> Any:
     """
     if not is_sparse(X):
         return check_features(X, name)
+    if is_frame(X):  # every column sparse: as a matrix, without densifying it
+        X = X.sparse.to_coo()
     if getattr(X, "ndim", 2) != 2:
         raise ValueError(f"{name} must be 2-D (n_samples, n_features), got shape {X.shape}.")
     if X.dtype.kind not in "biuf":

@@ -15,7 +15,7 @@ from sklearn.linear_model import LinearRegression, LogisticRegression
 from sklearn.metrics import roc_auc_score
 from sklearn.neighbors import KNeighborsClassifier
 
-from shapley_research import data_oob
+from shapley_research import LogisticRegressionUtility, data_oob
 from shapley_research.estimators import bootstrap_indices
 
 
@@ -389,3 +389,20 @@ def test_sparse_features_go_to_the_model_as_they_are():
     assert sparse.info["options"].get("route") is None  # per-fit: the batched learners take dense arrays
     with pytest.raises(ValueError, match="X_train is a sparse matrix"):
         data_oob(LogisticRegression(), sp.csr_matrix(X), y, fast=True)
+    # a batched learner takes dense features: its sparse X_train is refused as sparse, not as other data
+    learner = LogisticRegressionUtility(X, y, X, y)
+    with pytest.raises(TypeError, match="X_train must be a dense array; sparse matrices are not supported"):
+        data_oob(learner, sp.csr_matrix(X), y)
+
+
+def test_a_dataframe_of_sparse_columns_stays_sparse():
+    """pandas' sparse frames convert to a dense array without a word; here they go to the model as CSR."""
+    import pandas as pd
+    import scipy.sparse as sp
+
+    X, y = make_classification(n_samples=80, n_features=6, random_state=1)
+    X[np.abs(X) < 0.7] = 0.0
+    frame = pd.DataFrame.sparse.from_spmatrix(sp.csr_matrix(X))
+    result = data_oob(LogisticRegression(), frame, y, n_estimators=30, seed=3)
+    np.testing.assert_array_equal(result.values, data_oob(LogisticRegression(), X, y, n_estimators=30, seed=3).values)
+    assert result.info["options"].get("route") is None  # per fit, as for a sparse matrix

@@ -84,6 +84,20 @@ def test_label_distances_vanish_between_a_class_and_itself():
     np.testing.assert_array_equal(result.info["label_distances"], W)
 
 
+@pytest.mark.parametrize("change, message", [
+    (lambda X, y: (X, y[:-1]), "train_index must be a 1-D integer array with one class index per row"),
+    (lambda X, y: (X, y.astype(float)), "train_index must be a 1-D integer array"),
+    (lambda X, y: (X, np.where(y == 0, 2, y)), r"train_index must hold the class indices 0..K-1, each at least once"),
+    (lambda X, y: (np.where(X > 0, np.nan, X), y), "X_train contains NaN"),
+    (lambda X, y: (__import__("scipy.sparse").sparse.csr_matrix(X), y), "sparse matrices are not supported"),
+])
+def test_label_distances_checks_its_arguments(change, message):
+    X, y, _, _ = blobs(5)
+    X_bad, y_bad = change(X, y)
+    with pytest.raises((TypeError, ValueError), match=message):
+        label_distances(X_bad, y_bad, X, y)
+
+
 def test_labels_of_any_kind():
     X, y, X_test, y_test = blobs(4)
     names = np.array(["cat", "dog"])

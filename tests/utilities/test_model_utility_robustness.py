@@ -491,6 +491,11 @@ def test_sparse_features_go_to_the_model_as_they_are():
         ModelUtility(LogisticRegression(), bad, y[:30], S[100:200], y[100:200])
     with pytest.raises(ValueError, match="X_train has 30 features but X_test has 29"):
         ModelUtility(LogisticRegression(), S[:30], y[:30], S[100:200, :29], y[100:200])
+    # a DataFrame of sparse columns is taken as the matrix it holds, never densified
+    frames = [pd.DataFrame.sparse.from_spmatrix(part) for part in (S[:30], S[100:200])]
+    game = ModelUtility(LogisticRegression(), frames[0], y[:30], frames[1], y[100:200])
+    assert "sparse matrices" in game.route_.reason
+    np.testing.assert_allclose(game.evaluate(masks), dense.evaluate(masks), atol=1e-12)
 
 
 def test_a_scorer_name_carries_its_task_and_must_suit_the_problem():
