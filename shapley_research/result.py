@@ -130,7 +130,9 @@ class ValuationResult:
     wall_time : float
         Seconds spent in the estimator.
     stderr : ndarray of shape (n_players,) or None
-        Standard error of each value where the method gives one.
+        Standard error of each value where the method gives one: zeros for
+        exact computations (no sampling error), ``None`` for approximations
+        without an error estimate.
     n_samples : int
         Monte Carlo samples drawn (permutations or tests); 0 for exact methods.
     info : dict

@@ -137,7 +137,7 @@ def exact_shapley(game: GameLike, *, max_players: int = 20, chunk_size: int = 2*
     utilities, n_evaluations = utility_table(game, n, chunk_size, empty_utility, progress, "exact Shapley")
     values = _shapley_values(utilities, n)  # the table is checked as it is enumerated
     return ValuationResult(values=values, n_evaluations=n_evaluations, method="exact",
-                           wall_time=time.perf_counter() - start,
+                           wall_time=time.perf_counter() - start, stderr=np.zeros(len(values)),
                            info={"empty_utility": float(utilities[0]), "full_utility": float(utilities[-1])})
 
 

@@ -95,7 +95,7 @@ def knn_shapley(X_train: ArrayLike, y_train: ArrayLike, X_test: ArrayLike, y_tes
         sorted_values = np.hstack([np.cumsum(increments[:, ::-1], axis=1)[:, ::-1] + last, last])
         totals += np.bincount(order.ravel(), weights=sorted_values.ravel(), minlength=n)
     return ValuationResult(values=totals / X_te.shape[0], n_evaluations=0, method="knn_exact",
-                           wall_time=time.perf_counter() - start, info={"k": k})
+                           wall_time=time.perf_counter() - start, stderr=np.zeros(len(totals)), info={"k": k})
 
 
 class KNNUtility(Game):

@@ -19,6 +19,7 @@ def test_exact_matches_closed_form(closed_form_game):
     assert result.method == "exact"
     assert result.n_evaluations == 2**closed_form_game.n_players
     assert result.n_samples == 0 and result.seed is None
+    np.testing.assert_array_equal(result.stderr, np.zeros(closed_form_game.n_players))  # no sampling error
 
 
 def test_exact_efficiency(closed_form_game):

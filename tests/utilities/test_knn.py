@@ -34,6 +34,7 @@ def test_knn_shapley_matches_exact_enumeration(k, grid):
     exact = exact_shapley(KNNUtility(*data, k))
     np.testing.assert_allclose(fast.values, exact.values, rtol=0, atol=1e-10)
     assert fast.n_evaluations == 0 and fast.method == "knn_exact"
+    np.testing.assert_array_equal(fast.stderr, exact.stderr)  # both exact: zeros, as the sampling estimators' fallback
 
 
 def test_knn_utility_is_the_documented_utility():

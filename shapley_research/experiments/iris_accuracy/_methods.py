@@ -56,7 +56,6 @@ def reference_values(game: GameLike, method: str = "exact", n_permutations: int 
             result = exact_shapley(game, max_players=22)
         else:
             result = _exact_from_table(game, table)
-        result.stderr = np.zeros(result.n_players)
         return result
     if method == "permutation":
         return permutation_shapley(game, n_permutations * game.n_players + 1, seed=seed, n_jobs=n_jobs,
@@ -72,7 +71,7 @@ def _exact_from_table(game: GameLike, table: np.ndarray) -> ValuationResult:
     if _players(table) != game.n_players:
         raise ValueError(f"table holds the utilities of {_players(table)} players; the game has {game.n_players}.")
     return ValuationResult(values=shapley_from_table(table), n_evaluations=len(table), method="exact",
-                           wall_time=time.perf_counter() - start,
+                           wall_time=time.perf_counter() - start, stderr=np.zeros(game.n_players),
                            info={"empty_utility": float(table[0]), "full_utility": float(table[-1])})
 
 
