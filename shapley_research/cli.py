@@ -39,7 +39,7 @@ import sys
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from .experiments import (CITED_PAPERS_EXPERIMENTS, EXPERIMENT_NAMES, FIGURES_ENV, METRICS_FILE, RESULTS_DIR,
                           RUN_INFO_FILE, RUNNER_ENV, UPDATE_RESULTS_ENV, Project, ProjectError, check_declared,
@@ -374,10 +374,20 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--project-dir", metavar="DIR",
                         help="project directory with conf/ and notebooks/ (default: searched upward from the "
                              "working directory)")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_CommandParser)
     _add_experiment_commands(sub)
     _add_result_commands(sub)
     return parser
+
+
+class _CommandParser(argparse.ArgumentParser):
+    """A command's parser: a missing experiment name is answered with the experiments there are."""
+
+    def error(self, message: str) -> NoReturn:
+        if message.startswith("the following arguments are required: NAME"):  # argparse's words for it
+            message = (f"name an experiment: {', '.join(EXPERIMENT_NAMES)} (`shapley-research list --long` "
+                       "describes them)")
+        super().error(message)
 
 
 def _add_experiment_commands(sub: argparse._SubParsersAction) -> None:
@@ -397,7 +407,8 @@ def _add_experiment_commands(sub: argparse._SubParsersAction) -> None:
                "the project; a relative PATH given here is taken from the working directory; never inside "
                "results/), seed=INT, n_jobs=INT, experiment.KEY=VALUE.")
     p_run.add_argument("name", metavar="NAME", help="experiment: " + ", ".join(EXPERIMENT_NAMES))
-    p_run.add_argument("overrides", nargs="*", metavar="OVERRIDE", help="hydra override KEY=VALUE")
+    # a default, else argparse names OVERRIDE among the required arguments when NAME is missing
+    p_run.add_argument("overrides", nargs="*", default=[], metavar="OVERRIDE", help="hydra override KEY=VALUE")
     p_run.add_argument("--update-results", action="store_true",
                        help="write the committed PROJECT/results/NAME/ (the DVC stages' command); refused with "
                             "an output_dir or with values other than the paper profile's")

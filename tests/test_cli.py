@@ -132,6 +132,15 @@ def test_an_interrupted_run_says_so_and_exits_130(project, tmp_path, capsys, mon
     assert "Traceback" not in err and logging.getLogger("asyncio").disabled
 
 
+@pytest.mark.parametrize("command", ["run", "stage"])
+def test_a_missing_experiment_name_lists_the_experiments(capsys, command):
+    with pytest.raises(SystemExit) as exit_info:
+        main([command])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and "name an experiment: iris_accuracy, runtime_scaling" in err
+    assert "OVERRIDE" not in err.splitlines()[-1]  # argparse called the optional overrides required
+
+
 def test_list_prints_the_six_names(capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # needs no project
     code, out, _ = run_main(capsys, "list")
