@@ -4,6 +4,10 @@ The notebook runs in a kernel of the Python running ``shapley-research``: a
 registered kernel spec whose interpreter is this one (``python3`` after
 ``python -m ipykernel install --sys-prefix``), or else a private spec written
 to a temporary directory, so the environment is never modified.
+
+The kernel's own stderr (its log, not the cells' output) goes to a file
+(:func:`local_kernel_manager`), shown only when the kernel failed
+(:func:`kernel_messages`).
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from .experiments import ProjectError
 
@@ -89,7 +93,7 @@ def select_kernel(requested: str | None = None) -> str:
     return _private_kernel()
 
 
-def local_kernel_manager() -> type:
+def local_kernel_manager(stderr: IO[str] | None = None) -> type:
     """A kernel manager talking to its kernel over local IPC sockets, that shuts a kernel down without interrupting it.
 
     The kernel runs on this machine, so the sockets need no network; over TCP
@@ -99,11 +103,30 @@ def local_kernel_manager() -> type:
     "ERROR | KeyboardInterrupt caught in kernel" at the end of a run that
     succeeded. The shutdown request alone stops it (and a kernel that does
     not stop is killed).
+
+    The kernel's own stderr goes to ``stderr`` where given, not to the
+    terminal: the cells' output reaches this process as messages (stderr
+    included), and what the kernel writes there itself is its log, which a
+    stop makes noisy (a kernel asked to shut down while a cell runs logs a
+    ZMQError traceback from a closed socket). A kernel left starting when
+    this process exits (Ctrl-C during start-up, before the client owns it)
+    is killed at exit rather than left to fail on its removed sockets.
     """
     from jupyter_client.manager import AsyncKernelManager
     from traitlets import default
 
     class LocalKernelManager(AsyncKernelManager):
+        async def _async_launch_kernel(self, kernel_cmd: list[str], **kw: Any) -> None:
+            if stderr is not None:
+                kw.setdefault("stderr", stderr)
+            await super()._async_launch_kernel(kernel_cmd, **kw)
+            atexit.register(self._kill_if_running)
+
+        def _kill_if_running(self) -> None:
+            process = getattr(self.provisioner, "process", None)
+            if process is not None and process.poll() is None:
+                process.kill()
+
         async def _async_interrupt_kernel(self) -> None:
             if not getattr(self, "shutting_down", False):  # jupyter_client sets it as shutdown begins
                 await super()._async_interrupt_kernel()
@@ -137,3 +160,15 @@ def import_papermill() -> Any:
     import papermill
 
     return papermill
+
+
+#: How many of the kernel's last log lines a failed run shows.
+KERNEL_LOG_LINES = 20
+
+
+def kernel_messages(log: IO[str]) -> str:
+    """The last :data:`KERNEL_LOG_LINES` lines the kernel wrote to ``log`` (its stderr), introduced; or ``""``."""
+    log.flush()
+    log.seek(0)
+    lines = log.read().rstrip().splitlines()[-KERNEL_LOG_LINES:]
+    return "The kernel's own messages (last lines):\n  " + "\n  ".join(lines) if lines else ""

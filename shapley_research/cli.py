@@ -18,7 +18,7 @@ with the paper profile's values (it is the DVC stages' command). Exit status:
 fails is a result), 1 when the notebook failed or wrote no valid
 ``metrics.json``, 2 for a usage error (unknown experiment, bad override,
 missing file, a budget too small for the data, an output directory inside
-``results/`` without ``--update-results``). A closed output pipe
+``results/`` without ``--update-results``), 130 when stopped by Ctrl-C. A closed output pipe
 (``shapley-research list --long | head -2``) ends any command quietly.
 
 The notebook runs in a Jupyter kernel of the Python running this command: a
@@ -36,6 +36,7 @@ import json
 import logging
 import os
 import sys
+import tempfile
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -48,7 +49,7 @@ from .experiments import (CITED_PAPERS_EXPERIMENTS, EXPERIMENT_NAMES, FIGURES_EN
                           profile_key_problems, project_relative, read_metrics, results_guard, run_info, run_profile,
                           shown_path, undecided_count, user_sets, working_directory, write_dvc_stage, write_report,
                           written_since)
-from ._kernel import KERNEL_ENV, import_papermill, local_kernel_manager, select_kernel
+from ._kernel import KERNEL_ENV, import_papermill, kernel_messages, local_kernel_manager, select_kernel
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 EXIT_INTERRUPTED = 130  # as a shell reports a command stopped by Ctrl-C (128 + SIGINT)
@@ -210,43 +211,56 @@ def _execute(papermill: Any, project: Project, name: str, params: dict, kernel: 
     """Execute ``notebooks/NAME.ipynb`` into ``OUTPUT_DIR/NAME.ipynb``: None, or the exit status of a failure.
 
     A failing cell, a kernel that cannot start and Ctrl-C each end with a
-    message naming what is left, not papermill's traceback.
+    message naming what is left, not papermill's traceback; the kernel's own
+    log (its stderr) is shown only for a failure, never for Ctrl-C.
     """
     from papermill.exceptions import PapermillExecutionError
 
-    from .estimators import PROGRESS_ENV
-
     notebook, run_dir = project.notebook(name), Path(params["output_dir"])
     executed, start = run_dir / f"{name}.ipynb", time.perf_counter()
-    kernel_environment = {
-        PROGRESS_ENV: os.environ.get(PROGRESS_ENV, "off"),  # no estimator bars in a committed executed notebook
-        RUNNER_ENV: "cli",  # this command records the run
-        UPDATE_RESULTS_ENV: "1" if args.update_results else None,  # the check cell then lets it write results/
-        FIGURES_ENV: "off" if args.no_figures else None}
     # Paths inside the project are recorded relative to it (papermill's metadata and injected output_dir), so
     # the executed notebook does not depend on where the project was cloned; the kernel starts in its root.
     recorded = {**params, "output_dir": project_relative(project.root, run_dir)}
-    try:
-        with _environment(kernel_environment), working_directory(project.root):  # the kernel inherits both
-            papermill.execute_notebook(project_relative(project.root, notebook),
-                                       project_relative(project.root, executed), parameters=recorded,
-                                       kernel_name=kernel, cwd=".", progress_bar=False, log_output=not args.quiet,
-                                       kernel_manager_class=local_kernel_manager())
-    except KeyboardInterrupt:
-        # the cell's task, stopped with the kernel, would log its error (the kernel's traceback) at exit
-        logging.getLogger("asyncio").disabled = True
-        print(f"\ninterrupted: {name} stopped after {time.perf_counter() - start:.0f} s; {executed} holds the cells "
-              "run so far. A new run starts the notebook over.", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    except PapermillExecutionError as err:
-        print(f"error: {name} failed in cell {err.cell_index + 1}: {err.ename}: {err.evalue}\n"
-              f"The executed notebook with the traceback is {executed}", file=sys.stderr)
-        return EXIT_FAILED
-    except Exception as err:  # kernel start-up or I/O failures: report, don't dump a papermill traceback
-        print(f"error: could not execute {notebook} with kernel {kernel!r}: {type(err).__name__}: {err}",
-              file=sys.stderr)
-        return EXIT_FAILED
+    with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as kernel_log:
+        try:
+            with _environment(_kernel_environment(args)), working_directory(project.root):  # the kernel inherits
+                papermill.execute_notebook(project_relative(project.root, notebook),
+                                           project_relative(project.root, executed), parameters=recorded,
+                                           kernel_name=kernel, cwd=".", progress_bar=False,
+                                           log_output=not args.quiet,
+                                           kernel_manager_class=local_kernel_manager(stderr=kernel_log))
+        except KeyboardInterrupt:
+            # the cell's task, stopped with the kernel, would log its error (the kernel's traceback) at exit
+            logging.getLogger("asyncio").disabled = True
+            print(f"\ninterrupted: {name} stopped after {time.perf_counter() - start:.0f} s; {executed} holds the "
+                  "cells run so far. A new run starts the notebook over.", file=sys.stderr)
+            return EXIT_INTERRUPTED
+        except PapermillExecutionError as err:
+            print(f"error: {name} failed in cell {err.cell_index + 1}: {err.ename}: {err.evalue}\n"
+                  f"The executed notebook with the traceback is {executed}", file=sys.stderr)
+            _print_if_any(kernel_messages(kernel_log))
+            return EXIT_FAILED
+        except Exception as err:  # kernel start-up or I/O failures: report, don't dump a papermill traceback
+            print(f"error: could not execute {notebook} with kernel {kernel!r}: {type(err).__name__}: {err}",
+                  file=sys.stderr)
+            _print_if_any(kernel_messages(kernel_log))
+            return EXIT_FAILED
     return None
+
+
+def _kernel_environment(args: argparse.Namespace) -> dict[str, str | None]:
+    """The variables the notebook's kernel gets (``None``: unset), from ``run``'s flags."""
+    from .estimators import PROGRESS_ENV
+
+    return {PROGRESS_ENV: os.environ.get(PROGRESS_ENV, "off"),  # no estimator bars in a committed executed notebook
+            RUNNER_ENV: "cli",  # this command records the run
+            UPDATE_RESULTS_ENV: "1" if args.update_results else None,  # the check cell then lets it write results/
+            FIGURES_ENV: "off" if args.no_figures else None}
+
+
+def _print_if_any(text: str) -> None:
+    if text:
+        print(text, file=sys.stderr)
 
 
 def _put_environment(values: Mapping[str, str | None]) -> None:
@@ -479,6 +493,9 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         _quiet_closed_stdout()
         return EXIT_OK
+    except KeyboardInterrupt:  # before or after a notebook ran (a run's own Ctrl-C is answered in _execute)
+        print("\ninterrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
 
 
 def _parse(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:

@@ -114,22 +114,66 @@ def test_failing_notebook_exits_1_and_leaves_no_metrics(project, tmp_path, capsy
     assert (tmp_path / "outside.txt").exists()  # nothing outside the folder is touched
 
 
-def test_an_interrupted_run_says_so_and_exits_130(project, tmp_path, capsys, monkeypatch):
-    """Ctrl-C: one line naming what is left, not papermill's traceback nor the stopped cell's logged error."""
-    import logging
+def fake_papermill(monkeypatch, error: BaseException) -> None:
+    """papermill's stand-in: the kernel logs a traceback to its stderr, then ``error``."""
     import types
 
-    def interrupted(*args, **kwargs):
-        raise KeyboardInterrupt
+    def kernel_manager(stderr):
+        stderr.write("[IPKernelApp] ERROR | Exception in message handler:\nzmq.error.ZMQError: Socket operation "
+                     "on non-socket\n")
+        return object
 
+    def execute_notebook(*args, **kwargs):
+        raise error
+
+    monkeypatch.setattr("shapley_research.cli.local_kernel_manager", kernel_manager)
     monkeypatch.setattr("shapley_research.cli.import_papermill",
-                        lambda: types.SimpleNamespace(execute_notebook=interrupted))
+                        lambda: types.SimpleNamespace(execute_notebook=execute_notebook))
+
+
+def test_an_interrupted_run_says_so_and_exits_130(project, tmp_path, capsys, monkeypatch):
+    """Ctrl-C: one line naming what is left, not papermill's traceback, the stopped cell's logged error nor the
+    kernel's own log (a kernel shut down in a cell logs a ZMQError traceback)."""
+    import logging
+
+    fake_papermill(monkeypatch, KeyboardInterrupt())
     monkeypatch.setattr(logging.getLogger("asyncio"), "disabled", False)
     code, _, err = run_main(capsys, "--project-dir", project, "run", "iris_accuracy", "profile=quick",
                             f"output_dir={tmp_path}", "--quiet")
     assert code == 130
     assert "interrupted: iris_accuracy stopped after" in err and "A new run starts the notebook over." in err
-    assert "Traceback" not in err and logging.getLogger("asyncio").disabled
+    assert "Traceback" not in err and "ZMQError" not in err and logging.getLogger("asyncio").disabled
+
+
+def test_a_failing_kernel_shows_its_own_log(project, tmp_path, capsys, monkeypatch):
+    fake_papermill(monkeypatch, RuntimeError("Kernel died before replying to kernel_info"))
+    code, _, err = run_main(capsys, "--project-dir", project, "run", "iris_accuracy", "profile=quick",
+                            f"output_dir={tmp_path}", "--quiet")
+    assert code == 1 and "RuntimeError: Kernel died before replying to kernel_info" in err
+    assert "The kernel's own messages (last lines):\n  [IPKernelApp] ERROR" in err and "ZMQError" in err
+
+
+@pytest.mark.slow  # starts a kernel, that fails
+def test_a_kernel_that_cannot_start_says_why(project, tmp_path, capsys, monkeypatch):
+    """The kernel's stderr goes to a file, not the terminal; a kernel that fails to start shows it."""
+    spec = tmp_path / "jupyter" / "kernels" / "broken"
+    spec.mkdir(parents=True)
+    (spec / "kernel.json").write_text(json.dumps({
+        "argv": [sys.executable, "-c", "import sys; sys.exit('boom: no kernel here')", "-f", "{connection_file}"],
+        "display_name": "broken", "language": "python"}))
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))
+    code, _, err = run_main(capsys, "--project-dir", project, "run", "iris_accuracy", "profile=quick",
+                            f"output_dir={tmp_path}", "--kernel", "broken", "--quiet")
+    assert code == 1 and "could not execute" in err
+    assert "The kernel's own messages (last lines):\n  boom: no kernel here" in err
+
+
+def test_ctrl_c_before_the_notebook_starts_prints_one_line(project, capsys, monkeypatch):
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("shapley_research.cli.run_parameters", interrupted)
+    assert run_main(capsys, "--project-dir", project, "run", "iris_accuracy") == (130, "", "\ninterrupted\n")
 
 
 @pytest.mark.parametrize("command", ["run", "stage"])
