@@ -5,6 +5,13 @@ registered kernel spec whose interpreter is this one (``python3`` after
 ``python -m ipykernel install --sys-prefix``), or else a private spec written
 to a temporary directory, so the environment is never modified.
 
+What of the notebook reaches the terminal: papermill streams the cells'
+output through its logger (``log_output=True``), which
+:class:`StreamedOutput` prints as plain lines on stderr so long runs show
+their progress, holding back the claims the notebook prints last
+(:func:`~shapley_research.experiments.print_claims`): the command's summary
+prints their verdicts after a finished run, so each shows once, and a run
+that fails or is stopped shows them after all (:meth:`StreamedOutput.show_held`).
 The kernel's own stderr (its log, not the cells' output) goes to a file
 (:func:`local_kernel_manager`), shown only when the kernel failed
 (:func:`kernel_messages`).
@@ -13,6 +20,7 @@ The kernel's own stderr (its log, not the cells' output) goes to a file
 from __future__ import annotations
 
 import atexit
+import logging
 import os
 import shutil
 import sys
@@ -20,7 +28,7 @@ import tempfile
 from pathlib import Path
 from typing import IO, Any
 
-from .experiments import ProjectError
+from .experiments import ProjectError, is_claim_output
 
 KERNEL_NAME = "shapley-research"
 KERNEL_ENV = "SHAPLEY_RESEARCH_KERNEL"
@@ -164,6 +172,70 @@ def import_papermill() -> Any:
 
 #: How many of the kernel's last log lines a failed run shows.
 KERNEL_LOG_LINES = 20
+
+
+class StreamedOutput(logging.StreamHandler):
+    """Print papermill's log records as lines, holding back the notebook's printed claims.
+
+    A record is a chunk of a cell's stream as the kernel sent it: several
+    lines, or a line without its newline (``print`` writes the text and the
+    newline apart); a claim's criterion and note count as claim output only
+    right after a claim's line.
+    """
+
+    def __init__(self, stream: IO[str]):
+        super().__init__(stream)
+        self.setFormatter(logging.Formatter("%(message)s"))
+        self.held: list[str] = []
+        self._after_claim = False
+
+    def _shown(self, line: str) -> bool:
+        """Whether ``line`` is printed now; a claim's line is kept in :attr:`held` instead."""
+        if not line and self._after_claim:  # the newline of a claim's line, sent on its own
+            return False
+        self._after_claim = is_claim_output(line, self._after_claim)
+        if self._after_claim:
+            self.held.append(line)
+        return not self._after_claim
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            shown = [line for line in self.format(record).rstrip("\n").split("\n") if self._shown(line)]
+            if shown:
+                self.stream.write("\n".join(shown) + self.terminator)
+                self.flush()
+        except RecursionError:  # as logging.StreamHandler.emit: a failing write is reported, never raised
+            raise
+        except Exception:
+            self.handleError(record)
+
+    def show_held(self) -> None:
+        """Print the claims held back (the run ends without the summary that prints them)."""
+        self.acquire()  # Handler's lock, as around emit
+        try:
+            if self.held:
+                self.stream.write("\n".join(self.held) + self.terminator)
+                self.flush()
+            self.held.clear()
+        finally:
+            self.release()
+
+
+def stream_notebook_output(quiet: bool) -> StreamedOutput:
+    """Show papermill's log on the current stderr through a new :class:`StreamedOutput`, and return it.
+
+    With ``quiet`` only its warnings show (the notebook's output is not
+    streamed then). The handler of an earlier run in this process is
+    replaced, so no claim it held and no stream it wrote to carries over.
+    """
+    logger = logging.getLogger("papermill")
+    logger.setLevel(logging.WARNING if quiet else logging.INFO)
+    for earlier in [h for h in logger.handlers if isinstance(h, StreamedOutput)]:
+        logger.removeHandler(earlier)
+    handler = StreamedOutput(sys.stderr)
+    logger.addHandler(handler)
+    logger.propagate = False
+    return handler
 
 
 def kernel_messages(log: IO[str]) -> str:

@@ -49,7 +49,8 @@ from .experiments import (CITED_PAPERS_EXPERIMENTS, EXPERIMENT_NAMES, FIGURES_EN
                           profile_key_problems, project_relative, read_metrics, results_guard, run_info, run_profile,
                           shown_path, undecided_count, user_sets, working_directory, write_dvc_stage, write_report,
                           written_since)
-from ._kernel import KERNEL_ENV, import_papermill, kernel_messages, local_kernel_manager, select_kernel
+from ._kernel import (KERNEL_ENV, StreamedOutput, import_papermill, kernel_messages, local_kernel_manager,
+                      select_kernel, stream_notebook_output)
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 EXIT_INTERRUPTED = 130  # as a shell reports a command stopped by Ctrl-C (128 + SIGINT)
@@ -75,25 +76,6 @@ def cmd_list(args: argparse.Namespace) -> int:
         text = project.description(name) if not missing else f"(not available: missing {', '.join(missing)})"
         print(f"{name:<{width}}  {text}".rstrip())
     return EXIT_OK
-
-
-class _StreamedOutput(logging.StreamHandler):
-    """Print papermill's log lines; the notebook's printed lines already end in a newline."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        return super().format(record).rstrip("\n")
-
-
-def _configure_logging(quiet: bool) -> None:
-    # papermill streams the notebook's output through its logger (log_output=True):
-    # show it as plain lines on stderr so long runs show their progress.
-    logger = logging.getLogger("papermill")
-    logger.setLevel(logging.WARNING if quiet else logging.INFO)
-    if not any(isinstance(h, _StreamedOutput) for h in logger.handlers):
-        handler = _StreamedOutput(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(message)s"))
-        logger.addHandler(handler)
-    logger.propagate = False
 
 
 def summarize(name: str, profile: str, run_dir: Path, metrics: dict, seconds: float) -> str:
@@ -183,9 +165,9 @@ def cmd_run(args: argparse.Namespace) -> int:
           + (f" of the project in {project.root}" if outside else "") + f" -> {shown_path(run_dir)}"
           + (f", replacing the earlier run there ({len(replaced)} files)" if replaced else ""),
           file=sys.stderr, flush=True)
-    _configure_logging(args.quiet)
+    streamed = stream_notebook_output(args.quiet)
     start, before, cpu_start = time.perf_counter(), folder_state(run_dir), _children_cpu_seconds()
-    failed = _execute(papermill, project, name, params, kernel, args)
+    failed = _execute(papermill, project, name, params, kernel, args, streamed)
     seconds = time.perf_counter() - start
     if failed is not None:  # what the stopped run wrote is listed, so the next run into the folder removes it
         info = {"experiment": name, "profile": params["profile"], "finished": False,
@@ -195,6 +177,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         metrics = read_metrics(run_dir)
     except (FileNotFoundError, ValueError) as err:
+        streamed.show_held()  # no summary prints them
         print(f"error: {name} finished but its {METRICS_FILE} is unusable: {err}", file=sys.stderr)
         return EXIT_FAILED
     # The run's times (the notebook runs in a child kernel process), for the report, with the versions and the
@@ -206,13 +189,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _execute(papermill: Any, project: Project, name: str, params: dict, kernel: str,
-             args: argparse.Namespace) -> int | None:
+def _execute(papermill: Any, project: Project, name: str, params: dict, kernel: str, args: argparse.Namespace,
+             streamed: StreamedOutput) -> int | None:
     """Execute ``notebooks/NAME.ipynb`` into ``OUTPUT_DIR/NAME.ipynb``: None, or the exit status of a failure.
 
     A failing cell, a kernel that cannot start and Ctrl-C each end with a
     message naming what is left, not papermill's traceback; the kernel's own
-    log (its stderr) is shown only for a failure, never for Ctrl-C.
+    log (its stderr) is shown only for a failure, never for Ctrl-C, and the
+    claims ``streamed`` held back are shown unless the run finished (the
+    summary prints them then).
     """
     from papermill.exceptions import PapermillExecutionError
 
@@ -232,15 +217,18 @@ def _execute(papermill: Any, project: Project, name: str, params: dict, kernel: 
         except KeyboardInterrupt:
             # the cell's task, stopped with the kernel, would log its error (the kernel's traceback) at exit
             logging.getLogger("asyncio").disabled = True
+            streamed.show_held()
             print(f"\ninterrupted: {name} stopped after {time.perf_counter() - start:.0f} s; {executed} holds the "
                   "cells run so far. A new run starts the notebook over.", file=sys.stderr)
             return EXIT_INTERRUPTED
         except PapermillExecutionError as err:
+            streamed.show_held()
             print(f"error: {name} failed in cell {err.cell_index + 1}: {err.ename}: {err.evalue}\n"
                   f"The executed notebook with the traceback is {executed}", file=sys.stderr)
             _print_if_any(kernel_messages(kernel_log))
             return EXIT_FAILED
         except Exception as err:  # kernel start-up or I/O failures: report, don't dump a papermill traceback
+            streamed.show_held()
             print(f"error: could not execute {notebook} with kernel {kernel!r}: {type(err).__name__}: {err}",
                   file=sys.stderr)
             _print_if_any(kernel_messages(kernel_log))

@@ -90,6 +90,30 @@ def test_run_prints_verdicts_and_streams_progress(quick_run):
     assert "[DOES NOT HOLD] (Fixture, Section 1) The sample mean is within three standard errors" in proc.stdout
     assert "[holds] (reproduction) The sample standard deviation" in proc.stdout
     assert "sampling: 4/4 (100%)" in proc.stderr  # the notebook's progress lines reach the terminal
+    # the notebook prints its claims too (print_claims): the summary's verdict lines are the only ones shown
+    assert proc.stdout.count("[DOES NOT HOLD] (Fixture, Section 1)") == 1
+    assert "[DOES NOT HOLD]" not in proc.stderr and "criterion: |z| <= 3" not in proc.stderr
+
+
+def test_streamed_output_holds_back_the_notebooks_claims():
+    """The claims a notebook prints last are held back (the summary prints them), wherever the kernel's chunks
+    of output break; a run that ends without a summary shows them after all."""
+    import io
+    import logging
+
+    from shapley_research._kernel import StreamedOutput  # Internal: what a run shows on the terminal
+
+    stream = io.StringIO()
+    handler = StreamedOutput(stream)
+    for text in ("sampling: 4/4\n", "[holds] (Section 5) A holds. (r = 2)", "\n",  # print's newline apart
+                 "    criterion: r > 1\n[INCONCLUSIVE, sanity check] (reproduction) B. (m = 0.5)\n    note: n\n",
+                 "Ending Cell 3---\n", "    note: not after a claim\n"):
+        handler.handle(logging.makeLogRecord({"msg": text}))
+    assert stream.getvalue() == "sampling: 4/4\nEnding Cell 3---\n    note: not after a claim\n"
+    handler.show_held()
+    assert stream.getvalue().endswith("\n[holds] (Section 5) A holds. (r = 2)\n    criterion: r > 1\n"
+                                      "[INCONCLUSIVE, sanity check] (reproduction) B. (m = 0.5)\n    note: n\n")
+    assert handler.held == []
 
 
 @pytest.mark.slow  # executes a notebook
@@ -115,7 +139,8 @@ def test_failing_notebook_exits_1_and_leaves_no_metrics(project, tmp_path, capsy
 
 
 def fake_papermill(monkeypatch, error: BaseException) -> None:
-    """papermill's stand-in: the kernel logs a traceback to its stderr, then ``error``."""
+    """papermill's stand-in: the kernel logs a traceback to its stderr, the notebook prints a claim, then ``error``."""
+    import logging
     import types
 
     def kernel_manager(stderr):
@@ -124,6 +149,7 @@ def fake_papermill(monkeypatch, error: BaseException) -> None:
         return object
 
     def execute_notebook(*args, **kwargs):
+        logging.getLogger("papermill").info("[holds] (Section 5) A printed claim. (r = 2)\n")
         raise error
 
     monkeypatch.setattr("shapley_research.cli.local_kernel_manager", kernel_manager)
@@ -139,10 +165,11 @@ def test_an_interrupted_run_says_so_and_exits_130(project, tmp_path, capsys, mon
     fake_papermill(monkeypatch, KeyboardInterrupt())
     monkeypatch.setattr(logging.getLogger("asyncio"), "disabled", False)
     code, _, err = run_main(capsys, "--project-dir", project, "run", "iris_accuracy", "profile=quick",
-                            f"output_dir={tmp_path}", "--quiet")
+                            f"output_dir={tmp_path}")
     assert code == 130
     assert "interrupted: iris_accuracy stopped after" in err and "A new run starts the notebook over." in err
     assert "Traceback" not in err and "ZMQError" not in err and logging.getLogger("asyncio").disabled
+    assert "[holds] (Section 5) A printed claim." in err  # no summary prints it: the streamed claims show
 
 
 def test_a_failing_kernel_shows_its_own_log(project, tmp_path, capsys, monkeypatch):

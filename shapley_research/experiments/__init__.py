@@ -41,8 +41,8 @@ from ._project import (CUSTOM_PROFILE, RESULTS_DIR, RUNNER_ENV, SCRATCH_DIR, UPD
                        find_project_dir, generated_parameters, notebook_parameters, notebook_sync_problems,
                        profile_key_problems, profile_of, run_profile, user_sets)
 from ._dvc_stages import dvc_stage, write_dvc_stage  # noqa: E402
-from ._report import (CITED_PAPERS_EXPERIMENTS, RUN_INFO_FILE, claim_line, print_claims,  # noqa: E402
-                      write_report)
+from ._report import (CITED_PAPERS_EXPERIMENTS, RUN_INFO_FILE, claim_line, is_claim_output,  # noqa: E402
+                      print_claims, write_report)
 from ._schema import (check_notebook_parameters, check_parameters, declaration_problems,  # noqa: E402
                       unknown_parameter_problems)
 from ._verdicts import (combine, describe, family_verdicts, holm, holm_adjusted, interval_verdict,  # noqa: E402
@@ -55,6 +55,7 @@ __all__ = [
     # what the command line (shapley_research.cli) drives: verdict counts, comparison, parameters cells, the
     # project layout and DVC stages, the report, the parameter checks
     "held_count", "undecided_count", "verdict_of", "counts_as_evidence", "claim_line", "print_claims",
+    "is_claim_output",
     "compare_runs", "provenance_differences", "setting_differences", "verdict_changes", "comparison_report",
     "parameters_cell", "parameters_source", "write_parameters_cell", "provenance", "run_info",
     "folder_state", "written_since", "clear_earlier_run",

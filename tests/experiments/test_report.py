@@ -134,7 +134,7 @@ def test_a_report_of_other_runs_says_how_it_was_made(tmp_path):
 
 def test_notebooks_print_each_claim_as_the_command_does(capsys):
     """One format for every notebook: the verdict (an undecided one is no failure), where, value, criterion, note."""
-    from shapley_research.experiments import claim, claim_line, print_claims
+    from shapley_research.experiments import claim, claim_line, is_claim_output, print_claims
 
     claims = [claim("A holds.", "ratio", [0.26925, 2.0], True, source="paper", section="Section 5",
                     criterion="ratio > 1"),
@@ -142,12 +142,17 @@ def test_notebooks_print_each_claim_as_the_command_does(capsys):
                     note="the interval straddles 0", undecided="inconclusive"),
               claim("C is a sanity check.", "n", 3, True, source="reproduction", criterion="n = 3", sanity=True)]
     print_claims(claims)
-    assert capsys.readouterr().out.splitlines() == [
+    printed = capsys.readouterr().out.splitlines()
+    assert printed == [
         "[holds] (Section 5) A holds. (ratio = [0.2692, 2])", "    criterion: ratio > 1",
         "[INCONCLUSIVE] (reproduction) B is undecided. (mean = 0.5)", "    criterion: mean > 0",
         "    note: the interval straddles 0",
         "[holds, sanity check] (reproduction) C is a sanity check. (n = 3)", "    criterion: n = 3"]
     assert claim_line(claims[1].to_dict()) == claim_line(claims[1])  # a metrics.json entry alike
+    # what `shapley-research run` holds back from the streamed output: every line print_claims writes, and only
+    # those (an indented criterion or note is a claim's only right after one)
+    assert all(is_claim_output(line, after_claim=i > 0) for i, line in enumerate(printed))
+    assert not any(is_claim_output(line) for line in ("    note: x", "[holds]", "holds (Section 5)", "[done] (x)"))
     nested = claim("D has two parts.", "rho and z", {"rho": -1.0, "z": [36.52738268996076] * 7}, True,
                    source="reproduction", criterion="both")
     assert claim_line(nested).endswith("(rho and z = rho: -1; z: [36.53, 36.53, 36.53, 36.53, 36.53, 36.53, ... "
