@@ -305,15 +305,14 @@ def written_since(run_dir: Path, before: dict[str, tuple[int, int]]) -> list[str
 
     Left out: ``run_info.json`` itself, executed notebooks (``*.ipynb``:
     papermill writes its output notebook wherever it is asked to, and a
-    rerun overwrites it), symbolic links, and a ``cache/`` folder (the
-    adversarial quick profile keeps its generated images there for the next
-    run).
+    rerun overwrites it), symbolic links, and the folders of
+    :data:`KEPT_FOLDERS` (what a run keeps for the next one).
     """
     from ._report import RUN_INFO_FILE
 
     return sorted(name for name, state in folder_state(run_dir).items()
                   if before.get(name) != state and not name.endswith(".ipynb")
-                  and name.split("/")[-1] != RUN_INFO_FILE and name.split("/")[0] != CACHE_FOLDER)
+                  and name.split("/")[-1] != RUN_INFO_FILE and name.split("/")[0] not in KEPT_FOLDERS)
 
 
 def clear_earlier_run(run_dir: Path) -> list[str]:
@@ -355,6 +354,10 @@ def clear_earlier_run(run_dir: Path) -> list[str]:
 
 #: A run's folder for what it keeps for the next run (generated data): never an output a rerun removes.
 CACHE_FOLDER = "cache"
+#: Every such folder: ``cache/`` (the adversarial quick profile's generated images, privacy_noise's finished
+#: draws) and adversarial's ``resume_dir``, the finished variants a run stopped with Ctrl-C resumes from
+#: (listed as a stopped run's outputs, the next run would remove them first).
+KEPT_FOLDERS = (CACHE_FOLDER, "replications_resume")
 #: How much older than the run's start a ``metrics.json`` may look and still be the run's (file-time granularity).
 MTIME_SLACK_S = 2.0
 

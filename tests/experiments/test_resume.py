@@ -1,7 +1,9 @@
 """Finished parts of a long run on disk: exact round trip, keyed by the run, removed at the end."""
 
+import json
 import math
 
+from shapley_research.experiments import clear_earlier_run, folder_state, written_since
 from shapley_research.experiments._resume import PartCache
 
 
@@ -28,3 +30,19 @@ def test_an_invalid_or_broken_part_is_recomputed_and_clear_removes_the_folder(tm
     (tmp_path / "parts" / "other.txt").unlink()
     parts.clear()
     assert not (tmp_path / "parts").exists()
+
+
+def test_a_stopped_runs_finished_parts_are_no_output_the_next_run_removes(tmp_path):
+    """`shapley-research run` lists what a stopped run wrote, and the next run removes it: not the parts it
+    resumes from (adversarial's resume_dir, privacy_noise's cache/)."""
+    run_dir = tmp_path / "adversarial"
+    run_dir.mkdir()
+    before = folder_state(run_dir)
+    PartCache(run_dir / "replications_resume", "adversarial_variant_", {}).write("a", {"x": 1.0})
+    PartCache(run_dir / "cache", "privacy_draw_", {}).write(1, {"x": 1.0})
+    (run_dir / "values.csv").write_text("x\n")
+    outputs = written_since(run_dir, before)
+    assert outputs == ["values.csv"]
+    (run_dir / "run_info.json").write_text(json.dumps({"finished": False, "outputs": outputs}))
+    assert clear_earlier_run(run_dir) == ["values.csv", "run_info.json"]
+    assert PartCache(run_dir / "replications_resume", "adversarial_variant_", {}).read("a") == {"x": 1.0}
