@@ -219,7 +219,8 @@ def _execute(papermill: Any, project: Project, name: str, params: dict, kernel: 
             logging.getLogger("asyncio").disabled = True
             streamed.show_held()
             print(f"\ninterrupted: {name} stopped after {time.perf_counter() - start:.0f} s; {executed} holds the "
-                  "cells run so far. A new run starts the notebook over.", file=sys.stderr)
+                  "cells run so far. A new run starts the notebook over, reusing any finished parts it saved.",
+                  file=sys.stderr)
             return EXIT_INTERRUPTED
         except PapermillExecutionError as err:
             streamed.show_held()

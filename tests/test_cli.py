@@ -167,7 +167,7 @@ def test_an_interrupted_run_says_so_and_exits_130(project, tmp_path, capsys, mon
     code, _, err = run_main(capsys, "--project-dir", project, "run", "iris_accuracy", "profile=quick",
                             f"output_dir={tmp_path}")
     assert code == 130
-    assert "interrupted: iris_accuracy stopped after" in err and "A new run starts the notebook over." in err
+    assert "interrupted: iris_accuracy stopped after" in err and "A new run starts the notebook over" in err
     assert "Traceback" not in err and "ZMQError" not in err and logging.getLogger("asyncio").disabled
     assert "[holds] (Section 5) A printed claim." in err  # no summary prints it: the streamed claims show
 
