@@ -42,7 +42,7 @@ from .._validation import (check_bool, check_choice, check_class_labels, check_f
                            check_real_array, check_seed, check_target_vector, check_two_classes, is_frame)
 from ..result import ValuationResult
 from ..utilities import (check_sparse_features, check_table, estimator_kind, fresh_copy, is_raw_table, is_sparse,
-                         unseeded_random_states)
+                         refuse_dense_only_model, unseeded_random_states)
 from ..utilities.learners import check_fast
 
 if TYPE_CHECKING:
@@ -356,6 +356,8 @@ def _prepare(model, X_train, y_train, n_estimators, seed, task, score, n_jobs, p
     # a learner instance takes dense features only (check_features says so), whatever X_train is
     X = (check_sparse_features if raw and is_sparse(X_train) else check_table if raw else check_features)(
         X_train, "X_train")
+    if not instance:
+        refuse_dense_only_model(model, X)
     task = check_choice(task, "task", TASKS)
     if instance:
         task = learner_task(model, task, lambda m: "classification" if _is_classifier(m) else "regression")

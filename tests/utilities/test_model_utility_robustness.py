@@ -531,3 +531,43 @@ def test_the_digest_of_a_sparse_matrix_is_its_values_and_leaves_it_as_it_was():
     np.testing.assert_array_equal(messy.indices, indices)  # the caller's matrix untouched
     np.testing.assert_array_equal(messy.data, data)
     assert content_digest(sp.csr_matrix(dense * 2)) != content_digest(messy)
+
+
+@pytest.mark.parametrize("make, refused", [
+    ("GaussianNB", True), ("HistGradientBoostingClassifier", True), ("scaled", True), ("scaled_without_mean", False),
+    ("KNeighborsClassifier", False), ("own", False)])
+def test_a_model_that_takes_dense_input_only_is_refused_sparse_features_up_front(make, refused):
+    """scikit-learn's tags say which of its models refuse sparse input; a user's class keeps the default tags
+    (no sparse) whatever it takes, so it is never refused on them."""
+    import scipy.sparse as sp
+    from sklearn.base import BaseEstimator, ClassifierMixin
+    from sklearn.ensemble import HistGradientBoostingClassifier
+    from sklearn.naive_bayes import GaussianNB
+    from sklearn.neighbors import KNeighborsClassifier
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from shapley_research import ModelUtility, data_oob
+
+    class Majority(ClassifierMixin, BaseEstimator):  # takes sparse input, tags left at scikit-learn's default
+        def fit(self, X, y):
+            self.classes_ = np.unique(y)
+            return self
+
+        def predict(self, X):
+            return np.full(X.shape[0], self.classes_[0])
+
+    models = {"GaussianNB": GaussianNB, "HistGradientBoostingClassifier": HistGradientBoostingClassifier,
+              "scaled": lambda: make_pipeline(StandardScaler(), LogisticRegression()),
+              "scaled_without_mean": lambda: make_pipeline(StandardScaler(with_mean=False), LogisticRegression()),
+              "KNeighborsClassifier": lambda: KNeighborsClassifier(3), "own": Majority}
+    X = sp.random(60, 8, density=0.3, format="csr", random_state=0)
+    y = np.arange(60) % 2
+    calls = (lambda: ModelUtility(models[make](), X[:40], y[:40], X[40:], y[40:]),
+             lambda: data_oob(models[make](), X, y, n_estimators=20, seed=0, progress=False))
+    for call in calls:
+        if refused:
+            with pytest.raises(TypeError, match="sparse, but .* takes dense input only"):
+                call()
+        else:
+            call()
