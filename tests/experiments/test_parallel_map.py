@@ -1,5 +1,7 @@
 """The experiments' one way to spread tasks over workers: results in task order, the same numbers for any n_jobs."""
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -56,3 +58,34 @@ def test_the_experiments_accept_every_core_and_refuse_zero():
 
     with pytest.raises(ValueError, match="n_jobs must be"):
         rs.run_grid(None, [1.0], 2, 0, n_jobs=0)
+
+
+def _fragment_heap(n_blocks):
+    """Free ~190 MB of heap blocks below the result: glibc keeps such pages unless trimmed."""
+    blocks = [np.ones(12_000) for _ in range(n_blocks)]  # 96 kB each, under glibc's mmap threshold
+    result = np.ones(12_000)  # allocated last, it holds the heap's top
+    del blocks
+    return result
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc; malloc_trim is glibc's")
+def test_a_task_returns_the_heap_it_freed():
+    """loky retires a reused worker whose size grew 300 MB since its first task ("A worker stopped while some
+    jobs were given to the executor"): memory a task freed must not count."""
+    import os
+
+    from shapley_research.experiments._parallel import _release_freed_memory, _trim
+
+    _release_freed_memory()
+    if _trim[0] is None:
+        pytest.skip("no malloc_trim in this C library")
+
+    def rss():
+        with open("/proc/self/statm") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+    parallel_map(_fragment_heap, [(1,)])  # imports and thread-pool scans done
+    before = rss()
+    kept = parallel_map(_fragment_heap, [(2_000,)])
+    assert rss() - before < 50 * 2**20
+    assert kept[0].sum() == 12_000
