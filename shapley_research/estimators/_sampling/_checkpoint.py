@@ -114,6 +114,18 @@ class LoopSnapshot:
         return checkpoint.save(self.mean, self.m2, self.count, self.n_evaluations, self.batches, force=force,
                                closed=self.closed)
 
+    def stop_note(self, checkpoint, batch_size: int, unit: str) -> str:
+        """What a run stopped with this state saved keeps, and what it lost: the batch under way.
+
+        A checkpoint holds whole batches (a batch's draws are its own stream): with a utility that fits a
+        model per coalition a batch of 4,096 coalitions can take minutes, hence the hint.
+        """
+        where = getattr(checkpoint, "path", "the checkpoint")
+        return (f"stopped: {where} holds {self.count} {unit}s ({self.n_evaluations} evaluations, {self.batches} "
+                f"whole batches); the batch under way is lost. Rerun the same call to resume. Batches of "
+                f"{batch_size} are what a checkpoint keeps: a smaller batch_size keeps more of a slow run (it "
+                "changes the draws; keep it fixed across the runs you compare).")
+
 
 class LoopStore(Protocol):
     """Where a sampling run resumes from and saves to: a :class:`Checkpoint`, or an object with its attributes."""

@@ -31,6 +31,7 @@ Bernoulli projections (compressive sampling). So one loop serves them all:
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator, Protocol
 
@@ -550,9 +551,11 @@ def run_sampling(
                     stopped_by = first_reached(rules, judged)
                     if stopped_by is not None:
                         break
-        except BaseException:
+        except BaseException as stop:
             if checkpoint is not None:  # keep every batch merged before the interruption
                 snapshot.write(checkpoint, force=True)
+                if isinstance(stop, (KeyboardInterrupt, SystemExit)):
+                    print(snapshot.stop_note(checkpoint, batch_size, unit), file=sys.stderr, flush=True)
             raise
         finally:
             close_batches(results)  # stops joblib from dispatching batches past the stopping point
