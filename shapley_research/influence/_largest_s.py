@@ -36,7 +36,8 @@ def _normalise(marginals: NDArray[np.float64], full_utility: float,
     c_u = (full_utility - empty_utility) / total
     if c_u < 0:
         warnings.warn(f"C_U = {c_u:.3g} < 0: the marginal contributions sum to the opposite sign of "
-                      "U(I) - U(empty), so normalising reverses the ranking of the points.",
+                      "U(I) - U(empty), so normalising reverses the ranking of the points; normalize=False keeps "
+                      "the marginal contributions' ranking (the values then do not sum to U(I) - U(empty)).",
                       UserWarning, stacklevel=3)
     return c_u * marginals, c_u
 
