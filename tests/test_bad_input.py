@@ -23,7 +23,8 @@ import numpy as np
 import pandas as pd
 import pytest
 import scipy.sparse
-from sklearn.linear_model import LogisticRegression, Ridge
+from sklearn.linear_model import LogisticRegression, Ridge, RidgeClassifier
+from sklearn.metrics import get_scorer
 from sklearn.tree import DecisionTreeClassifier
 
 from shapley_research import (KNNUtility, LogisticObjective, LogisticRegressionUtility, ModelUtility,
@@ -831,8 +832,11 @@ PARAMETER_ROWS = [
     utility_row("metric_none", {"metric": None}, TypeError, "metric must be a string or a callable"),
     utility_row("metric_of_other_task", {"metric": "r2", "task": "classification"}, ValueError,
                 "is a regression metric but task='classification'"),
-    utility_row("log_loss_without_predict_proba", {"model": Ridge(), "metric": "neg_log_loss"}, TypeError,
+    utility_row("log_loss_without_predict_proba", {"model": Ridge(), "metric": "neg_log_loss",
+                                                   "task": "classification"}, TypeError,
                 "needs a model with predict_proba"),
+    utility_row("scorer_without_predict_proba", {"model": RidgeClassifier(), "metric": get_scorer("neg_log_loss")},
+                TypeError, "needs a model with predict_proba; RidgeClassifier has none"),
     utility_row("task_unknown", {"task": "ranking"}, ValueError, "task must be one of"),
     utility_row("degenerate_unknown", {"degenerate": "ignore"}, ValueError, "degenerate must be one of"),
     utility_row("degenerate_list", {"degenerate": ["raise"]}, ValueError, "degenerate must be one of"),

@@ -124,6 +124,26 @@ def scorer_methods(metric: Any) -> tuple[str, ...] | None:
     return (method,) if isinstance(method, str) else tuple(method)
 
 
+def check_model_responds(model: Any, metric: Any, name: Any = None) -> None:
+    """Refuse a metric of probabilities or decision scores for a model with no method that gives them.
+
+    ``"neg_log_loss"`` needs ``predict_proba``; a scikit-learn scorer needs one of the methods it calls
+    (:func:`scorer_methods`) besides ``predict``. Otherwise every coalition's scoring would fail, after its fit.
+    ``name``: the metric as the user gave it (a scorer's name), for the message.
+
+    Raises
+    ------
+    TypeError
+        Naming the metric, the methods it needs and the model.
+    """
+    needed = ("predict_proba",) if isinstance(metric, str) and metric == "neg_log_loss" else tuple(
+        method for method in scorer_methods(metric) or () if method != "predict")
+    if needed and not any(hasattr(model, method) for method in needed):
+        shown = metric if name is None else name
+        raise TypeError(f"metric={shown!r} needs a model with {' or '.join(needed)}; {type(model).__name__} has "
+                        "none. Use a metric of its predictions ('accuracy'), or a model that gives them.")
+
+
 def _test_only(targets: TargetInfo) -> tuple[np.ndarray, int]:
     """The classes of ``y_test`` that ``y_train`` lacks, and the number of test rows holding them."""
     unseen = targets.y_test_index < 0

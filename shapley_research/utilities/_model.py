@@ -35,8 +35,9 @@ from ._model_data import (CLASSIFICATION_METRICS, DEGENERATE_MODES, LOG_EPS, LOG
                           degenerate_rows, degenerate_utilities, given_as_is, as_is_kind, r2_from_sums,
                           refuse_dense_only_model, regression_scores, resolve_metric, split_degenerate, take_rows)
 from ._cache import CoalitionCache
-from ._coalition_fits import (CoalitionFitWarning, OncePerGame, WarningTally, check_scorer, collected_warnings,
-                              describe_error, fit_size_limit, unfit_message, unseen_classes_note, with_all_classes)
+from ._coalition_fits import (CoalitionFitWarning, OncePerGame, WarningTally, check_model_responds, check_scorer,
+                              collected_warnings, describe_error, fit_size_limit, unfit_message, unseen_classes_note,
+                              with_all_classes)
 from .._device import check_dtype, resolve_device
 from .._threads import thread_controller
 from .._validation import check_bool, check_choice, check_int, check_n_jobs, check_real_scalar
@@ -331,11 +332,9 @@ class ModelUtility(Game):
         elif metric_task is not None and metric_task != task:
             raise ValueError(f"metric={metric!r} is a {metric_task} metric but task={task!r}.")
         self.task = task
-        if self.metric == "neg_log_loss" and not hasattr(model, "predict_proba"):
-            raise TypeError(f"metric='neg_log_loss' needs a model with predict_proba; "
-                            f"{type(model).__name__} has none.")
         if task_given == "auto":
             check_metric_suits_model(model, metric, metric_task)
+        check_model_responds(model, self.metric, metric)
         self.X_train, self.y_train, self.X_test, self.y_test = check_dataset(
             X_train, y_train, X_test, y_test, task, tables=True)
         self.degenerate, self.default_utility, self.min_samples = check_degenerate_options(
