@@ -52,7 +52,7 @@ from ._leave_one_out import leave_one_out
 from ._permutation import marginal_contributions, permutation_shapley, random_permutations
 from ._sampling._batches import batch_rng
 from ._sampling._checkpoint import CheckpointError
-from ._sampling._progress import PROGRESS_ENV
+from ._sampling._progress import PROGRESS_ENV, progress_bar
 from ._svarm import neyman_size_probabilities, stratified_svarm_shapley, svarm_size_probabilities
 from ._truncation import truncated_contributions
 from ._uniform import uniform_shapley
@@ -66,7 +66,7 @@ __all__ = [
     "recover_from_differences", "bernoulli_matrix", "l1_recovery", "neyman_size_probabilities",
     "svarm_size_probabilities", "truncated_contributions",
     "exact_banzhaf", "msr_banzhaf", "random_coalitions", "exact_beta_shapley", "beta_shapley", "beta_weights",
-    "leave_one_out", "data_oob", "bootstrap_indices", "batch_rng", "PROGRESS_ENV",
+    "leave_one_out", "data_oob", "bootstrap_indices", "batch_rng", "PROGRESS_ENV", "progress_bar",
     "ame", "ame_coalitions", "class_wise_shapley", "class_wise_predictions", "class_wise_minimum_budget",
     "lava", "label_distances", "coalition_utilities", "shapley_from_table", "sampling_forced",
 ]

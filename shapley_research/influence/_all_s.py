@@ -16,7 +16,7 @@ from typing import Any, Callable, Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ..estimators import batch_rng
+from ..estimators import batch_rng, progress_bar
 from .._validation import check_bool, check_choice, check_int, check_seed
 from ..result import ValuationResult
 from ._allocation import _BIG, PRIOR_SETS, _draw_subsets, _Stratum, _stratum_std, neyman_allocation
@@ -134,7 +134,9 @@ def all_s_influence(X_train: ArrayLike, y_train: ArrayLike, X_test: ArrayLike, y
     if budget < pilot.sum():
         raise ValueError(f"budget={budget} is too small: the pilot round alone needs {int(pilot.sum())} "
                          f"base sets ({n_pilot} per coalition size k = 1..{n - 1}, fewer where a size "
-                         "has fewer distinct sets); raise budget or lower n_pilot.")
+                         f"has fewer distinct sets); raise budget to {int(pilot.sum())} at least"
+                         + (f", or lower n_pilot (with n_pilot=2 the pilot needs "
+                            f"{int(np.minimum(2, [st.population for st in strata]).sum())})." if n_pilot > 2 else "."))
     counters: dict[str, Any] = {"n_fits": 0, "n_degenerate_bases": 0, "n_influence_updates": 0, "n_out_of_range": 0,
                 "largest": 0.0}
 
@@ -196,11 +198,9 @@ def _sample_strata(strata: list[_Stratum], pilot: NDArray[np.int64], budget: int
     Returns the strata's standard deviations after the pilot and the number of Neyman rounds.
     """
     from threadpoolctl import threadpool_limits
-    from tqdm.auto import tqdm
 
     n = len(strata) + 1
-    bar = tqdm(total=budget, desc="all-S influence", unit="set", leave=False,
-               disable=None if progress is None else not progress)
+    bar = progress_bar(progress, total=budget, desc="all-S influence", unit="set")  # a line every 30 s in a log
     with threadpool_limits(1), bar:  # many tiny fits: one BLAS thread is much faster
         for st, size in zip(strata, pilot):
             for base in _draw_subsets(st, n, int(size), batch_rng(entropy, st.k)):
