@@ -316,6 +316,16 @@ def check_bool(value: object, name: str) -> bool:
     return bool(value)
 
 
+def check_progress(progress: object) -> bool | None:
+    """``progress``: ``None`` (shown on a terminal or in a notebook, and in a log once a run lasts) or a bool."""
+    if progress is None:
+        return None
+    if not isinstance(progress, (bool, np.bool_)):
+        raise TypeError(f"progress must be True, False or None (shown where someone watches), got {progress!r} "
+                        f"of type {type(progress).__name__}.")
+    return bool(progress)
+
+
 def check_bool_or_auto(value: object, name: str) -> bool | Literal["auto"]:
     """``value`` as ``True``, ``False`` or ``"auto"`` (numpy booleans accepted), else a ``ValueError``."""
     if isinstance(value, (bool, np.bool_)):

@@ -131,8 +131,9 @@ class ValuationResult:
         Seconds spent in the estimator.
     stderr : ndarray of shape (n_players,) or None
         Standard error of each value where the method gives one: zeros for
-        exact computations (no sampling error), ``None`` for approximations
-        without an error estimate.
+        exact computations (exact values, KNN-Shapley, leave-one-out: no
+        sampling error), ``None`` for approximations without an error
+        estimate (the uniform split, the influence heuristics, LAVA).
     n_samples : int
         Monte Carlo samples drawn (permutations or tests); 0 for exact methods.
     info : dict

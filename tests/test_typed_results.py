@@ -220,8 +220,9 @@ def test_tables_of_every_method_have_the_same_columns_and_concatenate():
 
     game = AIRPORT
     sampled = sr.permutation_shapley(game, 2_001, seed=0)
-    exact = sr.leave_one_out(game)
+    exact = sr.uniform_shapley(game)  # the uniform split: no error estimate
     assert exact.stderr is None
+    np.testing.assert_array_equal(sr.leave_one_out(game).stderr, np.zeros(game.n_players))  # computed exactly
     tables = [sampled.to_dataframe(), exact.to_dataframe()]
     assert [list(table.columns) for table in tables] == [["player", "value", "stderr", "method"]] * 2
     both = pd.concat(tables, ignore_index=True)

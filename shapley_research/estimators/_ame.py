@@ -34,7 +34,7 @@ from ._sampling._checkpoint import Checkpoint, terminated_as_exit
 from ._sampling._loop import open_checkpoint
 from ._sampling._progress import evaluation_bar
 from .._device import check_game_jobs
-from .._validation import (check_bool, check_choice, check_float, check_game, check_int, check_real_array,
+from .._validation import (check_progress, check_choice, check_float, check_game, check_int, check_real_array,
                            check_utilities)
 from ..games import GameLike, game_identity
 from ..result import ValuationResult
@@ -284,7 +284,7 @@ def ame(game: GameLike, budget: int, seed: int | np.random.SeedSequence | None =
     n_jobs = check_game_jobs(game, n_jobs, "ame")
     chunk = _chunk_size(chunk_size, budget, n, checkpoint, n_jobs)
     max_iter = check_int(max_iter, "max_iter", minimum=1)
-    progress = None if progress is None else check_bool(progress, "progress")
+    progress = check_progress(progress)
     entropy, store = open_checkpoint(checkpoint, seed, dim=budget, interval=checkpoint_interval, fingerprint={
         "method": "ame", "n_players": n, "budget": budget, "probabilities": grid.tolist(),
         "game": game_identity(game)})

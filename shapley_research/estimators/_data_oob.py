@@ -38,7 +38,7 @@ from .._device import check_game_jobs
 from .._ordered import ordered_map
 from .._threads import Pinned, pinned_threads
 from .._warnings import WarningTally, collected_warnings
-from .._validation import (check_bool, check_choice, check_class_labels, check_features, check_int, check_n_jobs,
+from .._validation import (check_progress, check_choice, check_class_labels, check_features, check_int, check_n_jobs,
                            check_real_array, check_seed, check_target_vector, check_two_classes, is_frame)
 from ..result import ValuationResult
 from ..utilities import (check_sparse_features, check_table, estimator_kind, fresh_copy, is_raw_table, is_sparse,
@@ -370,8 +370,7 @@ def _prepare(model, X_train, y_train, n_estimators, seed, task, score, n_jobs, p
         raise TypeError(f"score must be a callable score(y_true, y_pred) -> one score per point, "
                         f"got {type(score).__name__}.")
     n_jobs = check_n_jobs(n_jobs)
-    if progress is not None:
-        progress = check_bool(progress, "progress")
+    progress = check_progress(progress)
     fast = check_fast(fast)
     if raw and fast is True:
         kind = "a sparse matrix" if is_sparse(X) else "a DataFrame with non-numeric columns or missing values"

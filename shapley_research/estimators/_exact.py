@@ -10,7 +10,7 @@ from scipy.special import comb
 
 from ._sampling._loop import evaluate_coalitions
 from ._sampling._progress import evaluation_bar
-from .._validation import check_bool, check_float, check_game, check_int, check_utilities
+from .._validation import check_progress, check_float, check_game, check_int, check_utilities
 from ..games import GameLike
 from ..result import ValuationResult
 
@@ -56,7 +56,7 @@ def evaluate_in_chunks(game, n_rows: int, chunk_size: int, masks_of, empty_utili
     """
     utilities = np.empty(n_rows)
     n_evaluations = 0
-    progress = None if progress is None else check_bool(progress, "progress")
+    progress = check_progress(progress)
     with evaluation_bar(progress, n_rows, desc) as advance:
         for lo in range(0, n_rows, chunk_size):
             hi = min(lo + chunk_size, n_rows)

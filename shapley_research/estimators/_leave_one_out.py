@@ -84,4 +84,4 @@ def leave_one_out(game: GameLike, *, chunk_size: int | None = None,
     if n == 1:
         info["empty_utility"] = float(utilities[0])
     return ValuationResult(values=full - utilities[:n], n_evaluations=n_evaluations, method="leave_one_out",
-                           wall_time=time.perf_counter() - start, info=info)
+                           wall_time=time.perf_counter() - start, stderr=np.zeros(n), info=info)

@@ -17,7 +17,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..estimators import batch_rng, progress_bar
-from .._validation import check_bool, check_choice, check_int, check_seed
+from .._validation import check_progress, check_choice, check_int, check_seed
 from ..result import ValuationResult
 from ._allocation import _BIG, PRIOR_SETS, _draw_subsets, _Stratum, _stratum_std, neyman_allocation
 from ._marginals import UTILITY_CHANGES, _marginals, warn_out_of_range
@@ -127,7 +127,7 @@ def all_s_influence(X_train: ArrayLike, y_train: ArrayLike, X_test: ArrayLike, y
     n_pilot = check_int(n_pilot, "n_pilot", minimum=2)
     budget = check_int(budget, "budget", minimum=0)
     entropy = check_seed(seed)
-    progress = None if progress is None else check_bool(progress, "progress")
+    progress = check_progress(progress)
     n = obj.n_train
     strata = [_Stratum(k, n) for k in range(1, n)]
     pilot = np.array([min(n_pilot, st.population) for st in strata], dtype=np.int64)

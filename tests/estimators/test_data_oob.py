@@ -309,7 +309,7 @@ X_OK, Y_OK = blobs(20, seed=8)
     ({"task": "ranking"}, ValueError, "task must be one of"),
     ({"score": "accuracy"}, TypeError, "score must be a callable"),
     ({"n_jobs": 0}, ValueError, "n_jobs must be"),
-    ({"progress": "yes"}, TypeError, "progress must be True or False"),
+    ({"progress": "yes"}, TypeError, "progress must be True, False or None"),
     ({"model": object()}, TypeError, "model must be an estimator with fit and predict"),
     ({"model": RaisingModel}, TypeError, "model must be an estimator instance"),
 ])

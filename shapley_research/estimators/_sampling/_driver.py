@@ -39,7 +39,7 @@ from ._loop import (Anchors, MeanState, SamplingOutcome, default_batch_size, eva
 from .._small_games import enumerated_result, enumeration_affordable
 from ..._device import check_game_jobs
 from ...games import game_identity
-from ..._validation import check_bool, check_float, check_int, check_target, check_target_rank_correlation
+from ..._validation import check_progress, check_float, check_int, check_target, check_target_rank_correlation
 from ...result import SamplingRecord, ValuationResult
 
 __all__ = ["SamplingOptions", "SamplingSpec", "Sampler", "Run", "drive"]
@@ -76,7 +76,7 @@ class SamplingOptions:
         rank_target = check_target_rank_correlation(target_rank_correlation)
         empty = None if empty_utility is None else check_float(empty_utility, "empty_utility")
         size = None if batch_size is None else check_int(batch_size, "batch_size", minimum=1)
-        bar = None if progress is None else check_bool(progress, "progress")
+        bar = check_progress(progress)
         interval = 60.0 if checkpoint is None else check_float(checkpoint_interval, "checkpoint_interval",
                                                                 minimum=0.0)
         return cls(size, jobs, bar, empty, stderr_target, rank_target, checkpoint, interval)
