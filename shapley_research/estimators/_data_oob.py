@@ -42,7 +42,7 @@ from .._validation import (check_progress, check_choice, check_class_labels, che
                            check_real_array, check_seed, check_target_vector, check_two_classes, is_frame)
 from ..result import ValuationResult
 from ..utilities import (check_sparse_features, check_table, estimator_kind, fresh_copy, is_raw_table, is_sparse,
-                         refuse_dense_only_model, unseeded_random_states)
+                         refuse_unsupported_features, unseeded_random_states)
 from ..utilities.learners import check_fast
 
 if TYPE_CHECKING:
@@ -357,7 +357,7 @@ def _prepare(model, X_train, y_train, n_estimators, seed, task, score, n_jobs, p
     X = (check_sparse_features if raw and is_sparse(X_train) else check_table if raw else check_features)(
         X_train, "X_train")
     if not instance:
-        refuse_dense_only_model(model, X)
+        refuse_unsupported_features(model, X)
     task = check_choice(task, "task", TASKS)
     if instance:
         task = learner_task(model, task, lambda m: "classification" if _is_classifier(m) else "regression")

@@ -20,8 +20,8 @@ degenerate-coalition convention of :class:`ModelUtility`
 from ._knn import KNNUtility, knn_shapley
 from ._model import CLASSIFICATION_METRICS, REGRESSION_METRICS, ConstantPredictor, ModelUtility
 from ._model_data import (TargetInfo, check_dataset, check_sparse_features, check_table, constant_utilities,
-                          degenerate_rows, estimator_kind, fresh_copy, is_raw_table, is_sparse, refuse_dense_only_model,
-                          unseeded_random_states)
+                          degenerate_rows, estimator_kind, fresh_copy, is_raw_table, is_sparse, unseeded_random_states)
+from ._input_tags import refuse_unsupported_features
 from ._options import DegeneratePolicy, PrefixPath, TrainingRecipe
 from .learners import LogisticRegressionUtility, RidgeUtility
 from ._torch_model import TorchModelUtility
@@ -34,4 +34,4 @@ __all__ = ["ModelUtility", "ConstantPredictor", "CLASSIFICATION_METRICS", "REGRE
            # building blocks of games trained on data
            "TargetInfo", "check_dataset", "constant_utilities", "degenerate_rows", "check_table", "is_raw_table",
            "estimator_kind", "fresh_copy", "unseeded_random_states", "is_sparse", "check_sparse_features",
-           "refuse_dense_only_model"]
+           "refuse_unsupported_features"]

@@ -33,7 +33,8 @@ from ._model_data import (CLASSIFICATION_METRICS, DEGENERATE_MODES, LOG_EPS, LOG
                           check_degenerate_options, check_metric_suits_model, clipped_mean_log_probability,
                           constant_utilities, estimator_kind, fresh_copy, unseeded_randomness,
                           degenerate_rows, degenerate_utilities, given_as_is, as_is_kind, r2_from_sums,
-                          refuse_dense_only_model, regression_scores, resolve_metric, split_degenerate, take_rows)
+                          regression_scores, resolve_metric, split_degenerate, take_rows)
+from ._input_tags import refuse_unsupported_features
 from ._cache import CoalitionCache
 from ._coalition_fits import (CoalitionFitWarning, OncePerGame, WarningTally, check_model_responds, check_scorer,
                               collected_warnings, describe_error, fit_size_limit, unfit_message, unseen_classes_note,
@@ -394,7 +395,7 @@ class ModelUtility(Game):
     def _route_tables(self, fast: object) -> Any:
         """Routing for features given as they are (raw DataFrames, sparse matrices): no batched learner."""
         kind = as_is_kind(self.X_train, self.X_test)
-        refuse_dense_only_model(self.model, self.X_train, self.X_test)
+        refuse_unsupported_features(self.model, self.X_train, self.X_test)
         if self.device is not None:
             raise ValueError(f"device={str(self.device)!r} needs numeric features in dense arrays, but X_train and "
                              f"X_test are {kind} that go to the model as they are.")

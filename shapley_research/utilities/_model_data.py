@@ -149,30 +149,6 @@ def check_sparse_features(X: Any, name: str) -> Any:
     return X
 
 
-def refuse_dense_only_model(model: Any, X_train: Any, X_test: Any = None) -> None:
-    """A scikit-learn model whose tags say it takes dense input only, given sparse features: a ``TypeError`` now.
-
-    Otherwise every coalition's fit would fail on its first call. Only where the model and every estimator
-    inside it are scikit-learn's own (a user's class keeps the default tags, ``sparse=False``, whatever it
-    takes), and only with scikit-learn's ``get_tags`` (1.6 and later).
-    """
-    sparse = [name for name, X in (("X_train", X_train), ("X_test", X_test)) if is_sparse(X)]
-    if not sparse or not type(model).__module__.startswith("sklearn."):
-        return
-    try:
-        from sklearn.utils import get_tags
-    except ImportError:  # pragma: no cover - scikit-learn < 1.6
-        return
-    inner = [value for value in model.get_params(deep=True).values() if hasattr(value, "fit")]
-    if not all(type(part).__module__.startswith("sklearn.") for part in inner):
-        return
-    if not get_tags(model).input_tags.sparse:
-        raise TypeError(f"{' and '.join(sparse)} {'is' if len(sparse) == 1 else 'are'} sparse, but "
-                        f"{type(model).__name__} takes dense input only (scikit-learn's tags say so): pass "
-                        "X.toarray(), or a model that accepts sparse features (a Pipeline's StandardScaler "
-                        "needs with_mean=False).")
-
-
 def _check_sparse_pair(X_train: Any, X_test: Any) -> tuple[Any, Any]:
     """Features of which one at least is sparse, each checked (:func:`check_sparse_features`), of one width."""
     X_tr, X_te = check_sparse_features(X_train, "X_train"), check_sparse_features(X_test, "X_test")

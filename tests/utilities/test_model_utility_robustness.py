@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.compose import ColumnTransformer
-from sklearn.datasets import load_iris
+from sklearn.datasets import load_iris, make_classification
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.impute import SimpleImputer
 from sklearn.linear_model import LogisticRegression
@@ -571,3 +571,23 @@ def test_a_model_that_takes_dense_input_only_is_refused_sparse_features_up_front
                 call()
         else:
             call()
+
+
+def test_a_dataframe_with_missing_values_is_refused_up_front_where_the_model_cannot_take_them():
+    """A DataFrame with NaN goes to the model as it is: a model whose tags refuse NaN would fail every coalition."""
+    from sklearn.ensemble import HistGradientBoostingClassifier
+    from sklearn.impute import SimpleImputer
+    from sklearn.pipeline import make_pipeline
+
+    from shapley_research import ModelUtility, data_oob
+
+    X, y = make_classification(n_samples=60, n_features=4, random_state=0)
+    frame = pd.DataFrame(X, columns=list("abcd"))
+    frame.iloc[3, 1] = np.nan
+    with pytest.raises(ValueError, match="X_train has missing values, but LogisticRegression does not accept them"):
+        ModelUtility(LogisticRegression(), frame[:40], y[:40], frame[40:], y[40:])
+    with pytest.raises(ValueError, match="X_train has missing values, but LogisticRegression"):
+        data_oob(LogisticRegression(), frame, y, n_estimators=20, seed=0, progress=False)
+    for model in (make_pipeline(SimpleImputer(), LogisticRegression()), HistGradientBoostingClassifier(max_iter=5, random_state=0)):
+        game = ModelUtility(model, frame[:40], y[:40], frame[40:], y[40:])
+        assert np.isfinite(game.evaluate(np.ones((1, 40), dtype=bool))).all()

@@ -31,7 +31,7 @@ from __future__ import annotations
 import os
 import sys
 from contextlib import contextmanager
-from typing import Callable, Iterator
+from typing import IO, Any, Callable, Iterator
 
 import numpy as np
 
@@ -67,7 +67,7 @@ def _interactive(stream) -> bool:
 
 
 def progress_bar(progress: bool | None, *, total: float | None, desc: str, unit: str = "eval",
-                 initial: float = 0, file=None):
+                 initial: float = 0, file: IO[str] | None = None) -> Any:
     """A tqdm bar for ``progress`` (``None``: as the module describes; ``False``: disabled).
 
     Parameters
