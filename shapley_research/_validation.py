@@ -243,8 +243,11 @@ def check_real_array(values: object, name: str) -> NDArray[np.float64]:
         raise TypeError(f"{name} must be an array of real numbers, got {type(values).__name__}.") from exc
 
 
-def check_features(X: object, name: str) -> NDArray[np.float64]:
-    """Return ``X`` as a finite, dense, 2-D float array with samples and features, or raise."""
+def check_features(X: object, name: str, allow_nan: bool = False) -> NDArray[np.float64]:
+    """Return ``X`` as a finite, dense, 2-D float array with samples and features, or raise.
+
+    ``allow_nan``: missing values (NaN) pass, for a model that takes them; infinities never do.
+    """
     if hasattr(X, "toarray") and not isinstance(X, np.ndarray):
         raise TypeError(f"{name} must be a dense array; sparse matrices are not supported (call .toarray()).")
     if is_sparse_frame(X):  # np.asarray would densify it silently, whatever its size
@@ -270,7 +273,7 @@ def check_features(X: object, name: str) -> NDArray[np.float64]:
         raise ValueError(f"{name} is empty: it must contain at least one sample.")
     if X.shape[1] == 0:
         raise ValueError(f"{name} has no features (shape {X.shape}).")
-    if not np.isfinite(X).all():
+    if not np.isfinite(X).all() and (not allow_nan or np.isinf(X).any()):
         raise ValueError(f"{name} contains NaN or infinite values.")
     return X
 
@@ -300,10 +303,11 @@ def check_same_columns(X_train: object, X_test: object) -> None:
                              f"{train[:10]}.")
 
 
-def check_feature_pair(X_train: object, X_test: object) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+def check_feature_pair(X_train: object, X_test: object, allow_nan: bool = False
+                       ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Training and test features (:func:`check_features`) with the same features, in the same order."""
     check_same_columns(X_train, X_test)
-    X_tr, X_te = check_features(X_train, "X_train"), check_features(X_test, "X_test")
+    X_tr, X_te = check_features(X_train, "X_train", allow_nan), check_features(X_test, "X_test", allow_nan)
     if X_tr.shape[1] != X_te.shape[1]:
         raise ValueError(f"X_train has {X_tr.shape[1]} features but X_test has {X_te.shape[1]}.")
     return X_tr, X_te

@@ -42,7 +42,7 @@ from .._validation import (check_progress, check_choice, check_class_labels, che
                            check_real_array, check_seed, check_target_vector, check_two_classes, is_frame)
 from ..result import ValuationResult
 from ..utilities import (check_sparse_features, check_table, estimator_kind, fresh_copy, is_raw_table, is_sparse,
-                         refuse_unsupported_features, unseeded_random_states)
+                         model_takes_nan, refuse_unsupported_features, unseeded_random_states)
 from ..utilities.learners import check_fast
 
 if TYPE_CHECKING:
@@ -353,9 +353,10 @@ def _prepare(model, X_train, y_train, n_estimators, seed, task, score, n_jobs, p
     if not instance:
         _check_model(model)
     raw = not instance and (is_raw_table(X_train) or is_sparse(X_train))  # given to the model as it is
-    # a learner instance takes dense features only (check_features says so), whatever X_train is
-    X = (check_sparse_features if raw and is_sparse(X_train) else check_table if raw else check_features)(
-        X_train, "X_train")
+    if raw:
+        X = (check_sparse_features if is_sparse(X_train) else check_table)(X_train, "X_train")
+    else:  # a learner instance takes dense features only (check_features says so), whatever X_train is
+        X = check_features(X_train, "X_train", allow_nan=not instance and model_takes_nan(model))
     if not instance:
         refuse_unsupported_features(model, X)
     task = check_choice(task, "task", TASKS)

@@ -21,7 +21,7 @@ from ._knn import KNNUtility, knn_shapley
 from ._model import CLASSIFICATION_METRICS, REGRESSION_METRICS, ConstantPredictor, ModelUtility
 from ._model_data import (TargetInfo, check_dataset, check_sparse_features, check_table, constant_utilities,
                           degenerate_rows, estimator_kind, fresh_copy, is_raw_table, is_sparse, unseeded_random_states)
-from ._input_tags import refuse_unsupported_features
+from ._input_tags import model_takes_nan, refuse_unsupported_features
 from ._options import DegeneratePolicy, PrefixPath, TrainingRecipe
 from .learners import LogisticRegressionUtility, RidgeUtility
 from ._torch_model import TorchModelUtility
@@ -34,4 +34,4 @@ __all__ = ["ModelUtility", "ConstantPredictor", "CLASSIFICATION_METRICS", "REGRE
            # building blocks of games trained on data
            "TargetInfo", "check_dataset", "constant_utilities", "degenerate_rows", "check_table", "is_raw_table",
            "estimator_kind", "fresh_copy", "unseeded_random_states", "is_sparse", "check_sparse_features",
-           "refuse_unsupported_features"]
+           "refuse_unsupported_features", "model_takes_nan"]

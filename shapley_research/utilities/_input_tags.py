@@ -59,3 +59,9 @@ def refuse_unsupported_features(model: Any, X_train: Any, X_test: Any = None) ->
                          f"{type(model).__name__} does not accept them (scikit-learn's tags say so): impute them "
                          "in the model, e.g. make_pipeline(SimpleImputer(), model), or use a model that takes "
                          "them (HistGradientBoostingClassifier).")
+
+
+def model_takes_nan(model: Any) -> bool:
+    """Whether scikit-learn's tags say the estimator receiving the features takes missing values (NaN)."""
+    tags = _trusted_input_tags(model)
+    return tags is not None and bool(tags.allow_nan)

@@ -34,7 +34,7 @@ from ._model_data import (CLASSIFICATION_METRICS, DEGENERATE_MODES, LOG_EPS, LOG
                           constant_utilities, estimator_kind, fresh_copy, unseeded_randomness,
                           degenerate_rows, degenerate_utilities, given_as_is, as_is_kind, r2_from_sums,
                           regression_scores, resolve_metric, split_degenerate, take_rows)
-from ._input_tags import refuse_unsupported_features
+from ._input_tags import model_takes_nan, refuse_unsupported_features
 from ._cache import CoalitionCache
 from ._coalition_fits import (CoalitionFitWarning, OncePerGame, WarningTally, check_model_responds, check_scorer,
                               collected_warnings, describe_error, fit_size_limit, unfit_message, unseen_classes_note,
@@ -337,7 +337,7 @@ class ModelUtility(Game):
             check_metric_suits_model(model, metric, metric_task)
         check_model_responds(model, self.metric, metric)
         self.X_train, self.y_train, self.X_test, self.y_test = check_dataset(
-            X_train, y_train, X_test, y_test, task, tables=True)
+            X_train, y_train, X_test, y_test, task, tables=True, allow_nan=model_takes_nan(model))
         self.degenerate, self.default_utility, self.min_samples = check_degenerate_options(
             degenerate, default_utility, min_samples, self.X_train.shape[0])
         self.n_players = self.X_train.shape[0]

@@ -158,7 +158,7 @@ def _check_sparse_pair(X_train: Any, X_test: Any) -> tuple[Any, Any]:
 
 
 def check_dataset(X_train: ArrayLike, y_train: ArrayLike, X_test: ArrayLike, y_test: ArrayLike, task: str, *,
-                  tables: bool = False) -> tuple[Any, np.ndarray, Any, np.ndarray]:
+                  tables: bool = False, allow_nan: bool = False) -> tuple[Any, np.ndarray, Any, np.ndarray]:
     """Validate a train/test split; return float features and 1-D targets.
 
     Returns ``(X_train, y_train, X_test, y_test)``: float64 ``(N, d)`` and
@@ -173,7 +173,8 @@ def check_dataset(X_train: ArrayLike, y_train: ArrayLike, X_test: ArrayLike, y_t
     :func:`is_raw_table`) is kept as it is, for a model to take it (X_test
     then must be a DataFrame with the same columns), and a SciPy sparse matrix
     is kept sparse (CSR, float64, checked finite); anything else is checked
-    and converted to float exactly as without it.
+    and converted to float exactly as without it. ``allow_nan``: arrays may
+    hold missing values (for a model that takes them).
     """
     X_tr: Any
     X_te: Any
@@ -182,7 +183,7 @@ def check_dataset(X_train: ArrayLike, y_train: ArrayLike, X_test: ArrayLike, y_t
     elif tables and (is_sparse(X_train) or is_sparse(X_test)):
         X_tr, X_te = _check_sparse_pair(X_train, X_test)
     else:
-        X_tr, X_te = check_feature_pair(X_train, X_test)
+        X_tr, X_te = check_feature_pair(X_train, X_test, allow_nan)
     y_tr = _check_targets(y_train, "y_train", X_tr.shape[0], "X_train", task)
     y_te = _check_targets(y_test, "y_test", X_te.shape[0], "X_test", task)
     if task == "classification":

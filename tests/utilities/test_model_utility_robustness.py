@@ -588,6 +588,33 @@ def test_a_dataframe_with_missing_values_is_refused_up_front_where_the_model_can
         ModelUtility(LogisticRegression(), frame[:40], y[:40], frame[40:], y[40:])
     with pytest.raises(ValueError, match="X_train has missing values, but LogisticRegression"):
         data_oob(LogisticRegression(), frame, y, n_estimators=20, seed=0, progress=False)
-    for model in (make_pipeline(SimpleImputer(), LogisticRegression()), HistGradientBoostingClassifier(max_iter=5, random_state=0)):
+    for model in (make_pipeline(SimpleImputer(), LogisticRegression()),
+                  HistGradientBoostingClassifier(max_iter=5, random_state=0)):
         game = ModelUtility(model, frame[:40], y[:40], frame[40:], y[40:])
         assert np.isfinite(game.evaluate(np.ones((1, 40), dtype=bool))).all()
+
+
+def test_an_array_with_missing_values_goes_to_a_model_that_takes_them():
+    """NaN in a numpy array passes where the estimator receiving the features takes it (scikit-learn's tags),
+    as in a DataFrame; infinities never do, nor NaN for a model that takes none."""
+    from sklearn.ensemble import HistGradientBoostingClassifier
+    from sklearn.impute import SimpleImputer
+    from sklearn.pipeline import make_pipeline
+
+    from shapley_research import ModelUtility, data_oob
+
+    X, y = make_classification(n_samples=60, n_features=4, random_state=0)
+    X[3, 1] = np.nan
+    for model in (make_pipeline(SimpleImputer(), LogisticRegression()),
+                  HistGradientBoostingClassifier(max_iter=5, random_state=0)):
+        game = ModelUtility(model, X[:40], y[:40], X[40:], y[40:])
+        framed = ModelUtility(model, pd.DataFrame(X[:40]), y[:40], pd.DataFrame(X[40:]), y[40:])
+        masks = np.random.default_rng(0).random((4, 40)) < 0.7
+        np.testing.assert_array_equal(game.evaluate(masks), framed.evaluate(masks))
+        assert np.isfinite(data_oob(model, X, y, n_estimators=20, seed=0, progress=False).values).any()
+    with pytest.raises(ValueError, match="X_train contains NaN or infinite values"):
+        ModelUtility(LogisticRegression(), X[:40], y[:40], X[40:], y[40:])
+    X[4, 0] = np.inf
+    with pytest.raises(ValueError, match="X_train contains NaN or infinite values"):
+        ModelUtility(HistGradientBoostingClassifier(random_state=0), X[:40], y[:40], X[40:], y[40:])
+
