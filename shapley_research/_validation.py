@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Collection
-from typing import Literal, SupportsInt, cast
+from typing import Any, Literal, SupportsInt, cast
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -393,7 +393,36 @@ def check_class_labels(y: np.ndarray, name: str, *, sortable: bool = True) -> np
             except TypeError as exc:
                 raise TypeError(f"{name} labels must be mutually comparable (for sorting); "
                                 "got a mix such as numbers and strings or None.") from exc
+    if name == "y_train" and kind in "iuf":
+        _warn_if_a_quantity(y, name)
     return y
+
+
+#: Numeric training labels with more distinct values than this, and than half the points, look like a quantity.
+MANY_CLASSES = 20
+
+
+def _warn_if_a_quantity(y: np.ndarray, name: str) -> None:
+    """Warn where whole-number labels look like a quantity (counts, prices) taken as classes."""
+    distinct = np.unique(y).size
+    if distinct > MANY_CLASSES and 2 * distinct > y.size:
+        import warnings
+
+        warnings.warn(f"{name} has {distinct} distinct numeric labels among {y.size} points, taken as classes; "
+                      "if it is a quantity (counts, prices), value it with a regression utility (a regressor, "
+                      "metric='r2').", UserWarning, stacklevel=_callers_level())
+
+
+def _callers_level() -> int:
+    """``stacklevel`` of the first frame outside this package, for a warning raised by the function calling this."""
+    import os
+    import sys
+
+    package, level = os.path.dirname(os.path.abspath(__file__)), 1
+    frame: Any = sys._getframe(1)
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package + os.sep):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def check_two_classes(y: np.ndarray, name: str = "y_train") -> np.ndarray:

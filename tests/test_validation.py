@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -214,3 +216,20 @@ def test_empty_utility_must_be_finite():
         permutation_shapley(GAME, 100, 0, empty_utility=np.inf)
     with pytest.raises(TypeError, match="empty_utility must be a real number"):
         exact_shapley(GAME, empty_utility="0")
+
+
+def test_whole_number_labels_that_look_like_a_quantity_are_taken_as_classes_with_a_warning():
+    """Counts or prices stored as integers would be valued as hundreds of classes: said, at the user's line."""
+    from sklearn.linear_model import LogisticRegression
+
+    from shapley_research import ModelUtility
+
+    rng = np.random.default_rng(0)
+    X, X_test = rng.normal(size=(100, 3)), rng.normal(size=(40, 3))
+    prices = rng.integers(0, 1000, 100)
+    with pytest.warns(UserWarning, match=r"y_train has \d+ distinct numeric labels among 100 points") as caught:
+        ModelUtility(LogisticRegression(), X, prices, X_test, prices[:40])
+    assert caught[0].filename == __file__
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ModelUtility(LogisticRegression(), X, prices % 10, X_test, prices[:40] % 10)  # ten classes: no warning
