@@ -34,7 +34,7 @@ from ._sampling._checkpoint import Checkpoint, terminated_as_exit
 from ._sampling._loop import open_checkpoint
 from ._sampling._progress import evaluation_bar
 from .._device import check_game_jobs
-from .._validation import (check_progress, check_choice, check_float, check_game, check_int, check_real_array,
+from .._validation import (check_choice, check_float, check_game, check_int, check_progress, check_real_array,
                            check_utilities)
 from ..games import GameLike, game_identity
 from ..result import ValuationResult

@@ -38,7 +38,7 @@ from .._device import check_game_jobs
 from .._ordered import ordered_map
 from .._threads import Pinned, pinned_threads
 from .._warnings import WarningTally, collected_warnings
-from .._validation import (check_progress, check_choice, check_class_labels, check_features, check_int, check_n_jobs,
+from .._validation import (check_choice, check_class_labels, check_features, check_int, check_n_jobs, check_progress,
                            check_real_array, check_seed, check_target_vector, check_two_classes, is_frame)
 from ..result import ValuationResult
 from ..utilities import (check_sparse_features, check_table, estimator_kind, fresh_copy, is_raw_table, is_sparse,

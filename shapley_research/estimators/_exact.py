@@ -10,7 +10,7 @@ from scipy.special import comb
 
 from ._sampling._loop import evaluate_coalitions
 from ._sampling._progress import evaluation_bar
-from .._validation import check_progress, check_float, check_game, check_int, check_utilities
+from .._validation import check_float, check_game, check_int, check_progress, check_utilities
 from ..games import GameLike
 from ..result import ValuationResult
 

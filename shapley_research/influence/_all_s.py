@@ -17,7 +17,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..estimators import batch_rng, progress_bar
-from .._validation import check_progress, check_choice, check_int, check_seed
+from .._validation import check_choice, check_int, check_progress, check_seed
 from ..result import ValuationResult
 from ._allocation import _BIG, PRIOR_SETS, _draw_subsets, _Stratum, _stratum_std, neyman_allocation
 from ._marginals import UTILITY_CHANGES, _marginals, warn_out_of_range
@@ -136,7 +136,7 @@ def all_s_influence(X_train: ArrayLike, y_train: ArrayLike, X_test: ArrayLike, y
                          f"base sets ({n_pilot} per coalition size k = 1..{n - 1}, fewer where a size "
                          f"has fewer distinct sets); raise budget to {int(pilot.sum())} at least"
                          + (f", or lower n_pilot (with n_pilot=2 the pilot needs "
-                            f"{int(np.minimum(2, [st.population for st in strata]).sum())})." if n_pilot > 2 else "."))
+                            f"{sum(min(2, st.population) for st in strata)})." if n_pilot > 2 else "."))
     counters: dict[str, Any] = {"n_fits": 0, "n_degenerate_bases": 0, "n_influence_updates": 0, "n_out_of_range": 0,
                 "largest": 0.0}
 

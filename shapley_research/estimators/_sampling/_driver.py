@@ -39,7 +39,7 @@ from ._loop import (Anchors, MeanState, SamplingOutcome, default_batch_size, eva
 from .._small_games import enumerated_result, enumeration_affordable
 from ..._device import check_game_jobs
 from ...games import game_identity
-from ..._validation import check_progress, check_float, check_int, check_target, check_target_rank_correlation
+from ..._validation import check_float, check_int, check_progress, check_target, check_target_rank_correlation
 from ...result import SamplingRecord, ValuationResult
 
 __all__ = ["SamplingOptions", "SamplingSpec", "Sampler", "Run", "drive"]
