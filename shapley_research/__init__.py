@@ -35,7 +35,8 @@ if TYPE_CHECKING:  # what type checkers and IDEs read; at run time __getattr__ b
     from .estimators import (CheckpointError, FeasibilityError, UniformDivisionGuarantee, compressive_sample_size,
                              compressive_shapley, exact_shapley, group_testing_q_tot, group_testing_sample_size,
                              group_testing_shapley, permutation_sample_size, permutation_shapley, stability_bound,
-                             stratified_svarm_shapley, uniform_division_guarantee, uniform_shapley)
+                             stratified_svarm_shapley, unbiased_kernel_shapley, uniform_division_guarantee,
+                             uniform_shapley)
     # Beyond the Shapley value: semivalues, leave-one-out, Data-OOB
     from .estimators import (beta_shapley, data_oob, exact_banzhaf, exact_beta_shapley, leave_one_out,
                              msr_banzhaf)
@@ -57,7 +58,7 @@ __all__ = [
     "TorchModelUtility", "DegeneratePolicy", "TrainingRecipe", "PrefixPath",
     # estimators
     "exact_shapley", "permutation_shapley", "group_testing_shapley", "compressive_shapley",
-    "stratified_svarm_shapley", "uniform_shapley", "FeasibilityError", "CheckpointError",
+    "stratified_svarm_shapley", "unbiased_kernel_shapley", "uniform_shapley", "FeasibilityError", "CheckpointError",
     "permutation_sample_size", "group_testing_sample_size", "group_testing_q_tot", "compressive_sample_size",
     "stability_bound", "uniform_division_guarantee", "UniformDivisionGuarantee",
     # beyond the Shapley value

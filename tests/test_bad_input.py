@@ -35,7 +35,7 @@ from shapley_research import (KNNUtility, LogisticObjective, LogisticRegressionU
                               largest_s_influence, largest_s_influence_general, leave_one_out, msr_banzhaf,
                               neyman_allocation,
                               permutation_sample_size, permutation_shapley, stability_bound,
-                              stratified_svarm_shapley,
+                              stratified_svarm_shapley, unbiased_kernel_shapley,
                               uniform_division_guarantee, uniform_shapley)
 from shapley_research.datasets import (load_diabetes_split, load_iris_binary, load_iris_split,
                                        load_mnist_subset, pca_features)
@@ -149,6 +149,7 @@ ESTIMATORS = {
     "group_testing_paper": lambda g: group_testing_shapley(g, 40, 0, variant="paper"),
     "compressive": lambda g: compressive_shapley(g, 40, 0),
     "svarm": lambda g: stratified_svarm_shapley(g, 40, 0),
+    "kernel": lambda g: unbiased_kernel_shapley(g, 40, 0),
     "permutation_truncated": lambda g: permutation_shapley(g, 40, 0, truncation=0.2),
     "exact_banzhaf": lambda g: exact_banzhaf(g),
     "msr_banzhaf": lambda g: msr_banzhaf(g, 40, 0),
@@ -298,6 +299,8 @@ SAMPLERS = {
         g, **{"budget": 40, "seed": 0, "truncation": 0.2, **kw}), N + 2),
     # one coalition per unit, no anchors; two at least, so that a player can be sampled in and out
     "msr_banzhaf": (lambda g, **kw: msr_banzhaf(g, **{"budget": 40, "seed": 0, **kw}), 2),
+    # U(empty), U(D) and one pair
+    "kernel": (lambda g, **kw: unbiased_kernel_shapley(g, **{"budget": 40, "seed": 0, **kw}), 4),
     # Beta(16, 1) at N = 3: U(empty), U(D) and a unit of at most N evaluations (info["unit_evaluations"])
     "beta_shapley": (lambda g, **kw: beta_shapley(g, **{"budget": 40, "seed": 0, **kw}), N + 2),
     # Beta(1, 1), the Shapley value: every unit is one permutation, so no U(D)

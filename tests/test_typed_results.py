@@ -38,6 +38,7 @@ RUNS = {  # method -> a run at a seed; budgets below 2^N, so no run is enumerate
     "stratified_svarm[neyman]": lambda seed: sr.stratified_svarm_shapley(AIRPORT, 200, seed, allocation="neyman",
                                                                          pilot=20),
     "msr_banzhaf": lambda seed: sr.msr_banzhaf(GAME, 300, seed),
+    "unbiased_kernel_shapley": lambda seed: sr.unbiased_kernel_shapley(GAME, 300, seed),
     "beta_shapley": lambda seed: sr.beta_shapley(GAME, 900, seed),
 }
 
@@ -124,7 +125,7 @@ def test_methods_without_merge_rules_neither_list_nor_sum(name):
 def test_refusals_are_unchanged():
     perm = RUNS["permutation"]
     mergeable = ("beta_shapley, group_testing[improved], group_testing[paper], msr_banzhaf, permutation, "
-                 "stratified_svarm")
+                 "stratified_svarm, unbiased_kernel_shapley")
     cases = [
         ((), "merge_results needs at least one result."),
         ((perm(1), sr.compressive_shapley(GAME, 600, 2)),  # the offending run is named, not the first

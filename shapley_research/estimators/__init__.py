@@ -14,6 +14,8 @@ and loop in :mod:`._sampling` (each sampling estimator is a specification that
 * :func:`compressive_shapley`: Algorithm 2, for approximately sparse values;
 * :func:`stratified_svarm_shapley`: stratified SVARM (Kolpaczki et al. 2024),
   a post-2019 method;
+* :func:`unbiased_kernel_shapley`: KernelSHAP's regression with its exact
+  Gram matrix (Covert & Lee 2021), unbiased, ``O(N)`` per sample;
 * :func:`uniform_shapley`: the uniform split of the total utility
   (Section 4.4), the trivial baseline;
 * beyond the Shapley value, the semivalues the field moved to after 2019:
@@ -48,6 +50,7 @@ from ._small_games import sampling_forced
 from ._group_testing import (FeasibilityError, group_testing_shapley, group_testing_size_distribution,
                              random_subsets, recover_from_differences)
 from ._lava import label_distances, lava
+from ._kernel_shapley import shapley_kernel_sizes, unbiased_kernel_shapley
 from ._leave_one_out import leave_one_out
 from ._permutation import marginal_contributions, permutation_shapley, random_permutations
 from ._sampling._batches import batch_rng
@@ -59,7 +62,8 @@ from ._uniform import uniform_shapley
 
 __all__ = [
     "exact_shapley", "permutation_shapley", "group_testing_shapley", "compressive_shapley",
-    "stratified_svarm_shapley", "uniform_shapley", "FeasibilityError", "CheckpointError",
+    "stratified_svarm_shapley", "unbiased_kernel_shapley", "shapley_kernel_sizes", "uniform_shapley",
+    "FeasibilityError", "CheckpointError",
     "permutation_sample_size", "group_testing_sample_size", "group_testing_q_tot", "compressive_sample_size",
     "stability_bound", "uniform_division_guarantee", "UniformDivisionGuarantee",
     "random_permutations", "marginal_contributions", "group_testing_size_distribution", "random_subsets",

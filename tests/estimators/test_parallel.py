@@ -43,6 +43,7 @@ RUNS = {
     "truncated": lambda n_jobs: sr.permutation_shapley(GAME, 30_002, seed=3, n_jobs=n_jobs, batch_size=50,
                                                        truncation=0.2),
     "msr_banzhaf": lambda n_jobs: sr.msr_banzhaf(GAME, 20_000, seed=3, n_jobs=n_jobs, batch_size=1_000),
+    "kernel": lambda n_jobs: sr.unbiased_kernel_shapley(GAME, 20_002, seed=3, n_jobs=n_jobs, batch_size=1_000),
     # Beta(16, 1): units of at most 33 evaluations at N = 30, plus U(empty) and U(D)
     "beta_shapley": lambda n_jobs: sr.beta_shapley(GAME, 2 + 33 * 1_000, seed=3, n_jobs=n_jobs, batch_size=50),
     "beta_shapley_1_1": lambda n_jobs: sr.beta_shapley(GAME, 30_001, seed=3, alpha=1, beta=1, n_jobs=n_jobs,
@@ -88,6 +89,7 @@ def blas_runs(n_players: int) -> dict:
         "truncated": lambda n_jobs: sr.permutation_shapley(game, 37 * n + 2, seed=5, n_jobs=n_jobs, batch_size=7,
                                                            truncation=0.2),
         "msr_banzhaf": lambda n_jobs: sr.msr_banzhaf(game, 3_001, seed=5, n_jobs=n_jobs, batch_size=700),
+        "kernel": lambda n_jobs: sr.unbiased_kernel_shapley(game, 3_002, seed=5, n_jobs=n_jobs, batch_size=350),
         "beta_shapley": lambda n_jobs: sr.beta_shapley(game, 37 * (n + 3) + 2, seed=5, n_jobs=n_jobs, batch_size=7),
     }
 

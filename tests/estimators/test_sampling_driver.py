@@ -23,6 +23,7 @@ ESTIMATORS = {
     "stratified_svarm_shapley": ("_svarm.py", sr.stratified_svarm_shapley),
     "group_testing_shapley": ("_group_testing.py", sr.group_testing_shapley),
     "compressive_shapley": ("_compressive.py", sr.compressive_shapley),
+    "unbiased_kernel_shapley": ("_kernel_shapley.py", sr.unbiased_kernel_shapley),
 }
 ESTIMATORS_DIR = Path(sr.__file__).parent / "estimators"
 

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from shapley_research import (as_game, beta_shapley, compressive_shapley, group_testing_shapley, msr_banzhaf,
-                              permutation_shapley, stratified_svarm_shapley)
+                              permutation_shapley, stratified_svarm_shapley, unbiased_kernel_shapley)
 from shapley_research.estimators._sampling._loop import evaluations_text, units_from_budget
 
 N = 12  # 2^12 coalitions: no budget here pays for enumerating the game
@@ -39,6 +39,8 @@ ESTIMATORS = {
     "svarm": lambda g, b: stratified_svarm_shapley(g, b, seed=0),
     "svarm_neyman": lambda g, b: stratified_svarm_shapley(g, b, seed=0, allocation="neyman"),
     "msr_banzhaf": lambda g, b: msr_banzhaf(g, b, seed=0),
+    "kernel": lambda g, b: unbiased_kernel_shapley(g, b, seed=0),
+    "kernel_unpaired": lambda g, b: unbiased_kernel_shapley(g, b, seed=0, paired=False),
     "beta_shapley": lambda g, b: beta_shapley(g, b, seed=0),
     "beta_shapley_4_1": lambda g, b: beta_shapley(g, b, seed=0, alpha=4, beta=1),
 }

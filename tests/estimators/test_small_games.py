@@ -24,6 +24,7 @@ ESTIMATORS = {
     "svarm": (lambda g, b, **kw: sr.stratified_svarm_shapley(g, b, **kw), "stratified_svarm"),
     "svarm_neyman": (lambda g, b, **kw: sr.stratified_svarm_shapley(g, b, allocation="neyman", **kw),
                      "stratified_svarm"),
+    "kernel": (lambda g, b, **kw: sr.unbiased_kernel_shapley(g, b, **kw), "unbiased_kernel_shapley"),
 }
 
 
