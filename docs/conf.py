@@ -85,6 +85,7 @@ API_MODULES = (
     ("shapley_research.utilities.learners", "Batched learners and routing"),
     ("shapley_research.estimators", "Estimators: building blocks"),
     ("shapley_research.influence", "Influence-function heuristics"),
+    ("shapley_research.evaluation", "Judging values: point removal"),
     ("shapley_research.result", "Results"),
     ("shapley_research.datasets", "Data sets"),
     ("shapley_research.attacks", "Adversarial examples"),

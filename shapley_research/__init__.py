@@ -11,6 +11,8 @@ a :class:`ValuationResult`. The layers, bottom up (imports point down only):
   Beta semivalues, truncated Monte Carlo, leave-one-out, Data-OOB), over one
   shared sampling loop, and the sample sizes of the paper's theorems;
 * :mod:`.influence`: the influence-function heuristics the paper compares with;
+* :mod:`.evaluation`: judging values by what removing points in their order does
+  (:func:`point_removal`, :func:`plot_point_removal`);
 * :class:`ValuationResult` (:mod:`.result`): what every estimator returns;
 * :mod:`.experiments`: the paper's experiments, run by ``shapley-research``.
 
@@ -45,6 +47,8 @@ if TYPE_CHECKING:  # what type checkers and IDEs read; at run time __getattr__ b
     # Influence heuristics
     from .influence import (LogisticObjective, all_s_influence, largest_s_influence, largest_s_influence_general,
                             neyman_allocation)
+    # Judging values: point removal
+    from .evaluation import plot_point_removal, point_removal
     # Results
     from .result import Finalizer, SamplingRecord, ValuationResult, merge_results
 
@@ -68,12 +72,14 @@ __all__ = [
     # influence
     "LogisticObjective", "largest_s_influence", "largest_s_influence_general", "all_s_influence",
     "neyman_allocation",
+    # judging values
+    "point_removal", "plot_point_removal",
     # results
     "ValuationResult", "merge_results", "SamplingRecord", "Finalizer",
 ]
 
 #: The subpackages that define the public names (each lists its own in ``__all__``).
-_HOMES = ("games", "utilities", "estimators", "influence", "result")
+_HOMES = ("games", "utilities", "estimators", "influence", "evaluation", "result")
 #: Subpackages reachable as attributes of the package before anything imported them.
 _SUBPACKAGES = frozenset(_HOMES) | {"experiments", "attacks", "datasets"}
 

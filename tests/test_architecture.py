@@ -126,7 +126,7 @@ LAYERS = (
     {"games"},
     {"utilities", "attacks"},
     {"estimators"},
-    {"influence"},
+    {"influence", "evaluation"},
     {"experiments"},
     {"cli", "_kernel"},
 )

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..._validation import check_int
+from ...evaluation import removal_masks
 from .._parallel import check_n_jobs, parallel_map
 from .._verdicts import AUROC_RANGE, NONNEGATIVE_RANGE
 from ._data import make_game, make_problem
@@ -95,26 +96,6 @@ def detection_f1(values: ArrayLike, flipped: ArrayLike, k: int | None = None) ->
     true_positives = positives[flagged].sum(axis=-1)
     f1 = 2.0 * true_positives / (k + positives.sum())
     return float(f1) if values.ndim == 1 else f1
-
-
-def removal_masks(values: ArrayLike, fractions: Sequence[float],
-                  highest: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """Coalitions left after removing the lowest- (or highest-) valued ``round(f N)`` points, per fraction.
-
-    Returns ``(masks, n_removed)``: ``masks`` of shape ``(len(fractions), N)``.
-    """
-    values = _as_rankings(values)
-    if values.ndim != 1:
-        raise ValueError("removal_masks takes one ranking, shape (N,).")
-    n = values.size
-    order = np.argsort(-values if highest else values, kind="stable")
-    n_removed = np.array([int(round(f * n)) for f in fractions])
-    if (n_removed < 0).any() or (n_removed >= n).any():
-        raise ValueError(f"fractions must remove between 0 and N - 1 points, got {list(fractions)!r}.")
-    masks = np.ones((len(fractions), n), dtype=bool)
-    for row, count in enumerate(n_removed):
-        masks[row, order[:count]] = False
-    return masks, n_removed
 
 
 def addition_masks(values: ArrayLike, fractions: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
