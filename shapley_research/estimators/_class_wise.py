@@ -240,6 +240,7 @@ class ClassWiseSpec(SamplingSpec):
     labels: list
     needs_empty: bool = False
     enumerable = False  # the values are not those of game.evaluate
+    replayable = False  # its batches ask the game for predictions, which the batch log does not keep
 
     def fixed(self, empty_utility: float | None) -> int:
         return int(self.normalize)

@@ -170,6 +170,8 @@ class _Resume:
     def __init__(self, file, dim: int):
         self.file = file
         self.loaded = file is not None and file.loaded
+        self.batch_log = getattr(file, "batch_log", None)  # the file's within-batch log, shared by the rounds
+        self.path = getattr(file, "path", "the checkpoint")  # named by a stop's note
         self.closed: tuple[int, ...] = tuple(file.closed) if self.loaded else ()
         if self.loaded:
             self.mean, self.m2, self.count = file.mean, file.m2, file.count

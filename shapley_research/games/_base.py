@@ -114,6 +114,10 @@ class Game:
     """
 
     n_players: int
+    #: Whether each row's utility depends on that row alone, so that ``evaluate(masks[a:b])`` is
+    #: ``evaluate(masks)[a:b]`` bit for bit (a model fitted per coalition, a function of one mask). A run with
+    #: a checkpoint then evaluates and logs a large call in parts, keeping each part's utilities on a stop.
+    independent_rows: bool = False
 
     def evaluate(self, masks: ArrayLike) -> NDArray[np.float64]:
         """Utilities of a batch of coalitions.
@@ -251,6 +255,11 @@ class FunctionGame(Game):
         if callable(getattr(owner, "fingerprint", None)):
             return owner.fingerprint()  # type: ignore[union-attr]
         return content_digest(repr(function_parts(self.fn)))
+
+    @property
+    def independent_rows(self) -> bool:  # type: ignore[override]
+        """Whether ``fn`` is called once per row (``vectorized=False``): each row's utility is its own."""
+        return not self.vectorized
 
     def _evaluate(self, masks: NDArray[np.bool_]) -> ArrayLike:
         if self.vectorized:

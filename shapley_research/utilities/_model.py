@@ -410,6 +410,11 @@ class ModelUtility(Game):
         return self._route(fast)  # refuses any other value with its own message
 
     # -- evaluation -------------------------------------------------------------------------
+    @property
+    def independent_rows(self) -> bool:  # type: ignore[override]
+        """Whether each coalition is fitted on its own (no batched learner), so a call's rows are independent."""
+        return self.learner_ is None
+
     def _evaluate(self, masks: NDArray[np.bool_]) -> NDArray[np.float64]:
         if self.cache_ is not None:
             return self.cache_.evaluate(masks, self._compute)

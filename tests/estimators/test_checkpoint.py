@@ -71,14 +71,14 @@ def test_interrupted_then_resumed_equals_uninterrupted(name, tmp_path):
     assert 0 < counting.rows < full.n_evaluations - 2
 
 
-def test_a_stopped_run_says_what_its_checkpoint_holds_and_that_the_batch_under_way_is_lost(tmp_path, capsys):
-    """A checkpoint keeps whole batches; a slow utility's batch can take minutes, so a stop says so."""
+def test_a_stopped_run_says_what_its_checkpoint_holds_and_what_its_batch_log_keeps(tmp_path, capsys):
+    """A checkpoint keeps whole batches, its batch log the utilities of the batch under way: a stop says which."""
     path = tmp_path / "run.ckpt"
-    with pytest.raises(Interrupted):
+    with pytest.raises(Interrupted):  # the 4th batch's one call is interrupted: nothing of it is logged
         sr.msr_banzhaf(InterruptingGame(GAME, after=4), 400, seed=5, batch_size=50, checkpoint=path)
     said = capsys.readouterr().err
-    assert f"stopped: {path} holds 150 coalitions (150 evaluations, 3 whole batches)" in said
-    assert "the batch under way is lost. Rerun the same call to resume. Batches of 50" in said
+    assert f"stopped: {path} holds 150 coalitions (150 evaluations, 3 whole batches of 50)" in said
+    assert "the batch under way had logged no utility" in said and "Rerun the same call to resume." in said
     assert sr.msr_banzhaf(GAME, 400, seed=5, batch_size=50, checkpoint=path).info["resumed_samples"] == 150
     with pytest.raises(Interrupted):  # no checkpoint: nothing saved, nothing said
         sr.msr_banzhaf(InterruptingGame(GAME, after=4), 400, seed=5, batch_size=50)

@@ -31,6 +31,7 @@ import numpy as np
 from ..._ordered import ordered_map
 from ..._threads import Pinned
 from ..._warnings import collected_warnings
+from ._replay import BatchLog
 
 BATCH_STREAM = 0  # spawn_key prefix of the per-batch sample streams
 AUX_STREAM = 1  # spawn_key prefix of auxiliary streams (e.g. a measurement matrix)
@@ -127,7 +128,7 @@ def batch_jobs(n_units: int | None, batch_size: int, *, first: int = 0, closed: 
 
 
 def evaluate_batches(sample_batch: Callable, jobs: Iterable[BatchJob], entropy: int,
-                     n_jobs: int | None) -> Iterator:
+                     n_jobs: int | None, log: BatchLog | None = None) -> Iterator:
     """``sample_batch(batch_rng(entropy, index), size, *planned)`` of every job, lazily, in batch order.
 
     With ``n_jobs`` of ``None`` or 1 each batch runs in this process when its
@@ -136,8 +137,34 @@ def evaluate_batches(sample_batch: Callable, jobs: Iterable[BatchJob], entropy: 
     work is wasted past a precision stop; each worker pins its own threads
     (:class:`~shapley_research._threads.Pinned`). Pass the result to
     :func:`close_batches` when done, to stop joblib dispatching more.
+
+    With a batch ``log`` (:class:`~._replay.BatchLog`), the batches run in this
+    process log their utilities as they are computed, and replay what the log
+    holds; the batches it holds run in this process before the workers start.
     """
-    return _in_order(sample_batch, ((batch_rng(entropy, job.index), job.size, *job.planned) for job in jobs), n_jobs)
+    if log is None:
+        return _in_order(sample_batch, ((batch_rng(entropy, job.index), job.size, *job.planned) for job in jobs),
+                         n_jobs)
+    return _logged_batches(sample_batch, iter(jobs), entropy, n_jobs, log)
+
+
+def _logged_batches(sample_batch: Callable, jobs: Iterator[BatchJob], entropy: int, n_jobs: int | None,
+                    log: BatchLog) -> Iterator:
+    """:func:`evaluate_batches` with a log: here while the batches are here or logged, then the workers'."""
+    for job in jobs:
+        if n_jobs not in (None, 1) and not log.holds(job.index):
+            jobs = itertools.chain([job], jobs)
+            break
+        with log.recording(job.index, job.size):
+            result = sample_batch(batch_rng(entropy, job.index), job.size, *job.planned)
+        yield result  # out of the recording: the caller merges it and may save the checkpoint
+    else:
+        return
+    rest = evaluate_batches(sample_batch, jobs, entropy, n_jobs)
+    try:
+        yield from rest
+    finally:
+        close_batches(rest)
 
 
 def ordered_results(fn: Callable, game: object, inputs: Iterable, n_jobs: int | None) -> Iterator:

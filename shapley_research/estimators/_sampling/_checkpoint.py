@@ -47,6 +47,7 @@ from typing import Iterator, Protocol
 import numpy as np
 
 from ._batches import batch_count
+from ._replay import BatchLog
 
 FORMAT = 1
 
@@ -115,16 +116,17 @@ class LoopSnapshot:
                                closed=self.closed)
 
     def stop_note(self, checkpoint, batch_size: int, unit: str) -> str:
-        """What a run stopped with this state saved keeps, and what it lost: the batch under way.
-
-        A checkpoint holds whole batches (a batch's draws are its own stream): with a utility that fits a
-        model per coalition a batch of 4,096 coalitions can take minutes, hence the hint.
-        """
+        """What a run stopped with this state saved keeps: its whole batches, and the batch under way's
+        utilities in the batch log (:mod:`._replay`), where the batch ran in this process."""
         where = getattr(checkpoint, "path", "the checkpoint")
+        log = getattr(checkpoint, "batch_log", None)
+        logged, path = (0, None) if log is None else (log.logged(self.batches), log.path)
+        kept = (f"; {logged} utilities of the batch under way are logged in {path}, which a rerun takes "
+                "instead of evaluating them again" if logged else
+                "; the batch under way had logged no utility (batches run by joblib's workers log none) and is "
+                "evaluated again")
         return (f"stopped: {where} holds {self.count} {unit}s ({self.n_evaluations} evaluations, {self.batches} "
-                f"whole batches); the batch under way is lost. Rerun the same call to resume. Batches of "
-                f"{batch_size} are what a checkpoint keeps: a smaller batch_size keeps more of a slow run (it "
-                "changes the draws; keep it fixed across the runs you compare).")
+                f"whole batches of {batch_size}){kept}. Rerun the same call to resume.")
 
 
 class LoopStore(Protocol):
@@ -185,8 +187,17 @@ class Checkpoint:
         self.closed: tuple[int, ...] = ()
         self.loaded = self.path.exists()
         self._last_save = time.monotonic()
+        self._log: BatchLog | None = None
         if self.loaded:
             self._load()
+
+    @property
+    def batch_log(self) -> BatchLog:
+        """The run's within-batch log (:mod:`._replay`), the sidecar ``<path>.batches``: opened when first asked
+        for, once the fingerprint holds the run's seed."""
+        if self._log is None:
+            self._log = BatchLog(self.path.with_name(self.path.name + ".batches"), self.fingerprint, self.loaded)
+        return self._log
 
     @property
     def snapshot(self) -> LoopSnapshot:
@@ -267,6 +278,8 @@ class Checkpoint:
             if tmp.exists():
                 tmp.unlink()
         self._last_save = time.monotonic()
+        if self._log is not None:  # the batches the file holds need no log
+            self._log.saved(int(batches))
         return True
 
 

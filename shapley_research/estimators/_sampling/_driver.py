@@ -36,6 +36,7 @@ import numpy as np
 
 from ._loop import (Anchors, MeanState, SamplingOutcome, default_batch_size, evaluate_anchors, open_checkpoint,
                     run_sampling, units_from_budget)
+from ._replay import ReplayGame
 from .._small_games import enumerated_result, enumeration_affordable
 from ..._device import check_game_jobs
 from ...games import game_identity
@@ -168,6 +169,10 @@ class SamplingSpec(ABC):
     enumerable : bool (class attribute)
         Whether a budget covering every coalition buys the exact values by enumerating the game; ``False``
         for an estimator whose values are not a function of ``game.evaluate`` (class-wise Shapley).
+    replayable : bool (class attribute)
+        Whether a run with a checkpoint logs its batches' utilities as they come (:mod:`._replay`: the game's
+        ``evaluate`` and ``evaluate_prefixes`` calls); ``False`` for an estimator that asks the game for
+        something else (class-wise Shapley's predictions).
     """
 
     method: str
@@ -180,6 +185,7 @@ class SamplingSpec(ABC):
     needs_empty: bool = True
     needs_full: bool = False
     enumerable: ClassVar[bool] = True
+    replayable: ClassVar[bool] = True
 
     def fixed(self, empty_utility: float | None) -> int:
         """Evaluations made once per run: the anchors."""
@@ -258,7 +264,9 @@ def drive(spec: SamplingSpec, game: Any, budget: object, seed: object, options: 
     if spec.needs_empty or spec.needs_full:
         anchors = evaluate_anchors(game, options.empty_utility, full=spec.needs_full, checkpoint=checkpoint)
     run = Run(entropy, checkpoint, n_units, batch_size, options)
-    sampler = spec.start(game, run, anchors)
+    # with a checkpoint the batches' calls go through a ReplayGame, which logs their utilities as they come
+    logged = checkpoint is not None and spec.replayable
+    sampler = spec.start(ReplayGame(game) if logged else game, run, anchors)
     outcome = _sample(spec, sampler, run, budget)
     state = sampler.merged(outcome.state)
     values, stderr, updates = spec.estimates(sampler, state)

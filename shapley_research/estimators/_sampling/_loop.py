@@ -497,6 +497,11 @@ def run_sampling(
     With a ``checkpoint``, batches already in the file are skipped and the
     state is written there every ``checkpoint.interval`` seconds, at the end,
     and when the run is interrupted (``KeyboardInterrupt``, or SIGTERM: :func:`~._checkpoint.terminated_as_exit`).
+    Where it has a ``batch_log`` (:class:`~._replay.BatchLog`), the batches
+    run in this process log their utilities as they are computed, and a
+    resumed batch takes those logged instead of evaluating them again
+    (through the game :class:`~._replay.ReplayGame` that ``sample_batch``
+    evaluates): the batch under way is not lost.
 
     ``plan(batch, size)``, when given, is called in this process for every
     batch in batch order, from batch 0 (also for the batches a checkpoint
@@ -537,10 +542,11 @@ def run_sampling(
     start, stopped_by = snapshot, first_reached(rules, judged)
     # this thread holds the pin from before any worker starts, over the merges and stopping rules too: the
     # threading backend's batches rely on it, as OpenBLAS (pthreads) ignores a limit set in a worker thread
+    log = getattr(checkpoint, "batch_log", None)  # a Checkpoint's (or a round's) within-batch log
     with pinned_threads(), terminated_as_exit(saving=checkpoint is not None):
         results = iter(()) if stopped_by is not None else evaluate_batches(
             sample_batch, batch_jobs(n_units, batch_size, first=start.batches, closed=start.closed, plan=plan),
-            entropy, n_jobs)
+            entropy, n_jobs, log)
         try:
             with bar, reporting_to(None if bar.disable else bar.update):
                 for snapshot in merged_in_order(results, state, start):
@@ -559,6 +565,8 @@ def run_sampling(
             raise
         finally:
             close_batches(results)  # stops joblib from dispatching batches past the stopping point
+            if log is not None:
+                log.close()
     if checkpoint is not None:
         snapshot.write(checkpoint, force=True)
     return SamplingOutcome(state, snapshot.n_evaluations, stopped_by or "budget", start.count)
