@@ -357,10 +357,10 @@ class ModelUtility(Game):
         self.n_jobs = check_n_jobs(n_jobs)
         self.n_fits, self.n_unfit, self._warned = 0, 0, OncePerGame()  # _warned: kinds of warning shown
         self.warm_prefixes = check_bool(warm_prefixes, "warm_prefixes")
-        self.device = resolve_device(device, "ModelUtility")
-        self.dtype = check_dtype(dtype, "ModelUtility")
+        self.device, self.dtype = resolve_device(device, "ModelUtility"), check_dtype(dtype, "ModelUtility")
         as_is = given_as_is(self.X_train) or given_as_is(self.X_test)
         self.learner_ = self._route_tables(fast) if as_is else self._route(fast)
+        self.independent_rows = self.learner_ is None  # a clone fitted per coalition: each row's utility is its own
         if self.warm_prefixes and getattr(self.learner_, "prefix_path", None) != "exact":
             routing = "not routed" if self.learner_ is None else "routed to " + type(self.learner_).__name__
             raise ValueError(f"warm_prefixes=True needs a LogisticRegression routed to the batched learner "
@@ -410,11 +410,6 @@ class ModelUtility(Game):
         return self._route(fast)  # refuses any other value with its own message
 
     # -- evaluation -------------------------------------------------------------------------
-    @property
-    def independent_rows(self) -> bool:  # type: ignore[override]
-        """Whether each coalition is fitted on its own (no batched learner), so a call's rows are independent."""
-        return self.learner_ is None
-
     def _evaluate(self, masks: NDArray[np.bool_]) -> NDArray[np.float64]:
         if self.cache_ is not None:
             return self.cache_.evaluate(masks, self._compute)

@@ -175,7 +175,7 @@ class _Parsed:
     spans: list[tuple[int | None, int, int]]  # (batch or None for the header, start, end) of every record
 
 
-def _parse(blob: bytes, identity: str) -> _Parsed:
+def _parse(blob: bytes, fingerprint: dict) -> _Parsed:
     """Read a log, or raise :class:`_Corrupted` (saying why). Of two groups of one batch (written again as it
     was replayed) the one holding more utilities is kept: both are the start of the same calls."""
     if not blob.startswith(_MAGIC):
@@ -184,7 +184,7 @@ def _parse(blob: bytes, identity: str) -> _Parsed:
     head = next(records, None)
     if head is None or head[0].get("type") != "run":
         raise _Corrupted("it has no header")
-    if head[0].get("identity") != identity:
+    if not _same_run(head[0].get("fingerprint"), fingerprint):
         raise _Corrupted("it was written by another run (other estimator, options, seed or game)")
     batches: dict[int, tuple[int, list[_Call]]] = {}
     spans: list[tuple[int | None, int, int]] = [(None, head[2], head[3])]
@@ -205,6 +205,18 @@ def _parse(blob: bytes, identity: str) -> _Parsed:
         spans.append((group[0], start, end))
     _keep(batches, group)
     return _Parsed(batches, spans[-1][2], spans)
+
+
+def _same_run(theirs: object, ours: dict) -> bool:
+    """Whether a log's fingerprint is the checkpoint's: the game's compared only where both know it, as the
+    checkpoint compares it (:class:`~._checkpoint.Checkpoint`)."""
+    if not isinstance(theirs, dict):
+        return False
+    theirs, ours = dict(theirs), dict(ours)
+    if theirs.get("game") is None or ours.get("game") is None:
+        theirs.pop("game", None)
+        ours.pop("game", None)
+    return theirs == ours
 
 
 def _keep(batches: dict[int, tuple[int, list[_Call]]], group: tuple[int, int, list[_Call]] | None) -> None:
@@ -235,7 +247,7 @@ class BatchLog:
 
     def __init__(self, path: Path, fingerprint: dict, resumed: bool) -> None:
         self.path = path
-        self.identity = hashlib.sha256(json.dumps(fingerprint, sort_keys=True, default=str).encode()).hexdigest()
+        self.fingerprint = json.loads(json.dumps(fingerprint, default=str))  # as the header holds it
         self._handle: Any = None
         self._synced = time.monotonic()
         self._held: dict[int, tuple[int, list[_Call]]] = {}  # logged batches not replayed yet
@@ -250,7 +262,7 @@ class BatchLog:
             if not resumed:
                 raise _Corrupted("no checkpoint file holds the run it continues")
             blob = self.path.read_bytes()
-            parsed = _parse(blob, self.identity)
+            parsed = _parse(blob, self.fingerprint)
         except (OSError, ValueError, KeyError, TypeError) as exc:
             why = str(exc) if isinstance(exc, _Corrupted) else f"it could not be read ({type(exc).__name__}: {exc})"
             warnings.warn(f"the batch log {str(self.path)!r} is ignored: {why}. The utilities it logged are "
@@ -299,7 +311,7 @@ class BatchLog:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._handle = open(self.path, "wb")
-        self._handle.write(_MAGIC + _record({"type": "run", "identity": self.identity}))
+        self._handle.write(_MAGIC + _record({"type": "run", "fingerprint": self.fingerprint}))
 
     def write(self, record: bytes) -> None:
         """Append ``record``, flushed (synced to disk every :data:`SYNC_SECONDS`)."""
@@ -326,7 +338,7 @@ class BatchLog:
             return
         self.close()
         blob = self.path.read_bytes()
-        kept = b"".join(blob[start:end] for batch, start, end in _parse(blob, self.identity).spans
+        kept = b"".join(blob[start:end] for batch, start, end in _parse(blob, self.fingerprint).spans
                         if batch is None or batch >= batches)
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
         with open(tmp, "wb") as handle:
