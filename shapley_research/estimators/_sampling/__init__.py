@@ -12,6 +12,8 @@
   stability);
 * :mod:`._checkpoint`: atomic, resumable checkpoints of the loop's state
   (:class:`~._checkpoint.LoopSnapshot`);
+* :mod:`._replay`: the within-batch log next to a checkpoint, which keeps
+  the utilities of the batch under way for a resumed run to replay;
 * :mod:`._progress`: the progress bars;
 * :mod:`._subsets` and :mod:`._gt_kernels`: random coalitions of given sizes,
   drawn fast (numba);
