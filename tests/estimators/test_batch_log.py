@@ -48,6 +48,7 @@ RUNS = {
     "compressive": lambda g, **kw: sr.compressive_shapley(g, 2 + 8 * 30, **kw),
     "svarm": lambda g, **kw: sr.stratified_svarm_shapley(g, 2 * N + 2 + 300, **kw),
     "beta_shapley": lambda g, **kw: sr.beta_shapley(g, 2 + (N + 1) * 30, **kw),
+    "kernel": lambda g, **kw: sr.unbiased_kernel_shapley(g, 2 + 2 * 150, **kw),
 }
 
 
