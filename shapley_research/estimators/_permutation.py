@@ -48,7 +48,10 @@ SAMPLING_PARAMETERS = r"""
         A ``budget`` must pay for the estimator's fixed evaluations and one
         sample (one permutation, test, unit or coalition; ``msr_banzhaf``: two
         coalitions, one with and one without a player); a smaller one raises a
-        ``ValueError`` naming the minimum.
+        ``ValueError`` naming the minimum. Samples are whole units (an
+        antithetic pair of permutations costs ``2N``), so a budget can leave
+        evaluations unspent: ``info["unspent_evaluations"]`` says how many
+        (also when a precision target stopped the run early).
 
         A ``budget`` that covers every coalition (``2^N`` evaluations, ``2^N - 1``
         with ``empty_utility``; ``N <= 20``) buys the exact values: the game is

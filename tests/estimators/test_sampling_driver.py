@@ -140,7 +140,9 @@ def test_the_driver_plans_evaluates_the_anchors_and_reports_in_order():
     result = drive(toy(), game, 1 + 6 * 7, 3, SamplingOptions(batch_size=3))
     assert result.n_samples == 7 and result.n_evaluations == 1 + 7 * 6  # U(empty) once, 7 units of 6
     assert game.rows == 1  # only the anchor: the toy batches evaluate nothing
-    assert list(result.info) == ["before", "stopped_by", "resumed_samples", "after", "finalized"]
+    assert list(result.info) == ["before", "stopped_by", "resumed_samples", "after", "finalized",
+                                 "unspent_evaluations"]
+    assert result.info["unspent_evaluations"] == 0
     assert result.info["stopped_by"] == "budget" and result.seed == 3
     assert result.record is not None and result.state.count == 7
 
@@ -244,3 +246,12 @@ def test_a_run_of_one_batch_starts_no_workers():
     assert parallel.info["batch_size"] >= parallel.n_samples  # one batch
     assert game.pids == {os.getpid()}
     np.testing.assert_array_equal(parallel.values, sr.msr_banzhaf(_ProcessRecordingGame(), 200, seed=3).values)
+
+
+def test_a_budget_left_by_whole_units_is_reported_unspent():
+    game = random_unanimity_game(10, 6, 3, seed=2)
+    result = sr.permutation_shapley(game, 1 + 3 * 20 + 15, seed=0, antithetic=True)  # 3 pairs of 20, 15 left
+    assert result.n_evaluations == 61 and result.info["unspent_evaluations"] == 15
+    stopped = sr.permutation_shapley(game, 10_001, seed=0, target_stderr=10.0)  # stops after 30 permutations
+    assert stopped.info["unspent_evaluations"] == 10_001 - stopped.n_evaluations > 0
+    assert "unspent_evaluations" not in sr.permutation_shapley(game, None, seed=0, target_stderr=10.0).info

@@ -271,10 +271,13 @@ def drive(spec: SamplingSpec, game: Any, budget: object, seed: object, options: 
     state = sampler.merged(outcome.state)
     values, stderr, updates = spec.estimates(sampler, state)
     record = None if sampler.record is None else replace(sampler.record.completed(updates), game=game_fingerprint)
+    n_evaluations = outcome.n_evaluations + (anchors.n_evaluations if anchors else 0) + sampler.evaluations
+    info = spec.report(sampler, outcome.summary(), updates)
+    if budget is not None:  # whole units only: what they leave, said rather than spent silently
+        info["unspent_evaluations"] = int(budget) - n_evaluations  # type: ignore[call-overload]  # checked
     return ValuationResult(
-        values=values, n_evaluations=outcome.n_evaluations + (anchors.n_evaluations if anchors else 0)
-        + sampler.evaluations, method=spec.method, seed=entropy, wall_time=time.perf_counter() - start,
-        stderr=stderr, n_samples=spec.samples(state), info=spec.report(sampler, outcome.summary(), updates),
+        values=values, n_evaluations=n_evaluations, method=spec.method, seed=entropy,
+        wall_time=time.perf_counter() - start, stderr=stderr, n_samples=spec.samples(state), info=info,
         state=None if record is None else state, record=record)
 
 
