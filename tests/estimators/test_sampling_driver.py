@@ -252,6 +252,9 @@ def test_a_budget_left_by_whole_units_is_reported_unspent():
     game = random_unanimity_game(10, 6, 3, seed=2)
     result = sr.permutation_shapley(game, 1 + 3 * 20 + 15, seed=0, antithetic=True)  # 3 pairs of 20, 15 left
     assert result.n_evaluations == 61 and result.info["unspent_evaluations"] == 15
-    stopped = sr.permutation_shapley(game, 10_001, seed=0, target_stderr=10.0)  # stops after 30 permutations
-    assert stopped.info["unspent_evaluations"] == 10_001 - stopped.n_evaluations > 0
+    stopped = sr.permutation_shapley(game, 1_001, seed=0, target_stderr=10.0, batch_size=10)  # stops at 30
+    assert stopped.info["stopped_by"] == "target_stderr"
+    assert stopped.info["unspent_evaluations"] == 1_001 - stopped.n_evaluations > 0
     assert "unspent_evaluations" not in sr.permutation_shapley(game, None, seed=0, target_stderr=10.0).info
+    enumerated = sr.permutation_shapley(game, 2_000, seed=0)  # 2^10 evaluations buy the exact values
+    assert enumerated.info["stopped_by"] == "enumeration" and enumerated.info["unspent_evaluations"] == 2_000 - 1_024

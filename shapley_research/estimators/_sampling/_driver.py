@@ -258,8 +258,10 @@ def drive(spec: SamplingSpec, game: Any, budget: object, seed: object, options: 
     entropy, checkpoint = open_checkpoint(options.checkpoint, seed, dim=spec.dim, fingerprint=fingerprint,
                                           interval=options.checkpoint_interval)
     if spec.enumerable and enumeration_affordable(spec.n_players, budget, options.empty_utility):
-        return enumerated_result(game, method=spec.method, seed=entropy, empty_utility=options.empty_utility,
-                                 start=start, info=spec.enumeration_info(options.empty_utility), exact=spec.exact())
+        exact = enumerated_result(game, method=spec.method, seed=entropy, empty_utility=options.empty_utility,
+                                  start=start, info=spec.enumeration_info(options.empty_utility), exact=spec.exact())
+        exact.info["unspent_evaluations"] = int(budget) - exact.n_evaluations  # type: ignore[call-overload]
+        return exact
     anchors = None
     if spec.needs_empty or spec.needs_full:
         anchors = evaluate_anchors(game, options.empty_utility, full=spec.needs_full, checkpoint=checkpoint)
@@ -274,7 +276,7 @@ def drive(spec: SamplingSpec, game: Any, budget: object, seed: object, options: 
     n_evaluations = outcome.n_evaluations + (anchors.n_evaluations if anchors else 0) + sampler.evaluations
     info = spec.report(sampler, outcome.summary(), updates)
     if budget is not None:  # whole units only: what they leave, said rather than spent silently
-        info["unspent_evaluations"] = int(budget) - n_evaluations  # type: ignore[call-overload]  # checked
+        info["unspent_evaluations"] = int(budget) - n_evaluations  # type: ignore[call-overload]
     return ValuationResult(
         values=values, n_evaluations=n_evaluations, method=spec.method, seed=entropy,
         wall_time=time.perf_counter() - start, stderr=stderr, n_samples=spec.samples(state), info=info,
