@@ -328,8 +328,9 @@ class PermutationBatches:
     """The ``sample_batch`` of :func:`run_sampling` for a :class:`PermutationVariant` of ``game``.
 
     Draws ``size`` sampling units (a permutation, an antithetic pair or a group of rotations) and returns
-    their samples, the contributions averaged over the unit (with position adjustment reduced to the two-way
-    fit's statistics, with truncation each followed by its tally), and the evaluations made.
+    their samples, the contributions averaged over the unit (with position adjustment with their positions'
+    bins, a :class:`~._position_effects.PositionBatch` that merges as the two-way fit's statistics, with
+    truncation each followed by its tally), and the evaluations made.
     """
 
     def __init__(self, game: GameLike, variant: PermutationVariant, anchors: Anchors) -> None:
@@ -351,9 +352,10 @@ class PermutationBatches:
             return self.along(permutations)
         return with_reverses(self.along, permutations)
 
-    def __call__(self, rng: np.random.Generator, size: int) -> tuple[np.ndarray | MeanState, int]:
+    def __call__(self, rng: np.random.Generator, size: int) -> tuple[np.ndarray | _position_effects.PositionBatch,
+                                                                       int]:
         variant = self.variant
-        phi: np.ndarray | MeanState
+        phi: np.ndarray | _position_effects.PositionBatch
         permutations = random_permutations(rng, size, variant.n_players)
         if variant.rotations == 1:
             phi, stops, made = self.contributions(permutations)

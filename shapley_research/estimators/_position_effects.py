@@ -35,13 +35,20 @@ The sufficient statistics are, per (player, bin), the share of samples in the
 bin and the mean of :math:`\Delta [b = b_{i,t}]` (with its sum of squared
 deviations, for the standard errors): ``2 N B`` numbers, ``B`` the number of
 bins (logarithmic in ``N``), merged exactly across batches, runs and resumes.
+A batch travels as its ``O(size N)`` samples and their bins
+(:class:`PositionBatch`) and forms its ``2 N B`` statistics where it merges
+them, in one compiled pass over the state: beyond about 1,450 players a
+default batch is one antithetic pair, and forming and merging its statistics
+in numpy (ten passes over ``2 N B`` entries) cost more than evaluating it.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
-from ._sampling._loop import MeanState
+from ._sampling._loop import COMPILED_MERGE_DIM, MeanState
 
 EXACT_POSITIONS = 4  # distances from an end that get a bin of their own (the steepest part of learning curves)
 GROWTH = 1.5  # ratio of consecutive bin starts further in (bins widen geometrically)
@@ -94,8 +101,13 @@ def batch_state(contributions: np.ndarray, positions: np.ndarray, bins: np.ndarr
     ``[c (N x B) | D (N x B)]`` with :math:`c = [b_{i,t} = b]` and
     :math:`D = \Delta_{i,t} c`; the sums of squares of ``c`` are its sums.
     """
+    return binned_state(contributions, bins[positions], n_bins)
+
+
+def binned_state(contributions: np.ndarray, binned: np.ndarray, n_bins: int) -> MeanState:
+    """:func:`batch_state` of samples whose bins are known: ``binned[t, i]`` the bin of ``contributions[t, i]``."""
     size, n = contributions.shape
-    cells = (np.arange(n) * n_bins + bins[positions]).ravel()
+    cells = (np.arange(n) * n_bins + binned).ravel()
     values = contributions.ravel()
     count = np.bincount(cells, minlength=n * n_bins).astype(float)
     first = np.bincount(cells, weights=values, minlength=n * n_bins)
@@ -113,9 +125,80 @@ def player_positions(permutations: np.ndarray) -> np.ndarray:
 
 
 def reduce_by_position(contributions: np.ndarray, permutations: np.ndarray, bins: np.ndarray,
-                       n_bins: int) -> MeanState:
-    """A batch of samples along ``permutations`` reduced to the two-way fit's statistics (:func:`batch_state`)."""
-    return batch_state(contributions, player_positions(permutations), bins, n_bins)
+                       n_bins: int) -> PositionBatch:
+    """A batch of samples along ``permutations``, to be merged as the two-way fit's statistics
+    (:func:`batch_state`): a :class:`PositionBatch`."""
+    binned = bins[player_positions(permutations)]
+    return PositionBatch(len(contributions), np.ascontiguousarray(contributions, dtype=float), binned, n_bins,
+                         np.empty((len(contributions), 0)))
+
+
+@dataclass
+class PositionBatch:
+    """A batch of position-adjusted samples as they came, the form in which it merges into the run's state.
+
+    ``values[t, i]``: player ``i``'s sample of unit ``t``; ``binned[t, i]``:
+    the bin of its position; ``extra``: ``(count, k)`` coordinates the state
+    holds after the ``2 N B`` statistics (truncation's tally). It holds and
+    sends ``O(count N)`` numbers, not the ``4 N B`` of its moments, and
+    :meth:`merge_into` forms and merges those in one compiled pass: the bits
+    of ``state.merge(self.moments())``.
+    """
+
+    count: int
+    values: np.ndarray
+    binned: np.ndarray
+    n_bins: int
+    extra: np.ndarray
+
+    @property
+    def dim(self) -> int:
+        """Length of the state's vectors."""
+        return 2 * self.values.shape[1] * self.n_bins + self.extra.shape[1]
+
+    def with_extra(self, extra: np.ndarray) -> PositionBatch:
+        """The batch with the ``(count, k)`` coordinates ``extra`` appended after those it has."""
+        return PositionBatch(self.count, self.values, self.binned, self.n_bins, np.column_stack([self.extra, extra]))
+
+    def extra_moments(self) -> tuple[np.ndarray, np.ndarray]:
+        """Mean and M2 of ``extra``, as :meth:`MeanState.add_batch` forms them (so ``append_tally`` too)."""
+        mean = self.extra.mean(axis=0)
+        return mean, ((self.extra - mean) ** 2).sum(axis=0)
+
+    def moments(self) -> MeanState:
+        """The batch's count, mean and M2: :func:`batch_state`, then those of ``extra``."""
+        state = binned_state(self.values, self.binned, self.n_bins)
+        if not self.extra.shape[1]:
+            return state
+        mean, m2 = self.extra_moments()
+        return MeanState(self.dim, self.count, np.concatenate([state.mean, mean]), np.concatenate([state.m2, m2]))
+
+    def merge_into(self, state: MeanState) -> None:
+        """Merge the batch into ``state`` as ``state.merge(self.moments())`` would, in one pass (long states)."""
+        from ._sampling._gt_kernels import merge_moments, position_moments
+
+        if state.dim != self.dim:
+            raise ValueError(f"cannot merge states of dimension {state.dim} and {self.dim}.")
+        if self.count == 0:
+            return
+        if self.dim < COMPILED_MERGE_DIM:  # numpy's expressions, as for any short state
+            state.merge(self.moments())
+            return
+        merging = state.count > 0  # else the batch's moments are the state
+        weight, cross = state.merge_weights(self.count) if merging else (0.0, 0.0)
+        before_mean, before_m2 = (np.ascontiguousarray(a, dtype=float) for a in (state.mean, state.m2))
+        mean, m2 = np.empty(self.dim), np.empty(self.dim)  # new arrays: a snapshot may hold the old ones
+        position_moments(self.binned, self.values, self.n_bins, self.count, merging, before_mean, before_m2,
+                         weight, cross, mean, m2)
+        head = self.dim - self.extra.shape[1]
+        if head < self.dim:
+            tail_mean, tail_m2 = self.extra_moments()
+            if merging:
+                merge_moments(before_mean[head:], before_m2[head:], tail_mean, tail_m2, weight, cross,
+                              mean[head:], m2[head:])
+            else:
+                mean[head:], m2[head:] = tail_mean, tail_m2
+        state.count, state.mean, state.m2 = state.count + self.count, mean, m2
 
 
 def fit(state: MeanState, bins: np.ndarray, n_bins: int) -> tuple[np.ndarray, np.ndarray]:

@@ -101,12 +101,15 @@ def truncated_contributions(game: GameLike, permutations: np.ndarray, empty_util
 def append_tally(samples, stops: np.ndarray, made: np.ndarray):
     """Each sample with its stop position and its evaluations appended (:data:`TALLY` coordinates).
 
-    ``samples`` is a ``(size, dim)`` array or a batch already reduced to a :class:`MeanState`; the result is
-    of the same kind, ``TALLY`` longer.
+    ``samples`` is a ``(size, dim)`` array, a batch already reduced to a :class:`MeanState`, or one that
+    carries extra coordinates to its merge (``with_extra``: a position-adjusted batch,
+    :class:`~._position_effects.PositionBatch`); the result is of the same kind, ``TALLY`` longer.
     """
     extra = np.column_stack([stops, made]).astype(float)
-    if not isinstance(samples, MeanState):
+    if isinstance(samples, np.ndarray):
         return np.column_stack([samples, extra])
+    if not isinstance(samples, MeanState):
+        return samples.with_extra(extra)
     mean = extra.mean(axis=0)
     return MeanState(samples.dim + TALLY, samples.count, np.concatenate([samples.mean, mean]),
                      np.concatenate([samples.m2, ((extra - mean) ** 2).sum(axis=0)]))

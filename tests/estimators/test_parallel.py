@@ -24,6 +24,15 @@ def saturating(masks):
 
 
 GAME = sr.as_game(saturating, 30, vectorized=True)
+LONG_WEIGHTS = np.linspace(0.0, 1.0, 600)
+
+
+def saturating_long(masks):
+    """:func:`saturating` on 600 players: position adjustment's state is then merged by the compiled pass."""
+    return masks @ LONG_WEIGHTS + np.sqrt(masks.sum(axis=1))
+
+
+LONG_GAME = sr.as_game(saturating_long, 600, vectorized=True)
 RUNS = {
     "permutation": lambda n_jobs: sr.permutation_shapley(GAME, 30_001, seed=3, n_jobs=n_jobs, batch_size=50),
     "antithetic": lambda n_jobs: sr.permutation_shapley(GAME, 30_001, seed=3, n_jobs=n_jobs, batch_size=25,
@@ -33,6 +42,9 @@ RUNS = {
     "position_adjusted": lambda n_jobs: sr.permutation_shapley(GAME, 30_001, seed=3, n_jobs=n_jobs,
                                                                batch_size=25, antithetic=True,
                                                                position_adjustment=True),
+    "position_adjusted_long": lambda n_jobs: sr.permutation_shapley(LONG_GAME, 1 + 2 * 600 * 8, seed=3,
+                                                                    n_jobs=n_jobs, batch_size=3, antithetic=True,
+                                                                    position_adjustment=True),
     "group_testing": lambda n_jobs: sr.group_testing_shapley(GAME, 20_002, seed=3, n_jobs=n_jobs,
                                                              batch_size=1_000),
     "group_testing_paper": lambda n_jobs: sr.group_testing_shapley(GAME, 20_002, seed=3, n_jobs=n_jobs,

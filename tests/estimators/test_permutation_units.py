@@ -56,9 +56,10 @@ def test_reduce_by_position_is_the_batch_state_at_each_players_position():
     assert all(perms[t, positions[t, i]] == i for t in range(6) for i in range(N))
     bins, n_bins = _position_effects.position_bins(N, False)
     phi = np.random.default_rng(4).normal(size=(6, N))
-    reduced = _position_effects.reduce_by_position(phi, perms, bins, n_bins)
+    reduced = _position_effects.reduce_by_position(phi, perms, bins, n_bins).moments()
     direct = _position_effects.batch_state(phi, positions, bins, n_bins)
     assert np.array_equal(reduced.mean, direct.mean) and np.array_equal(reduced.m2, direct.m2)
+    assert reduced.count == direct.count == 6 and reduced.dim == direct.dim
 
 
 @pytest.mark.parametrize("as_state", [False, True])

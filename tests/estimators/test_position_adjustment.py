@@ -5,7 +5,10 @@ import numpy as np
 import pytest
 
 import shapley_research as sr
-from shapley_research.estimators import _position_effects
+from shapley_research.estimators import _position_effects, random_permutations
+from shapley_research.estimators._position_effects import PositionBatch
+from shapley_research.estimators._sampling._loop import COMPILED_MERGE_DIM, MeanState, merge_batch
+from shapley_research.estimators._truncation import append_tally
 from games import (AirportGame, SizeAdditiveGame, UnanimityGame, relative_l2)
 
 pytestmark = pytest.mark.sampling  # the samplers themselves, on small games: the exact shortcut stays off
@@ -151,3 +154,76 @@ def test_cannot_combine_with_rotations_and_must_be_a_bool():
         sr.permutation_shapley(game, 100, seed=0, rotations=2, position_adjustment=True)
     with pytest.raises(TypeError, match="position_adjustment"):
         sr.permutation_shapley(game, 100, seed=0, position_adjustment="yes")
+
+
+LONG = 600  # players whose antithetic state (2 N B entries) is long enough for the compiled one-pass merge
+
+
+def position_batch(seed: int, size: int, n: int, antithetic: bool, tally: bool) -> PositionBatch:
+    """``size`` units of random samples along random permutations, as the sampler hands them to the loop."""
+    rng = np.random.default_rng(seed)
+    bins, n_bins = _position_effects.position_bins(n, antithetic)
+    values = rng.normal(size=(size, n)) * 10.0 ** rng.integers(-3, 4, size=(size, n))  # roundings that differ
+    batch = _position_effects.reduce_by_position(values, random_permutations(rng, size, n), bins, n_bins)
+    return append_tally(batch, rng.integers(1, n + 1, size), rng.integers(1, 2 * n, size)) if tally else batch
+
+
+@pytest.mark.parametrize("n", [30, LONG])
+@pytest.mark.parametrize("antithetic", [False, True])
+@pytest.mark.parametrize("tally", [False, True])
+def test_a_batch_merges_as_its_moments_would_bit_for_bit(n, antithetic, tally):
+    # units of 1 (the default batch beyond ~1,450 players) to 7, so that some (player, bin) cells get several
+    batches = [position_batch(seed, size, n, antithetic, tally) for seed, size in enumerate((3, 1, 7, 1, 2))]
+    dim = batches[0].dim
+    assert (dim >= COMPILED_MERGE_DIM) == (n == LONG)
+    direct, merged = MeanState(dim), MeanState(dim)
+    for batch in batches:
+        direct.merge(batch.moments())
+        before = merged.mean
+        merge_batch(merged, batch)
+        assert merged.count == direct.count and merged.mean is not before  # new arrays: snapshots keep theirs
+        np.testing.assert_array_equal(merged.mean, direct.mean)
+        np.testing.assert_array_equal(merged.m2, direct.m2)
+
+
+def test_a_batchs_moments_are_batch_state_and_the_tally_appended():
+    rng = np.random.default_rng(5)
+    perms, values = random_permutations(rng, 4, LONG), rng.normal(size=(4, LONG))
+    stops, made = np.array([3, 600, 17, 250]), np.array([5, 600, 30, 400])
+    bins, n_bins = _position_effects.position_bins(LONG, True)
+    batch = append_tally(_position_effects.reduce_by_position(values, perms, bins, n_bins), stops, made)
+    reference = append_tally(_position_effects.batch_state(values, _position_effects.player_positions(perms),
+                                                           bins, n_bins), stops, made)
+    moments = batch.moments()
+    assert batch.count == moments.count == reference.count == 4 and batch.dim == moments.dim == reference.dim
+    np.testing.assert_array_equal(moments.mean, reference.mean)
+    np.testing.assert_array_equal(moments.m2, reference.m2)
+
+
+def test_a_batch_of_another_length_is_refused_and_an_empty_one_changes_nothing():
+    batch = position_batch(0, 2, LONG, True, False)
+    with pytest.raises(ValueError, match="cannot merge states of dimension"):
+        batch.merge_into(MeanState(batch.dim + 1))
+    state = MeanState(batch.dim)
+    batch.merge_into(state)
+    mean, m2 = state.mean, state.m2
+    empty = PositionBatch(0, batch.values[:0], batch.binned[:0], batch.n_bins, batch.extra[:0])
+    empty.merge_into(state)
+    assert state.count == 2 and state.mean is mean and state.m2 is m2
+
+
+@pytest.mark.parametrize("kwargs", [{"antithetic": True}, {"antithetic": False, "batch_size": 3},
+                                    {"antithetic": True, "truncation": 0.05, "batch_size": 2}])
+def test_runs_give_the_bits_of_merging_each_batchs_moments(monkeypatch, kwargs):
+    game = NoisyLearningCurve(LONG, seed=5)  # masks only: truncation may skip prefixes
+
+    def run():
+        return sr.permutation_shapley(game, 1 + 2 * LONG * 9, seed=3, position_adjustment=True, **kwargs)
+
+    fast = run()
+    monkeypatch.setattr(PositionBatch, "merge_into", lambda self, state: state.merge(self.moments()))
+    slow = run()
+    assert fast.state.dim >= COMPILED_MERGE_DIM and fast.n_samples == slow.n_samples
+    for a, b in ((fast.values, slow.values), (fast.stderr, slow.stderr), (fast.state.mean, slow.state.mean),
+                 (fast.state.m2, slow.state.m2)):
+        np.testing.assert_array_equal(a, b)

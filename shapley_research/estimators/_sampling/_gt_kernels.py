@@ -18,7 +18,8 @@ group testing at about twice the cost of evaluating a 1 ns-per-cell game.
 
 The other samplers' per-batch reductions live here too: MSR Banzhaf's
 moments, Beta Shapley's nested coalitions, the compiled merge of long
-states, and Stratified SVARM's sums, one-pass merge and strata. Those that
+states, Stratified SVARM's sums, one-pass merge and strata, and position
+adjustment's one-pass merge. Those that
 replace a numpy expression name it and keep its operations in its order
 (numpy's bits); the kernels compiled with ``_FAST`` reassociate their sums.
 """
@@ -306,6 +307,53 @@ def _merged_entry(mean, m2, other_mean, other_m2, weight, cross):
     """One entry of :func:`merge_moments`: ``(mean + delta weight, (m2 + other_m2) + delta^2 cross)``."""
     delta = other_mean - mean
     return mean + delta * weight, (m2 + other_m2) + delta * delta * cross
+
+
+@numba.njit(cache=True, nogil=True)
+def position_moments(binned, values, n_bins, count, merging, mean, m2, weight, cross, out_mean, out_m2):
+    """Position adjustment's per-(player, bin) batch moments, merged with ``mean``, ``m2`` if ``merging``.
+
+    ``binned[t, i]``, ``values[t, i]``: the bin of player ``i``'s sample of
+    unit ``t`` and the sample. The batch's blocks ``c`` and ``D`` (entry
+    ``i B + b`` and ``N B + i B + b``) are the ``bincount`` sums of
+    :func:`~shapley_research.estimators._position_effects.batch_state`, each
+    bin's samples added from ``0.0`` in ``t`` order as ``bincount`` adds them,
+    then formed as :func:`sized_member_moments` forms them and merged as
+    :func:`merge_moments` merges them: the same operations in the same order
+    (the same bits), in one pass over the state, without its ``2 N B``-long
+    temporaries. Without ``merging`` the batch's moments go to ``out_*``.
+    """
+    size, n = values.shape
+    half = n * n_bins
+    hits, total, square = np.empty(n_bins), np.empty(n_bins), np.empty(n_bins)
+    for i in range(n):
+        hits[:] = 0.0
+        total[:] = 0.0
+        square[:] = 0.0
+        for t in range(size):
+            b, value = binned[t, i], values[t, i]
+            hits[b] += 1.0
+            total[b] += value
+            square[b] += value * value
+        for b in range(n_bins):
+            cell, other = i * n_bins + b, half + i * n_bins + b
+            out_mean[cell], out_m2[cell] = _moments_of_sums(hits[b], hits[b], count, merging, mean[cell], m2[cell],
+                                                            weight, cross)
+            out_mean[other], out_m2[other] = _moments_of_sums(total[b], square[b], count, merging, mean[other],
+                                                              m2[other], weight, cross)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _moments_of_sums(total, square, count, merging, mean, m2, weight, cross):
+    """An entry's batch (mean, M2) from its sums, merged with ``(mean, m2)`` if ``merging``.
+
+    Scalars in and out: passing the arrays in made each call count their
+    references, several times slower than the sweep itself.
+    """
+    batch_mean, batch_m2 = _moment_pair(total, square, count)
+    if merging:
+        return _merged_entry(mean, m2, batch_mean, batch_m2, weight, cross)
+    return batch_mean, batch_m2
 
 
 @numba.njit(cache=True, nogil=True, inline="always")

@@ -129,8 +129,10 @@ class BatchMoments(Protocol):
     """A batch's result that merges itself into a :class:`MeanState`, as ``state.merge`` would merge its moments.
 
     For states too large to write out per batch: Stratified SVARM's sums
-    (:class:`~shapley_research.estimators._svarm_strata.SizedBatch`) form each
-    entry's batch moments where they merge them.
+    (:class:`~shapley_research.estimators._svarm_strata.SizedBatch`) and
+    position adjustment's binned samples
+    (:class:`~shapley_research.estimators._position_effects.PositionBatch`)
+    form each entry's batch moments where they merge them.
     """
 
     count: int
