@@ -41,7 +41,7 @@ from ._coalition_fits import (CoalitionFitWarning, OncePerGame, WarningTally, ch
                               with_all_classes)
 from .._device import check_dtype, resolve_device
 from .._threads import thread_controller
-from .._validation import check_bool, check_choice, check_int, check_n_jobs, check_real_scalar
+from .._validation import _callers_level, check_bool, check_choice, check_int, check_n_jobs, check_real_scalar
 from ..games import Game, content_digest, report_evaluated, supports_prefixes
 from .learners import RouteDecision, check_fast, final_estimator, is_pipeline, learner_for, route_decision
 
@@ -424,8 +424,8 @@ class ModelUtility(Game):
         with collected_warnings() as tally:
             values, unfit = self._compute_rows(masks, tally)
         self._warned.emit(tally, masks.shape[0])  # outside the collection: the user's filters decide
-        if unfit is not None:  # once per game and cause
-            self._warned.warn(unfit[0], CoalitionFitWarning, *unfit[1], stacklevel=4)
+        if unfit is not None:  # once per game and cause, at the user's line that led here
+            self._warned.warn(unfit[0], CoalitionFitWarning, *unfit[1], stacklevel=_callers_level())
         return values
 
     def _compute_rows(self, masks: NDArray[np.bool_], tally: WarningTally

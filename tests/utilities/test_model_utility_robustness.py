@@ -210,6 +210,16 @@ def test_small_coalitions_get_the_degenerate_utility_and_one_warning(multiclass,
     assert game.n_fits == 10 - n_small + isinstance(model, NeedsPoints)  # + one fit of the full training set
 
 
+def test_the_unfit_warning_points_at_the_callers_line_through_an_estimator(multiclass):
+    X_train, y_train, X_test, y_test = multiclass
+    game = ModelUtility(KNeighborsClassifier(n_neighbors=5), X_train, y_train, X_test, y_test, fast=False)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        permutation_shapley(game, 1 + len(y_train), seed=0)
+    (warning,) = fit_warnings(record)
+    assert warning.filename == __file__  # this line, not the library's internals
+
+
 def test_unfit_coalitions_follow_default_and_raise(multiclass):
     X_train, y_train, X_test, y_test = multiclass
     masks = two_class_prefixes(y_train, [3, 8])
