@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 from typing import Literal, Sequence
 
 import numpy as np
@@ -197,6 +198,8 @@ def ame(game: GameLike, budget: int, seed: int | np.random.SeedSequence | None =
         Object with ``n_players`` and ``evaluate(masks)``.
     budget : int
         Coalitions drawn and evaluated (utility evaluations), at least 2.
+        Fewer than ``N`` warn: the Lasso then gives at most ``budget - 1``
+        players a nonzero value.
     seed : int or SeedSequence, optional
         Entropy of the coalitions; the same seed gives the same bits.
         ``None`` draws fresh entropy, kept on the result.
@@ -287,6 +290,10 @@ def ame(game: GameLike, budget: int, seed: int | np.random.SeedSequence | None =
                          "pass alpha, or a larger budget.")
     check_choice(design, "design", DESIGNS)
     check_choice(solver, "solver", SOLVERS)
+    if budget < n and alpha != 0.0:
+        warnings.warn(f"ame: budget={budget} coalitions for {n} players: the Lasso gives at most {budget - 1} "
+                      f"players a nonzero value and the other {n - budget + 1} or more get 0 whatever their "
+                      "effect. Draw at least N coalitions; a few N is usual.", UserWarning, stacklevel=2)
     n_jobs = check_game_jobs(game, n_jobs, "ame")
     chunk = _chunk_size(chunk_size, budget, n, checkpoint, n_jobs)
     max_iter = check_int(max_iter, "max_iter", minimum=1)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -193,3 +195,12 @@ def test_a_game_on_a_device_is_refused_workers():
     game.device = "cuda:0"  # an accelerator (refused on the attribute, before anything runs on it)
     with pytest.raises(ValueError, match="ame: n_jobs=2 with LogisticRegressionUtility on device 'cuda:0'"):
         ame(game, 100, seed=0, n_jobs=2)
+
+
+def test_fewer_coalitions_than_players_warn_that_most_values_are_zero():
+    game = AdditiveGame(np.linspace(-1.0, 1.0, 60))
+    with pytest.warns(UserWarning, match=r"budget=40 coalitions for 60 players: the Lasso gives at most 39"):
+        ame(game, 40, seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        ame(game, 60, seed=0)  # one coalition per player: no warning
