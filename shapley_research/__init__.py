@@ -32,7 +32,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs read; at run time __getattr__ b
     from .games import FunctionGame, Game, GameLike, UnanimitySumGame, as_game, random_unanimity_sum
     # Utilities of machine learning
     from .utilities import (ConstantPredictor, DegeneratePolicy, KNNUtility, LogisticRegressionUtility, ModelUtility,
-                            PrefixPath, RidgeUtility, TorchModelUtility, TrainingRecipe, knn_shapley)
+                            PrefixPath, RidgeUtility, TorchModelUtility, TrainingRecipe, VolumeUtility, knn_shapley)
     # Estimators, and the sample sizes of the paper's theorems
     from .estimators import (CheckpointError, FeasibilityError, UniformDivisionGuarantee, compressive_sample_size,
                              compressive_shapley, exact_shapley, group_testing_q_tot, group_testing_sample_size,
@@ -59,7 +59,7 @@ __all__ = [
     "Game", "GameLike", "FunctionGame", "as_game", "UnanimitySumGame", "random_unanimity_sum",
     # utilities
     "ModelUtility", "ConstantPredictor", "LogisticRegressionUtility", "RidgeUtility", "KNNUtility", "knn_shapley",
-    "TorchModelUtility", "DegeneratePolicy", "TrainingRecipe", "PrefixPath",
+    "TorchModelUtility", "VolumeUtility", "DegeneratePolicy", "TrainingRecipe", "PrefixPath",
     # estimators
     "exact_shapley", "permutation_shapley", "group_testing_shapley", "compressive_shapley",
     "stratified_svarm_shapley", "unbiased_kernel_shapley", "uniform_shapley", "FeasibilityError", "CheckpointError",

@@ -7,7 +7,9 @@ learner of :mod:`.learners` that trains many coalitions at once
 (:class:`LogisticRegressionUtility`, :class:`RidgeUtility`).
 :class:`KNNUtility` is the K-nearest-neighbour utility, whose exact Shapley
 values :func:`knn_shapley` computes in :math:`O(N \log N)` per test point
-(Jia et al., VLDB 2019). Options that belong together are typed groups:
+(Jia et al., VLDB 2019). :class:`VolumeUtility` is the (robust) volume a
+coalition's features span, a utility without model or validation set (Xu et
+al., NeurIPS 2021). Options that belong together are typed groups:
 :class:`DegeneratePolicy` (what a coalition no model can be trained on is
 worth) and :class:`TrainingRecipe` (how :class:`TorchModelUtility` trains).
 
@@ -25,10 +27,11 @@ from ._input_tags import model_takes_nan, refuse_unsupported_features
 from ._options import DegeneratePolicy, PrefixPath, TrainingRecipe
 from .learners import LogisticRegressionUtility, RidgeUtility
 from ._torch_model import TorchModelUtility
+from ._volume import VolumeUtility
 
 __all__ = ["ModelUtility", "ConstantPredictor", "CLASSIFICATION_METRICS", "REGRESSION_METRICS",
            "LogisticRegressionUtility", "RidgeUtility", "KNNUtility", "knn_shapley",
-           "TorchModelUtility",
+           "TorchModelUtility", "VolumeUtility",
            # typed groups of their options
            "DegeneratePolicy", "TrainingRecipe", "PrefixPath",
            # building blocks of games trained on data
