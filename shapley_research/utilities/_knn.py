@@ -31,11 +31,79 @@ def _check_xy(X_train: ArrayLike, y_train: ArrayLike, X_test: ArrayLike, y_test:
     return X_tr, y_tr, X_te, y_te
 
 
-def _neighbour_order(X_train: NDArray[np.float64], X_test: NDArray[np.float64]) -> NDArray[np.intp]:
-    """Training indices sorted by distance to each test point (stable: ties by index)."""
-    sq = (np.einsum("ij,ij->i", X_test, X_test)[:, None] - 2.0 * X_test @ X_train.T
-          + np.einsum("ij,ij->i", X_train, X_train)[None, :])
-    return np.argsort(sq, axis=1, kind="stable")
+#: Test rows x training points that one step after the distances handles at once (about 8 MiB
+#: per float64 array): sorting and the recursion are row by row, so this bounds memory, not results.
+_CHUNK_CELLS = 1 << 20
+
+
+def _squared_distances(X_train: NDArray[np.float64], train_sq: NDArray[np.float64], X_test: NDArray[np.float64],
+                       out: NDArray[np.float64] | None = None) -> NDArray[np.float64]:
+    """``|x|^2 - (2 x) . z + |z|^2`` for each test row ``x`` and training row ``z``, written into ``out``.
+
+    The same BLAS call and elementwise steps, in the same order, as the expression
+    ``einsum(x, x)[:, None] - 2.0 * X_test @ X_train.T + train_sq[None, :]`` (``*``
+    binds before ``@``), so the same bits, without its two temporaries. The GEMM is
+    called on all rows at once: OpenBLAS rounds a row differently with another number
+    of rows or threads, so calling it on fewer rows would change ties and near-ties.
+    """
+    sq = np.matmul(2.0 * X_test, X_train.T, out=out)
+    np.subtract(np.einsum("ij,ij->i", X_test, X_test)[:, None], sq, out=sq)
+    sq += train_sq[None, :]
+    return sq
+
+
+def _stable_order(sq: NDArray[np.float64]) -> NDArray[np.intp]:
+    """Columns of each row of ``sq`` by value, ties by index: ``argsort(sq, axis=1, kind="stable")``, faster.
+
+    A quicksort puts each class of equal values (``-0.0 == 0.0``; NaNs, which sort
+    last, form one class) on the positions a stable sort gives it, in some order;
+    sorting the indices within each class restores the stable order. That is done
+    for rows with a tie only, as one integer sort of ``class * N + index``.
+    """
+    order = np.argsort(sq, axis=1)
+    ordered = np.take_along_axis(sq, order, axis=1)
+    same = ordered[:, 1:] == ordered[:, :-1]
+    if np.isnan(ordered[:, -1]).any():
+        same |= np.isnan(ordered[:, 1:]) & np.isnan(ordered[:, :-1])
+    rows = np.flatnonzero(same.any(axis=1))
+    if rows.size:
+        n = sq.shape[1]
+        offset = np.zeros((rows.size, n), dtype=np.int64)  # class * N, classes numbered along the row
+        np.cumsum(~same[rows], axis=1, out=offset[:, 1:])
+        offset *= n
+        key = order[rows] + offset
+        key.sort(axis=1)
+        order[rows] = key - offset
+    return order
+
+
+def _neighbour_order(X_train: NDArray[np.float64], X_test: NDArray[np.float64]) -> NDArray[np.int32]:
+    """Training indices sorted by distance to each test point (stable: ties by index), as ``int32``."""
+    sq = _squared_distances(X_train, np.einsum("ij,ij->i", X_train, X_train), X_test)
+    order = np.empty(sq.shape, dtype=np.int32)
+    rows = max(1, _CHUNK_CELLS // sq.shape[1])
+    for lo in range(0, sq.shape[0], rows):
+        order[lo:lo + rows] = _stable_order(sq[lo:lo + rows])
+    return order
+
+
+def _sorted_values(match: NDArray[np.bool_], step: NDArray[np.float64], last_weight: float) -> NDArray[np.float64]:
+    """Each row's values in neighbour order, from ``match`` (label matches in that order).
+
+    The recursion of :func:`knn_shapley` with the same floating-point operations as
+    ``cumsum(((m[:-1] - m[1:]) * step)[::-1])[::-1] + m[-1] w`` (``m`` as floats,
+    ``w = last_weight``): ``m[j] - m[j+1]`` is exact in ``int8``, the sum runs from
+    the far end, so the bits are the same.
+    """
+    values = np.empty(match.shape)
+    last = match[:, -1:] * last_weight
+    as_int = match.view(np.int8)
+    np.multiply(as_int[:, :-1] - as_int[:, 1:], step, out=values[:, :-1])
+    from_far_end = values[:, -2::-1]
+    np.cumsum(from_far_end, axis=1, out=from_far_end)
+    values[:, :-1] += last
+    values[:, -1:] = last
+    return values
 
 
 def knn_shapley(X_train: ArrayLike, y_train: ArrayLike, X_test: ArrayLike, y_test: ArrayLike, k: int, *,
@@ -71,7 +139,11 @@ def knn_shapley(X_train: ArrayLike, y_train: ArrayLike, X_test: ArrayLike, y_tes
     k : int
         Number of neighbours, at least 1.
     block_size : int, default 256
-        Test points processed together (memory ``O(block_size * N)``).
+        Test points whose squared distances are computed together, in one
+        ``block_size x N`` float64 array (``8 * block_size * N`` bytes, the bulk of the
+        memory at large ``N``); sorting and the recursion then take rows of that block
+        about ``2**20`` cells at a time. The block's values are summed before they join
+        the total, so another ``block_size`` moves the values by rounding only.
 
     Returns
     -------
@@ -83,19 +155,39 @@ def knn_shapley(X_train: ArrayLike, y_train: ArrayLike, X_test: ArrayLike, y_tes
     X_tr, y_tr, X_te, y_te = _check_xy(X_train, y_train, X_test, y_test)
     k = check_int(k, "k", minimum=1)
     block_size = check_int(block_size, "block_size", minimum=1)
-    n = X_tr.shape[0]
+    n, m = X_tr.shape[0], X_te.shape[0]
     ranks = np.arange(1, n + 1)
     step = np.minimum(k, ranks[:-1]) / (k * ranks[:-1])  # min(K, j) / (K j), j = 1..N-1
+    train_sq = np.einsum("ij,ij->i", X_tr, X_tr)
+    buffer = np.empty((min(block_size, m), n))
     totals = np.zeros(n)
-    for lo in range(0, X_te.shape[0], block_size):
-        order = _neighbour_order(X_tr, X_te[lo:lo + block_size])
-        match = (y_tr[order] == y_te[lo:lo + block_size, None]).astype(float)
-        last = match[:, -1:] * (min(k, n) / (k * n))  # 1[match] / N unless K > N
-        increments = (match[:, :-1] - match[:, 1:]) * step
-        sorted_values = np.hstack([np.cumsum(increments[:, ::-1], axis=1)[:, ::-1] + last, last])
-        totals += np.bincount(order.ravel(), weights=sorted_values.ravel(), minlength=n)
+    for lo in range(0, m, block_size):
+        sq = _squared_distances(X_tr, train_sq, X_te[lo:lo + block_size], buffer[:min(block_size, m - lo)])
+        totals += _block_sum(sq, y_tr, y_te[lo:lo + block_size], step, min(k, n) / (k * n))
     return ValuationResult(values=totals / X_te.shape[0], n_evaluations=0, method="knn_exact",
                            wall_time=time.perf_counter() - start, stderr=np.zeros(len(totals)), info={"k": k})
+
+
+def _block_sum(sq: NDArray[np.float64], y_train: np.ndarray, y_test: np.ndarray, step: NDArray[np.float64],
+               last_weight: float) -> NDArray[np.float64]:
+    """Each training point's values summed over a block of test points, given their squared distances ``sq``.
+
+    The rows are sorted and valued about :data:`_CHUNK_CELLS` cells at a time, and
+    added in the order ``np.bincount`` over the whole block would add them (row after
+    row, from zero), so the sum has its bits whatever the chunks.
+    """
+    n = sq.shape[1]
+    rows = max(1, _CHUNK_CELLS // n)
+    total = np.zeros(n)
+    for lo in range(0, sq.shape[0], rows):
+        order = _stable_order(sq[lo:lo + rows])
+        values = _sorted_values(y_train[order] == y_test[lo:lo + rows, None], step, last_weight)
+        if lo == 0:
+            total = np.bincount(order.ravel(), weights=values.ravel(), minlength=n).astype(np.float64, copy=False)
+        else:
+            for indices, row in zip(order, values):
+                total[indices] += row
+    return total
 
 
 class KNNUtility(Game):
@@ -119,7 +211,7 @@ class KNNUtility(Game):
         order = _neighbour_order(X_tr, X_te)
         rank = np.empty(order.shape, dtype=np.int32)
         np.put_along_axis(rank, order, np.arange(self.n_players, dtype=np.int32)[None, :], axis=1)
-        self._order = order.astype(np.int32)
+        self._order = order
         self._rank = np.ascontiguousarray(rank.T)  # player-major: a player's ranks in one sweep
         self._match = np.ascontiguousarray((y_tr[:, None] == y_te[None, :]).astype(np.int32))
         self._scale = self.k * self._order.shape[0]
