@@ -31,59 +31,71 @@ def _check_xy(X_train: ArrayLike, y_train: ArrayLike, X_test: ArrayLike, y_test:
     return X_tr, y_tr, X_te, y_te
 
 
-#: Test rows x training points that one step after the distances handles at once (about 8 MiB
-#: per float64 array): sorting and the recursion are row by row, so this bounds memory, not results.
-_CHUNK_CELLS = 1 << 20
+#: Test rows x training points that one step after the distance GEMM handles at once (512 KiB per
+#: float64 array, cache-sized: faster than larger steps): everything after the GEMM is row by row,
+#: so this bounds memory and time, not results.
+_CHUNK_CELLS = 1 << 16
+_SIGN = np.uint64(1 << 63)
 
 
-def _squared_distances(X_train: NDArray[np.float64], train_sq: NDArray[np.float64], X_test: NDArray[np.float64],
-                       out: NDArray[np.float64] | None = None) -> NDArray[np.float64]:
-    """``|x|^2 - (2 x) . z + |z|^2`` for each test row ``x`` and training row ``z``, written into ``out``.
+def _doubled_gram(X_train: NDArray[np.float64], X_test: NDArray[np.float64],
+                  out: NDArray[np.float64] | None = None) -> NDArray[np.float64]:
+    """``(2 X_test) X_train^T``, the BLAS step of the squared distances, into ``out``.
 
-    The same BLAS call and elementwise steps, in the same order, as the expression
-    ``einsum(x, x)[:, None] - 2.0 * X_test @ X_train.T + train_sq[None, :]`` (``*``
-    binds before ``@``), so the same bits, without its two temporaries. The GEMM is
-    called on all rows at once: OpenBLAS rounds a row differently with another number
-    of rows or threads, so calling it on fewer rows would change ties and near-ties.
+    One call on all of ``X_test``'s rows, as ``2.0 * X_test @ X_train.T`` (``*`` binds
+    before ``@``) has always been computed: OpenBLAS rounds a row differently with
+    another number of rows or threads per call, which would move ties and near-ties.
     """
-    sq = np.matmul(2.0 * X_test, X_train.T, out=out)
-    np.subtract(np.einsum("ij,ij->i", X_test, X_test)[:, None], sq, out=sq)
-    sq += train_sq[None, :]
-    return sq
+    return np.matmul(2.0 * X_test, X_train.T, out=out)
+
+
+def _finish_distances(gram: NDArray[np.float64], test_sq: NDArray[np.float64], train_sq: NDArray[np.float64]
+                      ) -> NDArray[np.float64]:
+    """``|x|^2 - 2 x.z + |z|^2`` in place of ``gram`` (rows ``x``), the elementwise steps in the old order."""
+    np.subtract(test_sq[:, None], gram, out=gram)
+    gram += train_sq[None, :]
+    return gram
 
 
 def _stable_order(sq: NDArray[np.float64]) -> NDArray[np.intp]:
-    """Columns of each row of ``sq`` by value, ties by index: ``argsort(sq, axis=1, kind="stable")``, faster.
+    r"""Columns of each row of ``sq`` by value, ties by index: ``argsort(sq, axis=1, kind="stable")``, faster.
 
-    A quicksort puts each class of equal values (``-0.0 == 0.0``; NaNs, which sort
-    last, form one class) on the positions a stable sort gives it, in some order;
-    sorting the indices within each class restores the stable order. That is done
-    for rows with a tie only, as one integer sort of ``class * N + index``.
+    With :math:`b` bits for an index, each value's bits, mapped to an unsigned integer
+    :math:`u` in the same order (``-0.0`` first made ``+0.0``), keep their high part
+    :math:`h = \lfloor u / 2^b \rfloor` and carry the index in the low :math:`b` bits.
+    One integer sort of these distinct keys orders by :math:`(h, \text{index})`. Equal
+    values have equal :math:`h`, so that is the stable order unless two neighbours
+    share :math:`h` while their values differ; a row where truncation dropped nonzero
+    bits and neighbours share :math:`h` gets a stable sort of its values in that order,
+    which moves no equal values past each other. NaNs (none without overflow): a plain
+    stable sort.
     """
-    order = np.argsort(sq, axis=1)
-    ordered = np.take_along_axis(sq, order, axis=1)
-    same = ordered[:, 1:] == ordered[:, :-1]
-    if np.isnan(ordered[:, -1]).any():
-        same |= np.isnan(ordered[:, 1:]) & np.isnan(ordered[:, :-1])
-    rows = np.flatnonzero(same.any(axis=1))
-    if rows.size:
-        n = sq.shape[1]
-        offset = np.zeros((rows.size, n), dtype=np.int64)  # class * N, classes numbered along the row
-        np.cumsum(~same[rows], axis=1, out=offset[:, 1:])
-        offset *= n
-        key = order[rows] + offset
-        key.sort(axis=1)
-        order[rows] = key - offset
+    if np.isnan(sq.max()):  # max propagates NaN
+        return np.argsort(sq, axis=1, kind="stable")
+    n = sq.shape[1]
+    low = np.uint64((1 << max(1, (n - 1).bit_length())) - 1)
+    key = (sq + 0.0).view(np.uint64)
+    key ^= (key.view(np.int64) >> 63).view(np.uint64) | _SIGN  # negatives: all bits flipped; others: sign bit set
+    lost = np.flatnonzero((key & low).any(axis=1))
+    key &= ~low
+    key |= np.arange(n, dtype=np.uint64)
+    key.sort(axis=1)
+    lost = lost[((key[lost, 1:] ^ key[lost, :-1]) <= low).any(axis=1)]  # and neighbours sharing h
+    key &= low
+    order = key.view(np.intp)
+    for row in lost:
+        order[row] = order[row][np.argsort(sq[row][order[row]], kind="stable")]
     return order
 
 
 def _neighbour_order(X_train: NDArray[np.float64], X_test: NDArray[np.float64]) -> NDArray[np.int32]:
     """Training indices sorted by distance to each test point (stable: ties by index), as ``int32``."""
-    sq = _squared_distances(X_train, np.einsum("ij,ij->i", X_train, X_train), X_test)
-    order = np.empty(sq.shape, dtype=np.int32)
-    rows = max(1, _CHUNK_CELLS // sq.shape[1])
-    for lo in range(0, sq.shape[0], rows):
-        order[lo:lo + rows] = _stable_order(sq[lo:lo + rows])
+    gram = _doubled_gram(X_train, X_test)
+    test_sq, train_sq = np.einsum("ij,ij->i", X_test, X_test), np.einsum("ij,ij->i", X_train, X_train)
+    order = np.empty(gram.shape, dtype=np.int32)
+    rows = max(1, _CHUNK_CELLS // gram.shape[1])
+    for lo in range(0, gram.shape[0], rows):
+        order[lo:lo + rows] = _stable_order(_finish_distances(gram[lo:lo + rows], test_sq[lo:lo + rows], train_sq))
     return order
 
 
@@ -142,7 +154,7 @@ def knn_shapley(X_train: ArrayLike, y_train: ArrayLike, X_test: ArrayLike, y_tes
         Test points whose squared distances are computed together, in one
         ``block_size x N`` float64 array (``8 * block_size * N`` bytes, the bulk of the
         memory at large ``N``); sorting and the recursion then take rows of that block
-        about ``2**20`` cells at a time. The block's values are summed before they join
+        about ``2**16`` cells at a time. The block's values are summed before they join
         the total, so another ``block_size`` moves the values by rounding only.
 
     Returns
@@ -162,26 +174,30 @@ def knn_shapley(X_train: ArrayLike, y_train: ArrayLike, X_test: ArrayLike, y_tes
     buffer = np.empty((min(block_size, m), n))
     totals = np.zeros(n)
     for lo in range(0, m, block_size):
-        sq = _squared_distances(X_tr, train_sq, X_te[lo:lo + block_size], buffer[:min(block_size, m - lo)])
-        totals += _block_sum(sq, y_tr, y_te[lo:lo + block_size], step, min(k, n) / (k * n))
+        gram = _doubled_gram(X_tr, X_te[lo:lo + block_size], buffer[:min(block_size, m - lo)])
+        test_sq = np.einsum("ij,ij->i", X_te[lo:lo + block_size], X_te[lo:lo + block_size])
+        totals += _block_sum(gram, test_sq, train_sq, y_tr, y_te[lo:lo + block_size], step, min(k, n) / (k * n))
     return ValuationResult(values=totals / X_te.shape[0], n_evaluations=0, method="knn_exact",
                            wall_time=time.perf_counter() - start, stderr=np.zeros(len(totals)), info={"k": k})
 
 
-def _block_sum(sq: NDArray[np.float64], y_train: np.ndarray, y_test: np.ndarray, step: NDArray[np.float64],
-               last_weight: float) -> NDArray[np.float64]:
-    """Each training point's values summed over a block of test points, given their squared distances ``sq``.
+def _block_sum(gram: NDArray[np.float64], test_sq: NDArray[np.float64], train_sq: NDArray[np.float64],
+               y_train: np.ndarray, y_test: np.ndarray, step: NDArray[np.float64], last_weight: float
+               ) -> NDArray[np.float64]:
+    """Each training point's values summed over a block of test points, from the block's :func:`_doubled_gram`.
 
-    The rows are sorted and valued about :data:`_CHUNK_CELLS` cells at a time, and
-    added in the order ``np.bincount`` over the whole block would add them (row after
-    row, from zero), so the sum has its bits whatever the chunks.
+    The rows are finished, sorted and valued about :data:`_CHUNK_CELLS` cells at a
+    time (``gram`` is overwritten), and added in the order ``np.bincount`` over the
+    whole block would add them (row after row, from zero): the bits of the block at once.
     """
-    n = sq.shape[1]
+    n = gram.shape[1]
     rows = max(1, _CHUNK_CELLS // n)
     total = np.zeros(n)
-    for lo in range(0, sq.shape[0], rows):
-        order = _stable_order(sq[lo:lo + rows])
-        values = _sorted_values(y_train[order] == y_test[lo:lo + rows, None], step, last_weight)
+    for lo in range(0, gram.shape[0], rows):
+        order = _stable_order(_finish_distances(gram[lo:lo + rows], test_sq[lo:lo + rows], train_sq))
+        # each label pair compared as before, then gathered: a gather of bools is cheaper than of labels
+        match = np.take_along_axis(y_train[None, :] == y_test[lo:lo + rows, None], order, axis=1)
+        values = _sorted_values(match, step, last_weight)
         if lo == 0:
             total = np.bincount(order.ravel(), weights=values.ravel(), minlength=n).astype(np.float64, copy=False)
         else:
