@@ -57,7 +57,7 @@ def _finish_distances(gram: NDArray[np.float64], test_sq: NDArray[np.float64], t
     return gram
 
 
-def _stable_order(sq: NDArray[np.float64]) -> NDArray[np.intp]:
+def _stable_order(sq: NDArray[np.float64]) -> NDArray[np.int64]:
     r"""Columns of each row of ``sq`` by value, ties by index: ``argsort(sq, axis=1, kind="stable")``, faster.
 
     With :math:`b` bits for an index, each value's bits, mapped to an unsigned integer
@@ -71,7 +71,7 @@ def _stable_order(sq: NDArray[np.float64]) -> NDArray[np.intp]:
     stable sort.
     """
     if np.isnan(sq.max()):  # max propagates NaN
-        return np.argsort(sq, axis=1, kind="stable")
+        return np.argsort(sq, axis=1, kind="stable").astype(np.int64, copy=False)
     n = sq.shape[1]
     low = np.uint64((1 << max(1, (n - 1).bit_length())) - 1)
     key = (sq + 0.0).view(np.uint64)
@@ -82,7 +82,7 @@ def _stable_order(sq: NDArray[np.float64]) -> NDArray[np.intp]:
     key.sort(axis=1)
     lost = lost[((key[lost, 1:] ^ key[lost, :-1]) <= low).any(axis=1)]  # and neighbours sharing h
     key &= low
-    order = key.view(np.intp)
+    order = key.view(np.int64)
     for row in lost:
         order[row] = order[row][np.argsort(sq[row][order[row]], kind="stable")]
     return order
