@@ -270,26 +270,31 @@ def _segments(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return owner, np.arange(owner.size) - np.repeat(np.cumsum(counts) - counts, counts)
 
 
-def _chain_ranks(chains: _Chains, which: np.ndarray) -> np.ndarray:
+def _chain_ranks(chains: _Chains, which: np.ndarray, positions: np.ndarray) -> np.ndarray:
     """``(len(which), N)`` ranks: 0 in the base of chain ``c``, ``j`` if a player joins it ``j``-th, else ``N + 1``.
 
     The base of a chain of first size ``s`` is the ``s`` players after it in
-    its unit's permutation (cyclically). Built for the chains ``which`` only,
-    so the buffer is as large as the masks evaluated from it.
+    its unit's permutation (cyclically); ``positions[u, i]`` is player
+    ``i``'s place in unit ``u``'s permutation (:func:`_positions`). Built for
+    the chains ``which`` only, so the buffer is as large as the masks
+    evaluated from it.
     """
+    from ._sampling._gt_kernels import fill_chain_ranks  # numba loads on first use
+
     n = chains.n
-    dtype = np.int16 if n + 1 <= np.iinfo(np.int16).max else np.int32  # the gather below is rows x N of them
-    rank = np.full((which.size, n), n + 1, dtype=dtype)
-    owner, step = _segments(chains.lengths[which])
-    rank[owner, chains.members[chains.heads[which][owner] + step]] = step + 1
-    based = np.flatnonzero(chains.low[which] > 0)
-    if based.size:
-        c = which[based]
-        owner, step = _segments(chains.low[c])
-        start = chains.unit[c][owner] * n  # the unit's first slot
-        position = start + (chains.heads[c][owner] - start + chains.lengths[c][owner] + step) % n
-        rank[based[owner], chains.members[position]] = 0
+    dtype = np.int16 if n + 1 <= np.iinfo(np.int16).max else np.int32  # fill_chain_masks sweeps rows x N of them
+    rank = np.empty((which.size, n), dtype=dtype)
+    unit = chains.unit[which]
+    fill_chain_ranks(positions, unit, chains.heads[which] - unit * n, chains.lengths[which], chains.low[which], rank)
     return rank
+
+
+def _positions(chains: _Chains) -> np.ndarray:
+    """``(units, N)`` int32: ``positions[u, i]`` is player ``i``'s place in unit ``u``'s permutation."""
+    perms = chains.members.reshape(-1, chains.n)
+    positions = np.empty(perms.shape, dtype=np.int32)
+    np.put_along_axis(positions, perms, np.arange(chains.n, dtype=np.int32)[None, :], axis=1)
+    return positions
 
 
 def _evaluate_chain_rows(game, chains: _Chains, row_chain: np.ndarray, row_step: np.ndarray) -> np.ndarray:
@@ -298,13 +303,17 @@ def _evaluate_chain_rows(game, chains: _Chains, row_chain: np.ndarray, row_step:
     from ._sampling._gt_kernels import fill_chain_masks  # numba loads on first use
 
     step = max(1, PREFIX_MASK_CELLS // chains.n)
+    positions = _positions(chains)  # once per batch: each chunk's ranks are a sweep of it per chain
     utilities = np.empty(row_chain.size)
+    built, rank = row_chain[:0], np.empty((0, chains.n))  # the chains whose ranks were built last
     for first in range(0, row_chain.size, step):
         rows = slice(first, first + step)
         which, local = np.unique(row_chain[rows], return_inverse=True)
+        if not np.array_equal(which, built):  # a long chain spans many chunks: built once, not once a chunk
+            built, rank = which, _chain_ranks(chains, which, positions)
         steps = row_step[rows]
         masks = np.empty((steps.size, chains.n), dtype=bool)
-        fill_chain_masks(_chain_ranks(chains, which), local.astype(np.int64), steps.astype(np.int64), masks)
+        fill_chain_masks(rank, local.astype(np.int64), steps.astype(np.int64), masks)
         utilities[rows] = check_utilities(game.evaluate(masks), masks.shape[0])
     return utilities
 

@@ -25,7 +25,9 @@ from games import (VOTING_NULL_PLAYERS, AdditiveGame, AirportGame, CountingGame,
                    random_unanimity_game, relative_l2)
 from shapley_research import beta_shapley, exact_beta_shapley
 from shapley_research.estimators import beta_weights
+from shapley_research.estimators import _beta_shapley
 from shapley_research.estimators._beta_shapley import _Layout
+from shapley_research.estimators._permutation import random_permutations
 
 pytestmark = pytest.mark.sampling  # the samplers themselves, on small games: the exact shortcut stays off
 
@@ -315,6 +317,72 @@ def test_a_budget_covering_every_coalition_returns_the_exact_values():
     np.testing.assert_allclose(result.values, exact_beta_shapley(game, 4, 1).values, rtol=1e-12)
     assert result.info["stopped_by"] == "enumeration" and np.all(result.stderr == 0)
     assert result.method == "beta_shapley" and counter.rows == result.n_evaluations == 2**11
+
+
+# ---------------------------------------------------------------------------
+# Chains: the ranks and masks the coalitions are built from
+# ---------------------------------------------------------------------------
+
+def unit_chains(n: int, alpha: float, beta: float, units: int, seed: int):
+    """The chains of ``units`` units, drawn as ``_unit_samples`` draws them."""
+    layout, rng = _Layout(n, alpha, beta), np.random.default_rng(seed)
+    perms = random_permutations(rng, units, n)
+    cells = layout.slots(rng.integers(layout.scale, size=units, dtype=np.int64)).ravel()
+    return perms, _beta_shapley._chains(perms, layout.cell_layer[cells], layout.cell_size[cells])
+
+
+def reference_rank(perms: np.ndarray, chains, c: int) -> np.ndarray:
+    """Chain ``c``'s ranks from the definition: its ``j``-th joiner ``j``, the ``low`` players after it in the
+    permutation (cyclically) 0, everyone else ``N + 1``."""
+    n, unit = chains.n, int(chains.unit[c])
+    head, length, low = int(chains.heads[c]) - unit * n, int(chains.lengths[c]), int(chains.low[c])
+    rank = np.full(n, n + 1)
+    rank[perms[unit, head:head + length]] = np.arange(1, length + 1)
+    rank[perms[unit, (head + length + np.arange(low)) % n]] = 0
+    return rank
+
+
+@pytest.mark.parametrize("n, alpha, beta, units", [(7, 16, 1, 5), (60, 2, 2, 4), (300, 16, 1, 3), (150, 0.5, 0.5, 2),
+                                                   (40_000, 16, 1, 1)])
+def test_chain_ranks_follow_the_permutations(n, alpha, beta, units):
+    """The compiled sweep of the inverse permutations gives each chain's ranks as the definition does
+    (``N = 40,000``: int32 ranks; the largest bases and longest chains)."""
+    perms, chains = unit_chains(n, alpha, beta, units, seed=n)
+    which = np.arange(chains.heads.size)
+    if which.size > 60:  # the largest bases and the longest chains
+        which = np.union1d(np.argsort(chains.low, kind="stable")[-40:], np.argsort(chains.lengths, kind="stable")[-20:])
+    rank = _beta_shapley._chain_ranks(chains, which, _beta_shapley._positions(chains))
+    assert rank.dtype == (np.int16 if n < 32_767 else np.int32) and rank.shape == (which.size, n)
+    for row, c in zip(rank, which):
+        np.testing.assert_array_equal(row, reference_rank(perms, chains, int(c)))
+    assert n < 60 or ((chains.low[which] > 0).any() and (chains.lengths[which] > 1).any())  # bases and joiners
+
+
+def test_every_chunk_evaluates_the_nested_coalitions(monkeypatch):
+    """Chunks of three rows, so long chains span many chunks and their ranks are reused: every mask evaluated is
+    the chain's base plus its first ``step`` joiners, in order."""
+    n = 50
+    perms, chains = unit_chains(n, 16.0, 1.0, 3, seed=3)
+    row_chain, row_step = _beta_shapley._segments(chains.lengths + 1)
+    size = chains.low[row_chain] + row_step
+    todo = (size > 0) & (size < n)
+    seen = []
+
+    class Recording:
+        n_players = n
+
+        def evaluate(self, masks):
+            seen.append(masks.copy())
+            return masks @ np.arange(1.0, n + 1)
+
+    monkeypatch.setattr(_beta_shapley, "PREFIX_MASK_CELLS", 3 * n)
+    utilities = _beta_shapley._evaluate_chain_rows(Recording(), chains, row_chain[todo], row_step[todo])
+    masks = np.concatenate(seen)
+    assert len(seen) == -(-int(todo.sum()) // 3) and masks.shape == (todo.sum(), n)
+    for mask, c, step in zip(masks, row_chain[todo], row_step[todo]):
+        np.testing.assert_array_equal(mask, reference_rank(perms, chains, int(c)) <= step)
+    np.testing.assert_array_equal(utilities, masks @ np.arange(1.0, n + 1))
+    assert (chains.lengths > 3).any()  # a chain spans chunks
 
 
 # ---------------------------------------------------------------------------

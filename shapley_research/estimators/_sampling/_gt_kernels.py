@@ -272,6 +272,30 @@ def add_sized_member_moments(bits, order, sizes, w1, w2, w4, out):
 
 
 @numba.njit(cache=True, nogil=True)
+def fill_chain_ranks(positions, unit, head, length, low, rank):
+    """``rank[c]``: Beta Shapley's ranks of chain ``c`` from its unit's permutation, one sweep per chain.
+
+    Player ``i`` lies ``r = (positions[unit[c], i] - head[c]) mod N`` places
+    after the chain's first slot: it joins the chain ``(r + 1)``-th for
+    ``r < length[c]``, is in its base (rank 0) for
+    ``r < length[c] + low[c]``, and is outside it (``N + 1``) otherwise.
+    ``positions`` is the inverse of the units' permutations; a sweep of it
+    replaces numpy's scatters of the base, ``O(low)`` element-wise index
+    arithmetic per chain that cost more than the masks themselves.
+    """
+    n = rank.shape[1]
+    for c in range(rank.shape[0]):
+        where, start = positions[unit[c]], head[c]
+        joined, based = length[c], length[c] + low[c]
+        out = rank[c]
+        for i in range(n):
+            r = where[i] - start
+            if r < 0:
+                r += n
+            out[i] = r + 1 if r < joined else (0 if r < based else n + 1)
+
+
+@numba.njit(cache=True, nogil=True)
 def fill_chain_masks(rank, chain, steps, masks):
     """``masks[r] = rank[chain[r]] <= steps[r]``: Beta Shapley's nested coalitions, one compare sweep per row.
 
