@@ -355,24 +355,43 @@ def _follow_path(a_mat, r, eps2, max_steps, active, coef, signs, rows, factor, p
     return k, max_steps, lam, _OUT_OF_STEPS
 
 
+_CHUNK_ENTRIES = 2**20  # entries of A converted at a time: 8 MiB temporaries, whatever the size of A
+
+
 def _small_integer_form(a_mat: np.ndarray) -> tuple[float, np.ndarray | None]:
     """``(c, B)`` with ``A = c B`` exactly and ``B`` an int8 matrix, or ``(1, None)``.
 
     Bernoulli measurement matrices (entries ``+-1/sqrt(M)``) have this form,
     with ``c`` the smallest non-zero ``|A_ij|``. Products with ``B`` are exact
     in float64, so the path is the same up to rounding, while each pass over
-    ``A`` reads a byte per entry instead of eight.
+    ``A`` reads a byte per entry instead of eight. Both passes over ``A`` (the
+    magnitudes, then ``B = rint(A / c)`` checked by ``c B = A``) go by blocks
+    of rows, so the temporaries stay small next to ``A`` and ``B``: the
+    element-wise operations are those on the whole matrix, hence the same
+    ``c`` and ``B``.
     """
-    magnitudes = np.abs(a_mat[a_mat != 0])
-    if magnitudes.size == 0 or not np.isfinite(magnitudes).all():
+    step = max(1, _CHUNK_ENTRIES // max(a_mat.shape[1], 1))  # rows per block
+    blocks = [slice(i, i + step) for i in range(0, a_mat.shape[0], step)]
+    lowest, highest = np.inf, 0.0
+    for rows in blocks:
+        magnitudes = np.abs(a_mat[rows][a_mat[rows] != 0])
+        if magnitudes.size == 0:
+            continue
+        if not np.isfinite(magnitudes).all():
+            return 1.0, None
+        lowest, highest = min(lowest, float(magnitudes.min())), max(highest, float(magnitudes.max()))
+    if highest == 0.0:  # every entry is zero
         return 1.0, None
-    scale = float(magnitudes.min())
-    if magnitudes.max() / scale > 127:
+    scale = float(lowest)
+    if highest / scale > 127:
         return 1.0, None
-    small = np.rint(a_mat / scale)
-    if not np.array_equal(small * scale, a_mat):
-        return 1.0, None
-    return scale, small.astype(np.int8)
+    small = np.empty(a_mat.shape, dtype=np.int8)
+    for rows in blocks:
+        block = np.rint(a_mat[rows] / scale)
+        if not np.array_equal(block * scale, a_mat[rows]):
+            return 1.0, None
+        small[rows] = block  # integers in [-127, 127]: the cast is exact
+    return scale, small
 
 
 def _raise_end_too_far(a_mat, r, epsilon, slack):

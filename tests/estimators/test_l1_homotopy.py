@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import tracemalloc
+
 import numpy as np
 import pytest
 from sklearn.linear_model import lars_path
@@ -9,7 +11,7 @@ from sklearn.linear_model import lars_path
 from shapley_research import compressive_shapley
 from shapley_research.estimators._l1_homotopy import (HomotopyError, _cholesky_delete, _small_integer_form, _solve,
                                                      l1_homotopy)
-from shapley_research.estimators import bernoulli_matrix, l1_recovery
+from shapley_research.estimators import _l1_homotopy, bernoulli_matrix, l1_recovery
 
 
 def problem(m, n, nonzero, noise=0.05, seed=0, kind="bernoulli"):
@@ -90,6 +92,64 @@ def test_integer_matrices_take_the_int8_path_to_the_same_point():
     assert scale == 0.5 and small.tolist() == [[0, 1], [-3, 2]]
     assert _small_integer_form(np.array([[0.5, 0.75]]))[1] is None  # 1.5 is not an integer
     assert _small_integer_form(np.array([[1.0, 200.0]]))[1] is None  # beyond int8
+
+
+def whole_matrix_integer_form(a):
+    """``(c, B)`` converted in one piece, as before the conversion went by blocks of rows."""
+    magnitudes = np.abs(a[a != 0])
+    if magnitudes.size == 0 or not np.isfinite(magnitudes).all():
+        return 1.0, None
+    scale = float(magnitudes.min())
+    if magnitudes.max() / scale > 127:
+        return 1.0, None
+    small = np.rint(a / scale)
+    if not np.array_equal(small * scale, a):
+        return 1.0, None
+    return scale, small.astype(np.int8)
+
+
+def integer_form_cases(rng):
+    """Matrices with and without the form, the deciding entry in a late block."""
+    yield bernoulli_matrix(rng, 37, 23)
+    yield bernoulli_matrix(rng, 5, 200)  # rows wider than a block
+    yield rng.integers(-4, 5, size=(40, 9)) * (1 / 3)
+    for value in (np.nan, np.inf, -np.inf, 0.7 / np.sqrt(37), 200 / np.sqrt(37), 0.5 / np.sqrt(37)):
+        a = bernoulli_matrix(rng, 37, 23)
+        a[-1, -2] = value  # NaN, infinite, not a multiple, too large for int8, the smallest magnitude
+        yield a
+    a = bernoulli_matrix(rng, 37, 23)
+    a[:30] = 0.0  # zero blocks first
+    yield a
+    yield np.zeros((6, 4))
+    yield np.zeros((0, 5))
+    yield np.zeros((5, 0))
+
+
+@pytest.mark.parametrize("entries", [1, 7, 64, 2**20])
+def test_integer_form_by_blocks_is_the_whole_matrix_conversion(monkeypatch, entries):
+    """Blocks of rows, whatever their size, give the ``(c, B)`` of the whole matrix at once, bit for bit."""
+    monkeypatch.setattr(_l1_homotopy, "_CHUNK_ENTRIES", entries)
+    for a in integer_form_cases(np.random.default_rng(entries)):
+        scale, small = _small_integer_form(a)
+        reference_scale, reference = whole_matrix_integer_form(a)
+        assert scale == reference_scale and (small is None) == (reference is None)
+        if small is not None:
+            assert small.dtype == np.int8 and np.array_equal(small, reference)
+
+
+def test_integer_form_keeps_its_temporaries_to_a_few_blocks(monkeypatch):
+    """Converting a 32 MiB matrix allocates its 4 MiB of int8 signs and a few 512 KiB blocks (about 2 MiB), not
+    float64 copies of the matrix (three of them, 96 MiB, when it was converted in one piece)."""
+    monkeypatch.setattr(_l1_homotopy, "_CHUNK_ENTRIES", 2**16)
+    a = bernoulli_matrix(np.random.default_rng(0), 512, 8192)
+    tracemalloc.start()
+    try:
+        scale, small = _small_integer_form(a)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert small is not None and np.array_equal(small * scale, a)
+    assert peak < small.nbytes + 8 * (8 * 2**16)  # the signs and eight blocks' worth: 8 MiB, not 96
 
 
 def test_infeasible_radius_is_reported_not_hidden():
