@@ -59,11 +59,11 @@ SAMPLING_PARAMETERS = r"""
         sampled, with ``info["stopped_by"] == "enumeration"``, standard errors 0,
         no sample statistics to merge and no checkpoint written.
     checkpoint : str or os.PathLike, optional
-        File holding the run's state. It is written atomically every
-        ``checkpoint_interval`` seconds, at the end and when the run is
-        interrupted; if it exists, the run continues from it (with its seed
-        when ``seed`` is None), giving exactly the values of an uninterrupted
-        run. A file from another call or a corrupted one raises
+        File holding the run's state. It is written atomically when sampling
+        starts (the seed and anchors), every ``checkpoint_interval`` seconds,
+        at the end and when the run is interrupted; if it exists, the run
+        continues from it (with its seed when ``seed`` is None), giving
+        exactly the values of an uninterrupted run. A file from another call or a corrupted one raises
         :class:`~shapley_research.CheckpointError` and is never overwritten.
         A finished run's file can be continued with a larger budget: if it
         ended on a whole batch, to the values of one run of that budget; if

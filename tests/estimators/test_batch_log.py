@@ -176,3 +176,44 @@ def test_parallel_batches_replay_the_logged_batch_first(row_by_row, tmp_path):
     with parallel_config(backend="threading"):
         again = sr.msr_banzhaf(RowGame().game(), 600, seed=3, batch_size=100, checkpoint=path, n_jobs=2)
     assert_same_run(again, full)
+
+
+HARD_KILL = """
+import os, sys
+import numpy as np
+import shapley_research as sr
+
+weights, calls = np.linspace(0.0, 1.0, 50), [0]
+
+def utility(mask):
+    calls[0] += 1
+    if calls[0] == int(sys.argv[2]):
+        os._exit(9)  # a hard kill: no handler, no final save
+    return float(mask @ weights + np.sqrt(mask.sum()))
+
+result = sr.msr_banzhaf(sr.as_game(utility, 50), 3000, seed=None, batch_size=500, checkpoint=sys.argv[1],
+                        progress=False)
+np.save(sys.argv[1] + ".values.npy", result.values)
+print(calls[0])
+"""
+
+
+@pytest.mark.slow  # two child interpreters
+def test_a_hard_kill_keeps_the_logged_utilities(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    script, path = tmp_path / "run.py", tmp_path / "run.ckpt"
+    script.write_text(HARD_KILL)
+    killed = subprocess.run([sys.executable, str(script), str(path), "1700"], capture_output=True, text=True)
+    assert killed.returncode == 9 and path.exists()  # the file written at the start holds the drawn seed
+    resumed = subprocess.run([sys.executable, str(script), str(path), "0"], capture_output=True, text=True)
+    assert resumed.returncode == 0, resumed.stderr
+    assert int(resumed.stdout) < 3000 - 1000  # most of the 1,699 utilities evaluated before the kill are replayed
+    with np.load(path, allow_pickle=False) as archive:
+        seed = json.loads(str(archive["meta"][()]))["fingerprint"]["seed"]
+    weights = np.linspace(0.0, 1.0, 50)
+    game = sr.as_game(lambda mask: float(mask @ weights + np.sqrt(mask.sum())), 50)
+    uninterrupted = sr.msr_banzhaf(game, 3000, seed=seed, batch_size=500, progress=False)
+    np.testing.assert_array_equal(np.load(str(path) + ".values.npy"), uninterrupted.values)

@@ -266,6 +266,8 @@ def drive(spec: SamplingSpec, game: Any, budget: object, seed: object, options: 
     if spec.needs_empty or spec.needs_full:
         anchors = evaluate_anchors(game, options.empty_utility, full=spec.needs_full, checkpoint=checkpoint)
     run = Run(entropy, checkpoint, n_units, batch_size, options)
+    if checkpoint is not None and not checkpoint.loaded:  # the seed and anchors on disk before any batch: after
+        checkpoint.save(np.zeros(spec.dim), np.zeros(spec.dim), 0, 0, 0, force=True)  # a hard kill, the log serves
     # with a checkpoint the batches' calls go through a ReplayGame, which logs their utilities as they come
     logged = checkpoint is not None and spec.replayable
     sampler = spec.start(ReplayGame(game) if logged else game, run, anchors)
