@@ -30,7 +30,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ._exact import check_enumeration, utility_table
-from ._permutation import SAMPLING_PARAMETERS
+from ._permutation import documents_sampling_options
 from ._sampling._driver import Run, Sampler, SamplingOptions, SamplingSpec, drive
 from ._sampling._loop import (Anchors, MeanState, coalition_batch_size, evaluate_coalitions, evaluation_chunks,
                              evaluations_text)
@@ -231,15 +231,7 @@ def _warn_one_sided(players: list, n: int, m: int) -> None:  # stacklevel 5: the
                   f"{enough} or more makes it unlikely for any of the {n}.", UserWarning, stacklevel=5)
 
 
-def _documents_msr_options(estimator):
-    """Put the shared sampling options where the docstring says ``{sampling}``, enumerating with exact_banzhaf."""
-    if estimator.__doc__:  # None under python -OO
-        text = SAMPLING_PARAMETERS.replace("exact_shapley", "exact_banzhaf")
-        estimator.__doc__ = estimator.__doc__.replace("{sampling}", text)
-    return estimator
-
-
-@_documents_msr_options
+@partial(documents_sampling_options, exact="exact_banzhaf")
 def msr_banzhaf(game: GameLike, budget: int | None, seed: int | np.random.SeedSequence | None = None, *,
                 batch_size: int | None = None, n_jobs: int | None = None,
                 progress: bool | None = None, empty_utility: float | None = None,

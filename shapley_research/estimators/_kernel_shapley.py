@@ -59,11 +59,10 @@ from dataclasses import dataclass
 from functools import partial
 from typing import cast
 
-import numba
 import numpy as np
 from numpy.typing import NDArray
 
-from ._permutation import SAMPLING_PARAMETERS
+from ._permutation import documents_sampling_options
 from ._sampling._driver import Run, Sampler, SamplingOptions, SamplingSpec, drive
 from ._sampling._loop import Anchors, MeanState, evaluation_chunks
 from ._sampling._subsets import draw_small_sides
@@ -72,6 +71,11 @@ from .._validation import check_bool, check_game, check_utilities
 from ..result import Finalizer, SamplingRecord, ValuationResult, register_finalizer
 
 __all__ = ["unbiased_kernel_shapley", "shapley_kernel_sizes"]
+
+#: Why a 1-player game cannot be sampled: there is no coalition of 1 to N-1 players to draw.
+ONE_PLAYER = ("unbiased_kernel_shapley samples coalitions of 1 to N-1 players: a 1-player game has none; its value "
+              "is U(D) - U(empty). Pass a budget that pays for U(empty), U(D) and one sample: the game is then "
+              "enumerated.")
 
 
 def shapley_kernel_sizes(n_players: int) -> tuple[NDArray[np.float64], float]:
@@ -108,22 +112,6 @@ def kernel_samples(masks: NDArray[np.bool_], sizes: NDArray[np.int64], gains: ND
     return centred * (gains / d)[:, None] + delta / n
 
 
-@numba.njit(cache=True, nogil=True)
-def _add_weighted_members(masks, first, second, sums):
-    """``sums[0, i] += sum_t first_t x_ti`` and ``sums[1, i] += sum_t second_t x_ti``, rows strictly in order.
-
-    ``masks``: ``(b, N)`` uint8 (0/1); one vectorised sweep of the players per row, as
-    :func:`~._sampling._gt_kernels.add_masked_moments` (casting the masks to float for a BLAS product costs
-    more than a cheap game's evaluation of them).
-    """
-    for t in range(masks.shape[0]):
-        a, q, row = first[t], second[t], masks[t]
-        for i in range(masks.shape[1]):
-            x = np.float64(row[i])
-            sums[0, i] += a * x
-            sums[1, i] += q * x
-
-
 class _KernelSums:
     r"""A batch's sums from which the moments of the vectors :math:`x_k` follow, without the ``b x N`` array.
 
@@ -149,9 +137,11 @@ class _KernelSums:
 
     def add(self, masks: NDArray[np.bool_], sizes: NDArray[np.int64], gains: NDArray[np.float64]) -> None:
         """Add the samples of coalitions ``masks`` of ``sizes`` with ``gains`` (see :func:`kernel_samples`)."""
+        from ._sampling._gt_kernels import add_weighted_members  # numba loads on first use
+
         a = np.ascontiguousarray(gains, dtype=float) / self.d
         share = sizes / self.n
-        _add_weighted_members(np.ascontiguousarray(masks).view(np.uint8), a, a * a * (1.0 - 2.0 * share),
+        add_weighted_members(np.ascontiguousarray(masks).view(np.uint8), a, a * a * (1.0 - 2.0 * share),
                               self.member_sums)
         self.shift += float(a @ share)
         self.shift_sq += float((a * share) @ (a * share))
@@ -203,8 +193,7 @@ class KernelSpec(SamplingSpec):
 
     def units(self, budget: object, options: SamplingOptions) -> int | None:
         if self.n_players < 2 and budget is None:
-            raise ValueError("unbiased_kernel_shapley samples coalitions of 1 to N-1 players: a 1-player game "
-                             "has none. Pass a budget of at least 2 (it enumerates the game).")
+            raise ValueError(ONE_PLAYER)
         return super().units(budget, options)
 
     def fingerprint_options(self, n_units: int | None) -> dict:
@@ -216,8 +205,7 @@ class KernelSpec(SamplingSpec):
     def start(self, game: GameLike, run: Run, anchors: Anchors | None) -> Sampler:
         anchors = cast(Anchors, anchors)  # both anchors are always needed
         if self.n_players < 2:
-            raise ValueError("unbiased_kernel_shapley samples coalitions of 1 to N-1 players: a 1-player game "
-                             "has none; its value is U(D) - U(empty). Pass a budget of at least 2.")
+            raise ValueError(ONE_PLAYER)
         weights, d = shapley_kernel_sizes(self.n_players)
         options = {"paired": self.paired}
         info = {"options": options, "paired": self.paired, "batch_size": run.batch_size,
@@ -228,14 +216,7 @@ class KernelSpec(SamplingSpec):
         return Sampler(sample, info, record)
 
 
-def _documents_kernel_options(estimator):
-    """Put the shared sampling options where the docstring says ``{sampling}``."""
-    if estimator.__doc__:  # None under python -OO
-        estimator.__doc__ = estimator.__doc__.replace("{sampling}", SAMPLING_PARAMETERS)
-    return estimator
-
-
-@_documents_kernel_options
+@documents_sampling_options
 def unbiased_kernel_shapley(game: GameLike, budget: int | None, seed: int | np.random.SeedSequence | None = None, *,
                             paired: bool = True, batch_size: int | None = None, n_jobs: int | None = None,
                             progress: bool | None = None, empty_utility: float | None = None,

@@ -17,10 +17,10 @@ several nanoseconds per member, plus a dense pass per large side, which kept
 group testing at about twice the cost of evaluating a 1 ns-per-cell game.
 
 The other samplers' per-batch reductions live here too: MSR Banzhaf's
-moments, Beta Shapley's nested coalitions, the compiled merge of long
-states, Stratified SVARM's sums, one-pass merge and strata, and position
-adjustment's one-pass merge. Those that
-replace a numpy expression name it and keep its operations in its order
+and unbiased KernelSHAP's weighted member sums, Beta Shapley's nested
+coalitions, the compiled merge of long states, Stratified SVARM's sums,
+one-pass merge and strata, and position adjustment's one-pass merge. Those
+that replace a numpy expression name it and keep its operations in its order
 (numpy's bits); the kernels compiled with ``_FAST`` reassociate their sums.
 """
 
@@ -231,6 +231,22 @@ def add_masked_moments(masks, y, sums):
             sums[0, i] += a * x
             sums[1, i] += q * x
             sums[2, i] += x
+
+
+@numba.njit(cache=True, nogil=True)
+def add_weighted_members(masks, first, second, sums):
+    """``sums[0, i] += sum_t first_t x_ti`` and ``sums[1, i] += sum_t second_t x_ti``, rows strictly in order.
+
+    ``masks``: ``(b, N)`` uint8 (0/1); one vectorised sweep of the players per row, as
+    :func:`add_masked_moments` (unbiased KernelSHAP's batch sums, whose second weights are not the first's
+    squares).
+    """
+    for t in range(masks.shape[0]):
+        a, q, row = first[t], second[t], masks[t]
+        for i in range(masks.shape[1]):
+            x = np.float64(row[i])
+            sums[0, i] += a * x
+            sums[1, i] += q * x
 
 
 @numba.njit(cache=True, nogil=True)
