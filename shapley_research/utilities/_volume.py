@@ -32,6 +32,8 @@ the determinants one batched ``slogdet``, ``O(N d + C d^2)`` per coalition
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
@@ -65,6 +67,11 @@ class VolumeUtility(Game):
     beta : float, default 10
         :math:`\alpha = 1 / (\beta\, k(S))` for ``k(S)`` occupied cubes (robust volume only), > 1.
 
+    Attributes
+    ----------
+    n_cubes : int
+        Cubes of the grid that hold at least one point (``N`` without ``robust``).
+
     Notes
     -----
     A coalition whose (merged) points span fewer than ``d`` dimensions has
@@ -83,12 +90,10 @@ class VolumeUtility(Game):
         self.beta = check_float(beta, "beta", minimum=1.0, strict=True)
         self.X = np.ascontiguousarray(features, dtype=float)
         self.n_players = self.X.shape[0]
-        self._cube = _cube_ids(self.X, self.omega) if self.robust else np.arange(self.n_players)
-
-    @property
-    def n_cubes(self) -> int:
-        """Cubes of the grid that hold at least one point (``N`` without ``robust``)."""
-        return int(self._cube.max()) + 1
+        cube = _cube_ids(self.X, self.omega) if self.robust else np.arange(self.n_players)
+        self.n_cubes = int(cube.max()) + 1
+        # the maps from a coalition to its cubes' feature sums and counts, built once (robust volume only)
+        self._cube_maps = _cube_maps(self.X, cube, self.n_cubes) if self.robust else None
 
     def fingerprint(self) -> str:
         """A digest of the features and the options."""
@@ -97,17 +102,17 @@ class VolumeUtility(Game):
     def _evaluate(self, masks: NDArray[np.bool_]) -> NDArray[np.float64]:
         out = np.empty(masks.shape[0])
         d = self.X.shape[1]
-        rows = max(1, CHUNK_FLOATS // (max(self.n_cubes, self.n_players) * d))
+        rows = max(1, CHUNK_FLOATS // (self.n_players * d))  # masked X, or cube sums (n_cubes <= N)
         for start in range(0, masks.shape[0], rows):
             out[start:start + rows] = self._volumes(masks[start:start + rows])
         return out
 
     def _volumes(self, masks: NDArray[np.bool_]) -> NDArray[np.float64]:
         """Volumes of one chunk of coalitions."""
-        if not self.robust:  # X_S^T X_S as (X masked)^T X: one batched product, no N x d x d array
+        if self._cube_maps is None:  # X_S^T X_S as (X masked)^T X: one batched product, no N x d x d array
             chosen = masks[:, :, None] * self.X[None, :, :]
             return _sqrt_det(chosen.transpose(0, 2, 1) @ self.X, masks.sum(axis=1))
-        counts, sums = _cube_sums(masks, self._cube, self.X, self.n_cubes)
+        counts, sums = _cube_sums(masks, *self._cube_maps, self.n_cubes, self.X.shape[1])
         weights = 1.0 / np.maximum(counts, 1.0) ** 2  # a cube's mean is its sum over its count
         gram = np.einsum("rcd,rce,rc->rde", sums, sums, weights)
         return _sqrt_det(gram, (counts > 0).sum(axis=1)) * np.exp(_log_replication_factor(counts, self.beta))
@@ -120,18 +125,23 @@ def _cube_ids(X: NDArray[np.float64], omega: float) -> NDArray[np.int64]:
     return ids.reshape(-1).astype(np.int64)
 
 
-def _cube_sums(masks: NDArray[np.bool_], cube: NDArray[np.int64], X: NDArray[np.float64],
-               n_cubes: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Per coalition and cube: the count of its points and the sum of their features, ``(r, C)`` and ``(r, C, d)``."""
+def _cube_maps(X: NDArray[np.float64], cube: NDArray[np.int64], n_cubes: int) -> tuple[Any, Any]:
+    """Sparse ``(C d, N)`` and ``(C, N)`` maps: a point's features to its cube's columns, and its membership."""
     from scipy.sparse import csr_matrix
 
     n, d = X.shape
     columns = (cube[:, None] * d + np.arange(d)[None, :]).ravel()
     spread = csr_matrix((X.ravel(), (np.repeat(np.arange(n), d), columns)), shape=(n, n_cubes * d))
     members = csr_matrix((np.ones(n), (np.arange(n), cube)), shape=(n, n_cubes))
+    return spread.T, members.T
+
+
+def _cube_sums(masks: NDArray[np.bool_], spread: Any, members: Any, n_cubes: int,
+               d: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Per coalition and cube: the count of its points and the sum of their features, ``(r, C)`` and ``(r, C, d)``."""
     chosen = masks.astype(float)
-    sums = np.asarray((spread.T @ chosen.T).T).reshape(-1, n_cubes, d)
-    counts = np.asarray((members.T @ chosen.T).T)
+    sums = np.asarray((spread @ chosen.T).T).reshape(-1, n_cubes, d)
+    counts = np.asarray((members @ chosen.T).T)
     return counts, sums
 
 
