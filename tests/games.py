@@ -24,8 +24,16 @@ __all__ = [
     "AdditiveGame", "SizeAdditiveGame", "UnanimityGame", "AirportGame", "GloveGame",
     "MajorityGame", "WeightedVotingGame", "VOTING_WEIGHTS", "VOTING_QUOTA", "VOTING_NULL_PLAYERS",
     "TableGame", "CountingGame", "CountingPrefixGame",
-    "brute_force_shapley", "random_unanimity_game", "sparse_game", "relative_l2",
+    "brute_force_shapley", "random_unanimity_game", "sparse_game", "relative_l2", "assert_same_run",
 ]
+
+
+def assert_same_run(a, b) -> None:
+    """Two runs gave the same result bit for bit: values, standard errors (where given), counts and seed."""
+    np.testing.assert_array_equal(a.values, b.values)
+    if a.stderr is not None:
+        np.testing.assert_array_equal(a.stderr, b.stderr)
+    assert (a.n_evaluations, a.n_samples, a.seed) == (b.n_evaluations, b.n_samples, b.seed)
 
 
 def relative_l2(estimate, truth) -> float:

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import shapley_research as sr
+from games import assert_same_run
 from shapley_research.estimators._sampling import _replay
 from shapley_research.estimators._sampling._replay import ReplayWarning
 
@@ -56,13 +57,6 @@ RUNS = {
 def row_by_row(monkeypatch):
     """Every call of a game with independent rows is evaluated and logged one row at a time."""
     monkeypatch.setattr(_replay, "LOG_SECONDS", 0.0)
-
-
-def assert_same_run(a: sr.ValuationResult, b: sr.ValuationResult) -> None:
-    np.testing.assert_array_equal(a.values, b.values)
-    if a.stderr is not None:
-        np.testing.assert_array_equal(a.stderr, b.stderr)
-    assert (a.n_evaluations, a.n_samples, a.seed) == (b.n_evaluations, b.n_samples, b.seed)
 
 
 @pytest.mark.parametrize("name", sorted(RUNS))

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import shapley_research as sr
-from games import CountingGame, Interrupted, InterruptingGame, MajorityGame, WeightedVotingGame
+from games import CountingGame, Interrupted, InterruptingGame, MajorityGame, WeightedVotingGame, assert_same_run
 
 pytestmark = pytest.mark.sampling  # the samplers themselves, on small games: the exact shortcut stays off
 
@@ -48,13 +48,6 @@ RUNS = {
     "beta_shapley_1_1": lambda g, **kw: sr.beta_shapley(g, kw.pop("budget", 1 + N * 40), alpha=1, beta=1,
                                                         batch_size=1, **kw),
 }
-
-
-def assert_same_run(a: sr.ValuationResult, b: sr.ValuationResult) -> None:
-    np.testing.assert_array_equal(a.values, b.values)
-    if a.stderr is not None:
-        np.testing.assert_array_equal(a.stderr, b.stderr)
-    assert (a.n_evaluations, a.n_samples, a.seed) == (b.n_evaluations, b.n_samples, b.seed)
 
 
 @pytest.mark.parametrize("name", sorted(RUNS))
