@@ -40,6 +40,7 @@ from ._sampling._without_replacement import (MAX_STRATUM, PILOT_PHASE, StratumPl
 from .._ordered import ordered_map
 from .._validation import check_choice, check_float, check_game, check_int, check_utilities
 from ._permutation import documents_sampling_options
+from ._small_games import enumeration_affordable
 from ._svarm_strata import (CoalitionBatches, batch_state, evaluate_batch, nearest_filled, pooled_variances,
                             size_sums, size_variances, stratum_estimates, stratum_statistics)
 from ..games import GameLike, reporting_to
@@ -530,7 +531,8 @@ def _sampled_units(n: int, budget, empty_utility, target_stderr, target_rank_cor
     if n >= 4:
         return units_from_budget(budget, fixed, 1, "sampled coalition (after the exact strata)",
                                  target_stderr=target_stderr, target_rank_correlation=target_rank_correlation)
-    if budget is not None and check_int(budget, "budget", minimum=0) < fixed:
+    if (budget is not None and check_int(budget, "budget", minimum=0) < fixed
+            and not enumeration_affordable(n, budget, empty_utility)):  # the driver enumerates a covered game
         raise ValueError(f"budget={budget} is smaller than one pass over the exact strata of a "
                          f"{n}-player game: it needs {evaluations_text(fixed)}.")
     if budget is None and target_stderr is None and target_rank_correlation is None:

@@ -86,3 +86,24 @@ def test_the_airport_game_at_shapiqs_budget():
 def test_results_do_not_depend_on_n_jobs():
     for run, _ in ESTIMATORS.values():
         np.testing.assert_array_equal(run(GAME, 300, seed=1, n_jobs=2).values, run(GAME, 300, seed=1).values)
+
+
+@pytest.mark.parametrize("name", sorted(ESTIMATORS))
+@pytest.mark.parametrize("n_players", [1, 2, 3])
+@pytest.mark.parametrize("empty_utility", [None, 0.5])
+def test_the_smallest_games_enumerate_at_exactly_their_coalitions(name, n_players, empty_utility):
+    """A budget of 2^N (2^N - 1 with U(empty) given) enumerates even where it is short of one sampling unit
+    (the unbiased kernel's paired unit and SVARM's exact strata cost more than 2^N at N <= 2)."""
+    if n_players == 1 and name.startswith("group_testing"):
+        pytest.skip("group testing needs two players")
+    run, _ = ESTIMATORS[name]
+    game = random_unanimity_game(n_players, 3, n_players, seed=n_players)
+    budget = 2**n_players - (empty_utility is not None)
+    result = run(game, budget, seed=0, empty_utility=empty_utility)
+    exact = sr.exact_shapley(game, empty_utility=empty_utility).values
+    assert result.info["stopped_by"] == "enumeration" and result.n_evaluations == budget
+    np.testing.assert_allclose(result.values, exact, rtol=0, atol=1e-12)
+    try:  # one evaluation fewer samples, or is refused as short of one sampling unit
+        assert run(game, budget - 1, seed=0, empty_utility=empty_utility).info["stopped_by"] != "enumeration"
+    except ValueError as err:
+        assert "budget" in str(err)

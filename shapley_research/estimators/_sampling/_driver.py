@@ -192,7 +192,13 @@ class SamplingSpec(ABC):
         return int(self.needs_empty and empty_utility is None) + int(self.needs_full)
 
     def units(self, budget: object, options: SamplingOptions) -> int | None:
-        """Units the budget pays for (``None``: no cap), or a ``ValueError``/``TypeError``."""
+        """Units the budget pays for (``None``: no cap), or a ``ValueError``/``TypeError``; 0 for a budget
+        short of one unit that still covers every coalition (:func:`drive` then enumerates the game)."""
+        if budget is not None and self.enumerable:
+            budget = check_int(budget, "budget", minimum=0)
+            one_unit = self.fixed(options.empty_utility) + self.per_unit
+            if budget < one_unit and enumeration_affordable(self.n_players, budget, options.empty_utility):
+                return 0
         return units_from_budget(budget, self.fixed(options.empty_utility), self.per_unit, self.unit_name,
                                  **options.targets)
 
