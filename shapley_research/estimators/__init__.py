@@ -16,6 +16,8 @@ and loop in :mod:`._sampling` (each sampling estimator is a specification that
   a post-2019 method;
 * :func:`unbiased_kernel_shapley`: KernelSHAP's regression with its exact
   Gram matrix (Covert & Lee 2021), unbiased, ``O(N)`` per sample;
+* :func:`owen_shapley`: Owen sampling (Okhrati & Lipani 2021), the integral
+  over the inclusion probability, one random q per bin, unbiased;
 * :func:`uniform_shapley`: the uniform split of the total utility
   (Section 4.4), the trivial baseline;
 * beyond the Shapley value, the semivalues the field moved to after 2019:
@@ -52,6 +54,7 @@ from ._group_testing import (FeasibilityError, group_testing_shapley, group_test
 from ._lava import label_distances, lava
 from ._kernel_shapley import shapley_kernel_sizes, unbiased_kernel_shapley
 from ._leave_one_out import leave_one_out
+from ._owen import owen_shapley
 from ._permutation import marginal_contributions, permutation_shapley, random_permutations
 from ._sampling._batches import batch_rng
 from ._sampling._checkpoint import CheckpointError
@@ -73,4 +76,5 @@ __all__ = [
     "leave_one_out", "data_oob", "bootstrap_indices", "batch_rng", "PROGRESS_ENV", "progress_bar",
     "ame", "ame_coalitions", "class_wise_shapley", "class_wise_predictions", "class_wise_minimum_budget",
     "lava", "label_distances", "coalition_utilities", "shapley_from_table", "sampling_forced",
+    "owen_shapley",
 ]
