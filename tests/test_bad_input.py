@@ -33,7 +33,7 @@ from shapley_research import (KNNUtility, LogisticObjective, LogisticRegressionU
                               group_testing_q_tot,
                               group_testing_sample_size, group_testing_shapley, knn_shapley,
                               largest_s_influence, largest_s_influence_general, leave_one_out, msr_banzhaf,
-                              neyman_allocation,
+                              neyman_allocation, owen_shapley,
                               permutation_sample_size, permutation_shapley, stability_bound,
                               stratified_svarm_shapley, unbiased_kernel_shapley,
                               uniform_division_guarantee, uniform_shapley)
@@ -150,6 +150,7 @@ ESTIMATORS = {
     "compressive": lambda g: compressive_shapley(g, 40, 0),
     "svarm": lambda g: stratified_svarm_shapley(g, 40, 0),
     "kernel": lambda g: unbiased_kernel_shapley(g, 40, 0),
+    "owen": lambda g: owen_shapley(g, 40, 0),
     "permutation_truncated": lambda g: permutation_shapley(g, 40, 0, truncation=0.2),
     "exact_banzhaf": lambda g: exact_banzhaf(g),
     "msr_banzhaf": lambda g: msr_banzhaf(g, 40, 0),
@@ -301,6 +302,8 @@ SAMPLERS = {
     "msr_banzhaf": (lambda g, **kw: msr_banzhaf(g, **{"budget": 40, "seed": 0, **kw}), 2),
     # U(empty), U(D) and one pair
     "kernel": (lambda g, **kw: unbiased_kernel_shapley(g, **{"budget": 40, "seed": 0, **kw}), 4),
+    # one bin: a sweep of N + 1 evaluations, below the 2^N that buy the exact values
+    "owen": (lambda g, **kw: owen_shapley(g, **{"budget": 40, "seed": 0, "n_bins": 1, **kw}), N + 1),
     # Beta(16, 1) at N = 3: U(empty), U(D) and a unit of at most N evaluations (info["unit_evaluations"])
     "beta_shapley": (lambda g, **kw: beta_shapley(g, **{"budget": 40, "seed": 0, **kw}), N + 2),
     # Beta(1, 1), the Shapley value: every unit is one permutation, so no U(D)
@@ -396,6 +399,13 @@ SPECIFIC_PARAMETERS = {
         ("truncation_string", {"truncation": "0.2"}, TypeError, "truncation must be a real number"),
         ("truncation_bool", {"truncation": True}, TypeError, "truncation must be a real number"),
         ("truncation_list", {"truncation": [0.2]}, TypeError, "truncation must be a real number"),
+    ],
+    "owen": [
+        ("n_bins_zero", {"n_bins": 0}, ValueError, "n_bins must be >= 1"),
+        ("n_bins_string", {"n_bins": "4"}, TypeError, "n_bins must be an integer"),
+        ("q_points_unknown", {"q_points": "grid"}, ValueError, "q_points must be one of"),
+        ("antithetic_string", {"antithetic": "no"}, TypeError, "antithetic must be True or False"),
+        ("antithetic_odd_bins", {"antithetic": True}, ValueError, "n_bins must be even"),
     ],
     "beta_shapley": [
         ("alpha_zero", {"alpha": 0}, ValueError, "alpha must be > 0"),

@@ -39,6 +39,7 @@ RUNS = {  # method -> a run at a seed; budgets below 2^N, so no run is enumerate
                                                                          pilot=20),
     "msr_banzhaf": lambda seed: sr.msr_banzhaf(GAME, 300, seed),
     "unbiased_kernel_shapley": lambda seed: sr.unbiased_kernel_shapley(GAME, 300, seed),
+    "owen_shapley": lambda seed: sr.owen_shapley(GAME, 4 * 11 * 20, seed),
     "beta_shapley": lambda seed: sr.beta_shapley(GAME, 900, seed),
 }
 
@@ -124,7 +125,7 @@ def test_methods_without_merge_rules_neither_list_nor_sum(name):
 
 def test_refusals_are_unchanged():
     perm = RUNS["permutation"]
-    mergeable = ("beta_shapley, group_testing[improved], group_testing[paper], msr_banzhaf, permutation, "
+    mergeable = ("beta_shapley, group_testing[improved], group_testing[paper], msr_banzhaf, owen_shapley, permutation, "
                  "stratified_svarm, unbiased_kernel_shapley")
     cases = [
         ((), "merge_results needs at least one result."),

@@ -50,6 +50,7 @@ RUNS = {
     "svarm": lambda g, **kw: sr.stratified_svarm_shapley(g, 2 * N + 2 + 300, **kw),
     "beta_shapley": lambda g, **kw: sr.beta_shapley(g, 2 + (N + 1) * 30, **kw),
     "kernel": lambda g, **kw: sr.unbiased_kernel_shapley(g, 2 + 2 * 150, **kw),
+    "owen": lambda g, **kw: sr.owen_shapley(g, 4 * (N + 1) * 8, **kw),
 }
 
 

@@ -119,6 +119,8 @@ ESTIMATORS = {
     "compressive": (lambda g, b, **kw: sr.compressive_shapley(g, b, batch_size=1, **kw), 2, N, 1),
     "svarm": (lambda g, b, **kw: sr.stratified_svarm_shapley(g, b, batch_size=5, **kw), 2 * N + 2, 1, 5),
     "kernel": (lambda g, b, **kw: sr.unbiased_kernel_shapley(g, b, batch_size=5, **kw), 2, 2, 5),
+    "owen": (lambda g, b, **kw: sr.owen_shapley(g, b, batch_size=5, n_bins=2, antithetic=True, **kw), 0, 2 * (N + 1),
+             5),
 }
 
 

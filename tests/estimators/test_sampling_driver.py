@@ -24,6 +24,7 @@ ESTIMATORS = {
     "group_testing_shapley": ("_group_testing.py", sr.group_testing_shapley),
     "compressive_shapley": ("_compressive.py", sr.compressive_shapley),
     "unbiased_kernel_shapley": ("_kernel_shapley.py", sr.unbiased_kernel_shapley),
+    "owen_shapley": ("_owen.py", sr.owen_shapley),
 }
 ESTIMATORS_DIR = Path(sr.__file__).parent / "estimators"
 

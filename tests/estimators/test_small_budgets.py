@@ -16,6 +16,7 @@ import pytest
 
 from shapley_research import (as_game, beta_shapley, compressive_shapley, group_testing_shapley, msr_banzhaf,
                               permutation_shapley, stratified_svarm_shapley, unbiased_kernel_shapley)
+from shapley_research import owen_shapley
 from shapley_research.estimators._sampling._loop import evaluations_text, units_from_budget
 
 N = 12  # 2^12 coalitions: no budget here pays for enumerating the game
@@ -41,6 +42,8 @@ ESTIMATORS = {
     "msr_banzhaf": lambda g, b: msr_banzhaf(g, b, seed=0),
     "kernel": lambda g, b: unbiased_kernel_shapley(g, b, seed=0),
     "kernel_unpaired": lambda g, b: unbiased_kernel_shapley(g, b, seed=0, paired=False),
+    "owen": lambda g, b: owen_shapley(g, b, seed=0),
+    "owen_antithetic": lambda g, b: owen_shapley(g, b, seed=0, antithetic=True),
     "beta_shapley": lambda g, b: beta_shapley(g, b, seed=0),
     "beta_shapley_4_1": lambda g, b: beta_shapley(g, b, seed=0, alpha=4, beta=1),
 }

@@ -25,6 +25,7 @@ ESTIMATORS = {
     "svarm_neyman": (lambda g, b, **kw: sr.stratified_svarm_shapley(g, b, allocation="neyman", **kw),
                      "stratified_svarm"),
     "kernel": (lambda g, b, **kw: sr.unbiased_kernel_shapley(g, b, **kw), "unbiased_kernel_shapley"),
+    "owen": (lambda g, b, **kw: sr.owen_shapley(g, b, **kw), "owen_shapley"),
 }
 
 
