@@ -45,6 +45,8 @@ if TYPE_CHECKING:  # what type checkers and IDEs read; at run time __getattr__ b
                              msr_banzhaf)
     # The peers' methods: AME, class-wise Shapley, LAVA
     from .estimators import ame, class_wise_shapley, lava
+    # The least core (not a semivalue)
+    from .estimators import exact_least_core, least_core
     # Influence heuristics
     from .influence import (LogisticObjective, all_s_influence, largest_s_influence, largest_s_influence_general,
                             neyman_allocation)
@@ -71,6 +73,8 @@ __all__ = [
     "exact_banzhaf", "msr_banzhaf", "exact_beta_shapley", "beta_shapley", "leave_one_out", "data_oob",
     # the peers' methods
     "ame", "class_wise_shapley", "lava",
+    # the least core
+    "exact_least_core", "least_core",
     # influence
     "LogisticObjective", "largest_s_influence", "largest_s_influence_general", "all_s_influence",
     "neyman_allocation",

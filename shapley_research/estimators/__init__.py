@@ -30,6 +30,8 @@ and loop in :mod:`._sampling` (each sampling estimator is a specification that
   2022), :func:`class_wise_shapley` (CS-Shapley, Schoch et al. 2022), for
   games that train a classifier, and :func:`lava` (Just et al. 2023), an
   optimal-transport value that trains no model;
+* not a semivalue: :func:`exact_least_core` and :func:`least_core` (Yan &
+  Procaccia 2021), the stable allocation that needs the least subsidy;
 * the sample sizes of the paper's theorems (:func:`permutation_sample_size`,
   :func:`group_testing_sample_size`, ...).
 
@@ -53,6 +55,7 @@ from ._group_testing import (FeasibilityError, group_testing_shapley, group_test
                              random_subsets, recover_from_differences)
 from ._lava import label_distances, lava
 from ._kernel_shapley import shapley_kernel_sizes, unbiased_kernel_shapley
+from ._least_core import exact_least_core, least_core, least_core_coalitions
 from ._leave_one_out import leave_one_out
 from ._owen import owen_shapley
 from ._permutation import marginal_contributions, permutation_shapley, random_permutations
@@ -77,4 +80,5 @@ __all__ = [
     "ame", "ame_coalitions", "class_wise_shapley", "class_wise_predictions", "class_wise_minimum_budget",
     "lava", "label_distances", "coalition_utilities", "shapley_from_table", "sampling_forced",
     "owen_shapley",
+    "exact_least_core", "least_core", "least_core_coalitions",
 ]
