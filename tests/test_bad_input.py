@@ -140,6 +140,8 @@ def explode(*args):
 # 1. Estimators x bad games
 # --------------------------------------------------------------------------------------------
 
+import shapley_research.estimators as sr_least_core  # noqa: E402  (least core: one small addition)
+
 ESTIMATORS = {
     "exact": lambda g: exact_shapley(g),
     "uniform": lambda g: uniform_shapley(g),
@@ -157,6 +159,8 @@ ESTIMATORS = {
     "exact_beta_shapley": lambda g: exact_beta_shapley(g),
     "beta_shapley": lambda g: beta_shapley(g, 40, 0),
     "leave_one_out": lambda g: leave_one_out(g),
+    "exact_least_core": lambda g: sr_least_core.exact_least_core(g),
+    "least_core": lambda g: sr_least_core.least_core(g, 40, 0),  # N = 3: the budget enumerates
 }
 GROUP_TESTING = {"group_testing_improved", "group_testing_paper"}
 

@@ -90,6 +90,7 @@ def test_merged_record_lists_the_seeds_and_matches_info(name):
 def test_results_without_sample_statistics_carry_no_record():
     assert sr.exact_shapley(GAME).record is None
     assert sr.compressive_shapley(GAME, 600, 1).record is None
+    assert sr.least_core(GAME, 600, 1).record is None and sr.least_core(GAME, 600, 1).state is None
     small = sr.random_unanimity_sum(4, seed=1)
     assert sr.permutation_shapley(small, 2**4, 1).record is None  # the budget covers every coalition: exact
 
