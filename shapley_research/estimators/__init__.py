@@ -18,6 +18,8 @@ and loop in :mod:`._sampling` (each sampling estimator is a specification that
   Gram matrix (Covert & Lee 2021), unbiased, ``O(N)`` per sample;
 * :func:`owen_shapley`: Owen sampling (Okhrati & Lipani 2021), the integral
   over the inclusion probability, one random q per bin, unbiased;
+* :func:`kernel_shapley`: classic KernelSHAP (Lundberg & Lee 2017), its
+  Gram matrix estimated too: biased but consistent, ``O(N^2)`` per sample;
 * :func:`uniform_shapley`: the uniform split of the total utility
   (Section 4.4), the trivial baseline;
 * beyond the Shapley value, the semivalues the field moved to after 2019:
@@ -56,6 +58,7 @@ from ._group_testing import (FeasibilityError, group_testing_shapley, group_test
 from ._lava import label_distances, lava
 from ._kernel_shapley import shapley_kernel_sizes, unbiased_kernel_shapley
 from ._least_core import exact_least_core, least_core, least_core_coalitions
+from ._kernel_regression import kernel_shapley
 from ._leave_one_out import leave_one_out
 from ._owen import owen_shapley
 from ._permutation import marginal_contributions, permutation_shapley, random_permutations
@@ -81,4 +84,5 @@ __all__ = [
     "lava", "label_distances", "coalition_utilities", "shapley_from_table", "sampling_forced",
     "owen_shapley",
     "exact_least_core", "least_core", "least_core_coalitions",
+    "kernel_shapley",
 ]

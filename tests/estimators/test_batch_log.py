@@ -51,6 +51,7 @@ RUNS = {
     "beta_shapley": lambda g, **kw: sr.beta_shapley(g, 2 + (N + 1) * 30, **kw),
     "kernel": lambda g, **kw: sr.unbiased_kernel_shapley(g, 2 + 2 * 150, **kw),
     "owen": lambda g, **kw: sr.owen_shapley(g, 4 * (N + 1) * 8, **kw),
+    "kernel_regression": lambda g, **kw: sr.kernel_shapley(g, 2 + 2 * 150, **kw),
 }
 
 

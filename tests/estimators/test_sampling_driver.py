@@ -25,6 +25,7 @@ ESTIMATORS = {
     "compressive_shapley": ("_compressive.py", sr.compressive_shapley),
     "unbiased_kernel_shapley": ("_kernel_shapley.py", sr.unbiased_kernel_shapley),
     "owen_shapley": ("_owen.py", sr.owen_shapley),
+    "kernel_shapley": ("_kernel_regression.py", sr.kernel_shapley),
 }
 ESTIMATORS_DIR = Path(sr.__file__).parent / "estimators"
 

@@ -142,10 +142,10 @@ def set_total(bar, total: float | None) -> None:
 def expected_samples(judged: Judged, *, n_units: int | None, target_stderr: float | None) -> int | None:
     """Samples a run will take: ``n_units``, or, with ``target_stderr``, those it needs at ``stderr ~ 1/sqrt(n)``.
 
-    ``None`` when unknown (no cap, and no standard error to extrapolate).
+    ``None`` when unknown (no cap, and no standard error to extrapolate: none yet, or not finite).
     """
     count = judged.count
-    if target_stderr is None or count < 2:
+    if target_stderr is None or count < 2 or not np.isfinite(judged.max_stderr()):
         return n_units
     needed = int(np.ceil(count * max(judged.max_stderr() / max(target_stderr, 1e-300), 1.0) ** 2))
     needed = max(needed, MIN_SAMPLES_FOR_PRECISION, count)
