@@ -78,8 +78,9 @@ from ..result import Finalizer, SamplingRecord, ValuationResult, register_finali
 
 __all__ = ["kernel_shapley", "constrained_regression"]
 
-#: Most players: the ``N x N`` matrices (the state's triangle, a group's and a batch's sums) take about
-#: ``24 N^2`` bytes, 2.4 GB at 10,000 players, and every coalition costs ``N^2`` multiply-adds.
+#: Most players: the ``N x N`` matrices (the state's triangle and its merge, a group's and a batch's sums, the
+#: solves) peaked at about ``45 N^2`` bytes (1.06 GiB traced at N = 5,000; some 4.5 GB at 10,000), and every
+#: coalition costs ``N^2`` multiply-adds.
 MAX_PLAYERS = 10_000
 #: Units (pairs, or coalitions) per group of the standard errors, per player: Covert & Lee's ~10 N.
 GROUP_PER_PLAYER = 10
@@ -311,7 +312,7 @@ def _check_players(n: int) -> None:
     if n > MAX_PLAYERS:
         raise ValueError(
             f"kernel_shapley regresses on an N x N matrix: {n:,} players is above its {MAX_PLAYERS:,} (memory "
-            f"about 24 N^2 bytes, N^2 work per coalition). Use unbiased_kernel_shapley, the same regression with "
+            f"about 45 N^2 bytes, N^2 work per coalition). Use unbiased_kernel_shapley, the same regression with "
             f"its exact matrix, O(N) per coalition, or permutation_shapley.")
 
 
