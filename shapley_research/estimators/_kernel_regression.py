@@ -347,7 +347,9 @@ def kernel_shapley(game: GameLike, budget: int | None, seed: int | np.random.See
     solve per group and at the end. Standard errors come from the spread of
     the regressions of groups of about ``10 N`` units (see
     :mod:`shapley_research.estimators._kernel_regression`); with fewer than
-    two groups they are NaN. A singular :math:`\hat A` (too few coalitions)
+    two groups they are NaN, and from a few groups they are noisy (the
+    errors over them are Student's t with ``G - 1`` degrees of freedom: ask
+    some ``200 N`` evaluations or more for ten groups). A singular :math:`\hat A` (too few coalitions)
     gives the minimum-norm solution, flagged by ``info["rank_deficient"]``.
 
     Parameters
