@@ -1,6 +1,6 @@
 """The Monte Carlo least core against permutation sampling and MSR Banzhaf: ranks, noisy labels, solve time.
 
-Run ``python benchmarks/least_core.py`` (about 4 minutes on 2 cores;
+Run ``python benchmarks/least_core.py`` (about 2-3 minutes on 2 cores;
 ``--quick`` for a smoke run; ``--output PATH`` for the markdown file, default
 ``benchmarks/results/least_core.md``). Every estimator gets the same budget of
 utility evaluations; the evaluations each one spent are printed (permutation
