@@ -114,6 +114,26 @@ def test_the_interior_point_method_agrees_with_highs_and_cvxpy(game):
     np.testing.assert_allclose(ipm.values, reference.values, atol=1e-5)
 
 
+def test_the_interior_point_method_converges_where_a_ridge_once_stalled_it():
+    """A ridge scaled to the largest weight swamped the small ones near the solution (dual residual stalled)."""
+    game = sr.random_unanimity_sum(8, seed=5)
+    ipm, reference = sr.least_core(game, 64, 5), sr.least_core(game, 64, 5, method="highs")
+    assert ipm.info["method"] == "ipm" and "fallback" not in ipm.info
+    assert ipm.info["subsidy"] == pytest.approx(reference.info["subsidy"], abs=1e-7)
+    # the minimal-norm point moves with the subsidy's last digits (least_core's "Sensitivity to tau")
+    np.testing.assert_allclose(ipm.values, reference.values, atol=1e-3)
+
+
+def test_a_stalled_interior_point_method_falls_back_to_highs_and_says_so(monkeypatch):
+    from shapley_research.estimators import _least_core_ipm
+
+    monkeypatch.setattr(_least_core_ipm, "IPM_MAX_STEPS", 1)
+    game = GloveGame(2, 3)
+    result, reference = sr.exact_least_core(game), sr.exact_least_core(game, method="highs")
+    assert result.info["method"] == "highs" and "did not converge" in result.info["fallback"]
+    np.testing.assert_array_equal(result.values, reference.values)
+
+
 def test_sampling_every_coalition_gives_the_exact_least_core():
     game = GloveGame(2, 3)
     exact = sr.exact_least_core(game)
