@@ -23,7 +23,7 @@ sampling spends whole permutations only, so it may leave part unspent).
    split into 200 training and 200 test points (``make_problem``), 15% of the
    training labels flipped, the same game; AUROC of flagging the lowest values
    (``detection_auroc``) of ``least_core`` (``method="ipm"``, the default, and
-   ``"highs"``, which solves the problems where ipm fails), ``permutation_shapley`` (plain and
+   ``"highs"``, the reference solver), ``permutation_shapley`` (plain and
    antithetic) and ``msr_banzhaf`` at 10 N and 20 N evaluations, over problem
    seeds (each seeds its split, its flips and the estimators); random values
    score 0.5 in expectation.
