@@ -209,10 +209,13 @@ class ValuationResult:
         ``stderr``, ``method``), so the tables of several methods concatenate.
         ``player`` numbers the players 0 to N-1, or holds ``labels``: one per
         player, in player order (the index of the training DataFrame, say:
-        ``result.to_dataframe(labels=X_train.index)``).
+        ``result.to_dataframe(labels=X_train.index)``; a pandas DataFrame or
+        Series stands for its index, so ``labels=X_train`` does the same).
         """
         import pandas as pd
 
+        if isinstance(labels, (pd.DataFrame, pd.Series)):
+            labels = labels.index
         players = np.arange(self.n_players) if labels is None else np.asarray(labels)
         if players.shape != (self.n_players,):
             raise ValueError(f"labels must hold one label per player ({self.n_players}), got shape "

@@ -15,6 +15,7 @@ import inspect
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import shapley_research as sr
@@ -251,6 +252,9 @@ def test_a_result_indexes_iterates_and_labels_its_players_like_its_values():
     np.testing.assert_array_equal(table["value"], result.values)
     with pytest.raises(ValueError, match="one label per player"):
         result.to_dataframe(labels=labels[:-1])
+    frame = pd.DataFrame({"x": np.arange(len(result))}, index=pd.Index(labels, name="id"))
+    assert result.to_dataframe(labels=frame)["player"].tolist() == labels  # a DataFrame stands for its index
+    assert result.to_dataframe(labels=frame["x"])["player"].tolist() == labels
 
 
 def test_players_without_a_value_rank_last_with_a_warning():
