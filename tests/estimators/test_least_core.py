@@ -240,3 +240,19 @@ def test_bad_input_is_refused_before_any_evaluation(call, error, match, tmp_path
     with pytest.raises(error, match=match):
         call(game)
     assert game.rows == 0
+
+
+def test_a_large_solve_is_announced_before_any_evaluation():
+    """50,000 coalitions of 5,000 players: a dense solve of about half an hour is announced, not started blind."""
+    import warnings
+
+    game = CountingGame(sr.random_unanimity_sum(5_000, seed=0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        with pytest.raises(UserWarning, match=r"50,000 sampled coalitions of 5,000 players .* minutes"):
+            sr.least_core(game, 50_002, seed=0)
+    assert game.calls == 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        lc.warn_if_the_solve_is_large(10_000, 1_000, "ipm")  # N = 1,000 at 10 N: about 30 s, silent
+        lc.warn_if_the_solve_is_large(50_000, 5_000, "highs")  # the reference solver has no such model
