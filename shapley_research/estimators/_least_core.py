@@ -54,7 +54,6 @@ from __future__ import annotations
 
 import os
 import time
-import warnings
 from typing import Literal, cast
 
 import numpy as np
@@ -62,6 +61,7 @@ from numpy.typing import NDArray
 
 from ._ame import _chunk_size, _evaluate
 from ._banzhaf import random_coalitions
+from ._large_work import announce_large_work
 from ._least_core_ipm import Rows, interior_point
 from ._exact import _coalition_masks, check_enumeration, utility_table
 from ._sampling._loop import open_checkpoint
@@ -332,8 +332,6 @@ def _enumerated(game: GameLike, budget: int, seed: object, empty_utility: float 
 #: The interior-point method's cost model, from N = 1,000 with 10 N rows (35 s, 0.4 GB on this project's 2-core
 #: machine): about 30 steps of one ``m x N^2`` Gram product each, at some 2e10 multiply-adds a second.
 IPM_STEPS, IPM_RATE = 30, 2e10
-#: A solve expected to take longer than this, or a dense row matrix larger than this, is announced first.
-LONG_SOLVE_SECONDS, LARGE_ROWS_BYTES = 600.0, 4 * 2**30
 
 
 def warn_if_the_solve_is_large(n_rows: int, n_players: int, method: str) -> None:
@@ -342,15 +340,11 @@ def warn_if_the_solve_is_large(n_rows: int, n_players: int, method: str) -> None
     The method holds the ``m x N`` rows as float64 and forms an ``N x N`` Gram matrix from all of them at each
     of its ~30 steps: ``O(m N^2)`` work a step, so ``m = 10 N`` coalitions cost about ``N^3``.
     """
-    if method != "ipm":
-        return
-    seconds = IPM_STEPS * n_rows * n_players**2 / IPM_RATE
-    memory = 8 * n_rows * n_players
-    if seconds > LONG_SOLVE_SECONDS or memory > LARGE_ROWS_BYTES:
-        warnings.warn(f"least_core: {n_rows:,} sampled coalitions of {n_players:,} players make a dense solve of "
-                      f"about {seconds / 60:,.0f} minutes and {memory / 2**30:,.1f} GiB of rows (its cost grows as "
-                      "budget x N^2); a smaller budget, or a Shapley estimator, costs far less.",
-                      UserWarning, stacklevel=3)
+    if method == "ipm":
+        announce_large_work("least_core", f"{n_rows:,} sampled coalitions of {n_players:,} players",
+                            IPM_STEPS * n_rows * n_players**2 / IPM_RATE, 8 * n_rows * n_players,
+                            "the solve grows as budget x N^2: a smaller budget, or a Shapley estimator, costs far "
+                            "less.", stacklevel=3)
 
 
 #: Rows added to the quadratic program are those violated by more than this share of ``tolerance``.

@@ -129,6 +129,21 @@ def test_too_many_players_are_refused_before_any_evaluation():
     assert game.rows == 0
 
 
+def test_large_work_is_announced_before_any_evaluation():
+    """10,000 players: the N x N state alone is some 4 GiB, and 100,000 pairs about ten minutes of products."""
+    import warnings
+
+    game = CountingGame(AdditiveGame(np.ones(MAX_PLAYERS)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        with pytest.raises(UserWarning, match=r"10,000 players and 100,000 samples make about .* minutes and 4.2 GiB"):
+            sr.kernel_shapley(game, 200_002, seed=0)
+        with pytest.raises(UserWarning, match=r"10,000 players make 4.2 GiB"):  # a target, no cap: memory only
+            sr.kernel_shapley(game, None, seed=0, target_stderr=0.1)
+        sr.kernel_shapley(AdditiveGame(np.ones(50)), 2_002, seed=0)  # a usual size: silent
+    assert game.rows == 0
+
+
 @pytest.mark.parametrize("kwargs, error, message", [
     ({"paired": "yes"}, TypeError, "paired must be True or False"),
     ({"budget": 3}, ValueError, r"budget=3 is smaller than one coalition pair: it needs at least 4"),
