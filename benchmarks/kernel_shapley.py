@@ -109,25 +109,36 @@ def error_part(quick: bool) -> list[str]:
     return lines
 
 
+def best_seconds(repeats: int, run, *args, **kwargs) -> float:
+    """The best wall time of ``repeats`` calls of ``run(*args, **kwargs)``."""
+    best = np.inf
+    for _ in range(repeats):
+        start = time.perf_counter()
+        run(*args, **kwargs)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def cost_against_msr(name: str, estimator, cases, quick: bool) -> list[str]:
+    """Markdown rows: best-of-3 wall time of ``estimator`` and of MSR Banzhaf on the cheap game, ``cases``:
+    ``(N, budget)``; ``name`` heads the estimator's column."""
+    lines = [f"| N | evaluations | {name} s | MSR Banzhaf s | ratio |", "|---|---|---|---|---|"]
+    for n, budget in cases:
+        game = CheapGame(n)
+        times = {}
+        for label, run in ((name, estimator), ("MSR Banzhaf", msr_banzhaf)):
+            log(f"  cost: {label} at N = {n:,} ...")
+            times[label] = best_seconds(1 if quick else 3, run, game, budget, 0, progress=False)
+        ours, msr = times[name], times["MSR Banzhaf"]
+        lines.append(f"| {n:,} | {budget:,} | {ours:.3f} | {msr:.3f} | {ours / msr:.2f}x |")
+    return lines
+
+
 def cost_part(quick: bool, cases=None) -> list[str]:
     """Markdown rows: best-of-3 wall time of the paired kernel and of MSR Banzhaf, ``cases``: ``(N, budget)``."""
     if cases is None:
         cases = ((1000, 20_002 if quick else 200_002), (20_000, 4_002 if quick else 40_002))
-    lines = ["| N | evaluations | unbiased KernelSHAP (paired) s | MSR Banzhaf s | ratio |", "|---|---|---|---|---|"]
-    for n, budget in cases:
-        game = CheapGame(n)
-        times = {}
-        for label, run in (("kernel", unbiased_kernel_shapley), ("msr", msr_banzhaf)):
-            log(f"  cost: {label} at N = {n:,} ...")
-            best = np.inf
-            for _ in range(1 if quick else 3):
-                start = time.perf_counter()
-                run(game, budget, 0, progress=False)
-                best = min(best, time.perf_counter() - start)
-            times[label] = best
-        lines.append(f"| {n:,} | {budget:,} | {times['kernel']:.3f} | {times['msr']:.3f} | "
-                     f"{times['kernel'] / times['msr']:.2f}x |")
-    return lines
+    return cost_against_msr("unbiased KernelSHAP (paired)", unbiased_kernel_shapley, cases, quick)
 
 
 def classic_cost_part(quick: bool) -> list[str]:
@@ -141,11 +152,7 @@ def classic_cost_part(quick: bool) -> list[str]:
         game, cells = CheapGame(n), {}
         for label, run in (("classic", kernel_shapley), ("unbiased", unbiased_kernel_shapley)):
             log(f"  classic cost: {label} at N = {n:,} ...")
-            best = np.inf
-            for _ in range(1 if quick else 3):
-                start = time.perf_counter()
-                run(game, budget, 0, progress=False)
-                best = min(best, time.perf_counter() - start)
+            best = best_seconds(1 if quick else 3, run, game, budget, 0, progress=False)
             tracemalloc.start()
             run(game, budget, 0, progress=False)
             peak = tracemalloc.get_traced_memory()[1] / 2**20

@@ -44,6 +44,7 @@ from shapley_research import knn_shapley, msr_banzhaf, owen_shapley, permutation
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from core_overhead import CheapGame  # noqa: E402
+from kernel_shapley import cost_against_msr  # noqa: E402
 from pydvl_comparison import AirportGame, KNNGame, load_mnist  # noqa: E402
 
 DEFAULT_OUTPUT = os.path.join(HERE, "results", "owen_sampling.md")
@@ -123,21 +124,7 @@ def cost_part(quick: bool, cases=None) -> list[str]:
     """Markdown rows: best-of-3 wall time of Owen sampling and of MSR Banzhaf, ``cases``: ``(N, budget)``."""
     if cases is None:
         cases = ((1000, 4 * 1001 * (5 if quick else 50)), (5000, 4 * 5001 * (2 if quick else 6)))
-    lines = ["| N | evaluations | Owen sampling s | MSR Banzhaf s | ratio |", "|---|---|---|---|---|"]
-    for n, budget in cases:
-        game = CheapGame(n)
-        times = {}
-        for label, run in (("owen", owen_shapley), ("msr", msr_banzhaf)):
-            log(f"  cost: {label} at N = {n:,} ...")
-            best = np.inf
-            for _ in range(1 if quick else 3):
-                start = time.perf_counter()
-                run(game, budget, 0, progress=False)
-                best = min(best, time.perf_counter() - start)
-            times[label] = best
-        lines.append(f"| {n:,} | {budget:,} | {times['owen']:.3f} | {times['msr']:.3f} | "
-                     f"{times['owen'] / times['msr']:.2f}x |")
-    return lines
+    return cost_against_msr("Owen sampling", owen_shapley, cases, quick)
 
 
 def main(argv=None) -> int:
