@@ -66,7 +66,7 @@ import numpy as np
 import scipy.linalg
 from numpy.typing import NDArray
 
-from ._kernel_shapley import _draw_sizes, shapley_kernel_sizes
+from ._kernel_shapley import _draw_sizes, one_player_message, shapley_kernel_sizes
 from ._large_work import announce_large_work
 from ._permutation import documents_sampling_options
 from ._sampling._driver import Run, Sampler, SamplingOptions, SamplingSpec, drive
@@ -89,9 +89,7 @@ GROUP_PER_PLAYER = 10
 #: singular (it needs ``N`` coalitions at least), so its run might never have standard errors to stop on.
 TARGET_BATCH_PER_PLAYER = 2
 
-ONE_PLAYER = ("kernel_shapley samples coalitions of 1 to N-1 players: a 1-player game has none; its value is "
-              "U(D) - U(empty). Pass a budget that pays for U(empty), U(D) and one sample: the game is then "
-              "enumerated.")
+ONE_PLAYER = one_player_message("kernel_shapley")
 
 
 def constrained_regression(gram: NDArray[np.float64], moments: NDArray[np.float64],

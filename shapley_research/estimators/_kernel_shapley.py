@@ -72,10 +72,13 @@ from ..result import Finalizer, SamplingRecord, ValuationResult, register_finali
 
 __all__ = ["unbiased_kernel_shapley", "shapley_kernel_sizes"]
 
-#: Why a 1-player game cannot be sampled: there is no coalition of 1 to N-1 players to draw.
-ONE_PLAYER = ("unbiased_kernel_shapley samples coalitions of 1 to N-1 players: a 1-player game has none; its value "
-              "is U(D) - U(empty). Pass a budget that pays for U(empty), U(D) and one sample: the game is then "
-              "enumerated.")
+def one_player_message(method: str) -> str:
+    """Why a 1-player game cannot be sampled by ``method``: there is no coalition of 1 to N-1 players to draw."""
+    return (f"{method} samples coalitions of 1 to N-1 players: a 1-player game has none; its value is U(D) - "
+            "U(empty). Pass a budget of 2 evaluations (1 with empty_utility) or more: the game is then enumerated.")
+
+
+ONE_PLAYER = one_player_message("unbiased_kernel_shapley")
 
 
 def shapley_kernel_sizes(n_players: int) -> tuple[NDArray[np.float64], float]:
