@@ -10,7 +10,8 @@ import pytest
 from tests._benchmark_scripts import BENCHMARKS, load_benchmark
 
 pytest.importorskip("torch")
-pytestmark = pytest.mark.slow  # trains torch models: seconds a script
+pytestmark = [pytest.mark.slow,  # trains torch models: seconds a script
+              pytest.mark.usefixtures("one_torch_thread")]
 
 
 @pytest.fixture
