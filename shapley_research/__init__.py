@@ -40,6 +40,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs read; at run time __getattr__ b
                              stratified_svarm_shapley, unbiased_kernel_shapley, uniform_division_guarantee,
                              uniform_shapley)
     from .estimators import kernel_shapley, owen_shapley
+    from .estimators import leverage_shapley
     # Beyond the Shapley value: semivalues, leave-one-out, Data-OOB
     from .estimators import (beta_shapley, data_oob, exact_banzhaf, exact_beta_shapley, leave_one_out,
                              msr_banzhaf)
@@ -69,6 +70,7 @@ __all__ = [
     "permutation_sample_size", "group_testing_sample_size", "group_testing_q_tot", "compressive_sample_size",
     "stability_bound", "uniform_division_guarantee", "UniformDivisionGuarantee",
     "kernel_shapley", "owen_shapley",
+    "leverage_shapley",
     # beyond the Shapley value
     "exact_banzhaf", "msr_banzhaf", "exact_beta_shapley", "beta_shapley", "leave_one_out", "data_oob",
     # the peers' methods

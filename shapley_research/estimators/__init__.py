@@ -20,6 +20,8 @@ and loop in :mod:`._sampling` (each sampling estimator is a specification that
   over the inclusion probability, one random q per bin, unbiased;
 * :func:`kernel_shapley`: classic KernelSHAP (Lundberg & Lee 2017), its
   Gram matrix estimated too: biased but consistent, ``O(N^2)`` per sample;
+* :func:`leverage_shapley`: Leverage SHAP (Musco & Witter 2025), the same
+  regression on coalitions drawn by their leverage scores (uniform sizes);
 * :func:`uniform_shapley`: the uniform split of the total utility
   (Section 4.4), the trivial baseline;
 * beyond the Shapley value, the semivalues the field moved to after 2019:
@@ -59,6 +61,7 @@ from ._lava import label_distances, lava
 from ._kernel_shapley import shapley_kernel_sizes, unbiased_kernel_shapley
 from ._least_core import exact_least_core, least_core, least_core_coalitions
 from ._kernel_regression import kernel_shapley
+from ._leverage import leverage_shapley
 from ._leave_one_out import leave_one_out
 from ._owen import owen_shapley
 from ._permutation import marginal_contributions, permutation_shapley, random_permutations
@@ -85,4 +88,5 @@ __all__ = [
     "owen_shapley",
     "exact_least_core", "least_core", "least_core_coalitions",
     "kernel_shapley",
+    "leverage_shapley",
 ]

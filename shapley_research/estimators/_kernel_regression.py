@@ -175,11 +175,26 @@ class _GroupSums:
         return MeanState(mean.size, count, mean, np.zeros(mean.size))
 
 
-def _group(game: GameLike, anchors: Anchors, paired: bool, cumulative: NDArray[np.float64],
+@dataclass(frozen=True)
+class SizeDesign:
+    r"""How coalitions are drawn and weighted: a size ``s`` by ``cumulative`` (the cumulative weights of
+    ``s = 1 .. N-1``), then a uniform coalition of that size, entering :math:`\hat A` and :math:`\hat b` with
+    the importance ratio ``ratios[s - 1]`` :math:`= p_s / q_s` of the Shapley kernel's size probability to the
+    sampling one (``None``: the kernel itself, every ratio 1)."""
+
+    cumulative: NDArray[np.float64]
+    ratios: NDArray[np.float64] | None = None
+
+
+def _group(game: GameLike, anchors: Anchors, paired: bool, design: SizeDesign,
            rng: np.random.Generator, units: int) -> tuple[NDArray[np.float64], NDArray[np.float64], int]:
     r"""Sums of :math:`z z^\top` and :math:`z (U(z) - U(\emptyset))` over the coalitions of ``units`` units
     drawn chunk by chunk (with ``paired``, each coalition and its complement), and the evaluations made."""
     from ._sampling._gt_kernels import add_weighted_members  # numba loads on first use
+
+    if design.ratios is not None:
+        return _weighted_group(game, anchors, paired, design, rng, units)
+    cumulative = design.cumulative
 
     n, per = game.n_players, 2 if paired else 1
     cross, columns = np.zeros((n, n), dtype=np.float32), np.zeros(n)
@@ -204,7 +219,39 @@ def _group(game: GameLike, anchors: Anchors, paired: bool, cumulative: NDArray[n
     return gram, sums[0] + constant, units * per
 
 
-def _regression_batch(game: GameLike, anchors: Anchors, paired: bool, cumulative: NDArray[np.float64],
+def _weighted_group(game: GameLike, anchors: Anchors, paired: bool, design: SizeDesign,
+                    rng: np.random.Generator, units: int) -> tuple[NDArray[np.float64], NDArray[np.float64], int]:
+    r""":func:`_group` with importance ratios :math:`r_s`: sums of :math:`r_s z z^\top` and
+    :math:`r_s z (U(z) - U(\emptyset))` (float64: the ratios are not counts). A pair adds
+    :math:`r_s (z z^\top + (1 - z)(1 - z)^\top)`, the complement's ratio being its coalition's
+    (:math:`r_s = r_{N-s}`)."""
+    from ._sampling._gt_kernels import add_weighted_members  # numba loads on first use
+
+    n, per, ratios = game.n_players, 2 if paired else 1, cast(NDArray[np.float64], design.ratios)
+    gram, columns, sums = np.zeros((n, n)), np.zeros(n), np.zeros((2, n))
+    total = constant = 0.0  # sum of the ratios; sum over complements of r (U(D \ z) - U(empty))
+    for rows in evaluation_chunks(units, n * per):
+        count = rows.stop - rows.start
+        sizes = _draw_sizes(rng, design.cumulative, count)
+        masks = draw_small_sides(rng, sizes, n).masks
+        ratio = ratios[sizes - 1]
+        rooted = masks * np.sqrt(ratio)[:, None]
+        gram += rooted.T @ rooted  # symmetric: r z z^T summed as (sqrt(r) z)(sqrt(r) z)^T
+        if paired:
+            u = check_utilities(game.evaluate(np.concatenate([masks, ~masks])), 2 * count) - anchors.empty
+            gains, constant = u[:count] - u[count:], constant + float(ratio @ u[count:])
+            columns += ratio @ masks
+            total += float(ratio.sum())
+        else:
+            gains = check_utilities(game.evaluate(masks), count) - anchors.empty
+        add_weighted_members(np.ascontiguousarray(masks).view(np.uint8), np.ascontiguousarray(ratio * gains),
+                             np.zeros(count), sums)
+    if paired:  # sum of r (z z^T + (1 - z)(1 - z)^T) = (sum r) 11^T - 1 m^T - m 1^T + 2 sum r z z^T
+        gram = total - columns[:, None] - columns[None, :] + 2.0 * gram
+    return gram, sums[0] + constant, units * per
+
+
+def _regression_batch(game: GameLike, anchors: Anchors, paired: bool, design: SizeDesign,
                       group_size: int, rng: np.random.Generator, size: int) -> tuple[MeanState, int]:
     """The ``sample_batch`` of :func:`kernel_shapley`: ``size`` units in ``max(1, size // group_size)``
     groups of near-equal sizes, each drawn, evaluated and solved in turn."""
@@ -213,7 +260,7 @@ def _regression_batch(game: GameLike, anchors: Anchors, paired: bool, cumulative
     sums, made = _GroupSums.empty(n, delta / n), 0
     n_groups = max(1, size // group_size)
     for units in np.diff(np.linspace(0, size, n_groups + 1).round().astype(int)):
-        gram, moments, evaluations = _group(game, anchors, paired, cumulative, rng, int(units))
+        gram, moments, evaluations = _group(game, anchors, paired, design, rng, int(units))
         sums.add_group(gram, moments, int(units) * per, int(units), delta)
         made += evaluations
     return sums.state(size, per), made
@@ -266,39 +313,47 @@ class RegressionSpec(SamplingSpec):
             return batch_size
         return max(default_batch_size(self.n_players, self.per_unit), self.group_size)
 
+    def design(self) -> SizeDesign:
+        """How the coalitions are drawn and weighted: from the Shapley kernel, unweighted."""
+        weights, _ = shapley_kernel_sizes(self.n_players)
+        return SizeDesign(np.cumsum(weights))
+
+    def options(self) -> dict:
+        """The run's options, as the result's ``info["options"]`` and the record keep them."""
+        return {"paired": self.paired}
+
     def units(self, budget: object, options: SamplingOptions) -> int | None:
         if self.n_players < 2 and budget is None:
-            raise ValueError(ONE_PLAYER)
+            raise ValueError(one_player_message(self.method))
         least = TARGET_BATCH_PER_PLAYER * self.n_players
         targeted = options.target_stderr is not None or options.target_rank_correlation is not None
         if targeted and options.batch_size is not None and options.batch_size < least:
             raise ValueError(
-                f"batch_size={options.batch_size} is too small for a precision target: kernel_shapley's standard "
+                f"batch_size={options.batch_size} is too small for a precision target: {self.method}'s standard "
                 f"errors come from groups within a batch, which need {least} units (2 N) at least to have a "
                 f"regular matrix. Pass batch_size >= {least}, or none (groups of 10 N).")
         return super().units(budget, options)
 
     def fingerprint_options(self, n_units: int | None) -> dict:
-        return {"paired": self.paired, "group_size": self.group_size}
+        return {**self.options(), "group_size": self.group_size}
 
     def enumeration_info(self, empty_utility: float | None) -> dict:
-        return {"options": {"paired": self.paired}, "paired": self.paired}
+        return {"options": self.options(), **self.options()}
 
     def start(self, game: GameLike, run: Run, anchors: Anchors | None) -> Sampler:
         anchors = cast(Anchors, anchors)  # both anchors are always needed
         if self.n_players < 2:
-            raise ValueError(ONE_PLAYER)
-        weights, _ = shapley_kernel_sizes(self.n_players)
-        options = {"paired": self.paired}
-        info = {"options": options, "paired": self.paired, "batch_size": run.batch_size,
+            raise ValueError(one_player_message(self.method))
+        options = self.options()
+        info = {"options": options, **options, "batch_size": run.batch_size,
                 "group_size": self.group_size, "empty_utility": anchors.empty, "full_utility": anchors.full}
         record = SamplingRecord(RegressionFinalizer(self.n_players), options, empty_utility=anchors.empty,
                                 full_utility=anchors.full, seeds=(run.entropy,))
-        cumulative, group, paired = np.cumsum(weights), self.group_size, self.paired
+        design, group, paired = self.design(), self.group_size, self.paired
         delta = anchors.full - anchors.empty
 
         def sample_batch(rng: np.random.Generator, size: int) -> tuple[MeanState, int]:
-            return _regression_batch(game, anchors, paired, cumulative, group, rng, size)
+            return _regression_batch(game, anchors, paired, design, group, rng, size)
 
         def estimates_of(state: MeanState) -> tuple[np.ndarray, np.ndarray]:
             values, stderr, _ = regression_estimates(state, self.n_players, delta)
@@ -312,20 +367,21 @@ class RegressionSpec(SamplingSpec):
 GRAM_RATE, GRAM_BYTES_PER_CELL = 1.5e10, 45
 
 
-def _announce_large_work(n: int, budget: object, paired: bool) -> None:
+def announce_regression_work(n: int, budget: object, paired: bool, method: str = "kernel_shapley") -> None:
     """A ``UserWarning`` before any evaluation where the ``N x N`` work will take long or much memory."""
     known = isinstance(budget, (int, np.integer)) and not isinstance(budget, bool) and budget > 2
     units = (int(budget) - 2) // (2 if paired else 1) if known else None  # type: ignore[call-overload]
-    announce_large_work("kernel_shapley", f"{n:,} players" + (f" and {units:,} samples" if units else ""),
+    announce_large_work(method, f"{n:,} players" + (f" and {units:,} samples" if units else ""),
                         None if units is None else units * n**2 / GRAM_RATE, GRAM_BYTES_PER_CELL * n**2,
                         "each sample costs N^2 and the state holds N x N matrices: unbiased_kernel_shapley does "
                         "the same regression in O(N) a sample.", stacklevel=3)
 
 
-def _check_players(n: int) -> None:
+def check_players(n: int, method: str = "kernel_shapley") -> None:
+    """A ``ValueError`` above :data:`MAX_PLAYERS` players, naming ``method``."""
     if n > MAX_PLAYERS:
         raise ValueError(
-            f"kernel_shapley regresses on an N x N matrix: {n:,} players is above its {MAX_PLAYERS:,} (memory "
+            f"{method} regresses on an N x N matrix: {n:,} players is above its {MAX_PLAYERS:,} (memory "
             f"about 45 N^2 bytes, N^2 work per coalition). Use unbiased_kernel_shapley, the same regression with "
             f"its exact matrix, O(N) per coalition, or permutation_shapley.")
 
@@ -407,12 +463,12 @@ def kernel_shapley(game: GameLike, budget: int | None, seed: int | np.random.See
     """
     n = check_game(game)
     paired = check_bool(paired, "paired")
-    _check_players(n)
+    check_players(n)
     options = SamplingOptions.checked(
         game, "kernel_shapley", batch_size=batch_size, n_jobs=n_jobs, progress=progress,
         empty_utility=empty_utility, target_stderr=target_stderr, target_rank_correlation=target_rank_correlation,
         checkpoint=checkpoint, checkpoint_interval=checkpoint_interval)
-    _announce_large_work(n, budget, paired)
+    announce_regression_work(n, budget, paired)
     n_dim = n * (n + 1) // 2 + 3 * n + 2
     unit = "coalition pair" if paired else "kernel coalition"
     return drive(RegressionSpec(method="kernel_shapley", n_players=n, dim=n_dim, per_unit=2 if paired else 1,
