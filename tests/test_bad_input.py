@@ -37,6 +37,7 @@ from shapley_research import (KNNUtility, LogisticObjective, LogisticRegressionU
                               permutation_sample_size, permutation_shapley, stability_bound,
                               stratified_svarm_shapley, unbiased_kernel_shapley, kernel_shapley,
                               uniform_division_guarantee, uniform_shapley)
+from shapley_research import leverage_shapley
 from shapley_research.datasets import (load_diabetes_split, load_iris_binary, load_iris_split,
                                        load_mnist_subset, pca_features)
 from shapley_research.games import Game
@@ -154,6 +155,7 @@ ESTIMATORS = {
     "kernel": lambda g: unbiased_kernel_shapley(g, 40, 0),
     "owen": lambda g: owen_shapley(g, 40, 0),
     "kernel_regression": lambda g: kernel_shapley(g, 40, 0),
+    "leverage": lambda g: leverage_shapley(g, 40, 0),
     "permutation_truncated": lambda g: permutation_shapley(g, 40, 0, truncation=0.2),
     "exact_banzhaf": lambda g: exact_banzhaf(g),
     "msr_banzhaf": lambda g: msr_banzhaf(g, 40, 0),
@@ -310,6 +312,7 @@ SAMPLERS = {
     # one bin: a sweep of N + 1 evaluations, below the 2^N that buy the exact values
     "owen": (lambda g, **kw: owen_shapley(g, **{"budget": 40, "seed": 0, "n_bins": 1, **kw}), N + 1),
     "kernel_regression": (lambda g, **kw: kernel_shapley(g, **{"budget": 40, "seed": 0, **kw}), 4),
+    "leverage": (lambda g, **kw: leverage_shapley(g, **{"budget": 40, "seed": 0, **kw}), 4),
     # Beta(16, 1) at N = 3: U(empty), U(D) and a unit of at most N evaluations (info["unit_evaluations"])
     "beta_shapley": (lambda g, **kw: beta_shapley(g, **{"budget": 40, "seed": 0, **kw}), N + 2),
     # Beta(1, 1), the Shapley value: every unit is one permutation, so no U(D)

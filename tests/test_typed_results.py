@@ -42,6 +42,7 @@ RUNS = {  # method -> a run at a seed; budgets below 2^N, so no run is enumerate
     "unbiased_kernel_shapley": lambda seed: sr.unbiased_kernel_shapley(GAME, 300, seed),
     "owen_shapley": lambda seed: sr.owen_shapley(GAME, 4 * 11 * 20, seed),
     "kernel_shapley": lambda seed: sr.kernel_shapley(GAME, 300, seed),
+    "leverage_shapley": lambda seed: sr.leverage_shapley(GAME, 300, seed),
     "beta_shapley": lambda seed: sr.beta_shapley(GAME, 900, seed),
 }
 
@@ -128,8 +129,8 @@ def test_methods_without_merge_rules_neither_list_nor_sum(name):
 
 def test_refusals_are_unchanged():
     perm = RUNS["permutation"]
-    mergeable = ("beta_shapley, group_testing[improved], group_testing[paper], kernel_shapley, msr_banzhaf, "
-                 "owen_shapley, permutation, stratified_svarm, unbiased_kernel_shapley")
+    mergeable = ("beta_shapley, group_testing[improved], group_testing[paper], kernel_shapley, leverage_shapley, "
+                 "msr_banzhaf, owen_shapley, permutation, stratified_svarm, unbiased_kernel_shapley")
     cases = [
         ((), "merge_results needs at least one result."),
         ((perm(1), sr.compressive_shapley(GAME, 600, 2)),  # the offending run is named, not the first

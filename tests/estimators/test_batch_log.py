@@ -52,6 +52,7 @@ RUNS = {
     "kernel": lambda g, **kw: sr.unbiased_kernel_shapley(g, 2 + 2 * 150, **kw),
     "owen": lambda g, **kw: sr.owen_shapley(g, 4 * (N + 1) * 8, **kw),
     "kernel_regression": lambda g, **kw: sr.kernel_shapley(g, 2 + 2 * 150, **kw),
+    "leverage": lambda g, **kw: sr.leverage_shapley(g, 2 + 2 * 150, **kw),
 }
 
 

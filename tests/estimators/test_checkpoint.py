@@ -45,6 +45,7 @@ RUNS = {
     "kernel": lambda g, **kw: sr.unbiased_kernel_shapley(g, kw.pop("budget", 2 + 2 * 25 * 40), batch_size=25, **kw),
     "owen": lambda g, **kw: sr.owen_shapley(g, kw.pop("budget", 4 * (N + 1) * 40), batch_size=1, antithetic=True, **kw),
     "kernel_regression": lambda g, **kw: sr.kernel_shapley(g, kw.pop("budget", 2 + 2 * 25 * 40), batch_size=25, **kw),
+    "leverage": lambda g, **kw: sr.leverage_shapley(g, kw.pop("budget", 2 + 2 * 25 * 40), batch_size=25, **kw),
     # Beta(16, 1): units of at most N + 1 evaluations at N = 8 (info["unit_evaluations"]), plus U(empty) and U(D)
     "beta_shapley": lambda g, **kw: sr.beta_shapley(g, kw.pop("budget", 2 + (N + 1) * 40), batch_size=1, **kw),
     "beta_shapley_1_1": lambda g, **kw: sr.beta_shapley(g, kw.pop("budget", 1 + N * 40), alpha=1, beta=1,
@@ -240,6 +241,8 @@ PARTIAL = {
     "owen": (lambda g, b, **kw: sr.owen_shapley(g, b, batch_size=3, **kw), 3, (36 * 10, 36 * 20, 36 * 33)),
     "kernel_regression": (lambda g, b, **kw: sr.kernel_shapley(g, b, batch_size=7, **kw), 7,
                           (2 + 2 * 40, 2 + 2 * 90, 2 + 2 * 150)),
+    "leverage": (lambda g, b, **kw: sr.leverage_shapley(g, b, batch_size=7, **kw), 7, (2 + 2 * 40, 2 + 2 * 90,
+                                                                                      2 + 2 * 150)),
     "beta_shapley": (lambda g, b, **kw: sr.beta_shapley(g, b, batch_size=3, **kw), 3, (2 + 9 * 10, 2 + 9 * 20,
                                                                                        2 + 9 * 33)),
     "compressive": (lambda g, b, **kw: sr.compressive_shapley(g, b, batch_size=3, **kw), 3, (2 + 8 * 10,

@@ -85,6 +85,7 @@ MERGEABLE = {
     "kernel": lambda game, seed: sr.unbiased_kernel_shapley(game, 200, seed=seed),
     "owen": lambda game, seed: sr.owen_shapley(game, 200, seed=seed),
     "kernel_regression": lambda game, seed: sr.kernel_shapley(game, 200, seed=seed),
+    "leverage": lambda game, seed: sr.leverage_shapley(game, 200, seed=seed),
     "beta_shapley": lambda game, seed: sr.beta_shapley(game, 300, seed=seed),
 }
 

@@ -58,6 +58,7 @@ RUNS = {
     "kernel": lambda n_jobs: sr.unbiased_kernel_shapley(GAME, 20_002, seed=3, n_jobs=n_jobs, batch_size=1_000),
     "owen": lambda n_jobs: sr.owen_shapley(GAME, 4 * 31 * 160, seed=3, n_jobs=n_jobs, batch_size=10),
     "kernel_regression": lambda n_jobs: sr.kernel_shapley(GAME, 20_002, seed=3, n_jobs=n_jobs, batch_size=1_000),
+    "leverage": lambda n_jobs: sr.leverage_shapley(GAME, 20_002, seed=3, n_jobs=n_jobs, batch_size=1_000),
     # Beta(16, 1): units of at most 33 evaluations at N = 30, plus U(empty) and U(D)
     "beta_shapley": lambda n_jobs: sr.beta_shapley(GAME, 2 + 33 * 1_000, seed=3, n_jobs=n_jobs, batch_size=50),
     "beta_shapley_1_1": lambda n_jobs: sr.beta_shapley(GAME, 30_001, seed=3, alpha=1, beta=1, n_jobs=n_jobs,
@@ -107,6 +108,7 @@ def blas_runs(n_players: int) -> dict:
         "owen": lambda n_jobs: sr.owen_shapley(game, 4 * (n + 1) * 37, seed=5, n_jobs=n_jobs, batch_size=7,
                                                antithetic=True),
         "kernel_regression": lambda n_jobs: sr.kernel_shapley(game, 3_002, seed=5, n_jobs=n_jobs, batch_size=350),
+        "leverage": lambda n_jobs: sr.leverage_shapley(game, 3_002, seed=5, n_jobs=n_jobs, batch_size=350),
         "beta_shapley": lambda n_jobs: sr.beta_shapley(game, 37 * (n + 3) + 2, seed=5, n_jobs=n_jobs, batch_size=7),
     }
 

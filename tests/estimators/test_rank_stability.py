@@ -122,6 +122,7 @@ ESTIMATORS = {
     "owen": (lambda g, b, **kw: sr.owen_shapley(g, b, batch_size=5, n_bins=2, antithetic=True, **kw), 0, 2 * (N + 1),
              5),
     "kernel_regression": (lambda g, b, **kw: sr.kernel_shapley(g, b, batch_size=20, **kw), 2, 2, 20),
+    "leverage": (lambda g, b, **kw: sr.leverage_shapley(g, b, batch_size=20, **kw), 2, 2, 20),
 }
 
 

@@ -26,6 +26,7 @@ ESTIMATORS = {
     "unbiased_kernel_shapley": ("_kernel_shapley.py", sr.unbiased_kernel_shapley),
     "owen_shapley": ("_owen.py", sr.owen_shapley),
     "kernel_shapley": ("_kernel_regression.py", sr.kernel_shapley),
+    "leverage_shapley": ("_leverage.py", sr.leverage_shapley),
 }
 ESTIMATORS_DIR = Path(sr.__file__).parent / "estimators"
 

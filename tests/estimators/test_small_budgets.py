@@ -19,6 +19,7 @@ from shapley_research import (as_game, beta_shapley, compressive_shapley, group_
 from shapley_research import owen_shapley
 from shapley_research.estimators._sampling._loop import evaluations_text, units_from_budget
 from shapley_research.estimators import kernel_shapley
+from shapley_research.estimators import leverage_shapley
 
 N = 12  # 2^12 coalitions: no budget here pays for enumerating the game
 
@@ -47,6 +48,8 @@ ESTIMATORS = {
     "owen_antithetic": lambda g, b: owen_shapley(g, b, seed=0, antithetic=True),
     "kernel_regression": lambda g, b: kernel_shapley(g, b, seed=0),
     "kernel_regression_unpaired": lambda g, b: kernel_shapley(g, b, seed=0, paired=False),
+    "leverage": lambda g, b: leverage_shapley(g, b, seed=0),
+    "leverage_unpaired": lambda g, b: leverage_shapley(g, b, seed=0, paired=False),
     "beta_shapley": lambda g, b: beta_shapley(g, b, seed=0),
     "beta_shapley_4_1": lambda g, b: beta_shapley(g, b, seed=0, alpha=4, beta=1),
 }

@@ -27,6 +27,7 @@ ESTIMATORS = {
     "kernel": (lambda g, b, **kw: sr.unbiased_kernel_shapley(g, b, **kw), "unbiased_kernel_shapley"),
     "owen": (lambda g, b, **kw: sr.owen_shapley(g, b, **kw), "owen_shapley"),
     "kernel_regression": (lambda g, b, **kw: sr.kernel_shapley(g, b, **kw), "kernel_shapley"),
+    "leverage": (lambda g, b, **kw: sr.leverage_shapley(g, b, **kw), "leverage_shapley"),
 }
 
 
