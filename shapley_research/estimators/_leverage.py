@@ -51,7 +51,7 @@ samples *with replacement* (i.i.d. units), which runs on the shared sampling
 driver, so that ``n_jobs``, checkpoints, precision targets, merging and a hard
 evaluation budget all work as for every other sampling estimator; the
 binomial scheme needs the whole budget up front and its count is random.
-Measured with a dense prototype (session 38, paired, five seeds): the two are
+Measured with a dense prototype (paired, five seeds): the two are
 alike (within the seeds' spread) on the 100- and 200-player games of
 ``benchmarks/kernel_shapley.py`` at 10-100 N evaluations, where collisions are
 rare; on 12-player games at 16-64 N, where the budget enumerates the smallest
