@@ -186,6 +186,24 @@ def test_unbiased_efficient_in_expectation_and_calibrated(antithetic):
     assert 0.9 < z.std() < 1.15  # the standard errors match the spread (t with 29 degrees of freedom: 1.04)
 
 
+@pytest.mark.parametrize("antithetic", [False, True])
+@pytest.mark.parametrize("sweeps", [2, 3, 5])
+def test_the_squared_standard_errors_are_unbiased_with_few_sweeps(sweeps, antithetic):
+    """E[stderr^2] = Var(value) from two sweeps on: the sweep is the i.i.d. unit, with ddof=1.
+
+    A variance over the ``n_bins * sweeps`` bin draws (as if independent), or with ``ddof=0`` (a ratio of
+    sweeps / (sweeps - 1): 2 at two sweeps), fails. The z-scores themselves are t-like with ``sweeps - 1``
+    degrees of freedom (no finite variance below four sweeps): the calibration test above takes 30.
+    """
+    exact = sr.exact_shapley(AIRPORT).values
+    with sampling_forced():
+        runs = [sr.owen_shapley(AIRPORT, sweeps * 4 * 7, seed=seed, antithetic=antithetic) for seed in range(300)]
+    assert all(r.n_samples == sweeps for r in runs)
+    squared_errors = (np.array([r.values for r in runs]) - exact) ** 2
+    squared_stderr = np.array([r.stderr for r in runs]) ** 2
+    assert 0.8 < squared_errors.sum() / squared_stderr.sum() < 1.25  # 0.98 to 1.07 over these seeds
+
+
 def test_the_midpoint_grid_converges_to_its_biased_expectation():
     biased = sweep_expectation(GAME, 4, q_points="midpoint")
     with sampling_forced():
