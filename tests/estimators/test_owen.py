@@ -187,9 +187,8 @@ def test_unbiased_efficient_in_expectation_and_calibrated(antithetic):
 
 
 @pytest.mark.parametrize("antithetic", [False, True])
-@pytest.mark.parametrize("sweeps", [2, 3, 5])
-def test_the_squared_standard_errors_are_unbiased_with_few_sweeps(sweeps, antithetic):
-    """E[stderr^2] = Var(value) from two sweeps on: the sweep is the i.i.d. unit, with ddof=1.
+def test_the_squared_standard_errors_are_unbiased_with_few_sweeps(antithetic):
+    """E[stderr^2] = Var(value) at two sweeps: the sweep is the i.i.d. unit, with ddof=1.
 
     A variance over the ``n_bins * sweeps`` bin draws (as if independent), or with ``ddof=0`` (a ratio of
     sweeps / (sweeps - 1): 2 at two sweeps), fails. The z-scores themselves are t-like with ``sweeps - 1``
@@ -197,11 +196,11 @@ def test_the_squared_standard_errors_are_unbiased_with_few_sweeps(sweeps, antith
     """
     exact = sr.exact_shapley(AIRPORT).values
     with sampling_forced():
-        runs = [sr.owen_shapley(AIRPORT, sweeps * 4 * 7, seed=seed, antithetic=antithetic) for seed in range(300)]
-    assert all(r.n_samples == sweeps for r in runs)
+        runs = [sr.owen_shapley(AIRPORT, 2 * 4 * 7, seed=seed, antithetic=antithetic) for seed in range(300)]
+    assert all(r.n_samples == 2 for r in runs)
     squared_errors = (np.array([r.values for r in runs]) - exact) ** 2
     squared_stderr = np.array([r.stderr for r in runs]) ** 2
-    assert 0.8 < squared_errors.sum() / squared_stderr.sum() < 1.25  # 0.98 to 1.07 over these seeds
+    assert 0.8 < squared_errors.sum() / squared_stderr.sum() < 1.25  # 1.07 and 0.98 over these seeds
 
 
 def test_the_midpoint_grid_converges_to_its_biased_expectation():
