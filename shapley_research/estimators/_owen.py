@@ -255,8 +255,11 @@ def owen_shapley(game: GameLike, budget: int | None, seed: int | np.random.SeedS
     -------
     ValuationResult
         ``method="owen_shapley"``; ``n_samples`` counts sweeps, ``stderr`` the
-        standard error of each value (NaN from a single sweep). Runs with
-        different seeds and the same options combine with
+        standard error of each value (NaN from a single sweep; from a few, its
+        square is unbiased for the variance but noisy: a value's error over
+        its standard error spreads like a t with ``sweeps - 1`` degrees of
+        freedom, wider on sparse games such as KNN's). Runs with different
+        seeds and the same options combine with
         :func:`~shapley_research.merge_results`.
     """
     n = check_game(game)
