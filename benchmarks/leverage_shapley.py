@@ -26,26 +26,21 @@ Run ``python benchmarks/leverage_shapley.py`` (about 2 minutes on 2 cores;
 
 from __future__ import annotations
 
-import argparse
 import os
-import platform
 import sys
 import time
-import tracemalloc
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-import shapley_research
-from shapley_research import knn_shapley, permutation_shapley
+from _reference_games import (  # this script's sibling: the reference games, timers and report
+    closed_form_games, knn_reference, log, parse_arguments, report_head, table_header, traced_cost_rows, write_report)
+from core_overhead import CheapGame
+from pydvl_comparison import AirportGame
+from shapley_research import permutation_shapley
 from shapley_research.estimators import kernel_shapley, leverage_shapley, unbiased_kernel_shapley
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-from core_overhead import CheapGame  # noqa: E402
-from kernel_shapley import best_seconds, log  # noqa: E402
-from pydvl_comparison import AirportGame, KNNGame, load_mnist  # noqa: E402
-
 DEFAULT_OUTPUT = os.path.join(HERE, "results", "leverage_shapley.md")
 COMMON = dict(progress=False)
 LEVERAGE, CLASSIC = "Leverage SHAP (paired)", "classic KernelSHAP (paired)"
@@ -88,30 +83,20 @@ def versus_rows(name: str, table: dict[str, np.ndarray], multiples) -> list[str]
     return [f"| {name} | " + " | ".join(cells) + " |" + " |" * (len(multiples) - len(cells))]
 
 
-def header(multiples, first: str = "| game | estimator | ") -> str:
-    return first + " | ".join(f"{t} N" for t in multiples) + " |\n" + "|---" * (first.count("|") - 1 +
-                                                                               len(multiples)) + "|"
-
-
 def error_part(quick: bool) -> tuple[list[str], list[str]]:
     seeds = range(2) if quick else range(6)
     multiples = [10, 30] if quick else [10, 30, 100]
-    games = [("airport, N = 100", AirportGame(100, seed=1)), ("airport, N = 20", AirportGame(20, seed=4)),
-             ("linear + sqrt + unanimity, N = 200", CheapGame(200, seed=2))]
-    errors, versus = [header(multiples)], [header(multiples, "| game | ")]
+    games = closed_form_games()
+    games.insert(1, ("airport, N = 20", AirportGame(20, seed=4)))  # and a small airport game
+    errors, versus = [table_header(multiples)], [table_header(multiples, "| game | ")]
     for name, game in games:
         table = errors_of(game, game.shapley_values(), multiples, seeds)
         errors += error_rows(name, table)
         versus += versus_rows(name, table, multiples)
-    log("  KNN game on MNIST: exact values ...")
-    Z_train, y_train, Z_test, y_test, _ = load_mnist()
-    n_test = 20 if quick else 100
-    knn = KNNGame(Z_train, y_train, Z_test[:n_test], y_test[:n_test], 5)
-    exact = knn_shapley(Z_train, y_train, Z_test[:n_test], y_test[:n_test], 5).values
+    name, knn, exact = knn_reference(quick)
     knn_multiples = [10] if quick else [10, 30]
     table = errors_of(knn, exact, knn_multiples, range(1) if quick else range(3))
-    name = f"KNN, {len(y_train):,} MNIST images"
-    errors += ["", header(knn_multiples), *error_rows(name, table)]
+    errors += ["", table_header(knn_multiples), *error_rows(name, table)]
     versus += versus_rows(name, table, multiples)
     return errors, versus
 
@@ -120,46 +105,24 @@ def cost_part(quick: bool, cases=None) -> list[str]:
     """Markdown rows: best-of-3 wall time and peak traced memory of Leverage SHAP and classic KernelSHAP."""
     if cases is None:
         cases = ((1000, 20_002 if quick else 200_002),)
-    lines = ["| N | evaluations | Leverage s | Leverage peak MiB | classic s | classic peak MiB | time ratio |",
-             "|---|---|---|---|---|---|---|"]
-    for n, budget in cases:
-        game, cells = CheapGame(n), {}
-        for label, run in (("leverage", leverage_shapley), ("classic", kernel_shapley)):
-            log(f"  cost: {label} at N = {n:,} ...")
-            best = best_seconds(1 if quick else 3, run, game, budget, 0, progress=False)
-            tracemalloc.start()
-            run(game, budget, 0, progress=False)
-            cells[label] = (best, tracemalloc.get_traced_memory()[1] / 2**20)
-            tracemalloc.stop()
-        (tl, ml), (tc, mc) = cells["leverage"], cells["classic"]
-        lines.append(f"| {n:,} | {budget:,} | {tl:.2f} | {ml:.0f} | {tc:.2f} | {mc:.0f} | {tl / tc:.2f}x |")
-    return lines
+    return traced_cost_rows(("Leverage", leverage_shapley), ("classic", kernel_shapley), cases, quick, 2)
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="smoke run: small budgets, fewer seeds")
-    parser.add_argument("--output", metavar="PATH", default=DEFAULT_OUTPUT, help="markdown output file")
-    args = parser.parse_args(argv)
+    args = parse_arguments(__doc__, DEFAULT_OUTPUT, argv)
     start = time.perf_counter()
     with threadpool_limits(1):
         unbiased_kernel_shapley(CheapGame(50), 1_002, 0, progress=False)  # compile the subset sampler first
         (errors, versus), costs = error_part(args.quick), cost_part(args.quick)
-    text = "\n".join([
-        "# Leverage SHAP against classic and unbiased KernelSHAP and antithetic permutation sampling", "",
-        f"shapley_research {shapley_research.__version__} | Python {platform.python_version()} | "
-        f"numpy {np.__version__} | {os.cpu_count()} CPUs | one BLAS thread" + (" | --quick" if args.quick else ""),
+    return write_report([
+        *report_head("Leverage SHAP against classic and unbiased KernelSHAP and antithetic permutation sampling",
+                     args.quick),
         "", "1. Relative error ||v_hat - v|| / ||v|| at t N + 2 evaluations: mean ± standard error over the seeds "
         "(6; KNN 3).", "", *errors, "",
         "2. Leverage SHAP against classic KernelSHAP: ratio of mean errors (below 1: Leverage better) and the seeds "
         "on which Leverage SHAP's error was smaller.", "", *versus, "",
-        "3. Own cost on the cheap closed-form game (best of 3; peak memory traced by tracemalloc).", "", *costs, "",
-        f"Total wall time: {time.perf_counter() - start:.0f} s.", ""])
-    print(text)
-    os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
-    with open(args.output, "w") as handle:
-        handle.write(text)
-    return 0
+        "3. Own cost on the cheap closed-form game (best of 3; peak memory traced by tracemalloc).", "", *costs, ""],
+        start, args.output)
 
 
 if __name__ == "__main__":

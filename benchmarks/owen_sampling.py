@@ -29,24 +29,19 @@ Run ``python benchmarks/owen_sampling.py`` (about 6 minutes on 2 cores;
 
 from __future__ import annotations
 
-import argparse
 import os
-import platform
 import sys
 import time
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-import shapley_research
-from shapley_research import knn_shapley, msr_banzhaf, owen_shapley, permutation_shapley, stratified_svarm_shapley
+from _reference_games import (  # this script's sibling: the reference games, timers and report
+    cost_against_msr, error_tables, log, parse_arguments, report_head, table_header, write_report)
+from core_overhead import CheapGame
+from shapley_research import msr_banzhaf, owen_shapley, permutation_shapley, stratified_svarm_shapley
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-from core_overhead import CheapGame  # noqa: E402
-from kernel_shapley import cost_against_msr  # noqa: E402
-from pydvl_comparison import AirportGame, KNNGame, load_mnist  # noqa: E402
-
 DEFAULT_OUTPUT = os.path.join(HERE, "results", "owen_sampling.md")
 COMMON = dict(progress=False)
 # label -> (run(game, budget, seed), evaluations of one sampling unit at N players, or None)
@@ -61,10 +56,6 @@ ESTIMATORS = {
         g, b, s, antithetic=True, position_adjustment=True, **COMMON), None),
     "stratified SVARM": (lambda g, b, s: stratified_svarm_shapley(g, b, s, **COMMON), None),
 }
-
-
-def log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
 
 
 def error_cell(label: str, game, truth: np.ndarray, budget: int, seeds) -> tuple[str, float | None]:
@@ -99,25 +90,14 @@ def error_rows(name: str, game, truth: np.ndarray, multiples, seeds) -> list[str
             cells.append(cell)
         shown = "" if ratio is None else f"{ratio:.2f}"
         rows.append(f"| {name} | {label} | " + " | ".join(cells) + f" | {shown} |")
-    header = ("| game | estimator | " + " | ".join(f"{t} N" for t in multiples) + " | variance ratio |\n"
-              "|---|---|" + "---|" * len(multiples) + "---|")
-    return [header, *rows]
+    return [table_header(multiples, last="variance ratio"), *rows]
 
 
 def error_part(quick: bool) -> list[str]:
-    seeds = range(2) if quick else range(8)
-    multiples = [10, 50] if quick else [10, 50, 100]
-    airport, cheap = AirportGame(100, seed=1), CheapGame(200, seed=2)
-    lines = error_rows("airport, N = 100", airport, airport.shapley_values(), multiples, seeds)
-    lines += error_rows("linear + sqrt + unanimity, N = 200", cheap, cheap.shapley_values(), multiples, seeds)[1:]
-    log("  KNN game on MNIST: exact values ...")
-    Z_train, y_train, Z_test, y_test, _ = load_mnist()
-    n_test = 20 if quick else 100
-    knn = KNNGame(Z_train, y_train, Z_test[:n_test], y_test[:n_test], 5)
-    exact = knn_shapley(Z_train, y_train, Z_test[:n_test], y_test[:n_test], 5).values
-    lines += ["", *error_rows(f"KNN, {len(y_train):,} MNIST images", knn, exact, [10] if quick else [10, 50],
-                              range(1) if quick else range(3))]
-    return lines
+    """Markdown: the error tables on the reference games (``_reference_games.py``)."""
+    if quick:
+        return error_tables(error_rows, quick, [10, 50], range(2), [10], range(1))
+    return error_tables(error_rows, quick, [10, 50, 100], range(8), [10, 50], range(3))
 
 
 def cost_part(quick: bool, cases=None) -> list[str]:
@@ -128,30 +108,20 @@ def cost_part(quick: bool, cases=None) -> list[str]:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="smoke run: small budgets, fewer seeds")
-    parser.add_argument("--output", metavar="PATH", default=DEFAULT_OUTPUT, help="markdown output file")
-    args = parser.parse_args(argv)
+    args = parse_arguments(__doc__, DEFAULT_OUTPUT, argv)
     start = time.perf_counter()
     with threadpool_limits(1):
         stratified_svarm_shapley(CheapGame(50), 1_002, 0, progress=False)  # compile the compiled loops first
         msr_banzhaf(CheapGame(50), 1_002, 0, progress=False)
         errors, costs = error_part(args.quick), cost_part(args.quick)
-    text = "\n".join([
-        "# Owen sampling against permutation sampling and SVARM", "",
-        f"shapley_research {shapley_research.__version__} | Python {platform.python_version()} | "
-        f"numpy {np.__version__} | {os.cpu_count()} CPUs | one BLAS thread" + (" | --quick" if args.quick else ""),
+    return write_report([
+        *report_head("Owen sampling against permutation sampling and SVARM", args.quick),
         "", "1. Relative error ||v_hat - v|| / ||v|| at t N + 2 evaluations (mean over seeds ± its standard "
         "error; -: fewer than two sweeps); variance ratio: for the Owen estimators at the largest budget, the "
         "variance of the estimates over the seeds / the mean squared standard error, summed over players (about 1: "
         "standard errors right in the mean).", "",
-        *errors, "", "2. Cost on the cheap closed-form game (the estimators' own work; best of 3).", "", *costs, "",
-        f"Total wall time: {time.perf_counter() - start:.0f} s.", ""])
-    print(text)
-    os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
-    with open(args.output, "w") as handle:
-        handle.write(text)
-    return 0
+        *errors, "", "2. Cost on the cheap closed-form game (the estimators' own work; best of 3).", "", *costs, ""],
+        start, args.output)
 
 
 if __name__ == "__main__":

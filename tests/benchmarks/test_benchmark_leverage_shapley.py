@@ -25,7 +25,7 @@ def test_error_and_versus_rows_cover_every_estimator_at_every_budget():
     ours, theirs = table[bench.LEVERAGE], table[bench.CLASSIC]
     first = versus.split(" | ")[1]
     assert first == f"{ours[0].mean() / theirs[0].mean():.2f} ({int((ours[0] < theirs[0]).sum())}/3)"
-    assert bench.header([4, 8]).splitlines() == ["| game | estimator | 4 N | 8 N |", "|---|---|---|---|"]
+    assert bench.table_header([4, 8]).splitlines() == ["| game | estimator | 4 N | 8 N |", "|---|---|---|---|"]
 
 
 def test_the_leverage_row_is_leverage_shapley_on_the_same_seeds():
