@@ -51,8 +51,11 @@ more nonlinear, so the standard errors then err on the large side.
 
 *Singular* :math:`\hat A` (fewer than about ``N`` distinct coalitions, at
 small budgets): the values are then the minimum-norm solution of the
-problem's KKT system (a pseudo-inverse), still efficient, and
-``info["rank_deficient"]`` says so.
+problem's KKT system (a pseudo-inverse, by an SVD), still efficient, and
+``info["rank_deficient"]`` says so. A budget that cannot give ``N``
+independent rows (fewer than ``N - 1`` pairs: each pair's
+:math:`z + (1 - z)` is the same all-ones vector; ``N`` coalitions unpaired)
+is warned about before any evaluation.
 """
 
 from __future__ import annotations
@@ -72,6 +75,7 @@ from ._permutation import documents_sampling_options
 from ._sampling._driver import Run, Sampler, SamplingOptions, SamplingSpec, drive
 from ._sampling._loop import Anchors, MeanState, default_batch_size, evaluation_chunks
 from ._sampling._subsets import draw_small_sides
+from ._small_games import enumeration_affordable
 from .._threads import pinned_threads
 from .._validation import check_bool, check_game, check_utilities
 from ..games import GameLike
@@ -332,7 +336,26 @@ class RegressionSpec(SamplingSpec):
                 f"batch_size={options.batch_size} is too small for a precision target: {self.method}'s standard "
                 f"errors come from groups within a batch, which need {least} units (2 N) at least to have a "
                 f"regular matrix. Pass batch_size >= {least}, or none (groups of 10 N).")
-        return super().units(budget, options)
+        units = super().units(budget, options)
+        if units and not enumeration_affordable(self.n_players, budget, options.empty_utility):
+            self._warn_if_singular(budget, units)
+        return units
+
+    def _warn_if_singular(self, budget: object, units: int) -> None:
+        r"""A ``UserWarning``, before any evaluation, where the budget cannot make :math:`\hat A` regular.
+
+        Its rank is at most that of the coalitions' span: ``z_1 .. z_u`` and, paired, the all-ones vector
+        ``z + (1 - z)`` of every pair. Below ``N``, Cholesky fails and the minimum-norm solve is an SVD.
+        """
+        rank = units + 1 if self.paired else units
+        if rank >= self.n_players:
+            return
+        drawn = f"{units:,} coalition pairs" if self.paired else f"{units:,} coalitions"
+        warnings.warn(f"{self.method}: budget={budget} draws {drawn} for {self.n_players:,} players, so the N x N "
+                      f"matrix has rank {rank:,} at most: it is singular, the values are the minimum-norm solution "
+                      "(an SVD of the whole system: minutes at thousands of players) and carry no standard errors. "
+                      "Draw N - 1 pairs (N coalitions unpaired) at least; standard errors need about 200 N "
+                      "evaluations.", UserWarning, stacklevel=5)  # the caller of kernel_shapley
 
     def fingerprint_options(self, n_units: int | None) -> dict:
         return {**self.options(), "group_size": self.group_size}
@@ -420,7 +443,9 @@ def kernel_shapley(game: GameLike, budget: int | None, seed: int | np.random.See
     two groups they are NaN, and from a few groups they are noisy (the
     errors over them are Student's t with ``G - 1`` degrees of freedom: ask
     some ``200 N`` evaluations or more for ten groups). A singular :math:`\hat A` (too few coalitions)
-    gives the minimum-norm solution, flagged by ``info["rank_deficient"]``.
+    gives the minimum-norm solution, flagged by ``info["rank_deficient"]``;
+    a budget of fewer than ``N - 1`` pairs (``N`` coalitions unpaired) is
+    warned about before any evaluation.
     Work expected to take over ten minutes or 4 GiB (from ``N^2`` a sample
     and about ``45 N^2`` bytes) is announced by a ``UserWarning`` before any
     evaluation.

@@ -144,6 +144,26 @@ def test_large_work_is_announced_before_any_evaluation():
     assert game.rows == 0
 
 
+@pytest.mark.parametrize("method", ["kernel_shapley", "leverage_shapley"])
+def test_fewer_coalitions_than_players_warn_before_any_evaluation(method):
+    """Fewer coalitions than players leave the N x N matrix singular whatever is drawn: said before evaluating."""
+    import warnings
+
+    game = CountingGame(AdditiveGame(np.linspace(0.0, 1.0, 50)))
+    estimator = getattr(sr, method)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        with pytest.raises(UserWarning, match=r"budget=98 draws 48 coalition pairs for 50 players, so the N x N "
+                                              r"matrix has rank 49 at most: it is singular"):
+            estimator(game, 98, seed=0)  # each pair's z + (1 - z) is the same all-ones vector
+        with pytest.raises(UserWarning, match=r"draws 49 coalitions for 50 players"):
+            estimator(game, 51, seed=0, paired=False)
+        assert game.rows == 0
+        # at the bound, silent (the draws may still repeat a coalition: info["rank_deficient"] then says so)
+        estimator(game, 100, seed=0)  # 49 pairs: rank 50 at most
+        estimator(game, 52, seed=0, paired=False)  # 50 coalitions
+
+
 @pytest.mark.parametrize("kwargs, error, message", [
     ({"paired": "yes"}, TypeError, "paired must be True or False"),
     ({"budget": 3}, ValueError, r"budget=3 is smaller than one coalition pair: it needs at least 4"),
