@@ -350,7 +350,8 @@ class RegressionSpec(SamplingSpec):
         rank = units + 1 if self.paired else units
         if rank >= self.n_players:
             return
-        drawn = f"{units:,} coalition pairs" if self.paired else f"{units:,} coalitions"
+        noun = "coalition pair" if self.paired else "coalition"
+        drawn = f"{units:,} {noun}{'' if units == 1 else 's'}"
         warnings.warn(f"{self.method}: budget={budget} draws {drawn} for {self.n_players:,} players, so the N x N "
                       f"matrix has rank {rank:,} at most: it is singular, the values are the minimum-norm solution "
                       "(an SVD of the whole system: minutes at thousands of players) and carry no standard errors. "
