@@ -63,7 +63,7 @@ from __future__ import annotations
 import os
 import warnings
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 import scipy.linalg
@@ -356,7 +356,7 @@ class RegressionSpec(SamplingSpec):
                       f"matrix has rank {rank:,} at most: it is singular, the values are the minimum-norm solution "
                       "(an SVD of the whole system: minutes at thousands of players) and carry no standard errors. "
                       "Draw N - 1 pairs (N coalitions unpaired) at least; standard errors need about 200 N "
-                      "evaluations.", UserWarning, stacklevel=5)  # the caller of kernel_shapley
+                      "evaluations.", UserWarning, stacklevel=6)  # the caller of kernel_shapley
 
     def fingerprint_options(self, n_units: int | None) -> dict:
         return {**self.options(), "group_size": self.group_size}
@@ -391,17 +391,17 @@ class RegressionSpec(SamplingSpec):
 GRAM_RATE, GRAM_BYTES_PER_CELL = 1.5e10, 45
 
 
-def announce_regression_work(n: int, budget: object, paired: bool, method: str = "kernel_shapley") -> None:
+def announce_regression_work(n: int, budget: object, paired: bool, method: str) -> None:
     """A ``UserWarning`` before any evaluation where the ``N x N`` work will take long or much memory."""
     known = isinstance(budget, (int, np.integer)) and not isinstance(budget, bool) and budget > 2
     units = (int(budget) - 2) // (2 if paired else 1) if known else None  # type: ignore[call-overload]
     announce_large_work(method, f"{n:,} players" + (f" and {units:,} samples" if units else ""),
                         None if units is None else units * n**2 / GRAM_RATE, GRAM_BYTES_PER_CELL * n**2,
                         "each sample costs N^2 and the state holds N x N matrices: unbiased_kernel_shapley does "
-                        "the same regression in O(N) a sample.", stacklevel=3)
+                        "the same regression in O(N) a sample.", stacklevel=4)
 
 
-def check_players(n: int, method: str = "kernel_shapley") -> None:
+def check_players(n: int, method: str) -> None:
     """A ``ValueError`` above :data:`MAX_PLAYERS` players, naming ``method``."""
     if n > MAX_PLAYERS:
         raise ValueError(
@@ -487,17 +487,23 @@ def kernel_shapley(game: GameLike, budget: int | None, seed: int | np.random.See
     ValueError
         Above :data:`MAX_PLAYERS` players (before any evaluation).
     """
+    return drive_regression(RegressionSpec, "kernel_shapley", "KernelSHAP", game, budget, seed, paired,
+                            batch_size=batch_size, n_jobs=n_jobs, progress=progress, empty_utility=empty_utility,
+                            target_stderr=target_stderr, target_rank_correlation=target_rank_correlation,
+                            checkpoint=checkpoint, checkpoint_interval=checkpoint_interval)
+
+
+def drive_regression(spec_type: type[RegressionSpec], method: str, desc: str, game: GameLike, budget: int | None,
+                     seed: int | np.random.SeedSequence | None, paired: bool, **sampling: Any) -> ValuationResult:
+    r"""Check, announce and run one of the regressions on :math:`\hat A` (``kernel_shapley``, ``leverage_shapley``):
+    they differ only in ``spec_type`` (how coalitions are drawn and weighted), ``method`` and ``desc``."""
     n = check_game(game)
     paired = check_bool(paired, "paired")
-    check_players(n)
-    options = SamplingOptions.checked(
-        game, "kernel_shapley", batch_size=batch_size, n_jobs=n_jobs, progress=progress,
-        empty_utility=empty_utility, target_stderr=target_stderr, target_rank_correlation=target_rank_correlation,
-        checkpoint=checkpoint, checkpoint_interval=checkpoint_interval)
-    announce_regression_work(n, budget, paired)
-    n_dim = n * (n + 1) // 2 + 3 * n + 2
-    unit = "coalition pair" if paired else "kernel coalition"
-    return drive(RegressionSpec(method="kernel_shapley", n_players=n, dim=n_dim, per_unit=2 if paired else 1,
-                                unit_name=unit, desc="KernelSHAP", progress_unit="coalition",
-                                needs_empty=True, needs_full=True, paired=paired),
+    check_players(n, method)
+    options = SamplingOptions.checked(game, method, **sampling)
+    announce_regression_work(n, budget, paired, method)
+    unit = "coalition pair" if paired else f"{method.split('_')[0]} coalition"  # "kernel coalition", ...
+    return drive(spec_type(method=method, n_players=n, dim=n * (n + 1) // 2 + 3 * n + 2, per_unit=2 if paired else 1,
+                           unit_name=unit, desc=desc, progress_unit="coalition", needs_empty=True, needs_full=True,
+                           paired=paired),
                  game, budget, seed, options)

@@ -72,12 +72,9 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from ._kernel_regression import (RegressionFinalizer, RegressionSpec, SizeDesign, announce_regression_work,
-                                 check_players)
+from ._kernel_regression import RegressionFinalizer, RegressionSpec, SizeDesign, drive_regression
 from ._kernel_shapley import shapley_kernel_sizes
 from ._permutation import documents_sampling_options
-from ._sampling._driver import SamplingOptions, drive
-from .._validation import check_bool, check_game
 from ..games import GameLike
 from ..result import ValuationResult, register_finalizer
 
@@ -180,16 +177,7 @@ def leverage_shapley(game: GameLike, budget: int | None, seed: int | np.random.S
         Above :data:`~shapley_research.estimators._kernel_regression.MAX_PLAYERS`
         players (before any evaluation).
     """
-    n = check_game(game)
-    paired = check_bool(paired, "paired")
-    check_players(n, "leverage_shapley")
-    options = SamplingOptions.checked(
-        game, "leverage_shapley", batch_size=batch_size, n_jobs=n_jobs, progress=progress,
-        empty_utility=empty_utility, target_stderr=target_stderr, target_rank_correlation=target_rank_correlation,
-        checkpoint=checkpoint, checkpoint_interval=checkpoint_interval)
-    announce_regression_work(n, budget, paired, "leverage_shapley")
-    unit = "coalition pair" if paired else "leverage coalition"
-    return drive(LeverageSpec(method="leverage_shapley", n_players=n, dim=n * (n + 1) // 2 + 3 * n + 2,
-                              per_unit=2 if paired else 1, unit_name=unit, desc="Leverage SHAP",
-                              progress_unit="coalition", needs_empty=True, needs_full=True, paired=paired),
-                 game, budget, seed, options)
+    return drive_regression(LeverageSpec, "leverage_shapley", "Leverage SHAP", game, budget, seed, paired,
+                            batch_size=batch_size, n_jobs=n_jobs, progress=progress, empty_utility=empty_utility,
+                            target_stderr=target_stderr, target_rank_correlation=target_rank_correlation,
+                            checkpoint=checkpoint, checkpoint_interval=checkpoint_interval)
