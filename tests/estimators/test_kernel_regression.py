@@ -1,4 +1,8 @@
-"""Classic KernelSHAP: the regression's exact solution, consistency, efficiency, calibrated standard errors."""
+"""Classic KernelSHAP: the regression's exact solution, consistency, efficiency, calibrated standard errors.
+
+The properties both regressions on the N x N matrix share word for word (efficiency in every run, additive
+games exactly, calibrated standard errors, the singular-budget warning) run for ``leverage_shapley`` too.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +17,7 @@ from shapley_research.estimators._kernel_regression import MAX_PLAYERS, constrai
 
 GAME = random_unanimity_game(7, 6, 4, seed=3)
 SIZED = SizeAdditiveGame(np.linspace(-1.0, 2.0, 10), np.sqrt(np.arange(11.0)) * 3.0)
+REGRESSIONS = ["kernel_shapley", "leverage_shapley"]  # the two estimators on RegressionSpec
 
 
 def anchors(game) -> tuple[float, float]:
@@ -46,22 +51,24 @@ def sr_error(values, truth) -> float:
     return float(np.linalg.norm(values - truth) / np.linalg.norm(truth))
 
 
+@pytest.mark.parametrize("method", REGRESSIONS)
 @pytest.mark.parametrize("paired", [True, False])
 @pytest.mark.parametrize("pairs", [3, 40, 400])  # 3: a singular matrix
-def test_every_run_is_efficient(paired, pairs):
+def test_every_run_is_efficient(paired, pairs, method):
     u0, u_full = anchors(GAME)
     per = 2 if paired else 1
     for seed in range(5):
         with sampling_forced():
-            result = sr.kernel_shapley(GAME, 2 + per * pairs, seed, paired=paired)
+            result = getattr(sr, method)(GAME, 2 + per * pairs, seed, paired=paired)
         assert result.values.sum() == pytest.approx(u_full - u0, abs=1e-12)
         assert result.n_evaluations == 2 + per * pairs and result.info["unspent_evaluations"] == 0
 
 
-def test_an_additive_game_is_recovered_exactly_and_symmetric_players_tie():
+@pytest.mark.parametrize("method", REGRESSIONS)
+def test_an_additive_game_is_recovered_exactly_and_symmetric_players_tie(method):
     game = AdditiveGame([1.0, 2.0, 2.0, -0.5, 3.0, 2.0, 0.25, 1.0], offset=0.3)
     with sampling_forced():
-        result = sr.kernel_shapley(game, 2 + 2 * 60, seed=4)
+        result = getattr(sr, method)(game, 2 + 2 * 60, seed=4)
     np.testing.assert_allclose(result.values, game.shapley_values, atol=1e-12)
     assert result.values[1] == pytest.approx(result.values[2], abs=1e-12) == pytest.approx(result.values[5])
 
@@ -73,12 +80,13 @@ def test_symmetric_players_get_the_same_value_in_expectation():
     np.testing.assert_allclose(runs.mean(axis=0), sr.exact_shapley(game).values, atol=0.05)
 
 
+@pytest.mark.parametrize("method", REGRESSIONS)
 @pytest.mark.parametrize("paired", [True, False])
-def test_standard_errors_are_calibrated_and_the_bias_is_small(paired):
+def test_standard_errors_are_calibrated_and_the_bias_is_small(paired, method):
     exact = sr.exact_shapley(GAME).values
     per = 2 if paired else 1
     with sampling_forced():  # 12 groups of 10 N units each
-        runs = [sr.kernel_shapley(GAME, 2 + per * 840, seed=seed, paired=paired) for seed in range(300)]
+        runs = [getattr(sr, method)(GAME, 2 + per * 840, seed=seed, paired=paired) for seed in range(300)]
     assert {r.info["n_groups"] for r in runs} == {12}
     values = np.array([r.values for r in runs])
     assert np.all(np.abs(values.mean(axis=0) - exact) < 0.25 * values.std(axis=0))
@@ -144,7 +152,7 @@ def test_large_work_is_announced_before_any_evaluation():
     assert game.rows == 0
 
 
-@pytest.mark.parametrize("method", ["kernel_shapley", "leverage_shapley"])
+@pytest.mark.parametrize("method", REGRESSIONS)
 def test_fewer_coalitions_than_players_warn_before_any_evaluation(method):
     """Fewer coalitions than players leave the N x N matrix singular whatever is drawn: said before evaluating."""
     import warnings

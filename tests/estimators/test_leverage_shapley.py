@@ -1,4 +1,7 @@
-"""Leverage SHAP: the leverage scores, the reweighted regression's exact solution, consistency, efficiency."""
+"""Leverage SHAP: the leverage scores, the reweighted regression's exact solution, consistency.
+
+Efficiency in every run, additive games and calibrated standard errors: test_kernel_regression.py, for both.
+"""
 
 from __future__ import annotations
 
@@ -102,26 +105,6 @@ def test_error_falls_with_the_budget_towards_the_exact_values():
     assert errors[2] < 0.01
 
 
-@pytest.mark.parametrize("paired", [True, False])
-@pytest.mark.parametrize("pairs", [3, 40, 400])  # 3: a singular matrix
-def test_every_run_is_efficient(paired, pairs):
-    u0, u_full = anchors(GAME)
-    per = 2 if paired else 1
-    for seed in range(5):
-        with sampling_forced():
-            result = sr.leverage_shapley(GAME, 2 + per * pairs, seed, paired=paired)
-        assert result.values.sum() == pytest.approx(u_full - u0, abs=1e-12)
-        assert result.n_evaluations == 2 + per * pairs and result.info["unspent_evaluations"] == 0
-
-
-def test_an_additive_game_is_recovered_exactly_and_symmetric_players_tie():
-    game = AdditiveGame([1.0, 2.0, 2.0, -0.5, 3.0, 2.0, 0.25, 1.0], offset=0.3)
-    with sampling_forced():
-        result = sr.leverage_shapley(game, 2 + 2 * 60, seed=4)
-    np.testing.assert_allclose(result.values, game.shapley_values, atol=1e-12)
-    assert result.values[1] == pytest.approx(result.values[2], abs=1e-12) == pytest.approx(result.values[5])
-
-
 def test_a_null_player_and_symmetric_players_are_right_in_expectation():
     game = random_unanimity_game(6, 1, 5, seed=0, null_players=(5,))  # one term over players 0-4: 5 is null
     exact = sr.exact_shapley(game).values
@@ -129,19 +112,6 @@ def test_a_null_player_and_symmetric_players_are_right_in_expectation():
     with sampling_forced():
         runs = np.array([sr.leverage_shapley(game, 2 + 2 * 60, seed).values for seed in range(40)])
     np.testing.assert_allclose(runs.mean(axis=0), exact, atol=0.05)
-
-
-@pytest.mark.parametrize("paired", [True, False])
-def test_standard_errors_are_calibrated_and_the_bias_is_small(paired):
-    exact = sr.exact_shapley(GAME).values
-    per = 2 if paired else 1
-    with sampling_forced():  # 12 groups of 10 N units each
-        runs = [sr.leverage_shapley(GAME, 2 + per * 840, seed=seed, paired=paired) for seed in range(300)]
-    assert {r.info["n_groups"] for r in runs} == {12}
-    values = np.array([r.values for r in runs])
-    assert np.all(np.abs(values.mean(axis=0) - exact) < 0.25 * values.std(axis=0))
-    z = (values - exact) / np.array([r.stderr for r in runs])
-    assert 0.85 < z.std() < 1.15
 
 
 def test_the_same_seed_gives_the_same_bits_and_groups_follow_the_batches():
