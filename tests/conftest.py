@@ -74,11 +74,11 @@ def one_torch_thread():
     cores, its two threads sharing the other ran the GPU scripts on torch's CPU device 8x slower (194 s
     against 23 s on one thread, the same work beside the same load).
     """
-    torch = pytest.importorskip("torch")
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+    pytest.importorskip("torch")
+    from shapley_research._threads import pinned_torch_threads
+
+    with pinned_torch_threads(1):
+        yield
 
 
 @pytest.fixture(scope="session")
