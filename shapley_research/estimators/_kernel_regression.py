@@ -356,7 +356,7 @@ class RegressionSpec(SamplingSpec):
                       f"matrix has rank {rank:,} at most: it is singular, the values are the minimum-norm solution "
                       "(an SVD of the whole system: minutes at thousands of players) and carry no standard errors. "
                       "Draw N - 1 pairs (N coalitions unpaired) at least; standard errors need about 200 N "
-                      "evaluations.", UserWarning, stacklevel=6)  # the caller of kernel_shapley
+                      "evaluations.", UserWarning, stacklevel=5)  # the caller of kernel_shapley
 
     def fingerprint_options(self, n_units: int | None) -> dict:
         return {**self.options(), "group_size": self.group_size}
@@ -487,23 +487,25 @@ def kernel_shapley(game: GameLike, budget: int | None, seed: int | np.random.See
     ValueError
         Above :data:`MAX_PLAYERS` players (before any evaluation).
     """
-    return drive_regression(RegressionSpec, "kernel_shapley", "KernelSHAP", game, budget, seed, paired,
-                            batch_size=batch_size, n_jobs=n_jobs, progress=progress, empty_utility=empty_utility,
-                            target_stderr=target_stderr, target_rank_correlation=target_rank_correlation,
-                            checkpoint=checkpoint, checkpoint_interval=checkpoint_interval)
+    spec, options = regression_run(RegressionSpec, "kernel_shapley", "KernelSHAP", game, budget, paired,
+                                   batch_size=batch_size, n_jobs=n_jobs, progress=progress,
+                                   empty_utility=empty_utility, target_stderr=target_stderr,
+                                   target_rank_correlation=target_rank_correlation, checkpoint=checkpoint,
+                                   checkpoint_interval=checkpoint_interval)
+    return drive(spec, game, budget, seed, options)
 
 
-def drive_regression(spec_type: type[RegressionSpec], method: str, desc: str, game: GameLike, budget: int | None,
-                     seed: int | np.random.SeedSequence | None, paired: bool, **sampling: Any) -> ValuationResult:
-    r"""Check, announce and run one of the regressions on :math:`\hat A` (``kernel_shapley``, ``leverage_shapley``):
-    they differ only in ``spec_type`` (how coalitions are drawn and weighted), ``method`` and ``desc``."""
+def regression_run(spec_type: type[RegressionSpec], method: str, desc: str, game: GameLike, budget: int | None,
+                   paired: bool, **sampling: Any) -> tuple[RegressionSpec, SamplingOptions]:
+    r"""The checked spec and options of one of the regressions on :math:`\hat A` (``kernel_shapley``,
+    ``leverage_shapley``), large work announced: they differ only in ``spec_type`` (how coalitions are drawn and
+    weighted), ``method`` and ``desc``."""
     n = check_game(game)
     paired = check_bool(paired, "paired")
     check_players(n, method)
     options = SamplingOptions.checked(game, method, **sampling)
     announce_regression_work(n, budget, paired, method)
     unit = "coalition pair" if paired else f"{method.split('_')[0]} coalition"  # "kernel coalition", ...
-    return drive(spec_type(method=method, n_players=n, dim=n * (n + 1) // 2 + 3 * n + 2, per_unit=2 if paired else 1,
-                           unit_name=unit, desc=desc, progress_unit="coalition", needs_empty=True, needs_full=True,
-                           paired=paired),
-                 game, budget, seed, options)
+    return spec_type(method=method, n_players=n, dim=n * (n + 1) // 2 + 3 * n + 2, per_unit=2 if paired else 1,
+                     unit_name=unit, desc=desc, progress_unit="coalition", needs_empty=True, needs_full=True,
+                     paired=paired), options

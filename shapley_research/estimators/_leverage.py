@@ -72,9 +72,10 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from ._kernel_regression import RegressionFinalizer, RegressionSpec, SizeDesign, drive_regression
+from ._kernel_regression import RegressionFinalizer, RegressionSpec, SizeDesign, regression_run
 from ._kernel_shapley import shapley_kernel_sizes
 from ._permutation import documents_sampling_options
+from ._sampling._driver import drive
 from ..games import GameLike
 from ..result import ValuationResult, register_finalizer
 
@@ -177,7 +178,9 @@ def leverage_shapley(game: GameLike, budget: int | None, seed: int | np.random.S
         Above :data:`~shapley_research.estimators._kernel_regression.MAX_PLAYERS`
         players (before any evaluation).
     """
-    return drive_regression(LeverageSpec, "leverage_shapley", "Leverage SHAP", game, budget, seed, paired,
-                            batch_size=batch_size, n_jobs=n_jobs, progress=progress, empty_utility=empty_utility,
-                            target_stderr=target_stderr, target_rank_correlation=target_rank_correlation,
-                            checkpoint=checkpoint, checkpoint_interval=checkpoint_interval)
+    spec, options = regression_run(LeverageSpec, "leverage_shapley", "Leverage SHAP", game, budget, paired,
+                                   batch_size=batch_size, n_jobs=n_jobs, progress=progress,
+                                   empty_utility=empty_utility, target_stderr=target_stderr,
+                                   target_rank_correlation=target_rank_correlation, checkpoint=checkpoint,
+                                   checkpoint_interval=checkpoint_interval)
+    return drive(spec, game, budget, seed, options)
