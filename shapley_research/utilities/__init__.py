@@ -9,7 +9,9 @@ learner of :mod:`.learners` that trains many coalitions at once
 values :func:`knn_shapley` computes in :math:`O(N \log N)` per test point
 (Jia et al., VLDB 2019). :class:`VolumeUtility` is the (robust) volume a
 coalition's features span, a utility without model or validation set (Xu et
-al., NeurIPS 2021). Options that belong together are typed groups:
+al., NeurIPS 2021). :func:`learn_utility` fits a regression model of any
+game's utility on a sample of real evaluations and returns the learned game
+(Data Utility Learning, Wang, Yang & Jia, 2022). Options that belong together are typed groups:
 :class:`DegeneratePolicy` (what a coalition no model can be trained on is
 worth) and :class:`TrainingRecipe` (how :class:`TorchModelUtility` trains).
 
@@ -28,10 +30,13 @@ from ._options import DegeneratePolicy, PrefixPath, TrainingRecipe
 from .learners import LogisticRegressionUtility, RidgeUtility
 from ._torch_model import TorchModelUtility
 from ._volume import VolumeUtility
+from ._learned import LearnedUtility, UtilityFit, default_utility_regressor, learn_utility, sample_coalitions
 
 __all__ = ["ModelUtility", "ConstantPredictor", "CLASSIFICATION_METRICS", "REGRESSION_METRICS",
            "LogisticRegressionUtility", "RidgeUtility", "KNNUtility", "knn_shapley",
            "TorchModelUtility", "VolumeUtility",
+           # Data Utility Learning: a regression model of a game's utility
+           "learn_utility", "LearnedUtility", "UtilityFit", "default_utility_regressor", "sample_coalitions",
            # typed groups of their options
            "DegeneratePolicy", "TrainingRecipe", "PrefixPath",
            # building blocks of games trained on data
