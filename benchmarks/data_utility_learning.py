@@ -88,7 +88,8 @@ def values_of(method: str, estimator, game, budget: int, seed: int, learned_game
                                                             seed=seed, progress=False)
     learned = learned_games[method, budget, seed]
     result = estimator(learned, LEARNED_MULTIPLE * game.n_players, seed, progress=False)
-    return result.values, {"real": learned.n_real_evaluations, "r2": learned.fit.r2 if learned.fit else np.nan}
+    quality = learned.fit_quality
+    return result.values, {"real": learned.n_real_evaluations, "r2": quality.r2 if quality else np.nan}
 
 
 def measure(task: dict, budgets, seeds, methods=METHODS) -> dict:

@@ -73,7 +73,9 @@ def default_utility_regressor() -> Any:
 
 @dataclass(frozen=True)
 class UtilityFit:
-    r"""How well the learned utility predicts real utilities it was not fitted on (:attr:`LearnedUtility.fit`).
+    r"""How well the learned utility predicts real utilities it was not fitted on.
+
+    What :attr:`LearnedUtility.fit_quality` holds.
 
     The regressor is fitted on the sample's training part and scored on its
     held-out part :math:`V`, before the final fit on the whole sample:
@@ -127,8 +129,8 @@ class LearnedUtility(Game):
         :func:`default_utility_regressor`. A ``random_state`` left at ``None``
         (its own or a pipeline step's) is set from ``seed``.
     validation_fraction : float, default 0.2
-        Share of the coalitions held out for :attr:`fit`, in ``[0, 1)``
-        (``0``: no score, :attr:`fit` is None); at least one coalition on each
+        Share of the coalitions held out for :attr:`fit_quality`, in ``[0, 1)``
+        (``0``: no score, ``fit_quality`` is None); at least one coalition on each
         side otherwise. The final regressor is fitted on all of them.
     seed : int or numpy.random.SeedSequence, optional
         Seed of the held-out split and of an unset ``random_state``.
@@ -140,8 +142,8 @@ class LearnedUtility(Game):
     masks_, utilities_ : ndarray
         The training coalitions (bool, ``(m, N)``) and their real utilities.
     validation_ : ndarray of bool, shape (m,)
-        The coalitions held out for :attr:`fit` (all False without one).
-    fit : UtilityFit or None
+        The coalitions held out for :attr:`fit_quality` (all False without one).
+    fit_quality : UtilityFit or None
         The held-out score.
     n_real_evaluations : int
         Real utilities the sample cost (``m`` here; :func:`learn_utility` sets
@@ -168,7 +170,7 @@ class LearnedUtility(Game):
         template = _checked_regressor(regressor)
         self.validation_ = _held_out(self.masks_.shape[0], fraction, self.seed)
         self.n_real_evaluations = int(self.masks_.shape[0])
-        self.fit = self._score(template) if self.validation_.any() else None
+        self.fit_quality = self._score(template) if self.validation_.any() else None
         self.regressor_ = self._fitted(template, np.ones(self.masks_.shape[0], dtype=bool))
 
     def _fitted(self, template: Any, rows: NDArray[np.bool_]) -> Any:
@@ -205,7 +207,7 @@ class LearnedUtility(Game):
                               type(self.regressor_).__qualname__, repr(sorted((k, repr(v)) for k, v in params.items())))
 
     def __repr__(self) -> str:
-        score = "" if self.fit is None else f", held-out R^2={self.fit.r2:.3f}"
+        score = "" if self.fit_quality is None else f", held-out R^2={self.fit_quality.r2:.3f}"
         return (f"LearnedUtility(n_players={self.n_players}, n_real_evaluations={self.n_real_evaluations}, "
                 f"regressor={type(self.regressor_).__name__}{score})")
 
@@ -330,7 +332,7 @@ def learn_utility(game: GameLike, n_samples: int, regressor: Any = None, *,
     (:class:`LearnedUtility`). Value the data with any estimator on the
     returned game: its evaluations are predictions, so a large budget costs
     little, and the values converge to those of :math:`\hat U`, which differ
-    from :math:`U`'s by what the regressor gets wrong (:attr:`LearnedUtility.fit`).
+    from :math:`U`'s by what the regressor gets wrong (:attr:`LearnedUtility.fit_quality`).
 
     Every number is a function of ``seed`` alone: the coalitions are drawn
     before any evaluation, the chunks do not depend on ``n_jobs``, each

@@ -28,7 +28,7 @@ def same_game(a: LearnedUtility, b: LearnedUtility) -> None:
     np.testing.assert_array_equal(a.validation_, b.validation_)
     masks = sample_coalitions(a.n_players, 200, "uniform", seed=9)
     np.testing.assert_array_equal(a.evaluate(masks), b.evaluate(masks))
-    assert a.fit == b.fit and a.fingerprint() == b.fingerprint()
+    assert a.fit_quality == b.fit_quality and a.fingerprint() == b.fingerprint()
 
 
 def test_the_same_seed_gives_the_same_learned_game_bit_for_bit_whatever_n_jobs():
@@ -68,23 +68,24 @@ def test_an_additive_game_learned_linearly_has_its_exact_shapley_values():
     learned = learn_utility(game, 60, LinearRegression(), seed=2)
     np.testing.assert_allclose(sr.exact_shapley(learned).values, WEIGHTS, rtol=0, atol=1e-10)
     np.testing.assert_allclose(sr.exact_banzhaf(learned).values, WEIGHTS, rtol=0, atol=1e-10)
-    assert learned.fit.r2 == pytest.approx(1.0, abs=1e-12) and learned.fit.rmse < 1e-10
+    assert learned.fit_quality.r2 == pytest.approx(1.0, abs=1e-12) and learned.fit_quality.rmse < 1e-10
 
 
 def test_the_fit_report_scores_a_fit_on_the_rest_against_the_held_out_utilities():
     game = airport()
     learned = learn_utility(game, 100, LinearRegression(), seed=3, validation_fraction=0.25)
     held = learned.validation_
-    assert isinstance(learned.fit, UtilityFit) and (learned.fit.n_train, learned.fit.n_validation) == (75, 25)
+    quality = learned.fit_quality
+    assert isinstance(quality, UtilityFit) and (quality.n_train, quality.n_validation) == (75, 25)
     model = LinearRegression().fit(learned.masks_[~held].astype(float), learned.utilities_[~held])
     residual = model.predict(learned.masks_[held].astype(float)) - learned.utilities_[held]
     truth = learned.utilities_[held]
-    assert learned.fit.rmse == pytest.approx(np.sqrt(np.mean(residual**2)), rel=1e-12)
-    assert learned.fit.r2 == pytest.approx(1 - np.sum(residual**2) / np.sum((truth - truth.mean())**2), rel=1e-12)
-    assert learned.fit.std == pytest.approx(truth.std(), rel=1e-12)
+    assert quality.rmse == pytest.approx(np.sqrt(np.mean(residual**2)), rel=1e-12)
+    assert quality.r2 == pytest.approx(1 - np.sum(residual**2) / np.sum((truth - truth.mean())**2), rel=1e-12)
+    assert quality.std == pytest.approx(truth.std(), rel=1e-12)
     final = LinearRegression().fit(learned.masks_.astype(float), learned.utilities_)  # refitted on all of them
     np.testing.assert_allclose(learned.regressor_.coef_, final.coef_, rtol=1e-12, atol=1e-14)
-    assert learn_utility(game, 100, LinearRegression(), seed=3, validation_fraction=0.0).fit is None
+    assert learn_utility(game, 100, LinearRegression(), seed=3, validation_fraction=0.0).fit_quality is None
     assert "held-out R^2" in repr(learned)
 
 
