@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import shapley_research as sr
-from games import AdditiveGame, CountingGame, GloveGame, MajorityGame, UnanimityGame
+from games import AdditiveGame, CountingGame, GloveGame, MajorityGame, UnanimityGame, WeightedVotingGame
 from shapley_research.estimators import _least_core as lc
 from shapley_research.estimators._exact import _coalition_masks
 
@@ -121,6 +121,20 @@ def test_the_interior_point_method_converges_where_a_ridge_once_stalled_it():
     assert ipm.info["method"] == "ipm" and "fallback" not in ipm.info
     assert ipm.info["subsidy"] == pytest.approx(reference.info["subsidy"], abs=1e-7)
     # the minimal-norm point moves with the subsidy's last digits (least_core's "Sensitivity to tau")
+    np.testing.assert_allclose(ipm.values, reference.values, atol=1e-3)
+
+
+_VOTES = np.random.default_rng(0).integers(1, 10, 100).astype(float)
+
+
+@pytest.mark.parametrize("game, seed", [(MajorityGame(100, 51), 1), (WeightedVotingGame(_VOTES, _VOTES.sum() / 2), 0)],
+                         ids=["majority", "weighted_voting"])
+def test_the_interior_point_method_converges_on_degenerate_games_where_its_directions_once_stalled(game, seed):
+    """Tied coalitions: the normal equations' condition passed 1e14 and the dual residual stalled above the tolerance
+    (both fell back to HiGHS before the directions were refined and the dual residual measured against its terms)."""
+    ipm, reference = (sr.least_core(game, 402, seed, method=m, progress=False) for m in ("ipm", "highs"))
+    assert ipm.info["method"] == "ipm" and "fallback" not in ipm.info
+    assert ipm.info["subsidy"] == pytest.approx(reference.info["subsidy"], abs=1e-7)
     np.testing.assert_allclose(ipm.values, reference.values, atol=1e-3)
 
 
