@@ -36,9 +36,7 @@ sampling spends whole permutations only, so it may leave part unspent).
 
 from __future__ import annotations
 
-import argparse
 import os
-import platform
 import sys
 import time
 
@@ -46,14 +44,12 @@ import numpy as np
 from scipy.stats import spearmanr
 from threadpoolctl import threadpool_limits
 
-import shapley_research
+from _reference_games import log, parse_arguments, report_head, write_report  # this script's sibling: the report
+from core_overhead import CheapGame
 from shapley_research import exact_least_core, exact_shapley, least_core, msr_banzhaf, permutation_shapley
 from shapley_research.experiments.data_cleaning import detection_auroc, make_game, make_problem
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-from core_overhead import CheapGame  # noqa: E402
-
 DEFAULT_OUTPUT = os.path.join(HERE, "results", "least_core.md")
 COMMON = dict(progress=False)
 
@@ -81,10 +77,6 @@ DETECTION_ESTIMATORS = {
     "msr_banzhaf": lambda g, b, s: msr_banzhaf(g, b, s, **COMMON),
     "random values": random_values,
 }
-
-
-def log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
 
 
 def mean_cell(samples, digits: int = 3) -> str:
@@ -246,18 +238,13 @@ def solve_part(quick: bool, sizes=None, highs_sizes=None) -> list[str]:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="smoke run: small budgets, fewer seeds")
-    parser.add_argument("--output", metavar="PATH", default=DEFAULT_OUTPUT, help="markdown output file")
-    args = parser.parse_args(argv)
+    args = parse_arguments(__doc__, DEFAULT_OUTPUT, argv)
     start = time.perf_counter()
     with threadpool_limits(1):
         msr_banzhaf(CheapGame(50), 1_002, 0, **COMMON)  # compile the compiled loops first
         ranks, detection, solve = rank_part(args.quick), detection_part(args.quick), solve_part(args.quick)
-    text = "\n".join([
-        "# The Monte Carlo least core against permutation sampling and MSR Banzhaf", "",
-        f"shapley_research {shapley_research.__version__} | Python {platform.python_version()} | "
-        f"numpy {np.__version__} | {os.cpu_count()} CPUs | one BLAS thread" + (" | --quick" if args.quick else ""),
+    return write_report([
+        *report_head("The Monte Carlo least core against permutation sampling and MSR Banzhaf", args.quick),
         "", "1. Spearman rank correlation with exact values on games of N = 12 players, at t N evaluations "
         f"(mean ± standard error [min, max] over games x {2 if args.quick else 3} estimator seeds; a constant "
         "estimate has no rho and is left out). The exact least core is solved by HiGHS; its own rho with exact "
@@ -267,12 +254,7 @@ def main(argv=None) -> int:
         "over problem seeds; random values: 0.5 in expectation).", "", *detection, "",
         "3. Solve time on the cheap closed-form game at 10 N evaluations (evaluation costs microseconds: the time is "
         "the solve). HiGHS: the linear program by HiGHS, the quadratic one by CLARABEL with constraint generation.",
-        "", *solve, "", f"Total wall time: {time.perf_counter() - start:.0f} s.", ""])
-    print(text)
-    os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
-    with open(args.output, "w") as handle:
-        handle.write(text)
-    return 0
+        "", *solve, ""], start, args.output)
 
 
 if __name__ == "__main__":
