@@ -7,17 +7,11 @@ script's ``main`` runs here at a tiny size.
 
 import pytest
 
-from tests._benchmark_scripts import BENCHMARKS, load_benchmark
+from tests._benchmark_scripts import load_benchmark
 
 pytest.importorskip("torch")
 pytestmark = [pytest.mark.slow,  # trains torch models: seconds a script
               pytest.mark.usefixtures("one_torch_thread")]
-
-
-@pytest.fixture
-def sibling_imports(monkeypatch):
-    """The scripts import their siblings (``device_throughput``, ``utility_throughput``), as when run directly."""
-    monkeypatch.syspath_prepend(str(BENCHMARKS))
 
 
 def test_every_gpu_check_passes_on_the_cpu(capsys):
@@ -26,7 +20,7 @@ def test_every_gpu_check_passes_on_the_cpu(capsys):
     assert "FAIL" not in out and out.count("PASS") == 6
 
 
-def test_the_sweep_and_the_profile_run(sibling_imports, capsys):
+def test_the_sweep_and_the_profile_run(capsys):
     pytest.importorskip("mlxtend")
     assert load_benchmark("gpu_sweep").main(["--device", "cpu", "--models", "1", "--coalitions", "16",
                                              "--batch-sizes", "0", "8", "--scale-coalitions", "8"]) == 0
