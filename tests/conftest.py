@@ -180,8 +180,10 @@ class _QueuedRun:
         return self._made
 
     def steal(self) -> bool:
-        """Make the run here, now, at the tests' priority, if the queue has not started it; whether it did."""
-        if not self.future.cancel():
+        """Make the run here, now, at the tests' priority, if nobody has started it; whether it did."""
+        # Future.cancel() is True again on a future already cancelled: without the check a run stolen once was
+        # made again by each later steal.
+        if self.future.cancelled() or not self.future.cancel():
             return False
         self._make(False)
         return True
