@@ -320,6 +320,11 @@ def check_bool(value: object, name: str) -> bool:
     return bool(value)
 
 
+#: Environment variable that, set to ``off``, turns the estimators' default bars (``progress=None``) off.
+#: Defined here, below every layer, so that the command line sets it without importing the estimators.
+PROGRESS_ENV = "SHAPLEY_RESEARCH_PROGRESS"
+
+
 def check_progress(progress: object) -> bool | None:
     """``progress``: ``None`` (shown on a terminal or in a notebook, and in a log once a run lasts) or a bool."""
     if progress is None:

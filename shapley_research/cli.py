@@ -239,7 +239,7 @@ def _execute(papermill: Any, project: Project, name: str, params: dict, kernel: 
 
 def _kernel_environment(args: argparse.Namespace) -> dict[str, str | None]:
     """The variables the notebook's kernel gets (``None``: unset), from ``run``'s flags."""
-    from .estimators import PROGRESS_ENV
+    from ._validation import PROGRESS_ENV  # not from .estimators: importing them takes seconds
 
     return {PROGRESS_ENV: os.environ.get(PROGRESS_ENV, "off"),  # no estimator bars in a committed executed notebook
             RUNNER_ENV: "cli",  # this command records the run

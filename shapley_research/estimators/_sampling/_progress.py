@@ -35,13 +35,12 @@ from typing import IO, Any, Callable, Iterator
 
 import numpy as np
 
+from ..._validation import PROGRESS_ENV
 from ._stopping import MIN_SAMPLES_FOR_PRECISION, Judged
 from ...games import reporting_to
 
 #: Seconds between two lines of a bar written to a log (a file or a pipe rather than a terminal).
 LOG_INTERVAL = 30.0
-#: Environment variable that, set to ``off``, turns the default bars (``progress=None``) off.
-PROGRESS_ENV = "SHAPLEY_RESEARCH_PROGRESS"
 
 
 class LineWriter:
