@@ -216,9 +216,10 @@ def test_a_function_fingerprint_is_the_same_in_every_process():
     import subprocess
     import sys
 
-    script = ("import numpy as np, shapley_research as sr\n"
+    script = ("import numpy as np\n"
+              "from shapley_research.games import as_game  # the games alone: a second, not three\n"
               "w = np.arange(6.0)\n"
-              "g = sr.as_game(lambda m: (m @ w) * (1.0 if 'a' in {'a', 'b', 'c', 'dd'} else 2.0), 6, vectorized=True)\n"
+              "g = as_game(lambda m: (m @ w) * (1.0 if 'a' in {'a', 'b', 'c', 'dd'} else 2.0), 6, vectorized=True)\n"
               "print(g.fingerprint())\n")
     digests = {subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
                               env={**os.environ, "PYTHONHASHSEED": str(seed)}).stdout
