@@ -102,9 +102,8 @@ def interior_point(rows: Rows, h: np.ndarray, q: np.ndarray, p: np.ndarray, a: n
     :math:`G^\top\lambda` some 500) its rounding alone is about
     ``m eps`` times them, above an absolute ``1e-10``. The gap is the
     total, not the mean :math:`\mu` over the ``m`` rows: a mean below
-    ``1e-10`` left the subsidy up to ``m 1e-10`` above its minimum (the
-    values move with it by some ``1e3`` times as much), and the values up to
-    ``1e-4`` from their exact point: a row near its bound, whose multiplier
+    ``1e-10`` left the subsidy up to ``m 1e-10`` above its minimum, and the
+    values up to ``1e-4`` (scaled) from their exact point: a row near its bound, whose multiplier
     should be 0, keeps about :math:`\mu / s_i`, with :math:`s_i` as small as
     the least core's ``tolerance``.
     """
