@@ -34,7 +34,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from .._ordered import ordered_map
 from .._threads import Pinned, pinned_threads
-from .._validation import (check_float, check_game, check_int, check_masks, check_n_jobs, check_progress,
+from .._validation import (check_choice, check_float, check_game, check_int, check_masks, check_n_jobs, check_progress,
                            check_seed, check_utilities)
 from ..games import Game, GameLike, content_digest
 from ._model_data import fresh_copy, unseeded_random_states
@@ -163,9 +163,7 @@ class LearnedUtility(Game):
         self.masks_ = check_masks(masks_array, masks_array.shape[1])
         self.n_players = self.masks_.shape[1]
         self.utilities_ = check_utilities(utilities, self.masks_.shape[0], source="utilities")
-        fraction = check_float(validation_fraction, "validation_fraction", minimum=0.0)
-        if fraction >= 1.0:
-            raise ValueError(f"validation_fraction must be in [0, 1), got {validation_fraction!r}.")
+        fraction = _check_validation_fraction(validation_fraction)
         self.seed = check_seed(seed)
         template = _checked_regressor(regressor)
         self.validation_ = _held_out(self.masks_.shape[0], fraction, self.seed)
@@ -275,7 +273,7 @@ def sample_coalitions(n_players: int, size: int, distribution: Distribution = "s
     """
     n = check_int(n_players, "n_players", minimum=1)
     wanted = _check_sample_size(size, n)
-    kind = _check_distribution(distribution)
+    kind = check_choice(distribution, "distribution", COALITION_DISTRIBUTIONS)
     rng = np.random.default_rng(np.random.SeedSequence(check_seed(seed), spawn_key=(0,)))
     chosen = [np.zeros(n, dtype=bool), np.ones(n, dtype=bool)][:wanted]
     seen = {np.packbits(row).tobytes() for row in chosen}
@@ -312,10 +310,11 @@ def _check_sample_size(size: object, n: int) -> int:
     return wanted
 
 
-def _check_distribution(distribution: object) -> str:
-    if distribution not in COALITION_DISTRIBUTIONS:
-        raise ValueError(f"distribution must be one of {list(COALITION_DISTRIBUTIONS)}, got {distribution!r}.")
-    return str(distribution)
+def _check_validation_fraction(validation_fraction: object) -> float:
+    fraction = check_float(validation_fraction, "validation_fraction", minimum=0.0)
+    if fraction >= 1.0:
+        raise ValueError(f"validation_fraction must be in [0, 1), got {validation_fraction!r}.")
+    return fraction
 
 
 def learn_utility(game: GameLike, n_samples: int, regressor: Any = None, *,
@@ -380,10 +379,8 @@ def learn_utility(game: GameLike, n_samples: int, regressor: Any = None, *,
     """
     n = check_game(game)
     wanted = _check_sample_size(n_samples, n)
-    kind = _check_distribution(distribution)
-    fraction = check_float(validation_fraction, "validation_fraction", minimum=0.0)
-    if fraction >= 1.0:
-        raise ValueError(f"validation_fraction must be in [0, 1), got {validation_fraction!r}.")
+    kind = check_choice(distribution, "distribution", COALITION_DISTRIBUTIONS)
+    fraction = _check_validation_fraction(validation_fraction)
     if fraction > 0 and wanted < 3:
         raise ValueError(f"n_samples={wanted} leaves no coalition to fit on beside a held-out one: pass at least 3, "
                          "or validation_fraction=0.")
