@@ -45,7 +45,7 @@ the same seed gives bit-identical values for any ``n_jobs`` or backend.
 """
 
 from ._ame import ame, ame_coalitions
-from ._banzhaf import exact_banzhaf, msr_banzhaf, random_coalitions
+from ._banzhaf import exact_banzhaf, msr_banzhaf, random_coalitions, weighted_coalitions
 from ._beta_shapley import beta_shapley, beta_weights, exact_beta_shapley
 from ._bounds import (UniformDivisionGuarantee, compressive_sample_size, group_testing_q_tot,
                       group_testing_sample_size, permutation_sample_size, stability_bound,
@@ -81,7 +81,8 @@ __all__ = [
     "random_permutations", "marginal_contributions", "group_testing_size_distribution", "random_subsets",
     "recover_from_differences", "bernoulli_matrix", "l1_recovery", "neyman_size_probabilities",
     "svarm_size_probabilities", "truncated_contributions",
-    "exact_banzhaf", "msr_banzhaf", "random_coalitions", "exact_beta_shapley", "beta_shapley", "beta_weights",
+    "exact_banzhaf", "msr_banzhaf", "random_coalitions", "weighted_coalitions", "exact_beta_shapley", "beta_shapley",
+    "beta_weights",
     "leave_one_out", "data_oob", "bootstrap_indices", "batch_rng", "PROGRESS_ENV", "progress_bar",
     "ame", "ame_coalitions", "class_wise_shapley", "class_wise_predictions", "class_wise_minimum_budget",
     "lava", "label_distances", "coalition_utilities", "shapley_from_table", "sampling_forced",

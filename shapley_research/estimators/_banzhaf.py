@@ -15,6 +15,23 @@ which is what maximum sample reuse (MSR) exploits. Unlike the Shapley value
 it is not efficient: :math:`\sum_i b_i \ne U(D) - U(\emptyset)` in general.
 Wang & Jia argue it is the semivalue whose ranking of the points is the most
 robust to noise in the utility (e.g. the randomness of training).
+
+*Weighted Banzhaf values* (Li & Yu, "Robust data valuation with weighted
+Banzhaf values", NeurIPS 2023) draw each other player with probability
+:math:`w` instead of 1/2:
+
+.. math::
+
+    b^w_i = \sum_{S \subseteq D \setminus \{i\}} w^{|S|} (1 - w)^{N-1-|S|}
+            \bigl[U(S \cup \{i\}) - U(S)\bigr]
+          = \mathbb E_w[U(S) \mid i \in S] - \mathbb E_w[U(S) \mid i \notin S],
+
+so maximum sample reuse estimates them alike (coalitions drawn with
+inclusion probability :math:`w`); :math:`w = 1/2` is the Banzhaf value. Li &
+Yu find the most robust :math:`w` depends on the noise of the utility; the
+subsampled influence of Feldman & Zhang ("What neural networks memorize and
+why", NeurIPS 2020), OpenDataVal's ``InfluenceSubsample``, is the same
+estimator with :math:`w = 0.7`.
 """
 
 from __future__ import annotations
@@ -36,18 +53,21 @@ from ._sampling._loop import (Anchors, MeanState, coalition_batch_size, evaluate
                              evaluations_text)
 from ._small_games import enumeration_affordable
 from ..games import GameLike
-from .._validation import check_game, check_int, check_utilities
+from .._validation import check_float, check_game, check_int, check_utilities
 from ..result import Finalizer, SamplingRecord, ValuationResult, register_finalizer
 
-__all__ = ["exact_banzhaf", "msr_banzhaf", "random_coalitions"]
+__all__ = ["exact_banzhaf", "msr_banzhaf", "random_coalitions", "weighted_coalitions"]
 
 #: Smallest budget of msr_banzhaf: two coalitions, so that a player can be seen both in and out of one.
 MSR_MIN_BUDGET = 2
+#: The inclusion probability of the (unweighted) Banzhaf value.
+BANZHAF_WEIGHT = 0.5
 
 
 def exact_banzhaf(game: GameLike, *, max_players: int = 20, chunk_size: int = 2**16,
-                  empty_utility: float | None = None, progress: bool | None = None) -> ValuationResult:
-    r"""Exact Banzhaf values by evaluating all :math:`2^N` coalitions.
+                  empty_utility: float | None = None, progress: bool | None = None,
+                  weight: float = BANZHAF_WEIGHT) -> ValuationResult:
+    r"""Exact (weighted) Banzhaf values by evaluating all :math:`2^N` coalitions.
 
     .. math::
 
@@ -57,6 +77,12 @@ def exact_banzhaf(game: GameLike, *, max_players: int = 20, chunk_size: int = 2*
     utilities, viewed as an array of shape ``(2,) * N`` (one axis per
     player), gives :math:`b_i` as the mean of its difference along player
     ``i``'s axis: ``O(N 2^N)`` arithmetic, ``2^N`` evaluations.
+
+    With a ``weight`` :math:`w \ne 1/2`, the weighted Banzhaf value (see the
+    module): the same differences along player ``i``'s axis, summed with the
+    weights :math:`w^{|S|} (1 - w)^{N-1-|S|}` of the other players'
+    coalitions :math:`S` instead of averaged (a null player's differences are
+    all 0, so its value is exactly 0 at any weight).
 
     Parameters
     ----------
@@ -74,23 +100,39 @@ def exact_banzhaf(game: GameLike, *, max_players: int = 20, chunk_size: int = 2*
         A progress bar over the utility evaluations (default: in terminals and
         notebooks, and in logs once the run has lasted 30 s; ``False``: none).
         It never changes a number.
+    weight : float, default 0.5
+        :math:`w`, each other player's probability of being in the coalitions
+        averaged over, strictly between 0 and 1; 0.5 is the Banzhaf value.
 
     Returns
     -------
     ValuationResult
         ``method="exact_banzhaf"``; ``n_evaluations`` is ``2^N`` (``2^N - 1``
-        if ``empty_utility`` is given); ``info`` holds ``U(empty)`` and ``U(D)``.
+        if ``empty_utility`` is given); ``info`` holds ``U(empty)`` and ``U(D)``,
+        and ``weight`` unless it is 0.5.
     """
     start = time.perf_counter()
     n = check_game(game)
+    weight = check_weight(weight)
     chunk_size, empty_utility = check_enumeration(
         n, max_players, chunk_size, empty_utility, method="exact_banzhaf",
         alternative="Use the sampling estimator msr_banzhaf, or raise max_players deliberately.")
     utilities, n_evaluations = utility_table(game, n, chunk_size, empty_utility, progress, "exact Banzhaf")
-    values = _banzhaf_from_table(utilities, n)
+    values = (_banzhaf_from_table(utilities, n) if weight == BANZHAF_WEIGHT
+              else _weighted_banzhaf_from_table(utilities, n, weight))
     return ValuationResult(values=values, n_evaluations=n_evaluations, method="exact_banzhaf",
                            wall_time=time.perf_counter() - start,
-                           info={"empty_utility": float(utilities[0]), "full_utility": float(utilities[-1])})
+                           info={"empty_utility": float(utilities[0]), "full_utility": float(utilities[-1]),
+                                 **_options(None, weight)})
+
+
+def check_weight(weight: object) -> float:
+    """``weight`` as a float strictly between 0 and 1, or a ``TypeError``/``ValueError`` naming it."""
+    weight = check_float(weight, "weight", minimum=0.0, strict=True)
+    if weight >= 1.0:
+        raise ValueError(f"weight must be < 1 (each player's probability of being in a coalition; 1 would never "
+                         f"leave it out), got {weight}.")
+    return weight
 
 
 def _banzhaf_from_table(utilities: np.ndarray, n: int) -> np.ndarray:
@@ -101,6 +143,22 @@ def _banzhaf_from_table(utilities: np.ndarray, n: int) -> np.ndarray:
     for player in range(n):
         axis = n - 1 - player
         values[player] = (np.take(table, 1, axis=axis) - np.take(table, 0, axis=axis)).mean()
+    return values
+
+
+def _weighted_banzhaf_from_table(utilities: np.ndarray, n: int, weight: float) -> np.ndarray:
+    """Weighted Banzhaf values from the ``2^N`` utilities indexed by bit code (see :func:`exact_banzhaf`)."""
+    sizes = np.zeros(1, dtype=np.int8)
+    for _ in range(n):  # the sizes of the coalitions by bit code: |T| for T and T with one more player
+        sizes = np.concatenate([sizes, sizes + 1])
+    others = np.arange(n)  # P(S) of the other players' coalition S, by its size
+    probability = weight**others * (1.0 - weight) ** (n - 1 - others)
+    table, size_table = utilities.reshape((2,) * n), sizes.reshape((2,) * n)
+    values = np.empty(n)
+    for player in range(n):
+        axis = n - 1 - player
+        contributions = np.take(table, 1, axis=axis) - np.take(table, 0, axis=axis)
+        values[player] = contributions.ravel() @ probability[np.take(size_table, 0, axis=axis).ravel()]
     return values
 
 
@@ -126,6 +184,34 @@ def random_coalitions(rng: np.random.Generator, size: int, n_players: int) -> ND
     """
     raw = rng.integers(0, 256, size=(size, (n_players + 7) // 8), dtype=np.uint8)
     return np.unpackbits(raw, axis=1, count=n_players).view(bool)
+
+
+def weighted_coalitions(rng: np.random.Generator, size: int, n_players: int,
+                        weight: float = BANZHAF_WEIGHT) -> NDArray[np.bool_]:
+    """``size`` coalitions, each player in independently with probability ``weight``.
+
+    At ``weight = 0.5`` these are :func:`random_coalitions` (the same draws);
+    otherwise one uniform number per cell, compared with ``weight``.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        Source of the draws.
+    size : int
+        Coalitions to draw.
+    n_players : int
+        ``N``, the number of players.
+    weight : float, default 0.5
+        Each player's probability of being in.
+
+    Returns
+    -------
+    numpy.ndarray of bool, shape (size, n_players)
+        One coalition per row.
+    """
+    if weight == BANZHAF_WEIGHT:
+        return random_coalitions(rng, size, n_players)
+    return rng.random((size, n_players)) < weight
 
 
 class _SideSums:
@@ -220,14 +306,20 @@ def _finalize(state: MeanState) -> tuple[np.ndarray, np.ndarray, dict]:
     return values, stderr, {"one_sided_players": np.flatnonzero(~both).tolist(), "fewest_side_samples": fewest}
 
 
-def _warn_one_sided(players: list, n: int, m: int) -> None:  # stacklevel 5: the caller of msr_banzhaf
+def _warn_one_sided(players: list, n: int, m: int,
+                    weight: float = BANZHAF_WEIGHT) -> None:  # stacklevel 5: the caller of msr_banzhaf
     """Warn when some player was sampled only in, or only out, of the ``m`` coalitions (value 0 by convention)."""
     if not players:
         return
-    enough = MSR_MIN_BUDGET + int(np.ceil(np.log2(max(n, 1)))) + 10  # then P(any one-sided) <= N 2^(1-m) < 0.1%
+    if weight == BANZHAF_WEIGHT:
+        chance = "2^(1-budget)"
+        enough = MSR_MIN_BUDGET + int(np.ceil(np.log2(max(n, 1)))) + 10  # then P(any one-sided) <= N 2^(1-m) < 0.1%
+    else:  # w^m + (1-w)^m <= 2 max(w, 1-w)^m: below 0.1% / N
+        chance = f"{weight:g}^budget + {1 - weight:g}^budget"
+        enough = int(np.ceil(np.log(2000 * max(n, 1)) / -np.log(max(weight, 1.0 - weight))))
     warnings.warn(f"msr_banzhaf: {len(players)} of {n} players were sampled only in, or only out of, all {m} "
                   "coalitions, so their values are 0 with an infinite standard error "
-                  f"(info['one_sided_players']). A player is one-sided with probability 2^(1-budget): a budget of "
+                  f"(info['one_sided_players']). A player is one-sided with probability {chance}: a budget of "
                   f"{enough} or more makes it unlikely for any of the {n}.", UserWarning, stacklevel=5)
 
 
@@ -236,7 +328,8 @@ def msr_banzhaf(game: GameLike, budget: int | None, seed: int | np.random.SeedSe
                 batch_size: int | None = None, n_jobs: int | None = None,
                 progress: bool | None = None, empty_utility: float | None = None,
                 target_stderr: float | None = None, target_rank_correlation: float | None = None,
-                checkpoint: str | os.PathLike[str] | None = None, checkpoint_interval: float = 60.0) -> ValuationResult:
+                checkpoint: str | os.PathLike[str] | None = None, checkpoint_interval: float = 60.0,
+                weight: float = BANZHAF_WEIGHT) -> ValuationResult:
     r"""Banzhaf values by maximum sample reuse (Wang & Jia, "Data Banzhaf", AISTATS 2023).
 
     Draws coalitions :math:`S_1, \dots, S_m` uniformly among all :math:`2^N`
@@ -249,7 +342,10 @@ def msr_banzhaf(game: GameLike, budget: int | None, seed: int | np.random.SeedSe
                  - \frac{1}{m_{i,-}} \sum_{t:\, i \notin S_t} U(S_t),
 
     with :math:`m_{i,+}` and :math:`m_{i,-} = m - m_{i,+}` the coalitions
-    holding and lacking :math:`i`.
+    holding and lacking :math:`i`. With a ``weight`` :math:`w`, each player is
+    in with probability :math:`w` and the same estimator gives the weighted
+    Banzhaf value :math:`b^w_i` (module docstring); everything below holds
+    with :math:`2^{1-m}` replaced by :math:`w^m + (1 - w)^m`.
 
     *Bias.* :math:`\hat b_i` is a ratio estimator (its denominators are
     random), yet given which coalitions hold :math:`i` the others are still
@@ -306,6 +402,12 @@ def msr_banzhaf(game: GameLike, budget: int | None, seed: int | np.random.SeedSe
 {sampling}
         Both targets judge the values and standard errors this function
         returns, recomputed from the state after each batch (``O(N)``).
+    weight : float, default 0.5
+        :math:`w`, each player's probability of being in a sampled coalition,
+        strictly between 0 and 1: 0.5 gives the Banzhaf value, any other the
+        weighted Banzhaf value of Li & Yu (0.7: Feldman & Zhang's subsampled
+        influence). Runs with different weights value different things and
+        never merge.
 
     Returns
     -------
@@ -322,15 +424,19 @@ def msr_banzhaf(game: GameLike, budget: int | None, seed: int | np.random.SeedSe
         game, "msr_banzhaf", batch_size=batch_size, n_jobs=n_jobs, progress=progress, empty_utility=empty_utility,
         target_stderr=target_stderr, target_rank_correlation=target_rank_correlation, checkpoint=checkpoint,
         checkpoint_interval=checkpoint_interval)
+    weight = check_weight(weight)
     return drive(BanzhafSpec(method="msr_banzhaf", n_players=n, dim=3 * n, per_unit=1, unit_name="sampled coalition",
-                             desc="MSR Banzhaf", progress_unit="coalition", needs_empty=False),
+                             desc="MSR Banzhaf", progress_unit="coalition", needs_empty=False, weight=weight),
                  game, budget, seed, options)
 
 
 @dataclass(frozen=True, kw_only=True)
 class BanzhafSpec(SamplingSpec):
-    """:func:`msr_banzhaf` for :func:`~._sampling._driver.drive`: a unit is one uniform coalition, reduced to
-    the ``3N`` statistics of :class:`_SideSums`; no anchors (``U(empty)`` and ``U(D)`` are drawn like any)."""
+    """:func:`msr_banzhaf` for :func:`~._sampling._driver.drive`: a unit is one coalition (each player in with
+    probability ``weight``), reduced to the ``3N`` statistics of :class:`_SideSums`; no anchors (``U(empty)``
+    and ``U(D)`` are drawn like any)."""
+
+    weight: float = BANZHAF_WEIGHT
 
     def batch_size(self, batch_size: int | None, n_units: int | None) -> int:
         return coalition_batch_size(self.n_players) if batch_size is None else batch_size
@@ -345,42 +451,48 @@ class BanzhafSpec(SamplingSpec):
                              "any player).")
         return super().units(budget, options)
 
+    def fingerprint_options(self, n_units: int | None) -> dict:
+        return _options(None, self.weight)
+
     def enumeration_info(self, empty_utility: float | None) -> dict:
-        return {"n_players": self.n_players, "options": _options(empty_utility)}
+        return {"n_players": self.n_players, "options": _options(empty_utility, self.weight)}
 
     def exact(self) -> Callable[..., ValuationResult]:
-        return exact_banzhaf
+        return exact_banzhaf if self.weight == BANZHAF_WEIGHT else partial(exact_banzhaf, weight=self.weight)
 
     def start(self, game: GameLike, run: Run, anchors: Anchors | None) -> Sampler:
         empty_utility = run.options.empty_utility
-        options = _options(empty_utility)
+        options = _options(empty_utility, self.weight)
         info = {"n_players": self.n_players, "options": options, "batch_size": run.batch_size,
-                "empty_utility": empty_utility}
+                "empty_utility": empty_utility, **_options(None, self.weight)}
         record = SamplingRecord(BanzhafFinalizer(), options, empty_utility=empty_utility, seeds=(run.entropy,))
-        return Sampler(partial(_coalition_batch, game, empty_utility), info, record,
+        return Sampler(partial(_coalition_batch, game, empty_utility, self.weight), info, record,
                        estimates_of=lambda state: _finalize(state)[:2])
 
     def estimates(self, sampler: Sampler, state: MeanState) -> tuple[np.ndarray, np.ndarray | None, dict]:
         values, stderr, updates = super().estimates(sampler, state)
-        _warn_one_sided(updates["one_sided_players"], self.n_players, state.count)
+        _warn_one_sided(updates["one_sided_players"], self.n_players, state.count, self.weight)
         return values, stderr, updates
 
 
-def _options(empty_utility: float | None) -> dict:
-    """The options of the estimate: a given U(empty) changes the game being valued, so runs with and without
-    one must not merge."""
-    return {} if empty_utility is None else {"empty_utility": empty_utility}
+def _options(empty_utility: float | None, weight: float = BANZHAF_WEIGHT) -> dict:
+    """The options of the estimate: a given U(empty) or a weight changes the values estimated, so runs with and
+    without one must not merge (the Banzhaf value's weight, 0.5, is left out: runs made before weights existed
+    merge with today's)."""
+    options = {} if empty_utility is None else {"empty_utility": empty_utility}
+    return options if weight == BANZHAF_WEIGHT else {**options, "weight": weight}
 
 
-def _coalition_batch(game: GameLike, empty_utility: float | None, rng: np.random.Generator,
+def _coalition_batch(game: GameLike, empty_utility: float | None, weight: float, rng: np.random.Generator,
                      size: int) -> tuple[MeanState, int]:
-    """The ``sample_batch`` of :func:`msr_banzhaf`: ``size`` uniform coalitions, reduced to their statistics.
+    """The ``sample_batch`` of :func:`msr_banzhaf`: ``size`` coalitions (each player in with probability
+    ``weight``), reduced to their statistics.
 
     Drawn, evaluated and added chunk by chunk (:func:`~._sampling._batches.evaluation_chunks`).
     """
     sums, made = _SideSums(game.n_players), 0
     for rows in evaluation_chunks(size, game.n_players):
-        masks = random_coalitions(rng, rows.stop - rows.start, game.n_players)
+        masks = weighted_coalitions(rng, rows.stop - rows.start, game.n_players, weight)
         if empty_utility is None:
             utilities, evaluated = check_utilities(game.evaluate(masks), masks.shape[0]), masks.shape[0]
         else:
