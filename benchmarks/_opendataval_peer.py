@@ -1,4 +1,4 @@
-"""The OpenDataVal side of ``benchmarks/opendataval_comparison.py``, run only by OpenDataVal's own interpreter.
+"""The OpenDataVal side of ``benchmarks/opendataval_comparison.py``, run by OpenDataVal's own interpreter.
 
 OpenDataVal 1.3.0 pins torch 2.1 and numpy < 2, so it lives in a virtual
 environment of its own (the install commands are in the header of
@@ -26,6 +26,13 @@ calls of ``LogisticRegression.fit`` count as fits. They are counted by a
 wrapper set on that class for the whole process (one integer increment per
 call). Progress bars are switched off (tqdm 4.64 has no environment switch,
 so its ``__init__`` gets ``disable=True``), and torch runs on one thread.
+
+*The host's end.* The last section (:func:`run_peer`, :func:`load_task`,
+:func:`load_peer`) is what ``opendataval_comparison.py`` imports from here,
+in its own environment: it starts this script on a config and reads back the
+files it wrote, whose names (:func:`task_file`, :func:`values_file`,
+:data:`VERSIONS_FILE`) both ends take from here. It needs the standard
+library and numpy only, as the rest of this file at import.
 """
 
 from __future__ import annotations
@@ -33,6 +40,8 @@ from __future__ import annotations
 import functools
 import json
 import os
+import shutil
+import subprocess
 import sys
 import time
 from typing import Any, Callable
@@ -40,6 +49,18 @@ from typing import Any, Callable
 import numpy as np
 
 TMC_MIN_CARDINALITY = 5  # OpenDataVal's default first prefix of a permutation
+VERSIONS_FILE = "peer_versions.json"  # the peer's versions, written once per process
+PEER_SCRIPT = os.path.abspath(__file__)  # what run_peer copies and starts
+
+
+def task_file(folder: str, dataset: str, seed: int) -> str:
+    """The ``.npz`` of the task of ``dataset`` and ``seed`` in ``folder``."""
+    return os.path.join(folder, f"data_{dataset}_{seed}.npz")
+
+
+def values_file(folder: str, dataset: str, seed: int) -> str:
+    """The ``.json`` of the peer's results on the task of ``dataset`` and ``seed`` in ``folder``."""
+    return os.path.join(folder, f"peer_{dataset}_{seed}.json")
 
 
 class FitCounter:
@@ -184,19 +205,62 @@ def main(config_path: str) -> int:
     counter = FitCounter()
     counter.install()
     out = config["out_dir"]
-    with open(os.path.join(out, "peer_versions.json"), "w") as handle:
+    with open(os.path.join(out, VERSIONS_FILE), "w") as handle:
         json.dump(versions(), handle)
     for dataset in config["datasets"]:
         for seed in config["seeds"]:
             fetcher = fetch_task(dataset, seed, config)
-            save_task(fetcher, os.path.join(out, f"data_{dataset}_{seed}.npz"))
+            save_task(fetcher, task_file(out, dataset, seed))
             results = {}
             for method in config["methods"]:
                 print(f"peer: {dataset} seed {seed} {method} ...", file=sys.stderr, flush=True)
                 results[method] = value(method, fetcher, seed, config["budgets"][dataset][method], counter)
-            with open(os.path.join(out, f"peer_{dataset}_{seed}.json"), "w") as handle:
+            with open(values_file(out, dataset, seed), "w") as handle:
                 json.dump(results, handle)
     return 0
+
+
+# --------------------------------------------------------------------------- the host's end
+
+
+def peer_environment() -> dict[str, str]:
+    """This environment with one BLAS/OpenMP thread, no GPU and without our ``PYTHONPATH``."""
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", CUDA_VISIBLE_DEVICES="")
+    return env
+
+
+def run_peer(python: str, config: dict, folder: str) -> None:
+    """Run this script with ``python`` on ``config`` in ``folder`` (its files land there); its progress goes to
+    our stderr."""
+    config_path = os.path.join(folder, "config.json")
+    with open(config_path, "w") as handle:
+        json.dump({**config, "out_dir": folder}, handle)
+    script = os.path.join(folder, os.path.basename(PEER_SCRIPT))
+    if not os.path.exists(script):  # a copy taken at start: edits to the working tree during the run do not count
+        shutil.copy(PEER_SCRIPT, script)
+    subprocess.run([python, script, config_path], env=peer_environment(), check=True)
+
+
+def load_task(folder: str, dataset: str, seed: int) -> dict[str, np.ndarray]:
+    """The peer's task of ``dataset`` and ``seed``, with ``flipped`` as a boolean mask over the training points."""
+    with np.load(task_file(folder, dataset, seed)) as saved:
+        task = {key: saved[key] for key in saved.files}
+    task["flipped"] = np.zeros(len(task["y_train"]), dtype=bool)
+    task["flipped"][task["noisy"]] = True
+    return task
+
+
+def load_peer(folder: str, dataset: str, seed: int) -> dict[str, dict[str, Any]]:
+    """The peer's results on the task of ``dataset`` and ``seed``, by method (:func:`value`'s records)."""
+    with open(values_file(folder, dataset, seed)) as handle:
+        return json.load(handle)
+
+
+def load_versions(folder: str) -> dict[str, str]:
+    """The peer's versions (:func:`versions`), written by its first process in ``folder``."""
+    with open(os.path.join(folder, VERSIONS_FILE)) as handle:
+        return json.load(handle)
 
 
 if __name__ == "__main__":

@@ -31,8 +31,7 @@ import tracemalloc
 import numpy as np
 
 import shapley_research
-from core_overhead import CheapGame  # siblings: the cheap closed-form game, the airport and KNN games
-from pydvl_comparison import AirportGame, KNNGame, load_mnist
+from _games import AirportGame, CheapGame, KNNGame, load_mnist  # sibling: the games with exact values
 from shapley_research import knn_shapley, msr_banzhaf
 
 K_NEIGHBOURS = 5

@@ -85,8 +85,8 @@ from shapley_research import (ModelUtility, beta_shapley, data_oob, leave_one_ou
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)  # also when loaded by file path (the tests)
-from pydvl_comparison import (  # noqa: E402  (the machine report, pyDVL's evaluation counter, table helpers)
-    Counter, _table, _verdict, log, machine_info, max_evaluations, pydvl_values, quiet_warnings)
+from _peer_common import _table, _verdict, log, machine_info, quiet_warnings  # noqa: E402  (the machine report)
+from _pydvl_adapters import Counter, max_evaluations, pydvl_values  # noqa: E402  (pyDVL's evaluation counter)
 
 TIME_GOAL = 10.0  # pyDVL wall time / ours, sampling methods
 NOISE_SE = 2.0  # "within noise": mean paired difference >= -NOISE_SE standard errors

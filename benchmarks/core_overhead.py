@@ -38,6 +38,11 @@ side by side in one run:
 BLAS/OpenMP pools are limited to one thread (``threadpoolctl``) for the
 estimators and the direct evaluations alike, so both sides of each ratio use
 the same resources.
+
+This file holds the cases (which estimator, at which budget) and part 1's
+timing; its siblings hold the games (``_games.py``), the fresh-process
+measurements of part 2 and of the numba loops (``_overhead_workers.py``) and
+the report's layout (``_overhead_report.py``).
 """
 
 from __future__ import annotations
@@ -46,10 +51,6 @@ import argparse
 import gc
 import json
 import os
-import platform
-import resource
-import statistics
-import subprocess
 import sys
 import time
 import tracemalloc
@@ -57,56 +58,25 @@ import tracemalloc
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-import shapley_research
-from shapley_research import (Game, ame, beta_shapley, compressive_shapley, group_testing_shapley, kernel_shapley,
+from shapley_research import (ame, beta_shapley, compressive_shapley, group_testing_shapley, kernel_shapley,
                               least_core, leverage_shapley, msr_banzhaf, owen_shapley, permutation_shapley,
                               stratified_svarm_shapley, unbiased_kernel_shapley)
 from shapley_research.estimators import _compressive
 from shapley_research.estimators import _group_testing
 
+from _games import CheapGame  # this script's siblings: the game, the fresh-process workers, the report
+from _overhead_report import render
+from _overhead_workers import SEED, gt_scale_cases, gt_worker, jit_cases, jit_worker
+from _probes import RecoveryTimer
+
 OVERHEAD_GOAL = 1.5
 SVARM_LARGE_N_GOAL = 3.0  # issue 35: its O(N^2) statistics at N = 2,048, formed once per batch of 32 N coalitions
 CVXPY_MAX_PLAYERS = 2_000  # the cvxpy reference of compressive sampling's l1 problem: only this small
 RECOVERY_GOAL_S = 10.0  # "seconds": we read it as under ten seconds at N = 10,000
-SEED = 20240601
-MIB = 2.0**20
 LOAD_AT_START = float("nan")
 
 
-# --------------------------------------------------------------------------- games
-
-
-class CheapGame(Game):
-    r"""A cheap vectorised game with closed-form Shapley values.
-
-    .. math::
-
-        U(S) = \sum_{i \in S} w_i + c\sqrt{|S|} + \sum_j a_j [T_j \subseteq S]
-
-    (a linear part, a concave symmetric part and a few unanimity terms on
-    three-player sets). ``evaluate`` costs one ``(m, N) @ (N, 2)`` product plus
-    a gather of ``3K`` columns: about a nanosecond per mask cell.
-    """
-
-    def __init__(self, n_players: int, n_unanimity: int = 10, seed: int = 0):
-        rng = np.random.default_rng(seed)
-        self.n_players = n_players
-        self.weights = rng.normal(0.0, 1.0, n_players)
-        self.concave = 5.0
-        self.sets = np.stack([rng.choice(n_players, 3, replace=False) for _ in range(n_unanimity)])
-        self.set_weights = rng.normal(0.0, 2.0, n_unanimity)
-        self._linear = np.column_stack([self.weights, np.ones(n_players)])
-
-    def _evaluate(self, masks: np.ndarray) -> np.ndarray:
-        scores = masks @ self._linear
-        unanimity = masks[:, self.sets].all(axis=2) @ self.set_weights
-        return scores[:, 0] + self.concave * np.sqrt(scores[:, 1]) + unanimity
-
-    def shapley_values(self) -> np.ndarray:
-        values = self.weights + self.concave * np.sqrt(self.n_players) / self.n_players
-        for members, weight in zip(self.sets, self.set_weights):
-            values[members] += weight / len(members)
-        return values
+# --------------------------------------------------------------------------- the recording game
 
 
 class RecordingGame:
@@ -125,35 +95,6 @@ class RecordingGame:
     def evaluate(self, masks):
         self.recorded.append(masks)
         return self.game.evaluate(masks)
-
-
-class RecoveryTimer:
-    """Times a module-level function that an estimator looks up at call time."""
-
-    def __init__(self, module, name: str):
-        self.module, self.name = module, name
-        self.seconds = 0.0
-        self.cpu_seconds = 0.0
-        self.last_call = None  # (args, kwargs, result) of the latest call
-
-    def __enter__(self):
-        self.original = getattr(self.module, self.name)
-
-        def timed(*args, **kwargs):
-            start, start_cpu = time.perf_counter(), time.process_time()
-            try:
-                result = self.original(*args, **kwargs)
-            finally:
-                self.seconds += time.perf_counter() - start
-                self.cpu_seconds += time.process_time() - start_cpu
-            self.last_call = (args, kwargs, result)
-            return result
-
-        setattr(self.module, self.name, timed)
-        return self
-
-    def __exit__(self, *exc):
-        setattr(self.module, self.name, self.original)
 
 
 # ------------------------------------------------------------------ part 1: overhead
@@ -311,157 +252,7 @@ def overhead_cases(n: int, budgets, repeats: int, names=CASE_NAMES) -> list[dict
     return results
 
 
-# ------------------------------------------------ part 2: group testing at N = 10,000
-
-
-def _rss_bytes() -> int:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-
-
-def _reset_peak_rss() -> bool:
-    """Reset the kernel's resident-set high-water mark (Linux >= 4.0)."""
-    try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
-        return True
-    except OSError:
-        return False
-
-
-def _peak_rss_bytes() -> int:
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-
-
-def gt_worker(config: dict) -> dict:
-    """One group-testing run at scale, in a fresh process: time, then memory."""
-    n, tests = config["n"], config["tests"]
-    variant, recovery = config["variant"], config["recovery"]
-    kwargs = dict(seed=SEED, variant=variant, recovery=recovery, progress=False)
-    with threadpool_limits(1):
-        game = CheapGame(n)
-        # warm-up at a small size: lazy imports (tqdm, cvxpy and its solver, the numba loops) are not measured
-        group_testing_shapley(CheapGame(50), 500, **kwargs)
-        gc.collect()
-        rss_before = _rss_bytes()
-        hwm_reset = _reset_peak_rss()
-        with RecoveryTimer(_group_testing, "recover_from_differences") as timer:
-            start, start_cpu = time.perf_counter(), time.process_time()
-            result = group_testing_shapley(game, tests + 2, **kwargs)
-            total, total_cpu = time.perf_counter() - start, time.process_time() - start_cpu
-        peak_rss = _peak_rss_bytes()
-
-        gc.collect()
-        tracemalloc.start()
-        traced_before = tracemalloc.get_traced_memory()[0]
-        traced = group_testing_shapley(game, tests + 2, **kwargs)
-        peak_traced = tracemalloc.get_traced_memory()[1] - traced_before
-        tracemalloc.stop()
-        if not np.allclose(traced.values, result.values, rtol=1e-6, atol=1e-9):
-            raise AssertionError("the traced run differs from the timed run")
-
-        # the game's own share of the peak: one evaluate on a batch of masks
-        batch = result.info["batch_size"]
-        masks = np.random.default_rng(0).random((batch, n)) < 0.5
-        tracemalloc.start()
-        game.evaluate(masks)
-        peak_game = tracemalloc.get_traced_memory()[1]
-        tracemalloc.stop()
-    truth = game.shapley_values()
-    return {
-        **config, "total": total, "recovery_s": timer.seconds, "sampling": total - timer.seconds,
-        "sampling_cpu": total_cpu - timer.cpu_seconds,
-        "peak_traced": peak_traced, "peak_game": peak_game, "batch_size": batch,
-        "peak_rss_growth": (peak_rss - rss_before) if hwm_reset else None,
-        "rel_rmse": float(np.sqrt(np.mean((result.values - truth) ** 2) / np.mean(truth**2))),
-        "status": result.info.get("status", ""),
-    }
-
-
-def gt_scale_cases(configs: list[dict]) -> list[dict]:
-    results = []
-    for config in configs:
-        print(f"  group testing N={config['n']:,} T={config['tests']:,} {config['variant']}/"
-              f"{config['recovery']} (fresh process) ...", file=sys.stderr, flush=True)
-        out = subprocess.run([sys.executable, os.path.abspath(__file__), "--_gt-worker", json.dumps(config)],
-                             capture_output=True, text=True, check=False)
-        if out.returncode != 0:
-            raise RuntimeError(f"worker {config} failed:\n{out.stderr}")
-        results.append(json.loads(out.stdout.strip().splitlines()[-1]))
-    return results
-
-
-# ------------------------------------------- one-off cost of the compiled group-testing loops
-
-
-def jit_worker() -> dict:
-    """First and second calls in a fresh process: the first loads (or compiles) the numba loops.
-
-    Group testing (its sampler) and compressive sampling (its l1 homotopy), on
-    small games so that the difference of the two calls is the loops' cost.
-    """
-    import cvxpy  # noqa: F401  (compressive_shapley checks its solver argument with cvxpy: not numba's cost)
-
-    game = CheapGame(50)
-    out = {}
-    for name, run in (("group_testing", lambda: group_testing_shapley(game, 502, seed=SEED, progress=False)),
-                      ("compressive", lambda: compressive_shapley(game, 502, seed=SEED, progress=False))):
-        times = []
-        for _ in range(2):
-            start = time.perf_counter()
-            run()
-            times.append(time.perf_counter() - start)
-        out[name] = times[0] - times[1]
-    return out
-
-
-def jit_cases() -> dict:
-    """The numba loops' one-off cost per process: compiled into an empty cache, then loaded from it.
-
-    Each case is a fresh process with ``NUMBA_CACHE_DIR`` set to one new
-    temporary folder, so the first compiles the loops and the second finds
-    them on disk (what every later process does). The overhead ratios never
-    include it: each timed estimator run follows an untimed one in the same
-    process.
-    """
-    import tempfile
-
-    out = {}
-    with tempfile.TemporaryDirectory() as cache:
-        env = {**os.environ, "NUMBA_CACHE_DIR": cache}
-        for case in ("compile", "cached"):
-            print(f"  numba loops, {case} (fresh process) ...", file=sys.stderr, flush=True)
-            run = subprocess.run([sys.executable, os.path.abspath(__file__), "--_jit-worker"], env=env,
-                                 capture_output=True, text=True, check=False)
-            if run.returncode != 0:
-                raise RuntimeError(f"jit worker failed:\n{run.stderr}")
-            out[case] = json.loads(run.stdout.strip().splitlines()[-1])
-    return out
-
-
 # --------------------------------------------------------------------------- output
-
-
-def _table(headers, rows, markdown=False) -> str:
-    cells = [[str(c) for c in row] for row in rows]
-    if markdown:
-        lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
-        lines += ["| " + " | ".join(row) + " |" for row in cells]
-        return "\n".join(lines)
-    widths = [max(len(h), *(len(r[i]) for r in cells)) for i, h in enumerate(headers)]
-    fmt = lambda row: "  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths)))
-    return "\n".join([fmt(headers), fmt(["-" * w for w in widths])] + [fmt(r) for r in cells])
-
-
-def _verdict(ok: bool) -> str:
-    return "OK" if ok else "MISS"
 
 
 def _overhead_goal(name: str, n: int) -> float | None:
@@ -473,118 +264,9 @@ def _overhead_goal(name: str, n: int) -> float | None:
 
 
 def report(n, overhead, scale, repeats, jit, markdown=False) -> str:
-    med = statistics.median
-    out = []
-    out.append(f"shapley_research {shapley_research.__version__} | Python {platform.python_version()} | "
-               f"numpy {np.__version__} | {os.cpu_count()} CPUs | {platform.machine()}")
-    out.append("BLAS/OpenMP limited to 1 thread (threadpoolctl) for estimators and direct evaluations alike.")
-    out.append("Load average (1 min) at start / end: {:.2f} / {:.2f} (other processes share the machine when "
-               "it exceeds 0).".format(LOAD_AT_START, os.getloadavg()[0]))
-    out.append("")
-    sizes = sorted({r.get("n", n) for r in overhead})
-    out.append("1. Overhead on a cheap vectorised game, N = " + ", ".join(f"{s:,}" for s in sizes) + " players "
-               "(U = linear + c*sqrt(|S|) + 10 unanimity terms; ~1 ns per mask cell).")
-    out.append("   ratio = estimator wall time / wall time of game.evaluate on the same recorded mask matrices,")
-    out.append(f"   each repeat timing both sides back to back; median of the {repeats} per-repeat ratios "
-               "(ratio of the best times in brackets);")
-    out.append("   seconds: median (best). ratio (CPU): the same with process CPU time, less sensitive to other load.")
-    out.append("   traced peak: tracemalloc peak of one more run (numpy buffers included; the game's own "
-               "temporaries are part of it).")
-    headers = ["N", "estimator", "evaluations", "evaluate calls", "batch", "estimator s", "direct eval s",
-               "ratio (wall)", "ratio (CPU)", "traced peak MiB", "rel. RMSE"]
-    rows, goals = [], []
-    for r in overhead:
-        n_row = r.get("n", n)
-        est, rec, direct = r["estimator"], r["recovery"], r["direct"]
-        est_cpu, direct_cpu = r["estimator_cpu"], r["direct_cpu"]
-        variants = [(r["name"], est, est_cpu)]
-        if r["name"] == "compressive":
-            variants = [("compressive, sampling only", [e - c for e, c in zip(est, rec)],
-                         [e - c for e, c in zip(est_cpu, r["recovery_cpu"])]),
-                        ("compressive, incl. l1 recovery", est, est_cpu)]
-        for label, wall, cpu in variants:
-            ratio = med([a / b for a, b in zip(wall, direct)])
-            best = min(wall) / min(direct)
-            ratio_cpu = med([a / b for a, b in zip(cpu, direct_cpu)])
-            peak = r.get("peak_traced")
-            rows.append([f"{n_row:,}", label, f"{r['evaluations']:,}", f"{r['calls']:,}", r["batch_size"],
-                         f"{med(wall):.3f} ({min(wall):.3f})", f"{med(direct):.3f} ({min(direct):.3f})",
-                         f"{ratio:.2f}x ({best:.2f}x)", f"{ratio_cpu:.2f}x",
-                         "n/a" if peak is None else f"{peak / MIB:.1f}", f"{r['rel_rmse']:.3f}"])
-            goal = _overhead_goal(r["name"], n_row)
-            goals.append(f"overhead {label}, N={n_row:,}: {ratio:.2f}x " + (
-                f"(goal <= {goal}x) {_verdict(ratio <= goal)}" if goal is not None else
-                "(no goal: its solve is the method, its time grows with N, not with the evaluations)"))
-        if r["name"] == "compressive":
-            goals[-1] += (f"  [the l1 recovery (lasso homotopy) takes {med(rec):.2f} s of {med(est):.2f} s, a fixed "
-                          "cost that does not grow with the budget")
-            if "cvxpy_s" in r:
-                goals[-1] += (f"; cvxpy (CLARABEL) solves the same problem in {r['cvxpy_s']:.2f} s, "
-                              f"{r['cvxpy_status']}, agreeing to {r['cvxpy_agreement']:.1e} of the largest value")
-            goals[-1] += "]"
-    out.append(_table(headers, rows, markdown))
-    out.append("   Group testing (its sampler) and compressive sampling (its l1 homotopy) run numba loops, a one-off "
-               "cost per process that no ratio includes (each timed run follows an untimed one); extra time of a "
-               "first call over a second, fresh processes, loading from numba's on-disk cache / compiling the first "
-               f"time on a machine: group testing {jit['cached']['group_testing']:.2f} s / "
-               f"{jit['compile']['group_testing']:.2f} s, compressive {jit['cached']['compressive']:.2f} s / "
-               f"{jit['compile']['compressive']:.2f} s.")
-    out.append("")
-
-    out.append("2. Group testing at scale: sampling and recovery time, peak memory (each row a fresh process).")
-    out.append("   traced peak = tracemalloc peak over the whole estimator call (numpy buffers included);")
-    out.append("   RSS growth = peak resident set during the call minus resident set before it;")
-    out.append("   game share = traced peak of one game.evaluate on one batch of masks (part of the traced peak).")
-    headers = ["N", "tests T", "variant / recovery", "batch", "sampling s", "sampling CPU s", "recovery s",
-               "traced peak MiB", "game share MiB", "bytes/player", "RSS growth MiB", "N x N f64 MiB",
-               "T x N bool MiB", "rel. RMSE"]
-    rows = []
-    for r in scale:
-        n_, t_ = r["n"], r["tests"]
-        rss = "n/a" if r["peak_rss_growth"] is None else f"{r['peak_rss_growth'] / MIB:.1f}"
-        rows.append([f"{n_:,}", f"{t_:,}", f"{r['variant']} / {r['recovery']}", r["batch_size"],
-                     f"{r['sampling']:.2f}", f"{r['sampling_cpu']:.2f}", f"{r['recovery_s']:.3f}",
-                     f"{r['peak_traced'] / MIB:.1f}", f"{r['peak_game'] / MIB:.1f}",
-                     f"{r['peak_traced'] / n_:,.0f}", rss, f"{n_ * n_ * 8 / MIB:,.0f}",
-                     f"{t_ * n_ / MIB:,.0f}", f"{r['rel_rmse']:.3f}"])
-    out.append(_table(headers, rows, markdown))
-    out.append("   The traced peak is set by the per-chunk buffers: a batch is drawn and evaluated about 2**22")
-    out.append("   mask cells at a time whatever N, so the peak is flat in N and in T; what grows with N is the")
-    out.append("   running (mean, M2) state, 16 bytes per player.")
-    out.append("   (rel. RMSE = RMSE against the closed-form values / RMS of the values: a sanity check that")
-    out.append("   every run is a real estimate, not the subject of this benchmark.)")
-    out.append("")
-
-    n_max = max(r["n"] for r in scale)
-    for rec in ("closed_form", "cvxpy"):
-        at = [r for r in scale if r["recovery"] == rec and r["variant"] == "paper"]
-        top = [r for r in at if r["n"] == n_max]
-        if top:
-            r = top[0]
-            goals.append(f"group testing N={n_max:,} recovery ({rec}): {r['recovery_s']:.3f} s, "
-                         f"sampling {r['sampling']:.2f} s for T={r['tests']:,} tests "
-                         f"(goal: seconds, recovery <= {RECOVERY_GOAL_S:g} s) "
-                         f"{_verdict(r['recovery_s'] <= RECOVERY_GOAL_S)}")
-        if len(at) >= 2:
-            lo, hi = min(at, key=lambda r: r["n"]), max(at, key=lambda r: r["n"])
-            growth, linear = hi["peak_traced"] / lo["peak_traced"], hi["n"] / lo["n"]
-            square = hi["n"] ** 2 * 8  # bytes of an N x N float64 matrix
-            ok = growth <= 1.1 * linear and hi["peak_traced"] < square / 10
-            goals.append(f"group testing N={hi['n']:,} peak memory ({rec}): {hi['peak_traced'] / MIB:.1f} MiB "
-                         f"traced, x{growth:.2f} from N={lo['n']:,} (linear growth: x{linear:.2f}; "
-                         f"N x N float64: {square / MIB:,.0f} MiB) (goal O(N): growth <= 1.1 x linear and "
-                         f"peak < 1/10 of N x N) {_verdict(ok)}")
-    more_tests = [r for r in scale if r["n"] == n_max and r["variant"] == "paper"
-                  and r["recovery"] == "closed_form"]
-    if len({r["tests"] for r in more_tests}) >= 2:
-        lo, hi = min(more_tests, key=lambda r: r["tests"]), max(more_tests, key=lambda r: r["tests"])
-        goals.append(f"group testing N={n_max:,} peak memory vs tests: {lo['peak_traced'] / MIB:.1f} MiB at "
-                     f"T={lo['tests']:,}, {hi['peak_traced'] / MIB:.1f} MiB at T={hi['tests']:,} "
-                     f"(T x N bool: {hi['tests'] * n_max / MIB:,.0f} MiB) (goal: independent of T) "
-                     f"{_verdict(hi['peak_traced'] <= 1.1 * lo['peak_traced'])}")
-    out.append("Goals:")
-    out += [("- " if markdown else "  ") + g for g in goals]
-    return "\n".join(out)
+    """The report (``_overhead_report.render``), each case judged by :func:`_overhead_goal`."""
+    return render(n, overhead, scale, repeats, jit, markdown, goal_of=_overhead_goal,
+                  recovery_goal_s=RECOVERY_GOAL_S, load_at_start=LOAD_AT_START)
 
 
 # ----------------------------------------------------------------------------- main

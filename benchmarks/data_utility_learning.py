@@ -40,7 +40,7 @@ from threadpoolctl import threadpool_limits
 
 from _reference_games import log, parse_arguments, report_head, write_report
 from cleaning_comparison import corrupted_breast_cancer, detection
-from pydvl_comparison import AirportGame
+from _games import AirportGame
 from shapley_research import KNNUtility, knn_shapley, msr_banzhaf, permutation_shapley
 from shapley_research.utilities import learn_utility
 

@@ -41,7 +41,7 @@ from threadpoolctl import threadpool_limits
 
 from _reference_games import (  # this script's sibling: the reference games, timers and report
     cost_against_msr, error_tables, log, parse_arguments, report_head, table_header, traced_cost_rows, write_report)
-from core_overhead import CheapGame
+from _games import CheapGame
 from shapley_research import permutation_shapley, stratified_svarm_shapley
 from shapley_research.estimators import kernel_shapley, unbiased_kernel_shapley
 

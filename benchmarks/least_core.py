@@ -45,7 +45,7 @@ from scipy.stats import spearmanr
 from threadpoolctl import threadpool_limits
 
 from _reference_games import log, parse_arguments, report_head, write_report  # this script's sibling: the report
-from core_overhead import CheapGame
+from _games import CheapGame
 from shapley_research import exact_least_core, exact_shapley, least_core, msr_banzhaf, permutation_shapley
 from shapley_research.experiments.data_cleaning import detection_auroc, make_game, make_problem
 

@@ -35,8 +35,7 @@ from threadpoolctl import threadpool_limits
 
 from _reference_games import (  # this script's sibling: the reference games, timers and report
     closed_form_games, knn_reference, log, parse_arguments, report_head, table_header, traced_cost_rows, write_report)
-from core_overhead import CheapGame
-from pydvl_comparison import AirportGame
+from _games import AirportGame, CheapGame
 from shapley_research import permutation_shapley
 from shapley_research.estimators import kernel_shapley, leverage_shapley, unbiased_kernel_shapley
 

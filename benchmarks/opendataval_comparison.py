@@ -90,212 +90,39 @@ bootstrap of the training points). The load average at start and end, the
 versions and the library's git commit are printed. ``--raw PATH`` saves the
 measurements (values included) as JSON, ``--from-raw PATH`` rewrites the report
 from one.
+
+This file holds the command line and the order of the measurements; its
+siblings hold the task and budgets (``_opendataval_task.py``), the peer's side
+and the exchange of files with it (``_opendataval_peer.py``), our side
+(``_opendataval_ours.py``) and the report (``_opendataval_report.py``).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
-import warnings
 from typing import Any
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from shapley_research import (ModelUtility, ame, beta_shapley, class_wise_shapley, data_oob, knn_shapley, lava,
-                              leave_one_out, msr_banzhaf, permutation_shapley)
-
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, HERE)  # also when loaded by file path (the tests)
-from cleaning_comparison import bootstrap_gaps, detection  # noqa: E402  (detection scores and their noise)
-from pydvl_comparison import _table, _verdict, log, machine_info, quiet_warnings  # noqa: E402
+from _opendataval_ours import ours_matched, warm_up  # noqa: E402  (this script's siblings: our side, the peer's)
+from _opendataval_peer import load_peer, load_task, load_versions, run_peer  # noqa: E402
+from _opendataval_report import report  # noqa: E402
+from _opendataval_task import (  # noqa: E402  (the task, methods and budgets)
+    DATASETS, FULL_BUDGETS, METHODS, QUICK_BUDGETS, QUICK_TASK, TASK, peer_budgets)
+from _peer_common import load_raw, log, machine_info, quiet_warnings, save_raw, write_outputs  # noqa: E402
+from cleaning_comparison import detection  # noqa: E402  (the detection scores)
 
-PEER_SCRIPT = os.path.join(HERE, "_opendataval_peer.py")
 DEFAULT_PEER_PYTHON = os.path.join(os.path.dirname(REPO), "odv-venv", "bin", "python")
 DEFAULT_OUTPUT = os.path.join(HERE, "results", "opendataval_comparison.md")
-DATASETS = ("breast_cancer", "digits")
-METHODS = {"tmc": "TMC Shapley", "beta": "Beta(16, 1) Shapley", "banzhaf": "Banzhaf (MSR)", "oob": "Data-OOB",
-           "loo": "leave-one-out", "knn": "KNN-Shapley (K = 10)", "ame": "AME", "cs": "class-wise Shapley",
-           "lava": "LAVA"}
-SAMPLED = ("tmc", "beta", "banzhaf", "oob", "ame", "cs")
-FIXED_COST = ("loo", "knn", "lava")  # no budget: N + 1 fits, or none
-TASK = {"train_count": 300, "valid_count": 100, "test_count": 0, "noise_rate": 0.15}
-QUICK_TASK = {**TASK, "train_count": 100, "valid_count": 50}  # smoke run: fewer points, so fewer fits per unit
-TRUNCATION = 0.01  # ours: stop a permutation at the first prefix within 1% of U(D)
-ALPHA, BETA = 16.0, 1.0
-K_NEIGHBOURS = 10
-TIME_GOAL = 10.0  # OpenDataVal wall time / ours, sampled methods
-NOISE_SE = 2.0  # detection within noise: mean paired gap >= -NOISE_SE standard errors
-FIT_TOLERANCE = 0.01  # our real fits within 1% of the peer's
-MAX_CORRECTIONS = 2
-# the peer's budget parameters: permutations of TMC and Beta (their fits follow from its truncation), models
-# of Banzhaf and Data-OOB; chosen so that the full run takes about 20 minutes on 2 cores
-# (AME: models per inclusion probability, four of them; class-wise Shapley: permutations of each class)
-FULL_BUDGETS = {"breast_cancer": {"permutations": 6, "models": 800, "oob_models": 300, "ame_models": 250,
-                                  "cs_permutations": 3},
-                "digits": {"permutations": 4, "models": 150, "oob_models": 100, "ame_models": 100,
-                           "cs_permutations": 2}}
-QUICK_BUDGETS = {"breast_cancer": {"permutations": 3, "models": 150, "oob_models": 50, "ame_models": 50,
-                                   "cs_permutations": 1},
-                 "digits": {"permutations": 2, "models": 80, "oob_models": 30, "ame_models": 25,
-                            "cs_permutations": 1}}
-
-
-def peer_budgets(sizes: dict[str, dict[str, int]]) -> dict[str, dict[str, dict[str, float]]]:
-    """The config's ``budgets[dataset][method]`` for the peer, from the sizes of ``FULL_BUDGETS``."""
-    return {name: {"tmc": {"permutations": s["permutations"]},
-                   "beta": {"permutations": s["permutations"], "alpha": ALPHA, "beta": BETA},
-                   "banzhaf": {"models": s["models"]}, "oob": {"models": s["oob_models"]}, "loo": {},
-                   "knn": {"k": K_NEIGHBOURS}, "ame": {"models": s["ame_models"]},
-                   "cs": {"permutations": s["cs_permutations"]}, "lava": {}} for name, s in sizes.items()}
-
-
-# --------------------------------------------------------------------------- the peer
-
-
-def peer_environment() -> dict[str, str]:
-    """This environment with one BLAS/OpenMP thread, no GPU and without our ``PYTHONPATH``."""
-    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
-    env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", CUDA_VISIBLE_DEVICES="")
-    return env
-
-
-def run_peer(python: str, config: dict, folder: str) -> None:
-    """Run the peer on ``config`` in ``folder`` (its files land there); its progress goes to our stderr."""
-    config_path = os.path.join(folder, "config.json")
-    with open(config_path, "w") as handle:
-        json.dump({**config, "out_dir": folder}, handle)
-    script = os.path.join(folder, os.path.basename(PEER_SCRIPT))
-    if not os.path.exists(script):  # a copy taken at start: edits to the working tree during the run do not count
-        shutil.copy(PEER_SCRIPT, script)
-    subprocess.run([python, script, config_path], env=peer_environment(), check=True)
-
-
-def load_task(folder: str, dataset: str, seed: int) -> dict[str, np.ndarray]:
-    """The peer's task of ``dataset`` and ``seed``, with ``flipped`` as a boolean mask over the training points."""
-    with np.load(os.path.join(folder, f"data_{dataset}_{seed}.npz")) as saved:
-        task = {key: saved[key] for key in saved.files}
-    task["flipped"] = np.zeros(len(task["y_train"]), dtype=bool)
-    task["flipped"][task["noisy"]] = True
-    return task
-
-
-def load_peer(folder: str, dataset: str, seed: int) -> dict[str, dict[str, Any]]:
-    with open(os.path.join(folder, f"peer_{dataset}_{seed}.json")) as handle:
-        return json.load(handle)
-
-
-# --------------------------------------------------------------------------- our side
-
-
-def make_model() -> Any:
-    from sklearn.linear_model import LogisticRegression
-
-    return LogisticRegression()  # scikit-learn's defaults, as OpenDataVal's sklogreg
-
-
-def ours_once(method: str, task: dict[str, np.ndarray], seed: int, budget: int) -> dict[str, Any]:
-    """One timed run of our ``method`` with ``budget`` (utility evaluations, or bagged models for Data-OOB).
-
-    The clock covers what a user's call costs: the utility's construction
-    (its routing included) and the estimator.
-    """
-    X, y, X_valid, y_valid = task["x_train"], task["y_train"], task["x_valid"], task["y_valid"]
-    start = time.perf_counter()
-    if method == "oob":
-        result = data_oob(make_model(), X, y, n_estimators=budget, seed=seed, fast="auto", progress=False)
-        seconds = time.perf_counter() - start  # a bootstrap sample of one class is not fitted
-        return {"values": result.values, "seconds": seconds, "fits": budget - int(result.info["n_single_class"]),
-                "evaluations": budget, "route": str(result.info["route"]).split(":")[0]}
-    if method in ("knn", "lava"):
-        result = (knn_shapley(X, y, X_valid, y_valid, K_NEIGHBOURS) if method == "knn"
-                  else lava(X, y, X_valid, y_valid))
-        return {"values": result.values, "seconds": time.perf_counter() - start, "fits": 0, "evaluations": 0,
-                "route": "exact" if method == "knn" else str(result.info["solver"])}
-    game = ModelUtility(make_model(), X, y, X_valid, y_valid, metric="accuracy", fast="auto")
-    if method == "tmc":
-        result = permutation_shapley(game, budget, seed, truncation=TRUNCATION, progress=False)
-    elif method == "beta":
-        result = beta_shapley(game, budget, seed, alpha=ALPHA, beta=BETA, progress=False)
-    elif method == "banzhaf":
-        result = msr_banzhaf(game, budget, seed, progress=False)
-    elif method == "loo":
-        result = leave_one_out(game)
-    elif method == "ame":
-        result = ame(game, budget, seed, progress=False)
-    elif method == "cs":  # predictions, not utilities: its fits are the coalitions it did not find degenerate
-        result = class_wise_shapley(game, budget, seed, progress=False)
-        game.n_fits += int(result.info["model_fits"])
-    else:
-        raise ValueError(f"method: expected one of {', '.join(METHODS)}, got {method!r}")
-    seconds = time.perf_counter() - start
-    route = str(game.route_).split(":")[0]  # "batched" or the per-fit route, the reason left out
-    return {"values": result.values, "seconds": seconds, "fits": int(game.n_fits),
-            "evaluations": int(result.n_evaluations), "route": route, "units": int(result.n_samples)}
-
-
-def ours_at_least_one_unit(method: str, task: dict[str, np.ndarray], seed: int, budget: int) -> dict[str, Any]:
-    """:func:`ours_once`; a budget below one sampling unit is raised to the minimum the estimator states.
-
-    When the peer made fewer fits than one of our permutations (or Beta
-    units) costs, ours runs one unit and so makes more fits than the peer
-    (``floored`` is then True and the table shows both counts).
-    """
-    try:
-        return {**ours_once(method, task, seed, budget), "budget": budget, "floored": False}
-    except ValueError as error:
-        minimum = re.search(r"needs at least ([\d,]+) utility evaluations", str(error))
-        if minimum is None:
-            raise
-        budget = int(minimum.group(1).replace(",", ""))
-        return {**ours_once(method, task, seed, budget), "budget": budget, "floored": True}
-
-
-def ours_matched(method: str, task: dict[str, np.ndarray], seed: int, target_fits: int) -> dict[str, Any]:
-    """Our run whose real fits come closest to the peer's ``target_fits`` (rescaled budget, reruns).
-
-    Our budget counts utility evaluations, degenerate coalitions (scored by a
-    constant model, not fitted) included, so the first run's budget is the
-    target and each rerun's the last one times ``target / fits``, until the
-    fits are within ``FIT_TOLERANCE`` or after ``MAX_CORRECTIONS`` reruns.
-    Permutations, Beta units and class-wise rounds are indivisible (a unit gives every player
-    one contribution), so the fits move in steps of about ``N`` there: the
-    run closest to the target is returned (the larger on a tie), with every
-    ``(budget, fits)`` tried in ``attempts``.
-    """
-    if method in FIXED_COST:  # their fits are fixed: N + 1, or none
-        run = ours_once(method, task, seed, 0)
-        return {**run, "budget": 0, "floored": False, "attempts": [(0, run["fits"])]}
-    runs = [ours_at_least_one_unit(method, task, seed, max(int(target_fits), 2))]
-    miss = lambda run: abs(run["fits"] - target_fits)
-    while (method != "oob" and runs[-1]["fits"] > 0 and len(runs) <= MAX_CORRECTIONS
-           and miss(runs[-1]) > FIT_TOLERANCE * target_fits
-           and not (runs[-1]["floored"] and runs[-1]["fits"] > target_fits)):  # one unit: as few as it gets
-        budget = max(int(round(runs[-1]["budget"] * target_fits / runs[-1]["fits"])), 2)
-        runs.append(ours_at_least_one_unit(method, task, seed, budget))
-    best = min(runs, key=lambda run: (miss(run), -run["fits"]))
-    return {**best, "attempts": [(run["budget"], run["fits"]) for run in runs]}
-
-
-def warm_up(task: dict[str, np.ndarray], n_points: int = 40, budget: int = 60) -> None:
-    """Untimed first calls of every method on the task's first ``n_points`` (imports, numba loops, caches).
-
-    The peer's process is warm when its clock starts; without this, the first
-    timed run of each estimator would also pay for loading its compiled loops.
-    """
-    small = {**task, "x_train": task["x_train"][:n_points], "y_train": task["y_train"][:n_points]}
-    with warnings.catch_warnings():  # so few points and models: warnings about them do not matter here
-        warnings.simplefilter("ignore")
-        for method in METHODS:
-            ours_at_least_one_unit(method, small, 0, budget)
 
 
 # --------------------------------------------------------------------------- measurement
@@ -332,192 +159,11 @@ def measure(datasets: list[str], seeds: list[int], methods: list[str], sizes: di
         rows = []
         for dataset in datasets:
             rows += measure_dataset(dataset, seeds, methods, peer_budgets(sizes), python, folder, task_sizes)
-        with open(os.path.join(folder, "peer_versions.json")) as handle:
-            peer_versions = json.load(handle)
+        peer_versions = load_versions(folder)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     return {"rows": rows, "datasets": datasets, "seeds": seeds, "methods": methods, "sizes": sizes,
             "peer_versions": peer_versions, "task": dict(task_sizes)}
-
-
-# --------------------------------------------------------------------------- analysis and report
-
-
-def select(rows: list[dict], dataset: str, method: str) -> list[dict]:
-    """The rows of one data set and method, by seed."""
-    return sorted((r for r in rows if r["dataset"] == dataset and r["method"] == method), key=lambda r: r["seed"])
-
-
-def detection_gap(rows: list[dict]) -> dict[str, float]:
-    """Our AUROC minus the peer's, paired by seed: mean gap and its standard errors.
-
-    ``se_seeds``: standard deviation of the per-seed gaps over
-    ``sqrt(seeds)`` (0 with one seed); ``se_bootstrap``: that of the mean gap
-    when each seed's training points are resampled (paired bootstrap,
-    ``cleaning_comparison.bootstrap_gaps``). ``se`` is the larger of the two.
-    """
-    gaps = np.array([r["ours"]["auroc"] - r["peer"]["auroc"] for r in rows])
-    se_seeds = float(gaps.std(ddof=1) / np.sqrt(gaps.size)) if gaps.size > 1 else 0.0
-    variances = []
-    for r in rows:
-        flipped = np.zeros(len(r["ours"]["values"]), dtype=bool)
-        flipped[r["flipped"]] = True
-        resampled = bootstrap_gaps(r["ours"]["values"], r["peer"]["values"], flipped, seed=r["seed"])
-        variances.append(resampled[:, 0].var(ddof=1))
-    se_bootstrap = float(np.sqrt(np.sum(variances)) / gaps.size)
-    return {"gap": float(gaps.mean()), "se_seeds": se_seeds, "se_bootstrap": se_bootstrap,
-            "se": max(se_seeds, se_bootstrap)}
-
-
-def cell(values: Any, digits: int = 3) -> str:
-    """``mean [min-max]`` over seeds, or the one value."""
-    values = np.asarray(values, float)
-    if values.size == 1:
-        return f"{values[0]:,.{digits}f}"
-    return f"{values.mean():,.{digits}f} [{values.min():,.{digits}f}-{values.max():,.{digits}f}]"
-
-
-def method_row(method: str, runs: list[dict]) -> list[str]:
-    """Fits, AUROC, wall time of both sides and their ratio, each ``mean [min-max]`` over the seeds."""
-    column = lambda side, key, digits=3: cell([r[side][key] for r in runs], digits)
-    ratios = np.array([r["peer"]["seconds"] / r["ours"]["seconds"] for r in runs])
-    wall, per_fit = time_ratios(runs)
-    per_fit_cell = "" if method == "knn" else ("n/a" if np.isnan(per_fit) else f"{per_fit:,.1f}x")  # NaN: no fits
-    return [METHODS[method], f"{column('peer', 'real_fits', 0)} ({column('peer', 'wrapper_fits', 0)})",
-            f"{column('ours', 'fits', 0)} ({column('ours', 'evaluations', 0)})", column("peer", "auroc"),
-            column("ours", "auroc"), column("peer", "seconds", 2), column("ours", "seconds", 3),
-            f"{wall:,.1f}x [{ratios.min():,.1f}-{ratios.max():,.1f}]", per_fit_cell,
-            ", ".join(sorted({r["ours"]["route"] for r in runs}))]
-
-
-def dataset_table(rows: list[dict], dataset: str, methods: list[str], markdown: bool) -> str:
-    """One line per method (:func:`method_row`)."""
-    headers = ["method", "OpenDataVal fits (coalitions)", "ours fits (evaluations)", "AUROC OpenDataVal",
-               "AUROC ours", "OpenDataVal s/run", "ours s/run", "OpenDataVal / ours", "per fit", "our route"]
-    return _table(headers, [method_row(method, select(rows, dataset, method)) for method in methods], markdown)
-
-
-def time_ratios(runs: list[dict]) -> tuple[float, float]:
-    """OpenDataVal's mean wall time over ours, and the same per real fit (NaN if the peer made no fit at all)."""
-    peer = np.mean([r["peer"]["seconds"] for r in runs])
-    mine = np.mean([r["ours"]["seconds"] for r in runs])
-    peer_fits = np.mean([r["peer"]["real_fits"] for r in runs])
-    my_fits = np.mean([r["ours"]["fits"] for r in runs])
-    if peer_fits == 0:
-        return float(peer / mine), float("nan")
-    return float(peer / mine), float((peer / peer_fits) / (mine / my_fits)) if my_fits else float("inf")
-
-
-def time_goal(dataset: str, method: str, runs: list[dict]) -> str:
-    """The time goal of a sampled method, judged per real fit.
-
-    Our permutations and Beta units are indivisible, so our fits can only
-    come near the peer's: the time per fit is compared (with equal fits it is
-    the wall-time ratio, printed beside it). Where the peer made no real fit
-    in any seed the ratio is undefined, and the goal is not met.
-    """
-    wall, per_fit = time_ratios(runs)
-    peer_fits = np.mean([r["peer"]["real_fits"] for r in runs])
-    my_fits = np.mean([r["ours"]["fits"] for r in runs])
-    line = (f"time {dataset} {METHODS[method]}: OpenDataVal {np.mean([r['peer']['seconds'] for r in runs]):.2f} s "
-            f"for {peer_fits:,.0f} fits, ours {np.mean([r['ours']['seconds'] for r in runs]):.3f} s for "
-            f"{my_fits:,.0f}: ")
-    if np.isnan(per_fit):
-        return line + f"UNDEFINED per fit, OpenDataVal made no real fit (goal >= {TIME_GOAL:g}x per fit) MISS"
-    return line + (f"{per_fit:,.1f}x per fit ({wall:,.1f}x wall) (goal >= {TIME_GOAL:g}x per fit) "
-                   f"{_verdict(per_fit >= TIME_GOAL)}")
-
-
-def goal_lines(rows: list[dict], datasets: list[str], methods: list[str]) -> list[str]:
-    """One ``OK``/``MISS`` line per goal: time per fit of every sampled method (:func:`time_goal`), detection."""
-    goals = []
-    for dataset in datasets:
-        for method in methods:
-            runs = select(rows, dataset, method)
-            if method in SAMPLED:
-                goals.append(time_goal(dataset, method, runs))
-            gap = detection_gap(runs)
-            ok = gap["gap"] >= -NOISE_SE * gap["se"] - 1e-12
-            goals.append(f"detection {dataset} {METHODS[method]}: AUROC ours - OpenDataVal {gap['gap']:+.3f} (se "
-                         f"seeds {gap['se_seeds']:.3f}, bootstrap {gap['se_bootstrap']:.3f}) (goal: >= "
-                         f"-{NOISE_SE:g} se) {_verdict(ok)}")
-    return goals
-
-
-def header_lines(raw: dict) -> list[str]:
-    """Machine, versions of both sides, the library's commit, load average, wall time, the task."""
-    info, measured = raw["info"], raw["measured"]
-    task = measured.get("task", TASK)
-    v, peer, lib = info["versions"], measured["peer_versions"], info["library"]
-    out = [f"Machine: {info['cpu']}, {info['cores']} cores ({info['machine']}), {info['system']}",
-           f"Ours: Python {v['python']}, numpy {v['numpy']}, scikit-learn {v['sklearn']}, shapley_research "
-           f"{v['shapley_research']} at git commit {lib['commit']}"
-           + (f" with uncommitted changes to {', '.join(lib['modified'])}" if lib["modified"] else "")
-           + f" (sources sha256 {lib['sources_sha256']}).",
-           f"OpenDataVal {peer['opendataval']} in its own environment: Python {peer['python']}, torch {peer['torch']}, "
-           f"numpy {peer['numpy']}, scikit-learn {peer['sklearn']}.",
-           f"Date: {info['date']}. Load average (1 min) at start / end: {raw['load'][0]:.2f} / {raw['load'][1]:.2f}. "
-           f"Benchmark wall time: {raw['wall'] / 60:.1f} min (`{raw['command']}`).",
-           "One BLAS/OpenMP thread on both sides (environment variables and torch.set_num_threads(1) there, "
-           "threadpoolctl here); OpenDataVal runs first on each data set, in a process of its own.",
-           "",
-           f"Task: OpenDataVal's DataFetcher.setup(dataset, random_state=seed, train_count={task['train_count']}, "
-           f"valid_count={task['valid_count']}, test_count={task['test_count']}, add_noise=mix_labels, "
-           f"noise_kwargs={{'noise_rate': {task['noise_rate']}}}); seeds {', '.join(map(str, measured['seeds']))}. "
-           "Model LogisticRegression() (sklogreg there, ModelUtility(..., metric=\"accuracy\", fast=\"auto\") "
-           "here); utility: accuracy on the validation points (15% of their labels flipped too).",
-           f"Budgets (OpenDataVal's parameters; ours gets its real fits): {json.dumps(measured['sizes'])}; TMC "
-           f"truncation: OpenDataVal's own rule there, {TRUNCATION:g} |U(D)| here; Beta({ALPHA:g}, {BETA:g}) on both "
-           f"sides; K = {K_NEIGHBOURS}.",
-           "Cells: mean over seeds [min-max]. Fits: real model fits (OpenDataVal: LogisticRegression.fit calls, its "
-           "coalitions missing a class get a DummyClassifier, in brackets every coalition; ours: "
-           "ModelUtility.n_fits, in brackets utility evaluations). AUROC: flipped = positive, ranked by lowest "
-           "value. s/run: the valuation call. OpenDataVal / ours: of the mean wall times [per seed min-max]; per fit: "
-           "of the mean times per real fit."]
-    return out
-
-
-def sampling_notes(rows: list[dict], dataset: str, sizes: dict[str, int]) -> list[str]:
-    """Permutations or units per run on each side, OpenDataVal's share of unfitted coalitions, reruns, floors."""
-    out = []
-    for method in ("tmc", "beta"):
-        runs = select(rows, dataset, method)
-        if runs:
-            units = np.mean([r["ours"]["units"] for r in runs])
-            coalitions = sum(r["peer"]["wrapper_fits"] for r in runs)
-            unfitted = 1.0 - sum(r["peer"]["real_fits"] for r in runs) / coalitions if coalitions else 0.0
-            out.append(f"   {METHODS[method]}: OpenDataVal {sizes['permutations']} permutations per run, "
-                       f"{unfitted:.0%} of its coalitions missing a class (DummyClassifier, not fitted); ours "
-                       f"{units:,.1f} " + ("permutations" if method == "tmc" else "sampling units") + " per run.")
-    reruns = [r for r in rows if r["dataset"] == dataset and len(r["ours"]["attempts"]) > 1]
-    if reruns:
-        tried = "; ".join(f"{METHODS[r['method']]} seed {r['seed']}: "
-                          + ", ".join(f"{budget:,} -> {fits:,}" for budget, fits in r["ours"]["attempts"])
-                          for r in reruns)
-        out.append(f"   Our budget was rescaled and rerun to match the fits in {len(reruns)} of the runs above "
-                   f"(budget -> fits: {tried}).")
-    knn = select(rows, dataset, "knn")
-    if knn:  # the same exact values on both sides, up to its float32 distances: a check of the exchange
-        gap = max(float(np.max(np.abs(np.subtract(r["ours"]["values"], r["peer"]["values"])))) for r in knn)
-        out.append(f"   KNN-Shapley, the same exact values on both sides: max |ours - OpenDataVal| = {gap:.1e}.")
-    floored = [r for r in rows if r["dataset"] == dataset and r["ours"]["floored"]]
-    if floored:
-        out.append(f"   In {len(floored)} run(s) ({', '.join(sorted({METHODS[r['method']] for r in floored}))}) "
-                   "OpenDataVal made fewer fits than one of our sampling units costs: ours ran one unit and made "
-                   "more fits than it.")
-    return out
-
-
-def report(raw: dict, markdown: bool) -> str:
-    measured = raw["measured"]
-    rows, methods = measured["rows"], measured["methods"]
-    out = header_lines(raw)
-    for dataset in measured["datasets"]:
-        out += ["", f"{dataset}:", dataset_table(rows, dataset, methods, markdown)]
-        out += sampling_notes(rows, dataset, measured["sizes"][dataset])
-    out += ["", "Goals:"]
-    out += [("- " if markdown else "  ") + g for g in goal_lines(rows, measured["datasets"], methods)]
-    return "\n".join(out)
 
 
 # ----------------------------------------------------------------------------- main
@@ -580,12 +226,13 @@ def run(args: argparse.Namespace) -> dict:
             "wall": time.perf_counter() - start, "command": command_line(args)}
 
 
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_arguments(argv)
     quiet_warnings()
     if args.from_raw:
-        with open(args.from_raw) as handle:
-            raw = json.load(handle)
+        raw = load_raw(args.from_raw)
     else:
         if not os.path.exists(args.peer_python):
             print(f"OpenDataVal's interpreter {args.peer_python} is missing: install it with python -m venv "
@@ -594,16 +241,9 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         raw = run(args)
         if args.raw:
-            with open(args.raw, "w") as handle:
-                json.dump(raw, handle, default=float)
-    print(report(raw, markdown=False))
-    if args.output:
-        os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
-        with open(args.output, "w") as handle:
-            handle.write("# Finding flipped labels: shapley_research vs OpenDataVal 1.3.0, side by side\n\n"
-                         f"Written by `{raw['command']}` (every number below comes from that run).\n\n"
-                         + report(raw, markdown=True) + "\n")
-        print(f"\nwrote {args.output}")
+            save_raw(raw, args.raw)
+    write_outputs(lambda markdown: report(raw, markdown=markdown), args.output,
+                  "Finding flipped labels: shapley_research vs OpenDataVal 1.3.0, side by side", raw["command"])
     return 0
 
 

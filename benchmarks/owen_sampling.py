@@ -39,7 +39,7 @@ from threadpoolctl import threadpool_limits
 
 from _reference_games import (  # this script's sibling: the reference games, timers and report
     cost_against_msr, error_tables, log, parse_arguments, report_head, table_header, write_report)
-from core_overhead import CheapGame
+from _games import CheapGame
 from shapley_research import msr_banzhaf, owen_shapley, permutation_shapley, stratified_svarm_shapley
 
 HERE = os.path.dirname(os.path.abspath(__file__))

@@ -1,4 +1,4 @@
-"""Cheap checks of ``benchmarks/opendataval_comparison.py``: its parsing, AUROC, fit counting and report.
+"""Cheap checks of ``benchmarks/opendataval_comparison.py`` and its siblings: parsing, AUROC, fit counting, report.
 
 OpenDataVal lives in a virtual environment of its own that CI does not have:
 the one end-to-end run skips when its interpreter is absent; the others check,
@@ -21,6 +21,16 @@ from _benchmark_scripts import load_benchmark
 @pytest.fixture(scope="module")
 def bench():
     return load_benchmark("opendataval_comparison")
+
+
+@pytest.fixture(scope="module")
+def layout():
+    return load_benchmark("_opendataval_report")  # the report: detection gaps, time ratios, goals, tables
+
+
+@pytest.fixture(scope="module")
+def definitions():
+    return load_benchmark("_opendataval_task")  # the task, methods, budgets and tolerances
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +83,7 @@ def test_a_saved_task_loads_with_its_flipped_mask(bench, tmp_path):
     np.testing.assert_array_equal(np.flatnonzero(loaded["flipped"]), task["noisy"])
 
 
-def test_auroc_of_the_rows_is_scikit_learns_and_identical_values_have_no_gap(bench):
+def test_auroc_of_the_rows_is_scikit_learns_and_identical_values_have_no_gap(bench, layout):
     rng = np.random.default_rng(3)
     rows = []
     for seed in range(3):
@@ -85,7 +95,7 @@ def test_auroc_of_the_rows_is_scikit_learns_and_identical_values_have_no_gap(ben
         assert auroc == pytest.approx(roc_auc_score(mask, -values), abs=1e-12)
         side = {"values": values.tolist(), "auroc": auroc}
         rows.append({"seed": seed, "flipped": flipped.tolist(), "ours": side, "peer": dict(side)})
-    assert bench.detection_gap(rows) == {"gap": 0.0, "se_seeds": 0.0, "se_bootstrap": 0.0, "se": 0.0}
+    assert layout.detection_gap(rows) == {"gap": 0.0, "se_seeds": 0.0, "se_bootstrap": 0.0, "se": 0.0}
 
 
 def test_the_peer_counter_counts_calls_of_every_copy(peer):
@@ -105,7 +115,7 @@ def test_the_peer_counter_counts_calls_of_every_copy(peer):
 
 @pytest.mark.slow  # each runs our estimator a few times
 @pytest.mark.parametrize("method", ["banzhaf", "beta", "tmc", "oob", "ame", "cs"])
-def test_our_fits_match_the_target_or_one_unit(bench, method):
+def test_our_fits_match_the_target_or_one_unit(bench, definitions, method):
     task = _task()
     target = 90
     run = bench.ours_matched(method, task, 0, target)
@@ -115,7 +125,7 @@ def test_our_fits_match_the_target_or_one_unit(bench, method):
     if run["floored"]:  # one permutation or Beta unit costs more than the target
         assert run["fits"] > target
     elif method in ("banzhaf", "oob", "ame"):  # one fit per coalition or bag: the target is met
-        assert abs(run["fits"] - target) <= bench.FIT_TOLERANCE * target
+        assert abs(run["fits"] - target) <= definitions.FIT_TOLERANCE * target
     else:  # permutations, Beta units and class permutations are indivisible: within one unit of N = 40
         assert abs(run["fits"] - target) <= 40
     assert run["values"].shape == (40,) and np.isfinite(run["values"]).all()
@@ -124,7 +134,7 @@ def test_our_fits_match_the_target_or_one_unit(bench, method):
 
 
 @pytest.mark.slow
-def test_fixed_cost_methods_and_the_report(bench):
+def test_fixed_cost_methods_and_the_report(bench, layout):
     task = _task()
     rows = []
     for method in ("loo", "knn", "banzhaf"):
@@ -138,10 +148,10 @@ def test_fixed_cost_methods_and_the_report(bench):
                          "peer": theirs, "ours": {**mine, "values": mine["values"].tolist(),
                                                   "auroc": bench.detection(mine["values"], flipped)[0]}})
     assert [r["ours"]["fits"] for r in rows[:4]] == [41, 41, 0, 0]  # N + 1 fits, none
-    goals = bench.goal_lines(rows, ["digits"], ["loo", "knn", "banzhaf"])
+    goals = layout.goal_lines(rows, ["digits"], ["loo", "knn", "banzhaf"])
     assert len(goals) == 4 and goals[2].startswith("time digits Banzhaf")  # speed: sampled methods only
     assert all(g.endswith((" OK", " MISS")) for g in goals)
-    table = bench.dataset_table(rows, "digits", ["loo", "knn", "banzhaf"], markdown=True)
+    table = layout.dataset_table(rows, "digits", ["loo", "knn", "banzhaf"], markdown=True)
     assert table.count("\n| ") == 4  # header and three methods
 
 
@@ -157,14 +167,14 @@ def test_end_to_end_knn_against_opendataval(bench, tmp_path):
     assert "detection breast_cancer KNN-Shapley (K = 10)" in text and "OpenDataVal 1.3.0" in text
 
 
-def test_time_is_compared_per_real_fit_and_undefined_without_peer_fits(bench):
+def test_time_is_compared_per_real_fit_and_undefined_without_peer_fits(layout):
     def runs(peer_fits, my_fits):
         return [{"peer": {"seconds": 20.0, "real_fits": peer_fits}, "ours": {"seconds": 1.0, "fits": my_fits}}]
 
-    assert bench.time_ratios(runs(100, 100)) == (20.0, 20.0)
-    assert bench.time_ratios(runs(100, 50)) == (20.0, 10.0)  # ours made half the fits: half the credit
-    assert bench.time_goal("digits", "tmc", runs(100, 50)).endswith("(goal >= 10x per fit) OK")
-    wall, per_fit = bench.time_ratios(runs(0, 300))
+    assert layout.time_ratios(runs(100, 100)) == (20.0, 20.0)
+    assert layout.time_ratios(runs(100, 50)) == (20.0, 10.0)  # ours made half the fits: half the credit
+    assert layout.time_goal("digits", "tmc", runs(100, 50)).endswith("(goal >= 10x per fit) OK")
+    wall, per_fit = layout.time_ratios(runs(0, 300))
     assert wall == 20.0 and np.isnan(per_fit)
-    assert "UNDEFINED" in bench.time_goal("digits", "tmc", runs(0, 300))
-    assert bench.time_goal("digits", "tmc", runs(0, 300)).endswith(" MISS")
+    assert "UNDEFINED" in layout.time_goal("digits", "tmc", runs(0, 300))
+    assert layout.time_goal("digits", "tmc", runs(0, 300)).endswith(" MISS")
