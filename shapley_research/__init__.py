@@ -47,6 +47,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs read; at run time __getattr__ b
                              msr_banzhaf)
     # The peers' methods: AME, class-wise Shapley, LAVA
     from .estimators import ame, class_wise_shapley, lava
+    from .estimators import dvrl
     # The least core (not a semivalue)
     from .estimators import exact_least_core, least_core
     # Influence heuristics
@@ -77,6 +78,7 @@ __all__ = [
     "exact_banzhaf", "msr_banzhaf", "exact_beta_shapley", "beta_shapley", "leave_one_out", "data_oob",
     # the peers' methods
     "ame", "class_wise_shapley", "lava",
+    "dvrl",
     # the least core
     "exact_least_core", "least_core",
     # influence

@@ -33,7 +33,8 @@ and loop in :mod:`._sampling` (each sampling estimator is a specification that
 * the peers' methods: :func:`ame` (Average Marginal Effect, Lin et al.
   2022), :func:`class_wise_shapley` (CS-Shapley, Schoch et al. 2022), for
   games that train a classifier, and :func:`lava` (Just et al. 2023), an
-  optimal-transport value that trains no model;
+  optimal-transport value that trains no model; :func:`dvrl` (Yoon et al.
+  2020), selection probabilities learned by REINFORCE on coalitions;
 * not a semivalue: :func:`exact_least_core` and :func:`least_core` (Yan &
   Procaccia 2021), the stable allocation that needs the least subsidy;
 * the sample sizes of the paper's theorems (:func:`permutation_sample_size`,
@@ -53,6 +54,7 @@ from ._bounds import (UniformDivisionGuarantee, compressive_sample_size, group_t
 from ._class_wise import class_wise_minimum_budget, class_wise_predictions, class_wise_shapley
 from ._compressive import bernoulli_matrix, compressive_shapley, l1_recovery
 from ._data_oob import bootstrap_indices, data_oob
+from ._dvrl import dvrl, dvrl_features
 from ._exact import coalition_utilities, exact_shapley, shapley_from_table
 from ._small_games import sampling_forced
 from ._group_testing import (FeasibilityError, group_testing_shapley, group_testing_size_distribution,
@@ -90,4 +92,5 @@ __all__ = [
     "exact_least_core", "least_core", "least_core_coalitions",
     "kernel_shapley",
     "leverage_shapley",
+    "dvrl", "dvrl_features",
 ]
