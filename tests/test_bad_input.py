@@ -283,6 +283,15 @@ def test_one_player_game(estimator):
         np.testing.assert_allclose(run(game).values, [2.0], atol=1e-6)
 
 
+# DVRL learns selection probabilities, not a semivalue (no efficiency on one player): the bad games only.
+# Its parameters are checked in tests/estimators/test_dvrl.py.
+@pytest.mark.parametrize("factory,error,match", [row(case[0], *case[1:4]) for case in BAD_GAMES])
+def test_dvrl_rejects_bad_game(factory, error, match):
+    from shapley_research import dvrl
+
+    assert_raises(lambda: dvrl(factory(), 64, 0, progress=False), error, match)  # 64 draws: empty and full too
+
+
 # --------------------------------------------------------------------------------------------
 # 2. Estimators x bad budgets and parameters (and nothing evaluated before the error)
 # --------------------------------------------------------------------------------------------
