@@ -42,10 +42,11 @@ The values are the final selection probabilities :math:`p_i`.
 **Features.** The estimator's input: ``features`` when given, else built
 from a game that holds its data (``ModelUtility``, the batched learners,
 ``TorchModelUtility``): the training features, the label (one-hot for
-classification), and the paper's *marginal* signal
+classification), and the *marginal* signal of the authors' code (also OpenDataVal's)
 :math:`|y_i - \hat f_{\mathrm{val}}(x_i)|` (one-hot label minus predicted
 probabilities for classification), :math:`\hat f_{\mathrm{val}}` a copy of
-the game's model fitted on its validation (test) set: where a point's label
+the game's model fitted on its validation (test) set, where the game has a
+model with ``fit`` and ``predict`` (``ModelUtility``): where a point's label
 disagrees with what the validation data predict, it is likely mislabelled.
 Every column is standardised. A game without data gets a table: one free
 logit per player.
@@ -516,8 +517,8 @@ def dvrl(game: GameLike, budget: int, seed: int | np.random.SeedSequence | None 
     ``batch_size`` coalitions of *all* players (the paper draws one selection
     over a mini-batch of points and trains one model on it), the reward is
     the game's utility (the paper's validation performance), the marginal
-    signal is one input among the others (the paper joins it to a late
-    layer), and the default baseline is the step's leave-one-out mean (the
+    signal is one input among the others (the authors' network joins it to
+    a late layer), and the default baseline is the step's leave-one-out mean (the
     paper's moving average is ``baseline="moving_average"``). There are no
     workers (``n_jobs``): the steps depend on each other, and one step's
     coalitions are one call that a batched game already parallelises.
@@ -538,7 +539,8 @@ def dvrl(game: GameLike, budget: int, seed: int | np.random.SeedSequence | None 
              _State(net.initial(aux_rng(entropy)), np.zeros(net.n_params), np.zeros(net.n_params)))
     resumed = state.step
     state = _optimise(game, net, F, state, options, steps, entropy, store, progress)
-    logits = net.forward(state.theta, F)[0]
+    with pinned_threads():  # the final logits as every step's: on one BLAS thread
+        logits = net.forward(state.theta, F)[0]
     info = {"logits": logits, "features": described, "steps": steps, "batch_size": options.batch_size,
             "baseline": options.baseline, "hidden": list(net.sizes[1:-1]),
             "utility_trace": np.asarray(state.utilities), "selection_trace": np.asarray(state.selection),
