@@ -72,7 +72,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
 import os
 import sys
 import time
@@ -85,7 +84,8 @@ from shapley_research import (ModelUtility, beta_shapley, data_oob, leave_one_ou
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)  # also when loaded by file path (the tests)
-from _peer_common import _table, _verdict, log, machine_info, quiet_warnings  # noqa: E402  (the machine report)
+from _peer_common import (_table, _verdict, commit_text, date_line, load_raw, log, machine_info,  # noqa: E402
+                          machine_line, quiet_warnings, save_raw, write_outputs)  # (the machine and the output)
 from _pydvl_adapters import Counter, max_evaluations, pydvl_values  # noqa: E402  (pyDVL's evaluation counter)
 
 TIME_GOAL = 10.0  # pyDVL wall time / ours, sampling methods
@@ -386,34 +386,38 @@ def _cell(values, digits=3) -> str:
     return f"{values.mean():.{digits}f} [{values.min():.{digits}f}-{values.max():.{digits}f}]"
 
 
-def report(info, load, measured, wall, command, markdown) -> str:
-    out, goals = [], []
-    runs, seeds = measured["runs"], measured["seeds"]
+def _header(info, load, wall, command) -> list[str]:
+    """The machine, the versions, the library's provenance, the date, load and wall time, the threads."""
     v = info["versions"]
-    lib = info["library"]
-    out.append(f"Machine: {info['cpu']}, {info['cores']} cores ({info['machine']}), {info['system']}")
-    out.append(f"Versions: Python {v['python']}, numpy {v['numpy']}, scikit-learn {v['sklearn']}, "
-               f"scipy {v['scipy']}, pyDVL {v['pydvl']}, shapley_research {v['shapley_research']}")
-    out.append(f"shapley_research: git commit {lib['commit']}"
-               + (f" with uncommitted changes to {', '.join(lib['modified'])}" if lib["modified"] else "")
-               + f" (sources sha256 {lib['sources_sha256']}).")
-    out.append(f"Date: {info['date']}. Load average (1 min) at start / end: {load[0]:.2f} / {load[1]:.2f}. "
-               f"Benchmark wall time: {wall / 60:.1f} min (`{command}`).")
-    out.append("BLAS/OpenMP limited to 1 thread (threadpoolctl); both libraries in one process, one after the other.")
-    out.append("")
+    return [machine_line(info),
+            f"Versions: Python {v['python']}, numpy {v['numpy']}, scikit-learn {v['sklearn']}, "
+            f"scipy {v['scipy']}, pyDVL {v['pydvl']}, shapley_research {v['shapley_research']}",
+            f"shapley_research: {commit_text(info['library'])}.",
+            date_line(info, load, wall, f" (`{command}`)"),
+            "BLAS/OpenMP limited to 1 thread (threadpoolctl); both libraries in one process, one after the other.",
+            ""]
+
+
+def _setup(measured) -> list[str]:
+    """The data sets, the budgets, and what the table's cells hold."""
     n_train, n_flipped = measured["n_train"], int(round(FLIP_SHARE * measured["n_train"]))
-    out.append(f"Data: breast cancer (scikit-learn), {n_train} training points (standardised), the other "
-               f"{569 - n_train} the test set, {n_flipped} training labels ({FLIP_SHARE:.0%}) flipped at random; "
-               f"seeds {', '.join(str(s) for s in seeds)} (each draws the split, the flips and both libraries' "
-               "random streams). Model: LogisticRegression(max_iter=1000); utility: test accuracy.")
-    out.append(f"Budget: {measured['budget']:,} model fits for our sampling methods, then the fits ours made for "
-               f"pyDVL's (TMC truncation {TRUNCATION:g} |U(D)| on both sides; Beta({ALPHA:g}, {BETA:g})); N + 1 "
-               f"for leave-one-out; {measured['n_estimators']:,} bagged models for Data-OOB.")
-    out.append(f"Cells: mean over seeds [min-max]. AUROC: flipped labels = positives, ranked by lowest value. "
-               f"F1 at k = {n_flipped} lowest flagged (= precision = recall). Removal: test accuracy after "
-               f"removing the lowest-valued {REMOVE_SHARE:.0%} and refitting. Wall: the whole call, utility "
-               "construction included. Fits: utility evaluations (ours; U(D) and U(empty) included where "
-               "evaluated) or scikit-learn fits counted around pyDVL's utility.")
+    return [f"Data: breast cancer (scikit-learn), {n_train} training points (standardised), the other "
+            f"{569 - n_train} the test set, {n_flipped} training labels ({FLIP_SHARE:.0%}) flipped at random; "
+            f"seeds {', '.join(str(s) for s in measured['seeds'])} (each draws the split, the flips and both "
+            "libraries' random streams). Model: LogisticRegression(max_iter=1000); utility: test accuracy.",
+            f"Budget: {measured['budget']:,} model fits for our sampling methods, then the fits ours made for "
+            f"pyDVL's (TMC truncation {TRUNCATION:g} |U(D)| on both sides; Beta({ALPHA:g}, {BETA:g})); N + 1 "
+            f"for leave-one-out; {measured['n_estimators']:,} bagged models for Data-OOB.",
+            f"Cells: mean over seeds [min-max]. AUROC: flipped labels = positives, ranked by lowest value. "
+            f"F1 at k = {n_flipped} lowest flagged (= precision = recall). Removal: test accuracy after "
+            f"removing the lowest-valued {REMOVE_SHARE:.0%} and refitting. Wall: the whole call, utility "
+            "construction included. Fits: utility evaluations (ours; U(D) and U(empty) included where "
+            "evaluated) or scikit-learn fits counted around pyDVL's utility."]
+
+
+def _results_table(measured, markdown) -> str:
+    """One row per method and package: detection, removal accuracy, wall time, fits, pyDVL's time over ours."""
+    runs = measured["runs"]
     headers = ["method", "package", "AUROC", "F1 at k", f"accuracy, lowest {REMOVE_SHARE:.0%} removed",
                "wall s", "fits", "pyDVL wall / ours"]
     rows = []
@@ -427,14 +431,23 @@ def report(info, load, measured, wall, command, markdown) -> str:
                          _cell(_select(runs, method, package, "f1")),
                          _cell(_select(runs, method, package, "removal_accuracy")), _cell(seconds, 2),
                          _cell(_select(runs, method, package, "fits"), 0), speed])
-    out.append(_table(headers, rows, markdown))
+    return _table(headers, rows, markdown)
+
+
+def _reference_line(measured) -> str:
+    """The test accuracies of the reference fits and the detection of random values, means over seeds."""
     refs = measured["references"]
     mean = lambda key: float(np.mean([r[key] for r in refs]))
-    out.append(f"   Reference test accuracies (mean over seeds): all {n_train} points {mean('all'):.3f}; without the "
-               f"flipped points {mean('clean'):.3f}; removing a random {REMOVE_SHARE:.0%} "
-               f"{mean('random_removal'):.3f}. Random values detect with AUROC "
-               f"{np.mean([r['random_detection'][0] for r in refs]):.3f}, F1 "
-               f"{np.mean([r['random_detection'][1] for r in refs]):.3f} (chance: 0.5 and {FLIP_SHARE:.2f}).")
+    return (f"   Reference test accuracies (mean over seeds): all {measured['n_train']} points {mean('all'):.3f}; "
+            f"without the flipped points {mean('clean'):.3f}; removing a random {REMOVE_SHARE:.0%} "
+            f"{mean('random_removal'):.3f}. Random values detect with AUROC "
+            f"{np.mean([r['random_detection'][0] for r in refs]):.3f}, F1 "
+            f"{np.mean([r['random_detection'][1] for r in refs]):.3f} (chance: 0.5 and {FLIP_SHARE:.2f}).")
+
+
+def _unit_lines(measured) -> list[str]:
+    """Sampling units per run and fits per unit of TMC and Beta Shapley; where our TMC stops, pooled."""
+    runs, lines = measured["runs"], []
     for method in ("TMC Shapley", "Beta(16, 1) Shapley"):
         if method not in measured["methods"]:
             continue
@@ -448,18 +461,17 @@ def report(info, load, measured, wall, command, markdown) -> str:
             mine = _runs(runs, method, "shapley_research")
             units, fits = sum(r["units"] for r in mine), sum(r["fits"] for r in mine)
             stop = sum(r["stop"] * r["units"] for r in mine) / units  # pooled over the permutations
-            line += (f"; ours computed {stop:.0f} of {n_train} players' contributions per permutation on average "
-                     f"and made {fits / (stop * units) - 1:.0%} more fits than that: the prefixes past a stop "
-                     "within the chunk of positions it evaluates at once (pyDVL evaluates one prefix at a time, "
-                     "so its fits per permutation are its stops)")
-        out.append(line + ".")
-    if not all(r["finite"] for r in runs):
-        bad = sorted({(r["package"], r["method"]) for r in runs if not r["finite"]})
-        out.append(f"   NON-FINITE values returned by: {bad}")
-    out.append("")
-    out.append(f"Detection, ours - pyDVL paired by seed: mean gap, standard error over the seeds, and that of a paired "
-               f"bootstrap of the training points ({BOOTSTRAP} resamples per seed); within noise = gap >= "
-               f"-{NOISE_SE:g} x the larger of the two.")
+            line += (f"; ours computed {stop:.0f} of {measured['n_train']} players' contributions per permutation "
+                     f"on average and made {fits / (stop * units) - 1:.0%} more fits than that: the prefixes past "
+                     "a stop within the chunk of positions it evaluates at once (pyDVL evaluates one prefix at a "
+                     "time, so its fits per permutation are its stops)")
+        lines.append(line + ".")
+    return lines
+
+
+def _detection_goals(measured) -> list[str]:
+    """One goal line per method: ours - pyDVL in AUROC and F1, paired by seed, within noise or not."""
+    goals = []
     for method in measured["methods"]:
         gaps = detection_gaps(measured, method)
         parts = [f"{label} {g['gap']:+.3f} (se seeds {g['se_seeds']:.3f}, bootstrap {g['se_bootstrap']:.3f})"
@@ -467,6 +479,12 @@ def report(info, load, measured, wall, command, markdown) -> str:
         ok = within_noise(gaps["auroc"]) and within_noise(gaps["f1"])
         goals.append(f"detection {method}: ours - pyDVL {', '.join(parts)} (goal: as good or better within noise) "
                      f"{_verdict(ok)}")
+    return goals
+
+
+def _time_goals(measured) -> list[str]:
+    """One goal line per sampling method: pyDVL's mean wall time over ours, and per fit."""
+    runs, goals = measured["runs"], []
     for method in SAMPLING:
         if method not in measured["methods"]:
             continue
@@ -477,9 +495,23 @@ def report(info, load, measured, wall, command, markdown) -> str:
         goals.append(f"wall time {method}: pyDVL {other.mean():.1f} s for {their_fits.mean():,.0f} fits, ours "
                      f"{mine.mean():.2f} s for {my_fits.mean():,.0f}: {ratio:,.1f}x ({per_fit:,.1f}x per fit) "
                      f"(goal >= {TIME_GOAL:g}x) {_verdict(ratio >= TIME_GOAL)}")
+    return goals
+
+
+def report(info, load, measured, wall, command, markdown) -> str:
+    """The report of :func:`measure`'s ``measured``, as aligned text or as markdown."""
+    out = _header(info, load, wall, command) + _setup(measured)
+    out += [_results_table(measured, markdown), _reference_line(measured)] + _unit_lines(measured)
+    runs = measured["runs"]
+    if not all(r["finite"] for r in runs):
+        bad = sorted({(r["package"], r["method"]) for r in runs if not r["finite"]})
+        out.append(f"   NON-FINITE values returned by: {bad}")
     out.append("")
-    out.append("Goals:")
-    out += [("- " if markdown else "  ") + g for g in goals]
+    out.append(f"Detection, ours - pyDVL paired by seed: mean gap, standard error over the seeds, and that of a paired "
+               f"bootstrap of the training points ({BOOTSTRAP} resamples per seed); within noise = gap >= "
+               f"-{NOISE_SE:g} x the larger of the two.")
+    goals = _detection_goals(measured) + _time_goals(measured)
+    out += ["", "Goals:"] + [("- " if markdown else "  ") + g for g in goals]
     return "\n".join(out)
 
 
@@ -515,8 +547,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     quiet_warnings()
     if args.from_raw:
-        with open(args.from_raw) as f:
-            raw = json.load(f)
+        raw = load_raw(args.from_raw)
     else:
         if importlib.util.find_spec("pydvl") is None:
             print("pyDVL is not installed: pip install --no-deps pydvl==0.10.0 pyDeprecate==0.3.2 more-itertools "
@@ -533,17 +564,10 @@ def main(argv=None) -> int:
         raw = {"info": info, "load": (load_start, os.getloadavg()[0]), "measured": measured,
                "wall": time.perf_counter() - start, "command": command}
         if args.raw:
-            with open(args.raw, "w") as f:
-                json.dump(raw, f, default=float)
+            save_raw(raw, args.raw)
     report_args = [raw[key] for key in ("info", "load", "measured", "wall", "command")]
-    print(report(*report_args, markdown=False))
-    if args.output:
-        os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
-        with open(args.output, "w") as f:
-            f.write("# Finding mislabeled points: shapley_research vs pyDVL, side by side\n\n"
-                    f"Written by `{raw['command']}` (every number below comes from that run).\n\n"
-                    + report(*report_args, markdown=True) + "\n")
-        print(f"\nwrote {args.output}")
+    write_outputs(lambda markdown: report(*report_args, markdown=markdown), args.output,
+                  "Finding mislabeled points: shapley_research vs pyDVL, side by side", raw["command"])
     return 0
 
 
