@@ -334,14 +334,8 @@ def test_scaling_claims_can_hold_and_fail(holds):
 
 # ---------------------------------------------------------------------------------- end to end
 
-def test_quick_run_end_to_end(quick_run):
-    proc, tmp_path = quick_run("runtime_scaling")
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    out = tmp_path / "runtime_scaling"
-    for name in ("runtime_scaling.png", "runtime_scaling.pdf", "runtime_scaling.ipynb", "cost_measurements.csv",
-                 "theoretical_runtime.csv", "time_to_target.csv", "time_to_target_runs.csv"):
-        assert (out / name).is_file(), name
-    metrics = json.loads((out / "metrics.json").read_text())
+def _check_claims(metrics):
+    """The quick profile's eight claims: their sources, fields, and finite statistics."""
     assert metrics["profile"] == "quick"
     claims = metrics["claims"]
     assert len(claims) == 8
@@ -351,6 +345,11 @@ def test_quick_run_end_to_end(quick_run):
         assert {"claim", "statistic", "holds", "source", "criterion", "timing"} <= set(entry)
         assert isinstance(entry["holds"], bool) and entry["timing"] is (entry in claims[:5])
         assert entry["statistic"]["value"] is not None and math.isfinite(entry["statistic"]["value"])
+
+
+def _check_measured_panel(metrics, out):
+    """The measured scaling records, their exponents and files, the sanity claims, Wang & Jia's runs."""
+    claims = metrics["claims"]
     # the measured panel (public contract): every method on both games at the three quick N
     records = metrics["measured_scaling"]
     assert {r["method"] for r in records} == set(rsl.SCALING_METHODS)  # the published variant included
@@ -373,6 +372,11 @@ def test_quick_run_end_to_end(quick_run):
     # Wang & Jia's estimator as published runs beside this package's centred variant
     assert {(r["game"], r["n_players"]) for r in records if r["method"] == "group_testing_wang_jia"} == \
         {(g, n) for g in ("knn", "unanimity") for n in (40, 80, 160)}
+
+
+def _check_counts_ratio_and_enumerated_strata(metrics, out):
+    """The paper's claim on counts (measured ratio or upper bound) and the all-S enumerated strata."""
+    claims = metrics["claims"]
     # the paper's claim on counts: a measured ratio or an upper bound, named as such, beside the theorems' ratio
     assert claims[5]["statistic"]["name"].startswith("measured_permutation_over_group_testing")
     ratios = pd.read_csv(out / "permutation_over_group_testing.csv")
@@ -388,6 +392,11 @@ def test_quick_run_end_to_end(quick_run):
     enumerated = metrics["all_s_enumerated_strata"]
     assert enumerated["n"] == 10 and enumerated["base_sets"] == 771
     assert f"{enumerated['rel_error_newton']:.2f}" in claims[4]["note"]
+
+
+def _check_theory_and_time_tables(metrics, out):
+    """The theorem counts at N = 10^6, the required seconds, the references, and the time tables."""
+    claims = metrics["claims"]
     # the theorem counts alone put group testing far ahead of the baseline at N = 10^6
     assert metrics["n_max"] == 10 ** 6
     assert metrics["time_ratio_permutation_over_group_testing_theorem3_at_n_max"] > 100
@@ -402,3 +411,17 @@ def test_quick_run_end_to_end(quick_run):
     assert table[table["method"] == "permutation"]["reached"].all()
     theory = pd.read_csv(out / "theoretical_runtime.csv")
     assert set(theory["learner"]) == {"sgd", "lbfgs"} and (theory["seconds"] > 0).all()
+
+
+def test_quick_run_end_to_end(quick_run):
+    proc, tmp_path = quick_run("runtime_scaling")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    out = tmp_path / "runtime_scaling"
+    for name in ("runtime_scaling.png", "runtime_scaling.pdf", "runtime_scaling.ipynb", "cost_measurements.csv",
+                 "theoretical_runtime.csv", "time_to_target.csv", "time_to_target_runs.csv"):
+        assert (out / name).is_file(), name
+    metrics = json.loads((out / "metrics.json").read_text())
+    _check_claims(metrics)
+    _check_measured_panel(metrics, out)
+    _check_counts_ratio_and_enumerated_strata(metrics, out)
+    _check_theory_and_time_tables(metrics, out)
