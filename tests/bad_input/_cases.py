@@ -1,9 +1,32 @@
-"""The shared rows and toys of the bad-input tests: tiny data, duck-typed games, games that raise."""
+"""Bad input across the public API, tried systematically (issue 6).
+
+Every case is one row of a table: a public callable, one bad input, and what
+must happen. Either a ``ValueError`` or ``TypeError`` whose message names the
+argument (``pytest.raises(..., match=...)``), or, where the library documents a
+convention for the input (one point or one class for KNN, ``K > N``), that
+convention, asserted. A bad *parameter* must also fail before the game is
+evaluated at all (checked with a counting game): validation is at the boundary.
+A game that raises must see its own exception come out, never swallowed.
+The tables are split by what they feed: games to the estimators
+(``test_bad_games.py``), budgets and parameters to the estimators, masks and
+coalitions to games, data to every data-taking callable, parameters to the
+utilities, and the influence function, the Neyman allocation and the bounds;
+their shared toys are here.
+
+No case may hang: every module of the tables marks its tests with :data:`NO_HANG`,
+pytest-timeout's per-test limit (the plugin is a test dependency).
+
+The corrupted-checkpoint case of the issue is covered with the checkpoints.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+
+PER_TEST_SECONDS = 20
+#: Every bad-input test's mark: a case that hangs fails after PER_TEST_SECONDS instead.
+NO_HANG = pytest.mark.timeout(PER_TEST_SECONDS, method="signal")
 
 
 def row(case_id: str, *values):

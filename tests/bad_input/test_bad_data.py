@@ -1,6 +1,6 @@
 """Bad data for every data-taking callable, and the conventions documented instead of errors.
 
-Part of the bad-input tables (tests/bad_input/conftest.py: every case under a timeout).
+Part of the bad-input tables (tests/bad_input/_cases.py: what they check, the shared toys, the timeout).
 """
 
 from __future__ import annotations
@@ -17,7 +17,9 @@ from shapley_research import (all_s_influence, data_oob, exact_shapley, knn_shap
                               LogisticObjective, LogisticRegressionUtility, ModelUtility, RidgeUtility)
 from shapley_research.datasets import (pca_features)
 
-from bad_input._cases import (assert_raises, row, with_nan, X, XT, Y, YR, YT, YTR)
+from bad_input._cases import (assert_raises, NO_HANG, row, with_nan, X, XT, Y, YR, YT, YTR)
+
+pytestmark = NO_HANG
 
 # --------------------------------------------------------------------------------------------
 # 4. Data x every data-taking callable

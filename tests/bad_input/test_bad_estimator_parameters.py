@@ -1,6 +1,6 @@
 """Every estimator's bad budgets and parameters, refused before the game is evaluated.
 
-Part of the bad-input tables (tests/bad_input/conftest.py: every case under a timeout).
+Part of the bad-input tables (tests/bad_input/_cases.py: what they check, the shared toys, the timeout).
 """
 
 from __future__ import annotations
@@ -12,7 +12,9 @@ from shapley_research import (beta_shapley, compressive_shapley, exact_shapley, 
                               leverage_shapley, msr_banzhaf, owen_shapley, permutation_shapley,
                               stratified_svarm_shapley, unbiased_kernel_shapley, uniform_shapley)
 
-from bad_input._cases import (additive, assert_raises, DuckGame, N, row)
+from bad_input._cases import (additive, assert_raises, DuckGame, N, NO_HANG, row)
+
+pytestmark = NO_HANG
 
 # --------------------------------------------------------------------------------------------
 # 2. Estimators x bad budgets and parameters (and nothing evaluated before the error)

@@ -1,6 +1,6 @@
 """as_game, Game.evaluate (masks) and Game.__call__ (coalitions) given bad input.
 
-Part of the bad-input tables (tests/bad_input/conftest.py: every case under a timeout).
+Part of the bad-input tables (tests/bad_input/_cases.py: what they check, the shared toys, the timeout).
 """
 
 from __future__ import annotations
@@ -12,7 +12,9 @@ from sklearn.linear_model import LogisticRegression
 from shapley_research import (as_game, KNNUtility, LogisticRegressionUtility, ModelUtility, RidgeUtility)
 from shapley_research.games import Game
 
-from bad_input._cases import (additive, assert_raises, N, row, X, XT, Y, YR, YT, YTR)
+from bad_input._cases import (additive, assert_raises, N, NO_HANG, row, X, XT, Y, YR, YT, YTR)
+
+pytestmark = NO_HANG
 
 # --------------------------------------------------------------------------------------------
 # 3. as_game, Game.evaluate (masks) and Game.__call__ (coalitions)

@@ -1,6 +1,6 @@
 """Every estimator against bad games: wrong outputs, raising games, one-player games.
 
-Part of the bad-input tables (tests/bad_input/conftest.py: every case under a timeout).
+Part of the bad-input tables (tests/bad_input/_cases.py: what they check, the shared toys, the timeout).
 """
 
 from __future__ import annotations
@@ -13,8 +13,10 @@ from shapley_research import (as_game, beta_shapley, compressive_shapley, exact_
                               leave_one_out, leverage_shapley, msr_banzhaf, owen_shapley, permutation_shapley,
                               stratified_svarm_shapley, unbiased_kernel_shapley, uniform_shapley)
 
-from bad_input._cases import (additive, assert_raises, Boom, DuckGame, explode, N, NoEvaluate, NoPlayers, PrefixGame,
-                              row)
+from bad_input._cases import (additive, assert_raises, Boom, DuckGame, explode, N, NO_HANG, NoEvaluate, NoPlayers,
+                              PrefixGame, row)
+
+pytestmark = NO_HANG
 
 # --------------------------------------------------------------------------------------------
 # 1. Estimators x bad games

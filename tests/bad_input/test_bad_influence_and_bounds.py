@@ -1,6 +1,6 @@
 """The general influence function, the Neyman allocation and the bounds given bad input.
 
-Part of the bad-input tables (tests/bad_input/conftest.py: every case under a timeout).
+Part of the bad-input tables (tests/bad_input/_cases.py: what they check, the shared toys, the timeout).
 """
 
 from __future__ import annotations
@@ -14,7 +14,9 @@ from shapley_research import (compressive_sample_size, group_testing_q_tot, grou
 from shapley_research.datasets import (load_diabetes_split, load_iris_binary, load_iris_split,
                                        load_mnist_subset, pca_features)
 
-from bad_input._cases import (assert_raises, Boom, explode, row, with_nan, X, XT)
+from bad_input._cases import (assert_raises, Boom, explode, NO_HANG, row, with_nan, X, XT)
+
+pytestmark = NO_HANG
 
 # --------------------------------------------------------------------------------------------
 # 6. The general influence function and the Neyman allocation

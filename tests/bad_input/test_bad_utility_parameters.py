@@ -1,6 +1,6 @@
 """Bad parameters of the utilities, KNN and the influence heuristics.
 
-Part of the bad-input tables (tests/bad_input/conftest.py: every case under a timeout).
+Part of the bad-input tables (tests/bad_input/_cases.py: what they check, the shared toys, the timeout).
 """
 
 from __future__ import annotations
@@ -14,7 +14,9 @@ from sklearn.tree import DecisionTreeClassifier
 from shapley_research import (all_s_influence, knn_shapley, KNNUtility, largest_s_influence,
                               LogisticRegressionUtility, ModelUtility, RidgeUtility)
 
-from bad_input._cases import (assert_raises, Boom, explode, row, with_nan, X, XT, Y, YR, YT, YTR)
+from bad_input._cases import (assert_raises, Boom, explode, NO_HANG, row, with_nan, X, XT, Y, YR, YT, YTR)
+
+pytestmark = NO_HANG
 
 # --------------------------------------------------------------------------------------------
 # 5. Parameters of the utilities, KNN and influence
