@@ -53,6 +53,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs read; at run time __getattr__ b
     # Influence heuristics
     from .influence import (LogisticObjective, all_s_influence, largest_s_influence, largest_s_influence_general,
                             neyman_allocation)
+    from .influence import torch_influence
     # Judging values: point removal
     from .evaluation import plot_point_removal, point_removal
     # Results
@@ -84,6 +85,7 @@ __all__ = [
     # influence
     "LogisticObjective", "largest_s_influence", "largest_s_influence_general", "all_s_influence",
     "neyman_allocation",
+    "torch_influence",
     # judging values
     "point_removal", "plot_point_removal",
     # results

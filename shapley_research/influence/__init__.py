@@ -127,6 +127,7 @@ from ._all_s import all_s_influence
 from ._allocation import neyman_allocation
 from ._largest_s import largest_s_influence, largest_s_influence_general
 from ._objective import LogisticObjective
+from ._torch_influence import torch_influence
 
 # importable from here as when this package was one module: the option tuples
 from ._allocation import PRIOR_SETS  # noqa: F401
@@ -135,5 +136,5 @@ from ._objective import APPROXIMATIONS, UTILITIES  # noqa: F401
 
 __all__ = [
     "LogisticObjective", "largest_s_influence", "largest_s_influence_general", "all_s_influence",
-    "neyman_allocation",
+    "neyman_allocation", "torch_influence",
 ]

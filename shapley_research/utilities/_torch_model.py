@@ -424,25 +424,29 @@ class TorchModelUtility(Game):
         seeds = [reinitialization_seed(self.seed, row) for row in weights]
         return redrawn_parameters(self._scratch, list(self._initial), seeds, torch_dtype(self.dtype), self.device)
 
-    def _train_and_forward(self, weights: np.ndarray, X: Any) -> np.ndarray:
-        """Train one model per row of ``weights`` and return their float64 outputs on ``X`` (B, n[, K])."""
+    def _trained_parameters(self, weights: np.ndarray) -> dict[str, Any]:
+        """Stacked parameters (B, ...) on the device of one model trained per row of ``weights`` (B, N)."""
         torch = import_torch(_OWNER)
-        dtype = torch_dtype(self.dtype)
         if self.batch_size is None:  # full batch: each coalition on its own rows, padded at weight 0
             index, gathered = own_rows(weights)
             rows = torch.as_tensor(index, device=self.device)
             X_rows, y_rows = self._X_train[rows], self._y_train[rows]
         else:  # minibatches: every coalition sees the shared batches (class docstring, batch_size)
             gathered, X_rows, y_rows = weights, self._X_train, self._y_train
-        # booleans or counts cross to the device as they are (1 byte a cell for masks) and are converted there;
-        # the copy drops any negative stride, which torch refuses (even on a single row)
-        sample_weights = torch.as_tensor(np.array(gathered), device=self.device).to(dtype)
+        # masks (1 byte a cell) or counts are converted on the device; the copy drops negative strides (torch's refusal)
+        sample_weights = torch.as_tensor(np.array(gathered), device=self.device).to(torch_dtype(self.dtype))
         params = train_chunk(self._gradient, self._initial_parameters(weights), self._constants, sample_weights,
                              X_rows, y_rows, self._plan, self._schedule)
+        self.n_fits += weights.shape[0]
+        return params
+
+    def _train_and_forward(self, weights: np.ndarray, X: Any) -> np.ndarray:
+        """Train one model per row of ``weights`` and return their float64 outputs on ``X`` (B, n[, K])."""
+        torch = import_torch(_OWNER)
+        params = self._trained_parameters(weights)
         with torch.no_grad():
             outputs = self._forward(params, self._constants, X)
         outputs = outputs.to(dtype=torch.float64).cpu().numpy()  # the one wait on the device per chunk
-        self.n_fits += weights.shape[0]
         if self.task == "regression":
             return outputs.reshape(weights.shape[0], -1)
         return outputs
