@@ -1,4 +1,4 @@
-r"""Influence-function heuristics for L2-regularised logistic regression (paper Section 4.5).
+r"""Influence-function heuristics: L2-regularised logistic regression (paper Section 4.5) and torch models.
 
 Two estimators replace model re-training by the influence function of Koh &
 Liang (2017):
@@ -23,6 +23,11 @@ Liang (2017):
   after a pilot round). Each sampled coalition costs one model fit; the
   marginal contributions of all players to it follow from influence updates of
   that one fitted model.
+
+:func:`torch_influence` gives Koh & Liang's influence values of the model of a
+:class:`~shapley_research.TorchModelUtility` (any small torch module, its
+Hessian explicit or by conjugate gradients); the rest of this page is the
+logistic machinery.
 
 The model
 ---------
@@ -117,8 +122,8 @@ Private modules: ``_objective`` (:class:`LogisticObjective`: the model, its
 derivatives, the test utilities and the influence updates), ``_marginals``
 (marginal contributions of players to one fitted base set), ``_largest_s``
 (:func:`largest_s_influence`, :func:`largest_s_influence_general`),
-``_allocation`` (:func:`neyman_allocation` and the per-stratum statistics)
-and ``_all_s`` (:func:`all_s_influence`).
+``_allocation`` (:func:`neyman_allocation` and the per-stratum statistics),
+``_all_s`` (:func:`all_s_influence`) and ``_torch_influence`` (:func:`torch_influence`).
 """
 
 from __future__ import annotations
