@@ -10,9 +10,9 @@ the game ``make_mlp_game`` with mlp_cleaning's recipe (``Linear(30, 16) -
 ReLU - Linear(16, 2)``, 100 full-batch Adam steps at 0.01, weight decay
 0.05, float32, test accuracy). ``torch_influence`` trains that model once
 and values each point by its influence on the test cross-entropy, at the
-default damping 0.01 (``direct``; its Hessian is indefinite here: the 100
-Adam steps stop short of a minimum, so an LU solve with a warning, and CG
-refuses it), 0.1 (``direct`` and ``cg``) and 1.0. References: ``msr_banzhaf``
+damping 0.01 (Koh & Liang's; its Hessian is indefinite here: the 100 Adam
+steps stop short of a minimum, so ``direct`` solves by LU with a warning and
+CG refuses it), the default 0.1 and 1.0 (``direct`` and ``cg``). References: ``msr_banzhaf``
 and ``data_oob`` at mlp_cleaning's budgets (4 N coalitions, 200 bagged
 MLPs) and at about the influence's wall time (N / 2 coalitions, 20 bagged
 MLPs), and random values. AUROC of flagging the lowest values
@@ -57,11 +57,12 @@ def influence(method: str, damping: float):
 
 ESTIMATORS = {
     "random values": lambda game, problem, n, seed: _Values(np.random.default_rng([seed, 9_999]).normal(size=n)),
-    "torch_influence direct, damping 0.01 (default)": influence("direct", 0.01),
-    "torch_influence cg, damping 0.01 (default)": influence("cg", 0.01),
-    "torch_influence direct, damping 0.1": influence("direct", 0.1),
-    "torch_influence cg, damping 0.1": influence("cg", 0.1),
+    "torch_influence direct, damping 0.01": influence("direct", 0.01),
+    "torch_influence cg, damping 0.01": influence("cg", 0.01),
+    "torch_influence direct, damping 0.1 (default)": influence("direct", 0.1),
+    "torch_influence cg, damping 0.1 (default)": influence("cg", 0.1),
     "torch_influence direct, damping 1.0": influence("direct", 1.0),
+    "torch_influence cg, damping 1.0": influence("cg", 1.0),
     "msr_banzhaf, N / 2 coalitions": lambda game, problem, n, seed: msr_banzhaf(game, n // 2, seed, progress=False),
     "msr_banzhaf, 4 N coalitions": lambda game, problem, n, seed: msr_banzhaf(game, 4 * n, seed, progress=False),
     "data_oob, 20 bagged MLPs": lambda game, problem, n, seed: data_oob(

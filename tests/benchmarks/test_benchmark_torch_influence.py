@@ -23,6 +23,6 @@ def test_a_small_run_reports_every_method(bench):
             assert 0.0 <= entry["auroc"][0] <= 1.0
         else:  # only a refusal leaves no AUROC, and it says why
             assert entry["notes"] and "refused" in entry["notes"][0]
-    assert cells["torch_influence direct, damping 0.1"]["fits"] == [1]
+    assert cells["torch_influence direct, damping 0.1 (default)"]["fits"] == [1]
     assert cells["msr_banzhaf, 4 N coalitions"]["fits"] == [256]
     assert len(bench.table(cells)) == 2 + len(bench.ESTIMATORS)
