@@ -16,7 +16,10 @@ Not a script: its siblings import it by name (``benchmarks/`` is first on
   evaluate ``N`` cells a mask, so the ratio is the estimators' own work), and
   two estimators' time and peak memory side by side;
 - **the report**: the command line (``--quick``, ``--output PATH``), the
-  machine line, and the markdown file with the total wall time.
+  machine line, the ``mean ± standard error [min, max]`` cell over seeds,
+  and the markdown file with the total wall time (the report alone also
+  serves ``least_core.py``, ``dvrl.py``, ``torch_influence.py``,
+  ``weighted_banzhaf.py`` and ``data_utility_learning.py``).
 """
 
 from __future__ import annotations
@@ -147,6 +150,15 @@ def parse_arguments(doc: str, default_output: str, argv=None) -> argparse.Namesp
     parser.add_argument("--quick", action="store_true", help="smoke run: small budgets, fewer seeds")
     parser.add_argument("--output", metavar="PATH", default=default_output, help="markdown output file")
     return parser.parse_args(argv)
+
+
+def mean_cell(samples, digits: int = 3) -> str:
+    """``mean ± standard error [min, max]`` of the finite samples ("-" if none)."""
+    samples = np.asarray([s for s in samples if np.isfinite(s)], dtype=float)
+    if samples.size == 0:
+        return "-"
+    spread = samples.std(ddof=1) / np.sqrt(samples.size) if samples.size > 1 else 0.0
+    return f"{samples.mean():.{digits}f} ± {spread:.{digits}f} [{samples.min():.{digits}f}, {samples.max():.{digits}f}]"
 
 
 def report_head(title: str, quick: bool) -> list[str]:

@@ -30,7 +30,7 @@ import time
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from _reference_games import log, parse_arguments, report_head, write_report  # this script's sibling: the report
+from _reference_games import log, mean_cell, parse_arguments, report_head, write_report  # the report: a sibling
 from shapley_research import data_oob, dvrl, msr_banzhaf
 from shapley_research.estimators import dvrl_features
 from shapley_research.experiments.data_cleaning import detection_auroc, make_game, make_problem
@@ -69,15 +69,6 @@ ESTIMATORS = {
                                                                seed=s, fast=True, **COMMON),
 }
 NO_BUDGET = ("random values", "marginal signal alone (1 fit)")
-
-
-def mean_cell(samples, digits: int = 3) -> str:
-    """``mean ± standard error [min, max]`` ("-" if no sample)."""
-    samples = np.asarray(samples, dtype=float)
-    if samples.size == 0:
-        return "-"
-    spread = samples.std(ddof=1) / np.sqrt(samples.size) if samples.size > 1 else 0.0
-    return f"{samples.mean():.{digits}f} ± {spread:.{digits}f} [{samples.min():.{digits}f}, {samples.max():.{digits}f}]"
 
 
 def detection(problems, multiples, n_train: int = 200) -> dict:

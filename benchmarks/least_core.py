@@ -44,7 +44,7 @@ import numpy as np
 from scipy.stats import spearmanr
 from threadpoolctl import threadpool_limits
 
-from _reference_games import log, parse_arguments, report_head, write_report  # this script's sibling: the report
+from _reference_games import log, mean_cell, parse_arguments, report_head, write_report  # the report: a sibling
 from _games import CheapGame
 from shapley_research import exact_least_core, exact_shapley, least_core, msr_banzhaf, permutation_shapley
 from shapley_research.experiments.data_cleaning import detection_auroc, make_game, make_problem
@@ -77,15 +77,6 @@ DETECTION_ESTIMATORS = {
     "msr_banzhaf": lambda g, b, s: msr_banzhaf(g, b, s, **COMMON),
     "random values": random_values,
 }
-
-
-def mean_cell(samples, digits: int = 3) -> str:
-    """``mean ± standard error [min, max]`` of the finite samples ("-" if none)."""
-    samples = np.asarray([s for s in samples if np.isfinite(s)], dtype=float)
-    if samples.size == 0:
-        return "-"
-    spread = samples.std(ddof=1) / np.sqrt(samples.size) if samples.size > 1 else 0.0
-    return f"{samples.mean():.{digits}f} ± {spread:.{digits}f} [{samples.min():.{digits}f}, {samples.max():.{digits}f}]"
 
 
 def rank(a: np.ndarray, b: np.ndarray) -> float:

@@ -32,7 +32,7 @@ import warnings
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from _reference_games import log, parse_arguments, report_head, write_report  # this script's sibling: the report
+from _reference_games import log, mean_cell, parse_arguments, report_head, write_report  # the report: a sibling
 from shapley_research import data_oob, msr_banzhaf, torch_influence
 from shapley_research.experiments.data_cleaning import detection_auroc
 from shapley_research.experiments.mlp_cleaning import make_mlp_game, make_problem
@@ -70,15 +70,6 @@ ESTIMATORS = {
     "data_oob, 200 bagged MLPs": lambda game, problem, n, seed: data_oob(
         game, problem["X_train"], problem["y_train"], n_estimators=200, seed=seed, progress=False),
 }
-
-
-def mean_cell(samples, digits: int = 3) -> str:
-    """``mean ± standard error [min, max]`` ("-" if no sample)."""
-    samples = np.asarray(samples, dtype=float)
-    if samples.size == 0:
-        return "-"
-    spread = samples.std(ddof=1) / np.sqrt(samples.size) if samples.size > 1 else 0.0
-    return f"{samples.mean():.{digits}f} ± {spread:.{digits}f} [{samples.min():.{digits}f}, {samples.max():.{digits}f}]"
 
 
 def warm_up() -> None:

@@ -42,7 +42,7 @@ import numpy as np
 from scipy.stats import spearmanr
 from threadpoolctl import threadpool_limits
 
-from _reference_games import log, parse_arguments, report_head, write_report  # this script's sibling: the report
+from _reference_games import log, mean_cell, parse_arguments, report_head, write_report  # the report: a sibling
 from shapley_research import Game, msr_banzhaf, permutation_shapley
 from shapley_research.experiments.data_cleaning import detection_auroc, make_game, make_problem
 
@@ -74,15 +74,6 @@ class NoisyUtility(Game):
                                                                   .digest(), "little")]).standard_normal()
                  for row in packed]
         return utilities + self.sigma * np.asarray(noise)
-
-
-def mean_cell(samples, digits: int = 3) -> str:
-    """``mean ± standard error [min, max]`` of the samples ("-" if none)."""
-    samples = np.asarray(samples, dtype=float)
-    if samples.size == 0:
-        return "-"
-    spread = samples.std(ddof=1) / np.sqrt(samples.size) if samples.size > 1 else 0.0
-    return f"{samples.mean():.{digits}f} ± {spread:.{digits}f} [{samples.min():.{digits}f}, {samples.max():.{digits}f}]"
 
 
 def values_of(game: Game, budget: int, seed: int, weight: float) -> np.ndarray:
