@@ -354,10 +354,12 @@ def clear_earlier_run(run_dir: Path) -> list[str]:
 
 #: A run's folder for what it keeps for the next run (generated data): never an output a rerun removes.
 CACHE_FOLDER = "cache"
+#: adversarial's ``resume_dir`` in its run folder: the finished replication variants a run stopped with Ctrl-C
+#: resumes from.
+RESUME_FOLDER = "replications_resume"
 #: Every such folder: ``cache/`` (the adversarial quick profile's generated images, privacy_noise's finished
-#: draws) and adversarial's ``resume_dir``, the finished variants a run stopped with Ctrl-C resumes from
-#: (listed as a stopped run's outputs, the next run would remove them first).
-KEPT_FOLDERS = (CACHE_FOLDER, "replications_resume")
+#: draws) and :data:`RESUME_FOLDER` (listed as a stopped run's outputs, the next run would remove them first).
+KEPT_FOLDERS = (CACHE_FOLDER, RESUME_FOLDER)
 #: How much older than the run's start a ``metrics.json`` may look and still be the run's (file-time granularity).
 MTIME_SLACK_S = 2.0
 

@@ -5,6 +5,7 @@ import math
 
 from shapley_research.experiments import clear_earlier_run, folder_state, written_since
 from shapley_research.experiments._resume import PartCache
+from shapley_research.experiments.adversarial import RESUME_FOLDER
 
 
 def test_a_part_comes_back_bit_for_bit_for_its_run_only(tmp_path):
@@ -38,11 +39,11 @@ def test_a_stopped_runs_finished_parts_are_no_output_the_next_run_removes(tmp_pa
     run_dir = tmp_path / "adversarial"
     run_dir.mkdir()
     before = folder_state(run_dir)
-    PartCache(run_dir / "replications_resume", "adversarial_variant_", {}).write("a", {"x": 1.0})
+    PartCache(run_dir / RESUME_FOLDER, "adversarial_variant_", {}).write("a", {"x": 1.0})
     PartCache(run_dir / "cache", "privacy_draw_", {}).write(1, {"x": 1.0})
     (run_dir / "values.csv").write_text("x\n")
     outputs = written_since(run_dir, before)
     assert outputs == ["values.csv"]
     (run_dir / "run_info.json").write_text(json.dumps({"finished": False, "outputs": outputs}))
     assert clear_earlier_run(run_dir) == ["values.csv", "run_info.json"]
-    assert PartCache(run_dir / "replications_resume", "adversarial_variant_", {}).read("a") == {"x": 1.0}
+    assert PartCache(run_dir / RESUME_FOLDER, "adversarial_variant_", {}).read("a") == {"x": 1.0}

@@ -94,6 +94,7 @@ from ._valuation import (GROUPS, attack_match, group_means, mean_value_table, pa
 
 # public names of the former module that its __all__ did not list: importable from here as before
 from ._claims import CASES, SECTION, SHIFT_FACTOR, SPEARMAN_THRESHOLD, Z_THRESHOLD  # noqa: F401
+from .._notebook import RESUME_FOLDER  # the run folder's resume_dir, which a rerun keeps
 from ._images import CACHE_VERSION, STORAGE_GRID, attack_settings, generator_sha256  # noqa: F401
 
 __all__ = ["ATTACKS", "ATTACK_LABELS", "GROUPS", "load_mnist_pixels", "split_indices", "fit_pca", "project",
@@ -104,4 +105,4 @@ __all__ = ["ATTACKS", "ATTACK_LABELS", "GROUPS", "load_mnist_pixels", "split_ind
            "derived_seeds", "ValuationRun", "run_valuation", "summarize", "metrics_from", "plot_mean_values",
            "snap_to_grid", "main", "Variant", "replication_variants", "variant_rows", "prepare_variant",
            "run_variant", "run_replications", "claim_replicated_gap", "claim_replicated_match",
-           "claim_match_across_confidence", "replication_claims", "plot_replications"]
+           "claim_match_across_confidence", "replication_claims", "plot_replications", "RESUME_FOLDER"]
