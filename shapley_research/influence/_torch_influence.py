@@ -44,7 +44,8 @@ from typing import TYPE_CHECKING, Any, Callable, Literal
 import numpy as np
 
 from .._device import available_bytes, import_torch, released
-from .._validation import check_bool, check_choice, check_float, check_int
+from ..estimators import progress_bar
+from .._validation import check_choice, check_float, check_int, check_progress
 from ..result import ValuationResult
 from ..utilities import TorchModelUtility
 
@@ -75,7 +76,7 @@ class _Problem:
 
 def torch_influence(game: TorchModelUtility, *, method: Literal["auto", "direct", "cg"] = "auto",
                     damping: float = 0.1, trained_model: torch.nn.Module | None = None, tol: float = 1e-10,
-                    max_iterations: int | None = None, progress: bool = False) -> ValuationResult:
+                    max_iterations: int | None = None, progress: bool | None = False) -> ValuationResult:
     r"""Koh & Liang influence values of every training point of a torch game's model.
 
     Trains the game's model on the whole training set with the game's recipe
@@ -134,8 +135,10 @@ def torch_influence(game: TorchModelUtility, *, method: Literal["auto", "direct"
         ``tol`` :math:`\lVert g_{\text{test}}\rVert`.
     max_iterations : int, optional
         ``"cg"``: most iterations; default ``10 p``.
-    progress : bool, default False
-        A tqdm bar over the Hessian's column blocks or the CG iterations.
+    progress : bool or None, default False
+        A bar over the Hessian's column blocks or the CG iterations, the
+        package's (``None``: in terminals and notebooks, and in logs once the
+        solve has lasted 30 s).
 
     Returns
     -------
@@ -197,7 +200,7 @@ def torch_influence(game: TorchModelUtility, *, method: Literal["auto", "direct"
 # --------------------------------------------------------------------------------------------
 
 def _check_arguments(game: Any, method: Any, damping: Any, tol: Any, max_iterations: Any, progress: Any,
-                     trained_model: Any) -> tuple[str, float, float, int | None, bool]:
+                     trained_model: Any) -> tuple[str, float, float, int | None, bool | None]:
     """Every argument checked (TypeError / ValueError naming it) before anything is trained."""
     if not isinstance(game, TorchModelUtility):
         raise TypeError(f"{_OWNER}: game must be a TorchModelUtility (its module, data and training recipe), "
@@ -206,7 +209,7 @@ def _check_arguments(game: Any, method: Any, damping: Any, tol: Any, max_iterati
     damping = check_float(damping, "damping", minimum=0.0)
     tol = check_float(tol, "tol", minimum=0.0, strict=True)
     max_iterations = None if max_iterations is None else check_int(max_iterations, "max_iterations", minimum=1)
-    progress = check_bool(progress, "progress")
+    progress = check_progress(progress)
     n_parameters = sum(int(value.numel()) for value in game._initial.values())
     if method == "auto":
         method = "direct" if n_parameters <= MAX_DIRECT_PARAMETERS else "cg"
@@ -327,10 +330,9 @@ def _hessian_block_size(problem: _Problem, device: Any) -> int:
     return int(max(1, min(MAX_HESSIAN_BLOCK, available_bytes(device) // per_column)))
 
 
-def _dense_hessian(problem: _Problem, progress: bool) -> Tensor:
+def _dense_hessian(problem: _Problem, progress: bool | None) -> Tensor:
     """:math:`\\frac1N\\sum_j \\nabla^2\\ell_j(\\hat\\theta)`, column block by column block, symmetrised."""
     import torch
-    from tqdm.auto import tqdm
 
     theta = problem.theta
     p = theta.numel()
@@ -338,7 +340,7 @@ def _dense_hessian(problem: _Problem, progress: bool) -> Tensor:
     batched = torch.func.vmap(_hessian_vector_product(problem))
     hessian = torch.empty((p, p), dtype=theta.dtype, device=theta.device)
     eye = torch.eye(p, dtype=theta.dtype, device=theta.device)
-    with tqdm(total=p, desc=f"{_OWNER}: Hessian", unit="column", leave=False, disable=not progress) as bar:
+    with progress_bar(progress, total=p, desc=f"{_OWNER}: Hessian", unit="column") as bar:
         for first in range(0, p, block):
             stop = min(p, first + block)
             hessian[first:stop] = batched(eye[first:stop])  # rows = columns: the Hessian is symmetric
@@ -346,7 +348,8 @@ def _dense_hessian(problem: _Problem, progress: bool) -> Tensor:
     return (hessian + hessian.T) / 2
 
 
-def _direct_solve(problem: _Problem, g_test: Tensor, shift: float, progress: bool, info: dict[str, Any]) -> Tensor:
+def _direct_solve(problem: _Problem, g_test: Tensor, shift: float, progress: bool | None,
+                  info: dict[str, Any]) -> Tensor:
     """:math:`H^{-1} g_{\\text{test}}` with the explicit Hessian: Cholesky, or LU (with a warning) if indefinite."""
     import torch
 
@@ -365,10 +368,9 @@ def _direct_solve(problem: _Problem, g_test: Tensor, shift: float, progress: boo
 
 
 def _cg_solve(problem: _Problem, g_test: Tensor, shift: float, tol: float, max_iterations: int | None,
-              progress: bool, info: dict[str, Any]) -> Tensor:
+              progress: bool | None, info: dict[str, Any]) -> Tensor:
     """:math:`H^{-1} g_{\\text{test}}` by conjugate gradients from 0 (Hestenes & Stiefel), one HVP per iteration."""
     import torch
-    from tqdm.auto import tqdm
 
     hvp = _hessian_vector_product(problem)
     limit = max_iterations if max_iterations is not None else 10 * int(problem.theta.numel())
@@ -378,7 +380,7 @@ def _cg_solve(problem: _Problem, g_test: Tensor, shift: float, tol: float, max_i
     norm_b = float(torch.linalg.vector_norm(g_test))
     squared = float(residual @ residual)
     iterations = 0
-    with tqdm(total=limit, desc=f"{_OWNER}: CG", unit="iteration", leave=False, disable=not progress) as bar:
+    with progress_bar(progress, total=limit, desc=f"{_OWNER}: CG", unit="iteration") as bar:
         while iterations < limit and squared ** 0.5 > tol * norm_b:
             product = hvp(direction) + shift * direction
             curvature = float(direction @ product)
