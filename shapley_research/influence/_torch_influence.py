@@ -177,7 +177,7 @@ def torch_influence(game: TorchModelUtility, *, method: Literal["auto", "direct"
         decay = game.weight_decay
         shift = decay + damping
         g_test = torch.func.grad(problem.test_loss)(problem.theta)
-        objective_gradient = _mean_train_gradient(problem) + decay * problem.theta
+        objective_gradient = _mean_train_gradient(problem)(problem.theta) + decay * problem.theta
         info: dict[str, Any] = {}
         if solver == "direct":
             s_test = _direct_solve(problem, g_test, shift, progress, info)
@@ -293,17 +293,18 @@ def _problem(game: Any, trained_model: Any) -> _Problem:
                     activations=int(getattr(game, "_activations", 1)))
 
 
-def _mean_train_gradient(problem: _Problem) -> Tensor:
+def _mean_train_gradient(problem: _Problem) -> Callable[[Tensor], Tensor]:
+    """``theta -> (1/N) sum_j grad l_j(theta)``, the gradient of the mean training loss."""
     import torch
 
-    return torch.func.grad(lambda flat: problem.train_losses(flat).mean())(problem.theta)
+    return torch.func.grad(lambda flat: problem.train_losses(flat).mean())
 
 
 def _hessian_vector_product(problem: _Problem) -> Callable[[Tensor], Tensor]:
     """``v -> (1/N) sum_j Hess l_j(theta) v``: forward-mode derivative of the mean gradient along ``v``."""
     import torch
 
-    gradient = torch.func.grad(lambda flat: problem.train_losses(flat).mean())
+    gradient = _mean_train_gradient(problem)
 
     def product(vector: Tensor) -> Tensor:
         return torch.func.jvp(gradient, (problem.theta,), (vector,))[1]
