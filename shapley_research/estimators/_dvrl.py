@@ -64,7 +64,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ._sampling._batches import aux_rng, batch_rng, model_seeds
-from ._sampling._checkpoint import Checkpoint, terminated_as_exit
+from ._sampling._checkpoint import Checkpoint, check_checkpoint_path, terminated_as_exit
 from ._sampling._loop import open_checkpoint
 from ._sampling._progress import evaluation_bar
 from .._threads import pinned_threads
@@ -402,8 +402,7 @@ def _check_run(seed: object, checkpoint: object, checkpoint_interval: object) ->
     if seed is not None:
         check_seed(seed)
     if checkpoint is not None:
-        if not isinstance(checkpoint, (str, os.PathLike)):
-            raise TypeError(f"checkpoint must be a file path (str or os.PathLike), got {type(checkpoint).__name__}.")
+        check_checkpoint_path(checkpoint)
         check_float(checkpoint_interval, "checkpoint_interval", minimum=0.0)
 
 

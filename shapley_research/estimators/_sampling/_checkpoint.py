@@ -56,6 +56,13 @@ class CheckpointError(ValueError):
     """A checkpoint file that is unreadable, corrupted, or from another run."""
 
 
+def check_checkpoint_path(path: object) -> None:
+    """A ``TypeError`` unless ``path`` is a file path (``str`` or ``os.PathLike``): for callers that must refuse a
+    bad ``checkpoint`` before work that comes ahead of opening it."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"checkpoint must be a file path (str or os.PathLike), got {type(path).__name__}.")
+
+
 def _digest(meta: dict, mean: np.ndarray, m2: np.ndarray) -> str:
     blob = json.dumps(meta, sort_keys=True).encode() + mean.tobytes() + m2.tobytes()
     return hashlib.sha256(blob).hexdigest()
@@ -172,8 +179,7 @@ class Checkpoint:
     """
 
     def __init__(self, path: str | os.PathLike[str], fingerprint: dict, dim: int, interval: float) -> None:
-        if not isinstance(path, (str, os.PathLike)):
-            raise TypeError(f"checkpoint must be a file path (str or os.PathLike), got {type(path).__name__}.")
+        check_checkpoint_path(path)
         self.path = Path(path)
         if self.path.is_dir():
             raise ValueError(f"checkpoint={str(self.path)!r} is a directory; pass a file path.")
