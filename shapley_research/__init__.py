@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs read; at run time __getattr__ b
     from .utilities import (ConstantPredictor, DegeneratePolicy, KNNUtility, LogisticRegressionUtility, ModelUtility,
                             PrefixPath, RidgeUtility, TorchModelUtility, TrainingRecipe, VolumeUtility, knn_shapley)
     from .utilities import LearnedUtility, learn_utility
+    from .utilities import ThresholdKNNUtility, threshold_knn_shapley
     # Estimators, and the sample sizes of the paper's theorems
     from .estimators import (CheckpointError, FeasibilityError, UniformDivisionGuarantee, compressive_sample_size,
                              compressive_shapley, exact_shapley, group_testing_q_tot, group_testing_sample_size,
@@ -68,6 +69,7 @@ __all__ = [
     "ModelUtility", "ConstantPredictor", "LogisticRegressionUtility", "RidgeUtility", "KNNUtility", "knn_shapley",
     "TorchModelUtility", "VolumeUtility", "DegeneratePolicy", "TrainingRecipe", "PrefixPath",
     "learn_utility", "LearnedUtility",
+    "ThresholdKNNUtility", "threshold_knn_shapley",
     # estimators
     "exact_shapley", "permutation_shapley", "group_testing_shapley", "compressive_shapley",
     "stratified_svarm_shapley", "unbiased_kernel_shapley", "uniform_shapley", "FeasibilityError", "CheckpointError",

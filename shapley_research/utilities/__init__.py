@@ -7,7 +7,9 @@ learner of :mod:`.learners` that trains many coalitions at once
 (:class:`LogisticRegressionUtility`, :class:`RidgeUtility`).
 :class:`KNNUtility` is the K-nearest-neighbour utility, whose exact Shapley
 values :func:`knn_shapley` computes in :math:`O(N \log N)` per test point
-(Jia et al., VLDB 2019). :class:`VolumeUtility` is the (robust) volume a
+(Jia et al., VLDB 2019); :class:`ThresholdKNNUtility` votes with every point
+within a radius instead, its exact values :func:`threshold_knn_shapley` in
+:math:`O(N)` per test point (Wang et al., ICLR 2024). :class:`VolumeUtility` is the (robust) volume a
 coalition's features span, a utility without model or validation set (Xu et
 al., NeurIPS 2021). :func:`learn_utility` fits a regression model of any
 game's utility on a sample of real evaluations and returns the learned game
@@ -22,6 +24,7 @@ degenerate-coalition convention of :class:`ModelUtility`
 """
 
 from ._knn import KNNUtility, knn_shapley
+from ._threshold_knn import ThresholdKNNUtility, threshold_knn_shapley
 from ._model import CLASSIFICATION_METRICS, REGRESSION_METRICS, ConstantPredictor, ModelUtility
 from ._model_data import (TargetInfo, check_dataset, check_sparse_features, check_table, constant_utilities,
                           degenerate_rows, estimator_kind, fresh_copy, is_raw_table, is_sparse, unseeded_random_states)
@@ -34,6 +37,7 @@ from ._learned import LearnedUtility, UtilityFit, default_utility_regressor, lea
 
 __all__ = ["ModelUtility", "ConstantPredictor", "CLASSIFICATION_METRICS", "REGRESSION_METRICS",
            "LogisticRegressionUtility", "RidgeUtility", "KNNUtility", "knn_shapley",
+           "ThresholdKNNUtility", "threshold_knn_shapley",
            "TorchModelUtility", "VolumeUtility",
            # Data Utility Learning: a regression model of a game's utility
            "learn_utility", "LearnedUtility", "UtilityFit", "default_utility_regressor", "sample_coalitions",

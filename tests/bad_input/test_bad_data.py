@@ -14,7 +14,8 @@ import scipy.sparse
 from sklearn.linear_model import LogisticRegression, Ridge
 
 from shapley_research import (all_s_influence, data_oob, exact_shapley, knn_shapley, KNNUtility, largest_s_influence,
-                              LogisticObjective, LogisticRegressionUtility, ModelUtility, RidgeUtility)
+                              LogisticObjective, LogisticRegressionUtility, ModelUtility, RidgeUtility,
+                              threshold_knn_shapley)
 from shapley_research.datasets import (pca_features)
 
 from bad_input._cases import (assert_raises, NO_HANG, row, with_nan, X, XT, Y, YR, YT, YTR)
@@ -30,6 +31,7 @@ CLASSIFIERS = {
     "LogisticRegressionUtility": lambda X, y, Xt, yt: LogisticRegressionUtility(X, y, Xt, yt),
     "KNNUtility": lambda X, y, Xt, yt: KNNUtility(X, y, Xt, yt, k=2),
     "knn_shapley": lambda X, y, Xt, yt: knn_shapley(X, y, Xt, yt, k=2),
+    "threshold_knn_shapley": lambda X, y, Xt, yt: threshold_knn_shapley(X, y, Xt, yt, tau=1.0),
     "LogisticObjective": lambda X, y, Xt, yt: LogisticObjective(X, y, Xt, yt),
     "largest_s_influence": lambda X, y, Xt, yt: largest_s_influence(X, y, Xt, yt),
     "all_s_influence": lambda X, y, Xt, yt: all_s_influence(X, y, Xt, yt, 40, 0),
@@ -130,7 +132,7 @@ def _feature_cases(name: str) -> list:
 def _data_rows():
     for name in CLASSIFIERS:
         cases = _feature_cases(name) + TARGET_CASES + LABEL_CASES
-        if name not in ("KNNUtility", "knn_shapley"):
+        if "knn" not in name.lower():  # the KNN utilities compare labels for equality only
             cases = cases + UNSORTABLE_LABELS
         for case_id, change, error, match in cases:
             yield row(f"{name}-{case_id}", CLASSIFIERS[name], (X, Y, XT, YT), change, error, match)

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from sklearn.linear_model import LogisticRegression
 
-from shapley_research import (as_game, KNNUtility, LogisticRegressionUtility, ModelUtility, RidgeUtility)
+from shapley_research import (as_game, KNNUtility, LogisticRegressionUtility, ModelUtility, RidgeUtility,
+                              ThresholdKNNUtility)
 from shapley_research.games import Game
 
 from bad_input._cases import (additive, assert_raises, N, NO_HANG, row, X, XT, Y, YR, YT, YTR)
@@ -43,6 +44,7 @@ GAME_FACTORIES = {
     "LogisticRegressionUtility": lambda: LogisticRegressionUtility(X, Y, XT, YT),
     "RidgeUtility": lambda: RidgeUtility(X, YR, XT, YTR),
     "KNNUtility": lambda: KNNUtility(X, Y, XT, YT, k=2),
+    "ThresholdKNNUtility": lambda: ThresholdKNNUtility(X, Y, XT, YT, tau=1.0),
 }
 
 

@@ -12,7 +12,8 @@ from sklearn.metrics import get_scorer
 from sklearn.tree import DecisionTreeClassifier
 
 from shapley_research import (all_s_influence, knn_shapley, KNNUtility, largest_s_influence,
-                              LogisticRegressionUtility, ModelUtility, RidgeUtility)
+                              LogisticRegressionUtility, ModelUtility, RidgeUtility, threshold_knn_shapley,
+                              ThresholdKNNUtility)
 
 from bad_input._cases import (assert_raises, Boom, explode, NO_HANG, row, with_nan, X, XT, Y, YR, YT, YTR)
 
@@ -38,6 +39,8 @@ BUILDERS = {
     "RidgeUtility": lambda **kw: RidgeUtility(X, YR, XT, YTR, **kw),
     "KNNUtility": lambda **kw: KNNUtility(X, Y, XT, YT, **{"k": 2, **kw}),
     "knn_shapley": lambda **kw: knn_shapley(X, Y, XT, YT, **{"k": 2, **kw}),
+    "ThresholdKNNUtility": lambda **kw: ThresholdKNNUtility(X, Y, XT, YT, **{"tau": 1.0, **kw}),
+    "threshold_knn_shapley": lambda **kw: threshold_knn_shapley(X, Y, XT, YT, **{"tau": 1.0, **kw}),
     "largest_s_influence": lambda **kw: largest_s_influence(X, Y, XT, YT, **kw),
     "all_s_influence": lambda **kw: all_s_influence(X, Y, XT, YT, **{"budget": 40, "seed": 0, **kw}),
 }
@@ -130,6 +133,14 @@ PARAMETER_ROWS = [
       ]],
     utility_row("block_size_zero", {"block_size": 0}, ValueError, "block_size must be >= 1", "knn_shapley"),
     utility_row("block_size_fraction", {"block_size": 1.5}, TypeError, "block_size must be an integer", "knn_shapley"),
+    *[utility_row(case_id, kwargs, error, match, build) for build in ("ThresholdKNNUtility", "threshold_knn_shapley")
+      for case_id, kwargs, error, match in [
+          ("tau_zero", {"tau": 0.0}, ValueError, "tau must be > 0"),
+          ("tau_inf", {"tau": np.inf}, ValueError, "tau must be finite"),
+          ("tau_string", {"tau": "1"}, TypeError, "tau must be a real number"),
+          ("n_classes_below_labels", {"n_classes": 1}, ValueError, "n_classes must be at least the 2 distinct"),
+      ]],
+    utility_row("block_size_zero", {"block_size": 0}, ValueError, "block_size must be >= 1", "threshold_knn_shapley"),
     *[utility_row(case_id, kwargs, error, match, build) for build in ("largest_s_influence", "all_s_influence")
       for case_id, kwargs, error, match in [
           ("C_zero", {"C": 0.0}, ValueError, "C must be > 0"),
