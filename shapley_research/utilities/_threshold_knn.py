@@ -9,6 +9,7 @@ nearest, which needs no sort (``O(N)`` per test point).
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -20,8 +21,9 @@ from ._knn import _check_xy, _doubled_gram, _finish_distances
 
 __all__ = ["threshold_knn_shapley", "ThresholdKNNUtility"]
 
-#: Pairs whose distance is recomputed feature by feature at once (bounds the gathered ``pairs x d`` arrays).
-_RECHECK_CELLS = 1 << 16
+#: Cells (test rows x training points, or pairs x features) handled at once after the distance GEMM:
+#: bounds the pairs within the radius held at once and the arrays of their recomputed distances.
+_CHUNK_CELLS = 1 << 16
 #: Rows of coalitions evaluated at once by :class:`ThresholdKNNUtility` (bounds the float copy of the masks).
 _EVALUATE_ROWS = 4096
 
@@ -46,33 +48,58 @@ def _pair_distances(X_train: NDArray[np.float64], X_test: NDArray[np.float64], r
                     cols: NDArray[np.intp]) -> NDArray[np.float64]:
     """``sum_k (x_k - z_k)^2`` for the pairs ``(X_test[rows], X_train[cols])``: a function of each pair alone."""
     out = np.empty(rows.size)
-    step = max(1, _RECHECK_CELLS // X_train.shape[1])
+    step = max(1, _CHUNK_CELLS // X_train.shape[1])
     for lo in range(0, rows.size, step):
         diff = X_test[rows[lo:lo + step]] - X_train[cols[lo:lo + step]]
         out[lo:lo + step] = np.square(diff, out=diff).sum(axis=1)
     return out
 
 
-def _within_radius(X_train: NDArray[np.float64], train_sq: NDArray[np.float64], X_test: NDArray[np.float64],
-                   tau_sq: float, buffer: NDArray[np.float64] | None = None) -> NDArray[np.bool_]:
-    r"""Which training points lie within the radius of each test row: ``|x - z|^2 <= tau^2``, a bool array.
+def _pairs_within(gram: NDArray[np.float64], X_train: NDArray[np.float64], train_sq: NDArray[np.float64],
+                  X_test: NDArray[np.float64], tau_sq: float) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
+    r"""``(rows, cols)``, row-major, of the pairs with ``|x - z|^2 <= tau^2``, from ``gram`` = ``(2 X_test) X_train^T``.
 
-    The squared distances come from one GEMM (``|x|^2 - 2 x.z + |z|^2``), whose
-    error is at most about :math:`(d + 3) u (|x| + |z|)^2` (``u`` the unit
-    roundoff). Where a value lies within twice that bound, with margin, of
-    ``tau^2`` (or is not finite), the pair's distance is recomputed as
-    :math:`\sum_k (x_k - z_k)^2`; elsewhere the GEMM is on the same side. So
-    membership is that of the recomputed distance for every pair, whatever the
-    block of test rows: ties at the radius are decided alike everywhere.
+    ``gram`` (overwritten) becomes the squared distances ``|x|^2 - 2 x.z +
+    |z|^2``, whose error is at most about :math:`(d + 3) u (|x| + |z|)^2`
+    (``u`` the unit roundoff). A pair whose value lies within twice that
+    bound, with margin, of ``tau^2`` has its distance recomputed as
+    :math:`\sum_k (x_k - z_k)^2` (a row whose bound overflows: every pair);
+    elsewhere the fast value is on the same side. So membership is that of the
+    recomputed distance for every pair, whatever the rows computed together:
+    ties at the radius are decided alike in every block and in the game.
     """
     test_sq = np.einsum("ij,ij->i", X_test, X_test)
     norms = np.sqrt(test_sq) + np.sqrt(train_sq.max())  # |x| + max |z|: a bound for every pair of the row
-    sq = _finish_distances(_doubled_gram(X_train, X_test, buffer), test_sq, train_sq)
     bound = 2.0 * (X_train.shape[1] + 4) * np.finfo(float).eps * norms ** 2
-    within = sq <= tau_sq
-    rows, cols = np.nonzero(~(np.abs(sq - tau_sq) > bound[:, None]))  # NaN and inf rows are rechecked too
-    if rows.size:
-        within[rows, cols] = _pair_distances(X_train, X_test, rows, cols) <= tau_sq
+    candidate = _finish_distances(gram, test_sq, train_sq) <= (tau_sq + bound)[:, None]
+    candidate[~np.isfinite(bound)] = True
+    rows, cols = np.nonzero(candidate)
+    unsure = ~(gram[rows, cols] < tau_sq - bound[rows])  # NaN (overflow) included
+    keep = ~unsure
+    keep[unsure] = _pair_distances(X_train, X_test, rows[unsure], cols[unsure]) <= tau_sq
+    return rows[keep], cols[keep]
+
+
+def _chunks_within(X_train: NDArray[np.float64], train_sq: NDArray[np.float64], X_test: NDArray[np.float64],
+                   tau_sq: float, buffer: NDArray[np.float64] | None = None
+                   ) -> Iterator[tuple[int, int, NDArray[np.intp], NDArray[np.intp]]]:
+    """``(lo, hi, rows, cols)``: :func:`_pairs_within` of test rows ``lo:hi``, about :data:`_CHUNK_CELLS` cells each.
+
+    One GEMM for all of ``X_test`` (into ``buffer``), then the chunks: the
+    pairs a chunk yields are bounded by its cells.
+    """
+    gram = _doubled_gram(X_train, X_test, buffer)
+    step = max(1, _CHUNK_CELLS // X_train.shape[0])
+    for lo in range(0, X_test.shape[0], step):
+        hi = min(lo + step, X_test.shape[0])
+        yield lo, hi, *_pairs_within(gram[lo:hi], X_train, train_sq, X_test[lo:hi], tau_sq)
+
+
+def _within_radius(X_train: NDArray[np.float64], X_test: NDArray[np.float64], tau: float) -> NDArray[np.bool_]:
+    """Which training points lie within ``tau`` of each test point, a dense ``(m, N)`` bool array."""
+    within = np.zeros((X_test.shape[0], X_train.shape[0]), dtype=bool)
+    for lo, _, rows, cols in _chunks_within(X_train, np.einsum("ij,ij->i", X_train, X_train), X_test, tau * tau):
+        within[lo + rows, cols] = True
     return within
 
 
@@ -84,21 +111,21 @@ def _harmonic_weights(n: int) -> NDArray[np.float64]:
     return weights
 
 
-def _block_sum(within: NDArray[np.bool_], match: NDArray[np.bool_], weights: NDArray[np.float64],
-               n_classes: int, out: NDArray[np.float64]) -> tuple[NDArray[np.float64], int]:
-    """Each training point's values summed over a block of test points, and how many rows had no neighbour.
+def _chunk_sum(rows: NDArray[np.intp], cols: NDArray[np.intp], match: NDArray[np.bool_], n_rows: int,
+               weights: NDArray[np.float64], n_classes: int, n_train: int) -> tuple[NDArray[np.float64], int]:
+    """Each training point's values summed over a chunk of test rows, and how many rows had no neighbour.
 
-    Row ``t`` gives a point within the radius ``alpha_t 1[match] + beta_t`` and
-    any other point 0 (the closed form of :func:`threshold_knn_shapley`); ``out``
-    (the block's distances, no longer needed) takes the values.
+    ``(rows, cols)`` are the chunk's pairs within the radius and ``match``
+    whether their labels agree; row ``t`` gives each of its points
+    ``alpha_t 1[match] + beta_t`` (the closed form of :func:`threshold_knn_shapley`),
+    every other point 0: ``O(pairs)`` work.
     """
-    hits = within & match
-    count, plus = within.sum(axis=1), hits.sum(axis=1)
-    g, scale = weights[count], 1.0 / np.maximum(count, 1)  # rows with count 0 have no point to value
+    count = np.bincount(rows, minlength=n_rows)
+    plus = np.bincount(rows, weights=match, minlength=n_rows)  # whole numbers, exact
+    g, scale = weights[count], 1.0 / np.maximum(count, 1)  # a row with count 0 has no pair
     alpha, beta = (1.0 + count * g) * scale, -(1.0 / n_classes + plus * g) * scale
-    values = np.multiply(within, beta[:, None], out=out)
-    values += hits * alpha[:, None]
-    return values.sum(axis=0), int(np.count_nonzero(count == 0))
+    values = np.bincount(cols, weights=beta[rows] + alpha[rows] * match, minlength=n_train)
+    return values.astype(np.float64, copy=False), int(np.count_nonzero(count == 0))
 
 
 def threshold_knn_shapley(X_train: ArrayLike, y_train: ArrayLike, X_test: ArrayLike, y_test: ArrayLike,
@@ -157,10 +184,13 @@ def threshold_knn_shapley(X_train: ArrayLike, y_train: ArrayLike, X_test: ArrayL
     block_size : int, default 256
         Test points whose squared distances are computed together, in one
         ``block_size x N`` float64 array (the bulk of the memory at large
-        ``N``, about three such arrays at once). Membership of the radius does
-        not depend on it (see :func:`_within_radius`); the block's values are
-        summed before they join the total, so another ``block_size`` moves
-        the values by rounding only.
+        ``N``); the pairs within the radius are then found and valued about
+        ``2**16`` cells at a time, ``O(pairs)`` work. Membership of the radius does
+        not depend on it: where the fast squared distance
+        (``|x|^2 - 2 x.z + |z|^2``) lies within its rounding bound of
+        ``tau^2``, the pair's distance is recomputed feature by feature. The
+        block's values are summed before they join the total, so another
+        ``block_size`` moves the values by rounding only.
 
     Returns
     -------
@@ -179,11 +209,13 @@ def threshold_knn_shapley(X_train: ArrayLike, y_train: ArrayLike, X_test: ArrayL
     totals, empty = np.zeros(n), 0
     for lo in range(0, m, block_size):
         hi = min(lo + block_size, m)
-        within = _within_radius(X_tr, train_sq, X_te[lo:hi], tau * tau, buffer[:hi - lo])
-        block, block_empty = _block_sum(within, y_tr[None, :] == y_te[lo:hi, None], weights, classes,
-                                        buffer[:hi - lo])
+        block = np.zeros(n)
+        for first, last, rows, cols in _chunks_within(X_tr, train_sq, X_te[lo:hi], tau * tau, buffer[:hi - lo]):
+            chunk, chunk_empty = _chunk_sum(rows, cols, y_tr[cols] == y_te[lo + first + rows], last - first,
+                                            weights, classes, n)
+            block += chunk
+            empty += chunk_empty
         totals += block
-        empty += block_empty
     return ValuationResult(values=totals / m, n_evaluations=0, method="threshold_knn_exact",
                            wall_time=time.perf_counter() - start, stderr=np.zeros(n),
                            info={"tau": tau, "n_classes": classes, "empty_neighbourhoods": empty})
@@ -214,7 +246,7 @@ class ThresholdKNNUtility(Game):
         self.tau = _check_tau(tau)
         self.n_classes = _class_count(y_tr, y_te, n_classes)
         self.n_players = X_tr.shape[0]
-        within = _within_radius(X_tr, np.einsum("ij,ij->i", X_tr, X_tr), X_te, self.tau * self.tau)
+        within = _within_radius(X_tr, X_te, self.tau)
         # player-major float copies: a coalition's counts are one matrix product, a prefix's one cumulative sum
         self._within = np.ascontiguousarray(within.T, dtype=np.float64)
         self._hits = np.ascontiguousarray((within & (y_tr[None, :] == y_te[:, None])).T, dtype=np.float64)

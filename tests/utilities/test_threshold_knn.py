@@ -99,29 +99,35 @@ def test_efficiency_symmetry_and_null_player_at_a_few_hundred_points():
     assert result.info["empty_neighbourhoods"] == int((counts == 0).sum()) > 0
 
 
-def test_deterministic_and_block_size_moves_values_by_rounding_only():
+def test_deterministic_and_blocks_move_values_by_rounding_only(monkeypatch):
     data = make_data(8, n_train=300, n_test=70, grid=5, d=3)  # many ties at the radius
     a = threshold_knn_shapley(*data, 2.0)
     np.testing.assert_array_equal(a.values, threshold_knn_shapley(*data, 2.0).values)
     for block_size in (1, 13, 1000):
         np.testing.assert_allclose(threshold_knn_shapley(*data, 2.0, block_size=block_size).values, a.values,
                                    rtol=0, atol=1e-15)
+    for cells in (1, 1000):
+        monkeypatch.setattr(_threshold_knn, "_CHUNK_CELLS", cells)
+        np.testing.assert_allclose(threshold_knn_shapley(*data, 2.0).values, a.values, rtol=0, atol=1e-15)
 
 
 @pytest.mark.parametrize("offset,scale", [(0.0, 1.0), (1e5 / 3, 0.1)], ids=["grid", "shifted_tenths"])
-def test_membership_is_that_of_the_pairwise_distance_in_every_block(offset, scale):
+def test_membership_is_that_of_the_pairwise_distance_in_every_block(monkeypatch, offset, scale):
     """The GEMM's distances are rechecked near the radius, where its rounding could decide otherwise."""
-    X_train, _, X_test, _ = make_data(9, n_train=200, n_test=50, grid=4, d=3)
-    X_train, X_test, tau_sq = X_train * scale + offset, X_test * scale + offset, (2.0 * scale) ** 2
-    direct = ((X_test[:, None, :] - X_train[None, :, :]) ** 2).sum(axis=2) <= tau_sq
-    train_sq = np.einsum("ij,ij->i", X_train, X_train)
-    assert np.array_equal(_threshold_knn._within_radius(X_train, train_sq, X_test, tau_sq), direct)
+    X_train, y_train, X_test, y_test = make_data(9, n_train=200, n_test=50, grid=4, d=3)
+    X_train, X_test, tau = X_train * scale + offset, X_test * scale + offset, 2.0 * scale
+    direct = ((X_test[:, None, :] - X_train[None, :, :]) ** 2).sum(axis=2) <= tau * tau
+    assert np.array_equal(_threshold_knn._within_radius(X_train, X_test, tau), direct)
+    assert np.array_equal(ThresholdKNNUtility(X_train, y_train, X_test, y_test, tau)._within, direct.T)
     for lo in range(0, 50, 7):  # blocks of other sizes decide alike
-        block = _threshold_knn._within_radius(X_train, train_sq, X_test[lo:lo + 7], tau_sq)
-        assert np.array_equal(block, direct[lo:lo + 7])
+        assert np.array_equal(_threshold_knn._within_radius(X_train, X_test[lo:lo + 7], tau), direct[lo:lo + 7])
+    for cells in (1, 450, 10 ** 9):  # and chunks of other sizes
+        monkeypatch.setattr(_threshold_knn, "_CHUNK_CELLS", cells)
+        assert np.array_equal(_threshold_knn._within_radius(X_train, X_test, tau), direct)
     if offset:  # the GEMM alone would decide some pairs otherwise here
-        gemm = np.einsum("ij,ij->i", X_test, X_test)[:, None] - 2.0 * X_test @ X_train.T + train_sq[None, :]
-        assert ((gemm <= tau_sq) != direct).any()
+        train_sq = (X_train ** 2).sum(axis=1)
+        gemm = (X_test ** 2).sum(axis=1)[:, None] - 2.0 * X_test @ X_train.T + train_sq[None, :]
+        assert ((gemm <= tau * tau) != direct).any()
 
 
 def test_n_classes_sets_the_empty_utility():
