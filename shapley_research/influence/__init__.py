@@ -26,7 +26,7 @@ Liang (2017):
 
 :func:`torch_influence` gives Koh & Liang's influence values of the model of a
 :class:`~shapley_research.TorchModelUtility` (any small torch module, its
-Hessian explicit or by conjugate gradients); the rest of this page is the
+Hessian explicit, or its inverse by conjugate gradients, LiSSA or Arnoldi); the rest of this page is the
 logistic machinery.
 
 The model
@@ -123,7 +123,8 @@ derivatives, the test utilities and the influence updates), ``_marginals``
 (marginal contributions of players to one fitted base set), ``_largest_s``
 (:func:`largest_s_influence`, :func:`largest_s_influence_general`),
 ``_allocation`` (:func:`neyman_allocation` and the per-stratum statistics),
-``_all_s`` (:func:`all_s_influence`) and ``_torch_influence`` (:func:`torch_influence`).
+``_all_s`` (:func:`all_s_influence`), ``_torch_influence`` (:func:`torch_influence`) and
+``_hessian_solvers`` (its LiSSA and Arnoldi solvers).
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ blocks of the identity (forward-over-reverse, ``torch.func.jvp`` of
 gradients on Hessian-vector products, never forming :math:`H`;
 ``"lissa"`` (a stochastic Neumann series) and ``"arnoldi"`` (a low-rank
 eigendecomposition of :math:`H`) approximate the solve from Hessian-vector
-products too (:mod:`._hessian_solvers`, with the maths).
+products too (``_hessian_solvers.py``, with the maths).
 Everything is computed in float64 on the game's device, on one torch
 thread on the CPU, so a call repeats bit for bit.
 """
@@ -135,7 +135,7 @@ def torch_influence(game: TorchModelUtility, *, method: Literal["auto", "direct"
         :math:`(\lambda_j, u_j)` of the mean Hessian from Arnoldi iterations
         (Schioppa et al. 2022), :math:`s = \sum_j u_j u_j^\top g_{\text{test}} / (\lambda_j + \lambda + \delta)`
         plus the rest of :math:`g_{\text{test}}` over :math:`\lambda + \delta`
-        (``arnoldi_complement``); :mod:`._hessian_solvers` has the maths.
+        (``arnoldi_complement``); ``influence/_hessian_solvers.py`` has the maths.
         ``"auto"``: ``"direct"`` up to that many parameters, else ``"cg"``.
     damping : float, default 0.1
         :math:`\delta \ge 0`, added to the Hessian's diagonal on top of the
@@ -494,7 +494,7 @@ def _rows_hessian_vector_product(problem: _Problem) -> Callable[[Tensor, Tensor]
 def _approximate_solve(problem: _Problem, solver: str, g_test: Tensor, shift: float, lissa: LissaSettings,
                        arnoldi: ArnoldiSettings, seed: int | None, progress: bool | None,
                        info: dict[str, Any]) -> Tensor:
-    """:math:`H^{-1} g_{\\text{test}}` by LiSSA or Arnoldi (:mod:`._hessian_solvers`), drawing from ``seed``."""
+    """:math:`H^{-1} g_{\\text{test}}` by LiSSA or Arnoldi (``_hessian_solvers.py``), drawing from ``seed``."""
     rng = np.random.default_rng(seed)
     product = _retained_hessian_vector_product(problem)
     if solver == "lissa":
