@@ -178,7 +178,7 @@ def torch_influence(game: TorchModelUtility, *, method: Literal["auto", "direct"
         Arnoldi steps (Hessian-vector products), the Krylov subspace's
         dimension, at least ``arnoldi_rank``; default
         ``min(p, 2 arnoldi_rank + 20)``. Fewer are taken once the subspace is
-        invariant.
+        invariant. Memory: that many parameter vectors (the Krylov basis).
     arnoldi_complement : {"damping", "zero"}, default "damping"
         What acts on the part of :math:`g_{\text{test}}` outside the top
         eigenspace: the damping alone (divided by :math:`\lambda + \delta`:
