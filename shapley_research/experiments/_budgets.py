@@ -173,8 +173,8 @@ def budget_problems(name: str, params: Mapping[str, Any]) -> list[str]:
     reference can enumerate (:func:`~.iris_accuracy.size_problems`, the check
     its loader makes).
 
-    data_cleaning: ``budget`` (every budgeted method runs at it), each value of
-    ``budget_grid`` up to ``budget`` (all budgeted game methods run there;
+    data_cleaning: ``budget`` (every budgeted method of its list runs at it), each value of
+    ``budget_grid`` up to ``budget`` (all its budgeted game methods run there;
     larger ones only the semivalues, which need less) and each of
     ``probe_budgets`` (the semivalues). mlp_cleaning: ``budget`` (MSR
     Banzhaf, Beta Shapley, truncated Monte Carlo). Other experiments have no
@@ -188,6 +188,7 @@ def budget_problems(name: str, params: Mapping[str, Any]) -> list[str]:
         return size_problems(params["n_train"], params["n_test"], params["reference"], prefix="experiment.")
     if name not in ("data_cleaning", "mlp_cleaning") or not isinstance(n_train, int) or n_train < 2:
         return []
+    from .data_cleaning import METHODS as CLEANING_METHODS
     from .data_cleaning import SEMIVALUES
     from .mlp_cleaning import METHODS as MLP_METHODS
 
@@ -197,10 +198,12 @@ def budget_problems(name: str, params: Mapping[str, Any]) -> list[str]:
         budgets = {"experiment.budget": (params.get("budget"), tuple(m for m in MLP_METHODS if m in GAME_ESTIMATORS))}
     else:
         main = params.get("budget")
-        budgets = {"experiment.budget": (main, (*GAME_ESTIMATORS, "all_s_influence"))}
+        # the methods data_cleaning runs: a registered method outside its list (dvrl) sets no minimum here
+        runs = tuple(m for m in GAME_ESTIMATORS if m in CLEANING_METHODS)
+        budgets = {"experiment.budget": (main, (*runs, "all_s_influence"))}
         for i, value in enumerate(params.get("budget_grid") or ()):
             if isinstance(main, int) and isinstance(value, int) and value <= main:
-                budgets[f"experiment.budget_grid[{i}]"] = (value, GAME_ESTIMATORS)
+                budgets[f"experiment.budget_grid[{i}]"] = (value, runs)
         for i, value in enumerate(params.get("probe_budgets") or ()):
             budgets[f"experiment.probe_budgets[{i}]"] = (value, SEMIVALUES)
     problems = []

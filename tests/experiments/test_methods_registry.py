@@ -22,8 +22,10 @@ LABELS = {
     "svarm": "stratified SVARM", "msr_banzhaf": "Banzhaf (MSR)", "beta_shapley": "Beta(16, 1)",
     "leave_one_out": "leave-one-out", "data_oob": "Data-OOB", "all_s_influence": "all-S influence",
     "largest_s_influence": "largest-S influence", "ame": "AME (Lasso)", "class_wise_shapley": "class-wise Shapley",
-    "lava": "LAVA (optimal transport)",
+    "lava": "LAVA (optimal transport)", "weighted_banzhaf": "weighted Banzhaf (MSR)", "dvrl": "DVRL",
 }
+#: Registered for configs and notebooks to run by name, in no experiment's method list (no committed result moves).
+AVAILABLE_ONLY = ("weighted_banzhaf", "dvrl")
 
 
 def _conf(name):
@@ -31,13 +33,15 @@ def _conf(name):
 
 
 def test_every_experiment_method_is_registered_under_its_one_spelling_and_label():
-    assert dc.LABELS == LABELS
+    assert {m: get_method(m).label for m in method_names()} == LABELS
+    assert dc.LABELS == {m: LABELS[m] for m in dc.METHODS}
     assert mc.LABELS == {m: LABELS[m] for m in mc.METHODS}
-    assert set(dc.METHODS) <= set(method_names())
+    assert set(method_names()) == set(dc.METHODS) | set(AVAILABLE_ONLY)
+    assert not set(AVAILABLE_ONLY) & (set(dc.METHODS) | set(mc.METHODS))
     assert method_names(needs="game", budgeted=True) == ("permutation", "permutation_antithetic",
                                                          "truncated_permutation", "group_testing", "compressive",
                                                          "svarm", "msr_banzhaf", "beta_shapley", "ame",
-                                                         "class_wise_shapley")
+                                                         "class_wise_shapley", "weighted_banzhaf", "dvrl")
     assert dc.BUDGETED == tuple(m for m in dc.METHODS if get_method(m).budgeted)
 
 
@@ -96,3 +100,29 @@ def test_the_registry_calls_the_public_estimators_with_the_same_streams():
     result, _, _ = get_method("beta_shapley").call(call)
     direct = sr.beta_shapley(game, 120, 5, alpha=16.0, beta=1.0, progress=False)
     np.testing.assert_array_equal(result.values, direct.values)
+
+
+def test_weighted_banzhaf_and_dvrl_are_the_public_estimators_calls():
+    """Same seed, same bits; weighted_banzhaf's weight is the option banzhaf_weight, 0.1 by default."""
+    weights = np.arange(1.0, 7.0)
+    game = sr.as_game(lambda masks: masks.astype(float) @ weights, 6, vectorized=True)
+    assert method_defaults(["weighted_banzhaf"])["banzhaf_weight"] == 0.1
+    for weight in (0.1, 0.3):
+        call = MethodCall({}, 200, 5, {**method_defaults(), "banzhaf_weight": weight}, make_game=lambda: game)
+        result, _, _ = get_method("weighted_banzhaf").call(call)
+        np.testing.assert_array_equal(result.values, sr.msr_banzhaf(game, 200, 5, weight=weight, progress=False).values)
+        np.testing.assert_allclose(result.values, weights, rtol=1e-12)  # an additive game's value at any weight
+    result, _, note = get_method("dvrl").call(MethodCall({}, 96, 5, method_defaults(), make_game=lambda: game))
+    np.testing.assert_array_equal(result.values, sr.dvrl(game, 96, 5, progress=False).values)
+    assert note == "features: players (one logit each)"
+
+
+def test_data_cleaning_runs_the_available_only_methods_by_name_with_their_defaults():
+    problem = dc.make_problem("breast_cancer", 12, 40, 0.15, seed=0)
+    rows = {m: dc.run_method(m, problem, 64, seed=3) for m in AVAILABLE_ONLY}
+    assert all(row["error"] is None and row["values"].shape == (12,) for row in rows.values())
+    assert rows["weighted_banzhaf"]["n_evaluations"] == 64 and rows["dvrl"]["n_evaluations"] == 64
+    game = dc.make_game(problem)
+    np.testing.assert_array_equal(rows["weighted_banzhaf"]["values"],
+                                  sr.msr_banzhaf(game, 64, 3, weight=0.1, progress=False).values)
+    assert "marginal" in rows["dvrl"]["note"]  # the logistic game's marginal signal is among dvrl's inputs

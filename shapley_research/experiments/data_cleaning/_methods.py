@@ -59,7 +59,8 @@ def run_method(method: str, problem: dict, budget: int | None, seed: int, option
         not set), ``values`` (or ``None`` after a failure), ``n_evaluations``,
         ``wall_time_s``, ``n_nan``, ``note``, ``error``.
     """
-    options = {**DEFAULT_OPTIONS, **(options or {})}
+    # a registered method outside METHODS (weighted_banzhaf, dvrl) runs with its own defaults too
+    options = {**registry.method_defaults([method]), **DEFAULT_OPTIONS, **(options or {})}
     C, max_iter = options["logistic_C"], options["max_iter"]
     call = registry.MethodCall(problem, budget, seed, options,
                                make_game=(lambda: make_game(problem, C, max_iter)) if game is None else (lambda: game),
