@@ -1,6 +1,6 @@
 """Weighted Banzhaf values by their weight: noisy-label detection, with and without noise in the utility.
 
-Run ``python benchmarks/weighted_banzhaf.py`` (about 10 minutes on 2 cores;
+Run ``python benchmarks/weighted_banzhaf.py`` (about 10.5 minutes on one core;
 ``--quick`` for a smoke run; ``--output PATH`` for the markdown file, default
 ``benchmarks/results/weighted_banzhaf.md``).
 
