@@ -12,7 +12,7 @@ a :class:`ValuationResult`. The layers, bottom up (imports point down only):
   shared sampling loop, and the sample sizes of the paper's theorems;
 * :mod:`.influence`: the influence-function heuristics the paper compares with;
 * :mod:`.evaluation`: judging values by what removing points in their order does
-  (:func:`point_removal`, :func:`plot_point_removal`);
+  (:func:`point_removal`, :func:`plot_point_removal`), and looking at them (:func:`plot_values`);
 * :class:`ValuationResult` (:mod:`.result`): what every estimator returns;
 * :mod:`.experiments`: the paper's experiments, run by ``shapley-research``.
 
@@ -57,6 +57,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs read; at run time __getattr__ b
     from .influence import torch_influence
     # Judging values: point removal
     from .evaluation import plot_point_removal, point_removal
+    from ._plots import plot_values
     # Results
     from .result import Finalizer, SamplingRecord, ValuationResult, merge_results
 
@@ -90,12 +91,13 @@ __all__ = [
     "torch_influence",
     # judging values
     "point_removal", "plot_point_removal",
+    "plot_values",
     # results
     "ValuationResult", "merge_results", "SamplingRecord", "Finalizer",
 ]
 
 #: The subpackages that define the public names (each lists its own in ``__all__``).
-_HOMES = ("games", "utilities", "estimators", "influence", "evaluation", "result")
+_HOMES = ("games", "utilities", "estimators", "influence", "evaluation", "_plots", "result")
 #: Subpackages reachable as attributes of the package before anything imported them.
 _SUBPACKAGES = frozenset(_HOMES) | {"experiments", "attacks", "datasets"}
 

@@ -126,7 +126,7 @@ LAYERS = (
     {"games"},
     {"utilities", "attacks"},
     {"estimators"},
-    {"influence", "evaluation"},
+    {"influence", "evaluation", "_plots"},
     {"experiments"},
     {"cli", "_kernel"},
 )
