@@ -381,7 +381,7 @@ def _modules_loaded_by(code: str) -> list[str]:
     import subprocess
     import sys
 
-    heavy = ("sklearn", "numba", "scipy.stats", "torch")
+    heavy = ("sklearn", "numba", "scipy.stats", "torch", "matplotlib")
     probe = f"{code}\nimport sys\nprint(sorted(m for m in {heavy!r} if m in sys.modules))"
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
@@ -389,10 +389,12 @@ def _modules_loaded_by(code: str) -> list[str]:
 
 
 def test_the_package_and_the_command_line_start_without_the_library():
-    """Public names load on first use: `import shapley_research` and the CLI skip scikit-learn, numba, SciPy's stats."""
+    """Public names load on first use: `import shapley_research` and the CLI skip scikit-learn, numba, SciPy's stats
+    (and matplotlib, which only the plots import, when called)."""
     assert _modules_loaded_by("import shapley_research") == []
     assert _modules_loaded_by("import shapley_research.cli") == []
-    assert "sklearn" in _modules_loaded_by("from shapley_research import permutation_shapley")
+    loaded = _modules_loaded_by("from shapley_research import permutation_shapley, plot_values")
+    assert "sklearn" in loaded and "matplotlib" not in loaded
 
 
 def test_every_public_name_and_subpackage_resolves_lazily():

@@ -239,3 +239,15 @@ def test_unanimity_coefficients_name_the_non_finite_one():
                   r"coefficients must be finite, got \[nan\] at positions \[1\]")
     assert_raises(lambda: UnanimitySumGame(3, [[0]], [1.0, 2.0]), ValueError,
                   r"coefficients must be 1 numbers \(one per coalition\), got shape \(2,\)")
+
+
+@pytest.mark.parametrize("kwargs,error,match", [
+    row("plot_values-lengths", {"results": {"a": [1.0, 2.0], "b": [1.0]}}, ValueError, r"results\['b'\] has 1 values"),
+    row("plot_values-highlight", {"results": [1.0, 2.0], "highlight": [2]}, ValueError, "highlight indices must be"),
+    row("plot_values-level", {"results": [1.0, 2.0], "level": 0}, ValueError, r"level must be in \(0, 1\)"),
+    row("plot_values-top", {"results": [1.0, 2.0], "top": -1}, ValueError, "top must be >= 1"),
+])
+def test_plot_values_rejects_before_drawing(kwargs, error, match):
+    from shapley_research import plot_values
+
+    assert_raises(lambda: plot_values(**kwargs), error, match)
