@@ -248,7 +248,8 @@ def _draw_series(ax: Axes, one: _Series, shown: np.ndarray, x: np.ndarray, gap: 
         cut = int(np.searchsorted(x, gap))
         x, y = np.insert(x, cut, gap), np.insert(y, cut, np.nan)
         spread = None if spread is None else np.insert(spread, cut, np.nan)
-    label = one.name if spread is None else f"{one.name} ({level} interval)"
+    # an exact result's band has zero width: its legend entry does not promise an interval
+    label = one.name if spread is None or not np.nan_to_num(spread).any() else f"{one.name} ({level} interval)"
     marker = "o" if y.size <= 100 else None  # dots on a few points; on many, they would merge into the line
     (line,) = ax.plot(x, y, marker=marker, ms=3, lw=1.2, label=label, gid=f"values:{one.name}")
     if spread is not None:  # fill_between masks NaN and infinite bounds: no band there

@@ -64,6 +64,12 @@ def test_no_band_without_standard_errors_and_a_plain_array_works(results):
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["values"]
 
 
+def test_an_exact_result_has_a_band_of_zero_width_and_no_interval_in_its_legend():
+    ax = sr.plot_values(ValuationResult(VALUES, 0, "exact", stderr=np.zeros(8)))
+    assert all(low == high for low, high in band_bounds(artist(ax, "band:exact")).values())
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["exact"]
+
+
 def test_highlighted_points_are_marked_at_their_ranks():
     for highlight in ([7, 2, 3], np.isin(np.arange(8), [2, 3, 7])):
         ax = sr.plot_values(RESULT, highlight=highlight, highlight_label="flipped")
